@@ -1,0 +1,42 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+PYTHON     ?= python3
+VENV       ?= .venv
+BIN        := $(VENV)/bin
+# The pinned CPU wheel lies on local disk on the course machines. An unpinned
+# `torch` would pull a multi-GB CUDA build, so we install this pin only when no
+# torch is importable. Override: `make demo TORCH_SPEC=torch==2.5.1`.
+TORCH_SPEC ?= torch==2.13.0
+# If the base interpreter already has torch (e.g. a user's CUDA build), the venv
+# sees it through --system-site-packages instead of getting a second copy.
+VENV_FLAGS := $(shell $(PYTHON) -c "import torch" >/dev/null 2>&1 && echo --system-site-packages)
+STAMP      := $(VENV)/.installed
+
+.PHONY: venv demo test lab browser-deps clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
+	$(BIN)/python -c "import torch" >/dev/null 2>&1 || $(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m course_lib demo
+
+test: $(STAMP) browser-deps
+	$(BIN)/python -m pytest -q
+
+# Debian's Chromium for the browser tests (Playwright drives it; no browser download).
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "warning: could not install chromium; browser tests will skip"; \
+	  else echo "warning: chromium not found and cannot apt-get it; browser tests will skip"; fi; }
+
+lab: $(STAMP)
+	$(BIN)/python -m autograder.workspace --serve
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,193 @@
+"""``course-memory``: the command line over course_lib.
+
+Every verb is a thin layer over library functions. Bad input exits 2 with one
+line on stderr naming the value and what is valid; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .errors import CourseInputError
+
+PROG = "course-memory"
+
+#: Modules that add more verbs: each defines ``register(subparsers)``.
+EXTENSIONS = (
+    "course_lib.cli_requests",   # simulate, trace, offload, rollout
+    "course_lib.measure.cli",    # measure
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one line and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
+        raise SystemExit(2)
+
+
+def _print_json(data: Any) -> None:
+    json.dump(data, sys.stdout, indent=2, sort_keys=False)
+    sys.stdout.write("\n")
+
+
+def add_model_args(p: argparse.ArgumentParser, required: bool = True) -> None:
+    """--config PATH | --model PRESET, plus --params N for an unsupported family."""
+    g = p.add_mutually_exclusive_group(required=required)
+    g.add_argument("--config", metavar="PATH", help="a Hugging Face config.json")
+    g.add_argument("--model", metavar="PRESET", help="a preset model (see `course-memory presets`)")
+    p.add_argument("--params", type=int, metavar="N", help="parameter count, for a model_type course_lib does not know")
+
+
+def model_from_args(args: argparse.Namespace):
+    from .models import from_hf_config
+    from .presets import get_model
+
+    if args.config:
+        return from_hf_config(args.config, name=Path(args.config).stem, params_total=args.params)
+    spec = get_model(args.model)
+    if args.params is not None:
+        from .models import _override_params
+        from .errors import check_count
+        spec = _override_params(spec, check_count("params", args.params, 1))
+    return spec
+
+
+def _cmd_budget(args: argparse.Namespace) -> int:
+    from .budget import plan_budget
+    from .presets import gpu_bytes
+    from .report import budget_table
+
+    budget = plan_budget(device_bytes=gpu_bytes(args.gpu), weights_bytes=args.weights,
+                         workspace_bytes=args.workspace, reserve_bytes=args.reserve,
+                         per_sequence_kv_bytes=args.per_sequence, per_sequence_state_bytes=args.request_state,
+                         active_sequences=args.active_sequences)
+    if args.json:
+        _print_json(budget.to_dict())
+    else:
+        print(budget_table(budget, title=f"Memory budget for {args.active_sequences} active sequences"))
+    return 0
+
+
+def _cmd_estimate(args: argparse.Namespace) -> int:
+    from .budget import estimate
+    from .report import estimate_table
+
+    spec = model_from_args(args)
+    est = estimate(spec, gpu=args.gpu, dtype=args.dtype, kv_dtype=args.kv_dtype,
+                   context_tokens=args.context_tokens, active_sequences=args.active_sequences,
+                   tensor_parallel=args.tensor_parallel, workspace=args.workspace, reserve=args.reserve,
+                   prefill_chunk_tokens=args.prefill_chunk_tokens)
+    if args.json:
+        _print_json(est.to_dict())
+    else:
+        print(estimate_table(est))
+    return 0
+
+
+def _cmd_presets(args: argparse.Namespace) -> int:
+    from .models import kv_cache_bytes_per_token
+    from .presets import GPU_BYTES, get_model, model_names
+    from .units import GB, GiB
+
+    models = []
+    for name in model_names():
+        spec = get_model(name)
+        models.append({"name": name, "model_type": spec.model_type, "attention": spec.attention,
+                       "params_total": spec.params_total,
+                       "kv_cache_bytes_per_token_fp16": kv_cache_bytes_per_token(spec, "fp16")})
+    gpus = [{"name": n, "device_bytes": b} for n, b in GPU_BYTES.items()]
+    if args.json:
+        _print_json({"models": models, "gpus": gpus})
+        return 0
+    print(f"{'model':<18} {'type':<12} {'attn':<5} {'params':>16} {'KV B/token fp16':>16}")
+    for m in models:
+        print(f"{m['name']:<18} {m['model_type']:<12} {m['attention']:<5} {m['params_total']:>16,} "
+              f"{m['kv_cache_bytes_per_token_fp16']:>16,}")
+    print()
+    print(f"{'gpu':<12} {'bytes':>16} {'GB':>8} {'GiB':>8}")
+    for g in gpus:
+        print(f"{g['name']:<12} {g['device_bytes']:>16,} {g['device_bytes'] / GB:>8.2f} {g['device_bytes'] / GiB:>8.2f}")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+    return run_demo(out_dir=args.out)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .budget import DEFAULT_PREFILL_CHUNK_TOKENS, DEFAULT_RESERVE
+    from .presets import DEFAULT_GPU, DEFAULT_MODEL
+
+    parser = _Parser(prog=PROG, description="Serving-memory budgets for LLMs, pool by pool (L14.4).")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("budget", help="add the pools on a device (the lesson's 24 GB example)")
+    p.add_argument("--gpu", default="24GB", help="device size or preset (default 24GB)")
+    p.add_argument("--weights", default="14GB", help="weights size (default 14GB)")
+    p.add_argument("--workspace", default="2GB", help="runtime workspace (default 2GB)")
+    p.add_argument("--reserve", default="2GB", help="safety reserve: a size, or a share such as 10%% (default 2GB)")
+    p.add_argument("--per-sequence", default="1.5GB", help="request-dependent bytes per active sequence (default 1.5GB)")
+    p.add_argument("--request-state", default="0", help="extra per-sequence state besides the KV cache (default 0)")
+    p.add_argument("--active-sequences", type=int, default=4, help="active sequences (default 4)")
+    p.add_argument("--json", action="store_true", help="print JSON (integers of bytes)")
+    p.set_defaults(func=_cmd_budget)
+
+    p = sub.add_parser("estimate", help="budget a real model config on a GPU")
+    add_model_args(p)
+    p.add_argument("--dtype", default="fp16", help="weights dtype (fp32, fp16, bf16, fp8, int8, int4, int4-g128)")
+    p.add_argument("--kv-dtype", default=None, help="KV-cache dtype (default: same as --dtype)")
+    p.add_argument("--gpu", default=DEFAULT_GPU, help=f"device size or preset (default {DEFAULT_GPU})")
+    p.add_argument("--workspace", default=None, help="override the workspace (default: activation peak + runtime overhead)")
+    p.add_argument("--reserve", default=DEFAULT_RESERVE, help=f"a size or a share such as 10%% (default {DEFAULT_RESERVE})")
+    p.add_argument("--context-tokens", type=int, default=4096, help="tokens per sequence (default 4096)")
+    p.add_argument("--active-sequences", type=int, default=1, help="active sequences (default 1)")
+    p.add_argument("--tensor-parallel", type=int, default=1, help="GPUs the model is split over (default 1)")
+    p.add_argument("--prefill-chunk-tokens", type=int, default=DEFAULT_PREFILL_CHUNK_TOKENS,
+                   help=f"tokens per prefill chunk, for the activation peak (default {DEFAULT_PREFILL_CHUNK_TOKENS})")
+    p.add_argument("--json", action="store_true", help="print JSON (integers of bytes)")
+    p.set_defaults(func=_cmd_estimate)
+
+    p = sub.add_parser("presets", help="list preset models and GPUs")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_presets)
+
+    p = sub.add_parser("demo", help="the lab at 8 and 16 sequences, a budget table, and more")
+    p.add_argument("--out", default="out", help="folder for plots and results (default ./out)")
+    p.set_defaults(func=_cmd_demo)
+
+    for name in EXTENSIONS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name and name.startswith(exc.name) or exc.name == name:
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except CourseInputError as exc:
+        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{PROG}: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def run_main() -> None:  # pragma: no cover - console-script shim
+    sys.exit(main())

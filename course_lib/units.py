@@ -1,0 +1,160 @@
+"""Byte sizes: parse "24GB" / "24GiB" into integers, and format them back.
+
+Bytes are always Python ints. Decimal units are powers of 10 (GB = 10**9),
+binary units are powers of 2 (GiB = 2**30); the two are never mixed silently.
+A GPU sold as "24 GB" usually reports its memory in MiB/GiB, so a course that
+talks about memory has to say which one it means every time.
+
+>>> parse_bytes("24GB")
+24000000000
+>>> parse_bytes("24GiB")
+25769803776
+>>> parse_bytes("1.5 GB")
+1500000000
+>>> format_bytes(24 * GiB)
+'25.77 GB (24.00 GiB)'
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal, InvalidOperation
+
+from .errors import CourseInputError
+
+KB, MB, GB, TB = 10**3, 10**6, 10**9, 10**12
+KiB, MiB, GiB, TiB = 2**10, 2**20, 2**30, 2**40
+
+#: Every unit we accept, spelled as users write it (matched case-sensitively
+#: for the B/b distinction: "Gb" would be gigabits, which we refuse).
+UNITS: dict[str, int] = {
+    "B": 1,
+    "KB": KB, "MB": MB, "GB": GB, "TB": TB,
+    "kB": KB,
+    "KiB": KiB, "MiB": MiB, "GiB": GiB, "TiB": TiB,
+}
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+
+VALID_SIZES = 'a byte count such as 1500000000, or a size such as "24GB", "24GiB", "512MiB", "1.5 GB"'
+
+
+def parse_bytes(value: object, *, name: str = "size") -> int:
+    """Return ``value`` as an integer number of bytes.
+
+    Accepts a non-negative int (bytes), a finite non-negative float with no
+    fractional byte, or a string with an explicit unit from :data:`UNITS`.
+    A string without a unit is bytes. Fractional bytes are rounded to the
+    nearest byte ("1.5 KiB" is 1536 B exactly; "0.1 B" is refused).
+
+    >>> parse_bytes("512MiB")
+    536870912
+    >>> parse_bytes(1024)
+    1024
+    >>> parse_bytes("24XB")
+    Traceback (most recent call last):
+    ...
+    course_lib.errors.CourseInputError: size='24XB' has an unknown unit 'XB'; use a byte count such as 1500000000, or a size such as "24GB", "24GiB", "512MiB", "1.5 GB" (units: B, KB, MB, GB, TB, kB, KiB, MiB, GiB, TiB)
+    """
+    if isinstance(value, bool):
+        raise CourseInputError(f"{name}={value!r} is a bool, not a size; use {VALID_SIZES}")
+    if isinstance(value, int):
+        if value < 0:
+            raise CourseInputError(f"{name}={value} is negative; use {VALID_SIZES}")
+        return value
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise CourseInputError(f"{name}={value!r} is not finite; use {VALID_SIZES}")
+        if value < 0:
+            raise CourseInputError(f"{name}={value!r} is negative; use {VALID_SIZES}")
+        if not value.is_integer():
+            raise CourseInputError(
+                f"{name}={value!r} is not a whole number of bytes; give a unit, e.g. \"{value}GB\""
+            )
+        return int(value)
+    if not isinstance(value, str):
+        raise CourseInputError(f"{name}={value!r} is a {type(value).__name__}; use {VALID_SIZES}")
+    text = value.strip()
+    if not text:
+        raise CourseInputError(f"{name}={value!r} is empty; use {VALID_SIZES}")
+    if text.lower() in {"nan", "inf", "-inf", "+inf", "infinity", "-infinity"}:
+        raise CourseInputError(f"{name}={value!r} is not finite; use {VALID_SIZES}")
+    if text.startswith("-"):
+        raise CourseInputError(f"{name}={value!r} is negative; use {VALID_SIZES}")
+    match = _SIZE.match(text)
+    if not match:
+        raise CourseInputError(f"{name}={value!r} is not a size; use {VALID_SIZES}")
+    number, unit = match.groups()
+    unit = unit or "B"
+    if unit not in UNITS:
+        raise CourseInputError(
+            f"{name}={value!r} has an unknown unit {unit!r}; use {VALID_SIZES} "
+            f"(units: {', '.join(UNITS)})"
+        )
+    try:
+        exact = Decimal(number) * UNITS[unit]
+    except InvalidOperation:  # pragma: no cover - the regex already vetted it
+        raise CourseInputError(f"{name}={value!r} is not a size; use {VALID_SIZES}") from None
+    if not exact.is_finite():
+        raise CourseInputError(f"{name}={value!r} is not finite; use {VALID_SIZES}")
+    whole = int(exact.to_integral_value())
+    if exact != whole and exact < 1:
+        raise CourseInputError(f"{name}={value!r} is less than one byte; use {VALID_SIZES}")
+    return whole
+
+
+def to_gb(num_bytes: int) -> float:
+    """Bytes as decimal gigabytes (10**9). ``to_gb(1_500_000_000) == 1.5``."""
+    return num_bytes / GB
+
+
+def to_gib(num_bytes: int) -> float:
+    """Bytes as binary gibibytes (2**30). ``to_gib(2**31) == 2.0``."""
+    return num_bytes / GiB
+
+
+def format_gb(num_bytes: int, digits: int = 2) -> str:
+    """Format as decimal GB with the unit spelled out.
+
+    >>> format_gb(6_000_000_000)
+    '6.00 GB'
+    """
+    return f"{num_bytes / GB:.{digits}f} GB"
+
+
+def format_gib(num_bytes: int, digits: int = 2) -> str:
+    """Format as binary GiB with the unit spelled out.
+
+    >>> format_gib(4 * GiB)
+    '4.00 GiB'
+    """
+    return f"{num_bytes / GiB:.{digits}f} GiB"
+
+
+def format_bytes(num_bytes: int, unit: str = "both", digits: int = 2) -> str:
+    """Format a byte count: ``unit`` is "GB", "GiB", "both" or "auto".
+
+    "auto" picks the largest decimal unit that keeps the number >= 1.
+    Negative counts (a deficit) keep their sign.
+
+    >>> format_bytes(4_294_967_296)
+    '4.29 GB (4.00 GiB)'
+    >>> format_bytes(819_200, unit="auto")
+    '819.20 KB'
+    >>> format_bytes(-2_590_000_000, unit="GB")
+    '-2.59 GB'
+    """
+    if unit == "GB":
+        return format_gb(num_bytes, digits)
+    if unit == "GiB":
+        return format_gib(num_bytes, digits)
+    if unit == "both":
+        return f"{format_gb(num_bytes, digits)} ({format_gib(num_bytes, digits)})"
+    if unit == "auto":
+        magnitude = abs(num_bytes)
+        for label, size in (("TB", TB), ("GB", GB), ("MB", MB), ("KB", KB)):
+            if magnitude >= size:
+                return f"{num_bytes / size:.{digits}f} {label}"
+        return f"{num_bytes} B"
+    raise CourseInputError(f"unit={unit!r} is not a unit; use one of GB, GiB, both, auto")
