@@ -1,0 +1,632 @@
+"""Trusted scoring for every autograded answer of the L14.4 notebook.
+
+Each :class:`Check` has two halves:
+
+* ``collect(namespace)`` runs IN the learner's kernel (from the hidden part of
+  a test cell): it calls the learner's functions on hidden inputs and reads
+  their variables, returning values that :func:`autograder.capture.to_plain`
+  turns into plain JSON.
+* ``score(values)`` runs in the GRADER's process on those plain values only.
+  It decides pass/fail and writes a message that points at what to look at
+  without giving the answer away.
+
+Stock nbgrader runs :func:`hidden_test`, which does both in the kernel; the
+hardened grader re-scores the recorded values outside it.
+
+Expected values are worked here from the lesson and from published configs,
+independently of the learner's code (and written out by hand in comments).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .capture import NOT_PLAIN, record, to_plain
+
+GB, GiB = 10**9, 2**30
+ERROR = "__error__"
+
+
+@dataclass(frozen=True)
+class Result:
+    """passed: full points or none. message: what to look at (empty when passed)."""
+
+    passed: bool
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Check:
+    grade_id: str
+    collect: Callable[[dict], dict]
+    score: Callable[[dict], Result]
+
+
+# ------------------------------------------------------------------ helpers
+
+def _call(ns: dict, name: str, *args: Any) -> Any:
+    """Call the learner's function ``name`` in-kernel; errors become a marker, not a crash."""
+    fn = ns.get(name)
+    if not callable(fn):
+        return {ERROR: f"{name} is not defined (run its cell first)"}
+    try:
+        return to_plain(fn(*args))
+    except Exception as exc:  # noqa: BLE001 - learner code may raise anything
+        return {ERROR: f"{name}{args!r} raised {type(exc).__name__}: {exc}"[:300]}
+
+
+def _var(ns: dict, name: str) -> Any:
+    if name not in ns:
+        return {ERROR: f"{name} is not defined (run its cell first)"}
+    return to_plain(ns[name])
+
+
+def _problem(value: Any, name: str) -> str | None:
+    """A message if ``value`` is an error marker or not a plain value."""
+    if isinstance(value, dict) and ERROR in value:
+        return value[ERROR]
+    if isinstance(value, dict) and NOT_PLAIN in value:
+        return f"{name} must be a plain Python value (int, float, str, bool, list, dict), not {value[NOT_PLAIN]}"
+    return None
+
+
+def _is_number(v: Any) -> bool:
+    return type(v) in (int, float)
+
+
+def _close(v: Any, expected: float, rel: float = 1e-9, abs_: float = 1e-9) -> bool:
+    return _is_number(v) and math.isfinite(v) and math.isclose(v, expected, rel_tol=rel, abs_tol=abs_)
+
+
+def _whole(v: Any) -> bool:
+    return type(v) is int or (type(v) is float and v.is_integer())
+
+
+def _first_problem(values: dict) -> str | None:
+    for name, value in values.items():
+        message = _problem(value, name)
+        if message:
+            return message
+        if isinstance(value, list):
+            for item in value:
+                message = _problem(item, name)
+                if message:
+                    return message
+    return None
+
+
+def _letter(v: Any, expected: str, name: str) -> Result:
+    if type(v) is not str:
+        return Result(False, f"{name} must be a plain string such as \"a\", \"b\" or \"c\"")
+    if v.strip().lower() not in {"a", "b", "c"}:
+        return Result(False, f"{name} must be one of \"a\", \"b\" or \"c\" (got {v!r})")
+    if v.strip().lower() != expected:
+        return Result(False, f"{name}: not that option; reread the matching paragraph of the lesson")
+    return Result(True)
+
+
+# ------------------------------------------------------- 1. the 24 GB budget
+
+# (device, weights, workspace, reserve, per_request) in GB -> (left, fit)
+# 24-14-2-2 = 6 -> 6/1.5 = 4 ; 80-40-4-8 = 28 -> 28/3 = 9.33 -> 9 ;
+# 16-13-1-1 = 1 -> 1/0.5 = 2 ; 40-30-4-4 = 2 -> 2/2.5 = 0.8 -> 0 ; 10-11-0-0 = -1 -> 0
+BUDGET_CASES = [(24, 14, 2, 2, 1.5), (80, 40, 4, 8, 3), (16, 13, 1, 1, 0.5), (40, 30, 4, 4, 2.5), (10, 11, 0, 0, 1)]
+BUDGET_EXPECTED = [(6, 4), (28, 9), (1, 2), (2, 0), (-1, 0)]
+
+
+def _collect_request_budget(ns: dict) -> dict:
+    return {
+        "left": [_call(ns, "request_budget_gb", d, w, ws, r) for d, w, ws, r, _ in BUDGET_CASES],
+        "fit": [_call(ns, "requests_that_fit", exp[0], c[4]) for c, exp in zip(BUDGET_CASES, BUDGET_EXPECTED)],
+        "left_gb": _var(ns, "left_gb"),
+        "fit_count": _var(ns, "fit_count"),
+        "fifth_crosses": _var(ns, "fifth_crosses"),
+    }
+
+
+def _score_request_budget(v: dict) -> Result:
+    problem = _first_problem(v)
+    if problem:
+        return Result(False, problem)
+    for (d, w, ws, r, _), got, (left, _) in zip(BUDGET_CASES, v["left"], BUDGET_EXPECTED):
+        if _close(got, left):
+            continue
+        if _close(got, d - w):
+            return Result(False, "request_budget_gb: a budget of weights only. What else must come out of the device "
+                                 "before requests get any memory?")
+        if _close(got, d - w - ws) or _close(got, d - w - r):
+            return Result(False, "request_budget_gb: one fixed pool is missing. Count every pool the lesson's "
+                                 "24 GB example subtracts.")
+        return Result(False, f"request_budget_gb{(d, w, ws, r)} is off; subtract the fixed pools from the device")
+    for (*_, per), got, (left, fit) in zip(BUDGET_CASES, v["fit"], BUDGET_EXPECTED):
+        if not _whole(got):
+            return Result(False, "requests_that_fit must return a whole number of requests (a part of a request "
+                                 "cannot run)")
+        if int(got) != fit:
+            hint = " A negative budget fits no request." if left < 0 else " Round down: the next request would cross."
+            return Result(False, f"requests_that_fit({left}, {per}) is off.{hint}")
+    if not _close(v["left_gb"], 6):
+        return Result(False, "left_gb should come from request_budget_gb on the lesson's 24 GB example")
+    if not _whole(v["fit_count"]) or int(v["fit_count"]) != 4:
+        return Result(False, "fit_count should come from requests_that_fit on the lesson's example")
+    if type(v["fifth_crosses"]) is not bool or v["fifth_crosses"] is not True:
+        return Result(False, "fifth_crosses must be a bool: does one more request than fit_count cross the budget?")
+    return Result(True)
+
+
+# --------------------------------------------------------- 2. weight bytes
+
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "int4": 0.5}
+# Published parameter counts: Llama-3-8B 8,030,261,248; GPT-2 124,439,808; Llama-2-7B 6,738,415,616
+WEIGHT_CASES = [(8_030_261_248, "fp16"), (8_030_261_248, "int4"), (124_439_808, "fp32"),
+                (6_738_415_616, "bf16"), (6_738_415_616, "int8")]
+
+
+def _collect_weight_bytes(ns: dict) -> dict:
+    return {
+        "bytes": [_call(ns, "weight_bytes", p, dt) for p, dt in WEIGHT_CASES],
+        "gb": _var(ns, "llama3_weights_gb"),
+        "gib": _var(ns, "llama3_weights_gib"),
+    }
+
+
+def _score_weight_bytes(v: dict) -> Result:
+    problem = _first_problem(v)
+    if problem:
+        return Result(False, problem)
+    for (params, dt), got in zip(WEIGHT_CASES, v["bytes"]):
+        expected = int(params * DTYPE_BYTES[dt])  # e.g. 8,030,261,248 x 2 = 16,060,522,496
+        if _close(got, expected, rel=1e-12):
+            continue
+        if _close(got, expected * 8, rel=1e-12):
+            return Result(False, f"weight_bytes(..., {dt!r}) is 8x too large: bits or bytes per value?")
+        return Result(False, f"weight_bytes(..., {dt!r}) is off; it is parameters x bytes per stored value")
+    if not _whole(v["bytes"][0]):
+        return Result(False, "weight_bytes must return a whole number of bytes")
+    expected_gb = 8_030_261_248 * 2 / GB     # 16.06 GB
+    expected_gib = 8_030_261_248 * 2 / GiB   # 14.96 GiB
+    if _close(v["gb"], expected_gib, rel=1e-3) and _close(v["gib"], expected_gb, rel=1e-3):
+        return Result(False, "llama3_weights_gb and llama3_weights_gib are swapped: which unit is 10^9 and which 2^30?")
+    if not _close(v["gb"], expected_gb, rel=1e-3):
+        return Result(False, "llama3_weights_gb: GB means 10^9 bytes")
+    if not _close(v["gib"], expected_gib, rel=1e-3):
+        return Result(False, "llama3_weights_gib: GiB means 2^30 bytes")
+    return Result(True)
+
+
+# ------------------------------------------------------ 3. KV bytes per token
+
+KV_CONFIGS = {
+    # name: (config, expected fp16 bytes/token worked by hand)
+    "llama-3-8b": ({"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                    "num_key_value_heads": 8}, 2 * 32 * 8 * 128 * 2),          # 131,072
+    "llama-2-7b": ({"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32},
+                   2 * 32 * 32 * 128 * 2),                                    # 524,288 (no KV key: MHA)
+    "qwen2-7b": ({"hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28,
+                  "num_key_value_heads": 4}, 2 * 28 * 4 * 128 * 2),           # 57,344
+    "gemma-2-9b": ({"hidden_size": 3584, "num_hidden_layers": 42, "num_attention_heads": 16,
+                    "num_key_value_heads": 8, "head_dim": 256}, 2 * 42 * 8 * 256 * 2),  # 344,064
+    "falcon-like-mqa": ({"hidden_size": 4544, "num_hidden_layers": 32, "num_attention_heads": 71,
+                         "num_key_value_heads": 1}, 2 * 32 * 1 * 64 * 2),      # 8,192
+}
+
+
+def _collect_kv_per_token(ns: dict) -> dict:
+    return {
+        "fp16": {name: _call(ns, "kv_bytes_per_token", dict(cfg), 2) for name, (cfg, _) in KV_CONFIGS.items()},
+        "fp32": _call(ns, "kv_bytes_per_token", dict(KV_CONFIGS["llama-3-8b"][0]), 4),
+    }
+
+
+def _score_kv_per_token(v: dict) -> Result:
+    fp16 = v.get("fp16")
+    if not isinstance(fp16, dict):
+        return Result(False, _problem(fp16, "kv_bytes_per_token") or "kv_bytes_per_token did not run")
+    for name, (cfg, expected) in KV_CONFIGS.items():
+        got = fp16.get(name)
+        problem = _problem(got, "kv_bytes_per_token")
+        if problem:
+            return Result(False, problem)
+        if _close(got, expected, rel=1e-12):
+            continue
+        heads = cfg["num_attention_heads"]
+        kv = cfg.get("num_key_value_heads", heads)
+        if _close(got, expected / 2, rel=1e-12):
+            return Result(False, "kv_bytes_per_token is half of what the cache holds: what does each token store "
+                                 "in every layer, besides its key?")
+        if kv != heads and _close(got, expected * heads / kv, rel=1e-12):
+            return Result(False, "kv_bytes_per_token counts too many heads: with grouped-query attention, which "
+                                 "heads are cached? Look at num_key_value_heads")
+        if _close(got, expected * 8, rel=1e-12):
+            return Result(False, "kv_bytes_per_token is 8x too large: bits or bytes per value?")
+        if "head_dim" in cfg and _close(got, expected * (cfg["hidden_size"] // heads) / cfg["head_dim"], rel=1e-12):
+            return Result(False, "kv_bytes_per_token: when a config states head_dim, use it instead of "
+                                 "hidden_size / num_attention_heads")
+        if "num_key_value_heads" not in cfg:
+            return Result(False, "kv_bytes_per_token fails on a config without num_key_value_heads: what does "
+                                 "that mean for the number of KV heads?")
+        return Result(False, f"kv_bytes_per_token is off for a {name} config; it is "
+                             "2 x layers x KV heads x head_dim x bytes")
+    if not _close(v.get("fp32"), 2 * 32 * 8 * 128 * 4, rel=1e-12):
+        return Result(False, "kv_bytes_per_token must use its bytes_per_value argument")
+    return Result(True)
+
+
+# -------------------------------------------------------- 4. KV cache total
+
+KV_TOTAL_CASES = [("llama-2-7b", 2, 1024, 8), ("llama-3-8b", 2, 4096, 16), ("qwen2-7b", 1, 32768, 3),
+                  ("llama-3-8b", 2, 1, 1)]
+
+
+def _collect_kv_total(ns: dict) -> dict:
+    return {
+        "bytes": [_call(ns, "kv_cache_bytes", dict(KV_CONFIGS[name][0]), b, t, s) for name, b, t, s in KV_TOTAL_CASES],
+        "lab_kv_gb": _var(ns, "lab_kv_gb"),
+    }
+
+
+def _score_kv_total(v: dict) -> Result:
+    problem = _first_problem(v)
+    if problem:
+        return Result(False, problem)
+    for (name, b, t, s), got in zip(KV_TOTAL_CASES, v["bytes"]):
+        per_token = KV_CONFIGS[name][1] // 2 * b
+        expected = per_token * t * s
+        if _close(got, expected, rel=1e-12):
+            continue
+        if _close(got, per_token * t, rel=1e-12) and s != 1:
+            return Result(False, "kv_cache_bytes does not grow with active_sequences: every active sequence "
+                                 "keeps its own cache")
+        if _close(got, per_token * s, rel=1e-12) and t != 1:
+            return Result(False, "kv_cache_bytes does not grow with context_tokens: every cached token costs "
+                                 "kv_bytes_per_token")
+        return Result(False, f"kv_cache_bytes is off for {name} at {t} tokens x {s} sequences")
+    # Llama-2-7B, 1024 tokens, 8 sequences: 524,288 x 1024 x 8 = 4,294,967,296 B = 4.295 GB
+    if not _close(v["lab_kv_gb"], 4_294_967_296 / GB, rel=1e-3):
+        if _close(v["lab_kv_gb"], 4.0, rel=1e-3):
+            return Result(False, "lab_kv_gb: that is the figure in GiB; the lab reports GB (10^9 bytes)")
+        return Result(False, "lab_kv_gb should be kv_cache_bytes for the lab's settings, in GB")
+    return Result(True)
+
+
+# -------------------------------------------------------- 5. GQA and dtype
+
+def _collect_gqa_dtype(ns: dict) -> dict:
+    return {"ratio": _var(ns, "mha_over_gqa_ratio"), "fp8": _var(ns, "llama3_fp8_kv_bytes_per_token")}
+
+
+def _score_gqa_dtype(v: dict) -> Result:
+    problem = _first_problem(v)
+    if problem:
+        return Result(False, problem)
+    # Llama-2-7B 524,288 / Llama-3-8B 131,072 = 4 (32 KV heads vs 8)
+    if not _close(v["ratio"], 4.0, rel=1e-9):
+        if _close(v["ratio"], 1.0):
+            return Result(False, "mha_over_gqa_ratio: the two models have the same attention heads, but do they "
+                                 "cache the same number of KV heads?")
+        return Result(False, "mha_over_gqa_ratio: divide Llama-2-7B's KV bytes per token by Llama-3-8B's")
+    if not _close(v["fp8"], 2 * 32 * 8 * 128 * 1, rel=1e-12):
+        if _close(v["fp8"], 2 * 32 * 8 * 128 * 8, rel=1e-12):
+            return Result(False, "llama3_fp8_kv_bytes_per_token: fp8 means 8 bits; how many bytes is that?")
+        return Result(False, "llama3_fp8_kv_bytes_per_token: same formula, one byte per value")
+    return Result(True)
+
+
+# ---------------------------------------------------- 6. free is not capacity
+
+# (free, reserve, per_request) -> requests: (8-2)/1.5 = 4 ; (20-4)/3 = 5.33 -> 5 ; (3-2)/0.4 = 2.5 -> 2 ; (1-2) -> 0
+SAFE_CASES = [(8 * GB, 2 * GB, 1_500_000_000, 4), (20 * GB, 4 * GB, 3 * GB, 5),
+              (3 * GB, 2 * GB, 400_000_000, 2), (1 * GB, 2 * GB, 500_000_000, 0)]
+
+
+def _collect_safe_requests(ns: dict) -> dict:
+    return {"n": [_call(ns, "safe_requests", f, r, p) for f, r, p, _ in SAFE_CASES]}
+
+
+def _score_safe_requests(v: dict) -> Result:
+    problem = _first_problem(v)
+    if problem:
+        return Result(False, problem)
+    for (free, reserve, per, expected), got in zip(SAFE_CASES, v["n"]):
+        if not _whole(got):
+            return Result(False, "safe_requests must return a whole number of requests")
+        if int(got) == expected:
+            continue
+        if int(got) == free // per:
+            return Result(False, "safe_requests treats free memory as capacity: which memory must stay unfilled "
+                                 "even when the device reports it free?")
+        if expected == 0:
+            return Result(False, "safe_requests: when the reserve is larger than what is free, how many can start?")
+        return Result(False, f"safe_requests({free}, {reserve}, {per}) is off")
+    return Result(True)
+
+
+# ------------------------------------------------------- 7. admission rule
+
+ADMIT_CASES = [  # (request, in_use, safe_budget, decision)
+    (1 * GB, 0, 6 * GB, "admit"),
+    (1 * GB, 5 * GB, 6 * GB, "admit"),          # lands exactly on the budget: still safe
+    (2 * GB, 5 * GB, 6 * GB, "queue"),          # fits once something finishes
+    (7 * GB, 0, 6 * GB, "reject"),              # can never fit
+    (7 * GB, 3 * GB, 6 * GB, "reject"),
+    (0, 6 * GB, 6 * GB, "admit"),
+]
+# Ten 550 MB requests in a 6 GB budget: 10 x 0.55 = 5.5 GB fits, the 11th would be 6.05 GB.
+SEQUENCE = [550_000_000] * 11
+
+
+def _collect_admission(ns: dict) -> dict:
+    singles = [_call(ns, "admission_decision", r, u, b) for r, u, b, _ in ADMIT_CASES]
+    sequence, in_use = [], 0
+    for request in SEQUENCE:
+        decision = _call(ns, "admission_decision", request, in_use, 6 * GB)
+        sequence.append(decision)
+        if decision == "admit":
+            in_use += request
+    return {"singles": singles, "sequence": sequence}
+
+
+def _score_admission(v: dict) -> Result:
+    problem = _first_problem(v)
+    if problem:
+        return Result(False, problem)
+    for (request, in_use, budget, expected), got in zip(ADMIT_CASES, v["singles"]):
+        if type(got) is not str or got not in {"admit", "queue", "reject"}:
+            return Result(False, "admission_decision must return exactly one of the strings "
+                                 "\"admit\", \"queue\" or \"reject\"")
+        if got == expected:
+            continue
+        if expected == "admit" and in_use + request == budget:
+            return Result(False, "admission_decision: a request that lands exactly on the safe budget is still "
+                                 "inside it")
+        if expected == "reject":
+            return Result(False, "admission_decision: a request larger than the whole safe budget can never "
+                                 "start; should it wait forever?")
+        if expected == "queue":
+            return Result(False, "admission_decision: this request fits the budget once running work finishes; "
+                                 "is crashing or refusing it the safe choice?")
+        return Result(False, f"admission_decision({request}, {in_use}, {budget}) is off")
+    if v["sequence"] != ["admit"] * 10 + ["queue"]:
+        return Result(False, "admission_decision: ten equal requests fill the budget; the eleventh should wait")
+    return Result(True)
+
+
+# --------------------------------------------------- 8. loading, offloading
+
+def _collect_loading_offload(ns: dict) -> dict:
+    return {"offload_s": _var(ns, "offload_seconds_per_step"), "ready_s": _var(ns, "replica_ready_seconds"),
+            "at_start": _var(ns, "ready_at_process_start")}
+
+
+def _score_loading_offload(v: dict) -> Result:
+    problem = _first_problem(v)
+    if problem:
+        return Result(False, problem)
+    # 10 GB / 31.5 GB/s = 0.3175 s per decode step
+    if not _close(v["offload_s"], 10 / 31.5, rel=0.01):
+        if _close(v["offload_s"], 10 / 31.5 * 8, rel=0.01) or _close(v["offload_s"], 10 / 31.5 / 8, rel=0.01):
+            return Result(False, "offload_seconds_per_step: both figures are in bytes (GB and GB/s)")
+        if _close(v["offload_s"], 10 / 63, rel=0.01):
+            return Result(False, "offload_seconds_per_step: 63 GB/s is PCIe Gen5; the question is about Gen4")
+        return Result(False, "offload_seconds_per_step: time = bytes moved / bandwidth")
+    # 14 GB / 2 GB/s = 7 s read + 14 GB / 25 GB/s = 0.56 s copy + 4 s init + 20 s capture + 8 s warm-up = 39.56 s
+    if not _close(v["ready_s"], 39.56, rel=0.005):
+        if _close(v["ready_s"], 7.56, rel=0.01):
+            return Result(False, "replica_ready_seconds: moving the bytes is not all of it; what else happens "
+                                 "before the first request is served?")
+        return Result(False, "replica_ready_seconds: add every phase of the readiness timeline")
+    if v["at_start"] is not False:
+        return Result(False, "ready_at_process_start must be a bool: is a replica ready when its process starts?")
+    return Result(True)
+
+
+# -------------------------------------------------------- 9. the pools
+
+POOL_KINDS = {"weights": "fixed", "workspace": "fixed", "reserve": "fixed", "kv_cache": "grows",
+              "request_state": "grows"}
+
+
+def _collect_pool_kinds(ns: dict) -> dict:
+    return {"kinds": _var(ns, "pool_kinds"), "reserve_gb": _var(ns, "vllm_default_reserve_gb")}
+
+
+def _score_pool_kinds(v: dict) -> Result:
+    problem = _first_problem(v)
+    if problem:
+        return Result(False, problem)
+    kinds = v["kinds"]
+    if type(kinds) is not dict:
+        return Result(False, "pool_kinds must be a dict from pool name to \"fixed\" or \"grows\"")
+    missing = sorted(set(POOL_KINDS) - set(kinds))
+    if missing:
+        return Result(False, f"pool_kinds lacks {len(missing)} pool(s); the lesson names five")
+    for name, kind in kinds.items():
+        if type(kind) is not str or kind not in {"fixed", "grows"}:
+            return Result(False, f"pool_kinds[{name!r}] must be \"fixed\" or \"grows\"")
+    wrong = [name for name, kind in POOL_KINDS.items() if kinds[name] != kind]
+    if wrong:
+        return Result(False, f"pool_kinds: {len(wrong)} pool(s) classified wrongly; which ones change when one "
+                             "more request starts?")
+    # gpu_memory_utilization = 0.9 leaves 10% of 24 GB = 2.4 GB unfilled
+    if not _close(v["reserve_gb"], 2.4, rel=1e-6):
+        return Result(False, "vllm_default_reserve_gb: what share of the device does gpu_memory_utilization=0.9 "
+                             "leave unfilled?")
+    return Result(True)
+
+
+# -------------------------------------------------- 10-12. questions, lab
+
+def _collect_predict(ns: dict) -> dict:
+    return {"answer": _var(ns, "predict_answer")}
+
+
+def _score_predict(v: dict) -> Result:
+    return Result(False, _problem(v["answer"], "predict_answer")) if _problem(v["answer"], "predict_answer") \
+        else _letter(v["answer"], "a", "predict_answer")
+
+
+def _collect_quick_check(ns: dict) -> dict:
+    return {f"q{i}": _var(ns, f"quick_check_{i}") for i in (1, 2, 3)}
+
+
+def _score_quick_check(v: dict) -> Result:
+    for i, expected in ((1, "c"), (2, "c"), (3, "a")):
+        value = v.get(f"q{i}")
+        problem = _problem(value, f"quick_check_{i}")
+        if problem:
+            return Result(False, problem)
+        result = _letter(value, expected, f"quick_check_{i}")
+        if not result.passed:
+            return result
+    return Result(True)
+
+
+LAB_PARTS_8 = {"weights": 14.0, "workspace": 2.0, "reserve": 2.0, "kv_cache": 4.295}   # 8 x 0.537 GB
+LAB_PARTS_16 = {"weights": 14.0, "workspace": 2.0, "reserve": 2.0, "kv_cache": 8.59}   # 16 x 0.537 GB
+
+
+def _parts_match(got: Any, expected: dict) -> bool:
+    return (type(got) is dict and set(got) == set(expected)
+            and all(_close(got[k], expected[k], rel=2e-3) for k in expected))
+
+
+def _collect_lab_record(ns: dict) -> dict:
+    return {"parts": _var(ns, "lab_parts_gb_at_8"), "headroom": _var(ns, "lab_headroom_gb_at_8"),
+            "prediction": _var(ns, "lab_prediction")}
+
+
+def _score_lab_record(v: dict) -> Result:
+    problem = _first_problem(v)
+    if problem:
+        return Result(False, problem)
+    if not _parts_match(v["parts"], LAB_PARTS_8):
+        return Result(False, "lab_parts_gb_at_8 should be the parts_gb dict the unchanged lab prints")
+    if not _close(v["headroom"], 1.705, rel=2e-3):
+        return Result(False, "lab_headroom_gb_at_8 should be the headroom_gb the unchanged lab prints")
+    if type(v["prediction"]) is not str or v["prediction"] not in LAB_PARTS_8:
+        return Result(False, "lab_prediction must be one of the part names: \"weights\", \"workspace\", "
+                             "\"reserve\", \"kv_cache\"")
+    if v["prediction"] != "kv_cache":
+        return Result(False, "lab_prediction: that part is fixed; which one grows with active sequences?")
+    return Result(True)
+
+
+def _collect_lab_after_edit(ns: dict) -> dict:
+    return {"parts": _var(ns, "lab_parts_gb_at_16"), "fits": _var(ns, "lab_fits_at_16")}
+
+
+def _score_lab_after_edit(v: dict) -> Result:
+    problem = _first_problem(v)
+    if problem:
+        return Result(False, problem)
+    if _parts_match(v["parts"], LAB_PARTS_8):
+        return Result(False, "lab_parts_gb_at_16 still shows 8 sequences: edit active_sequences in the lab file "
+                             "and rerun it")
+    if not _parts_match(v["parts"], LAB_PARTS_16):
+        return Result(False, "lab_parts_gb_at_16 should be what the lab prints after changing only "
+                             "active_sequences to 16")
+    if v["fits"] is not False:
+        return Result(False, "lab_fits_at_16 must be a bool: does the lab say the workload fits?")
+    return Result(True)
+
+
+# ----------------------------------------------------- 14. explain it back
+
+REQUIRED_POOLS = {"weights": "fixed", "workspace": "fixed", "reserve": "fixed", "kv_cache": "grows"}
+
+
+def _collect_explain_budget(ns: dict) -> dict:
+    return {"budget": _var(ns, "my_budget")}
+
+
+def _score_explain_budget(v: dict) -> Result:
+    budget = v["budget"]
+    problem = _problem(budget, "my_budget")
+    if problem:
+        return Result(False, problem)
+    if type(budget) is not dict:
+        return Result(False, "my_budget must be a dict (see the template in the cell)")
+    for key in ("model", "dtype", "gpu", "context_tokens", "active_sequences", "pools", "headroom_bytes"):
+        if key not in budget:
+            return Result(False, f"my_budget lacks the key {key!r}")
+    pools = budget["pools"]
+    if type(pools) is not dict:
+        return Result(False, "my_budget['pools'] must be a dict of pools")
+    for name, kind in REQUIRED_POOLS.items():
+        pool = pools.get(name)
+        if type(pool) is not dict or "bytes" not in pool or "kind" not in pool:
+            return Result(False, f"my_budget['pools'] needs a {name!r} pool with 'bytes' and 'kind'")
+        if type(pool["bytes"]) is not int or pool["bytes"] < 0:
+            return Result(False, f"my_budget['pools'][{name!r}]['bytes'] must be a non-negative int of bytes")
+        if pool["kind"] != kind:
+            return Result(False, f"my_budget: is the {name!r} pool fixed, or does it grow with active requests?")
+    for name, pool in pools.items():
+        if type(pool) is not dict or type(pool.get("bytes")) is not int or pool.get("kind") not in {"fixed", "grows"}:
+            return Result(False, f"my_budget['pools'][{name!r}] needs an int 'bytes' and a kind of fixed/grows")
+    # arithmetic, checked against the library (trusted, in the grader process)
+    try:
+        from course_lib import get_model, gpu_bytes, kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, weight_bytes
+        spec = get_model(budget["model"])
+        device = gpu_bytes(budget["gpu"])
+        weights = weight_bytes(spec, budget["dtype"])
+        kv_dtype = budget.get("kv_dtype", budget["dtype"])
+        tokens, seqs = budget["context_tokens"], budget["active_sequences"]
+        if type(tokens) is not int or type(seqs) is not int or tokens < 1 or seqs < 1:
+            return Result(False, "my_budget: context_tokens and active_sequences must be ints >= 1")
+        kv_capped = kv_cache_bytes_per_sequence(spec, tokens, kv_dtype) * seqs
+        kv_plain = kv_cache_bytes_per_token(spec, kv_dtype) * tokens * seqs
+    except ValueError as exc:
+        return Result(False, f"my_budget: {exc}")
+    if not math.isclose(pools["weights"]["bytes"], weights, rel_tol=0.02):
+        return Result(False, "my_budget: the weights pool does not match parameters x bytes for that model and dtype")
+    if not any(math.isclose(pools["kv_cache"]["bytes"], kv, rel_tol=0.01) for kv in (kv_capped, kv_plain)):
+        return Result(False, "my_budget: the kv_cache pool does not match KV bytes per token x tokens x sequences")
+    if pools["workspace"]["bytes"] == 0 or pools["reserve"]["bytes"] == 0:
+        return Result(False, "my_budget: a real budget keeps some workspace and some reserve")
+    total = sum(p["bytes"] for p in pools.values())
+    if budget["headroom_bytes"] != device - total:
+        return Result(False, "my_budget['headroom_bytes'] should be the device's bytes minus every pool")
+    return Result(True)
+
+
+# ------------------------------------------------------------------ registry
+
+CHECKS: dict[str, Check] = {c.grade_id: c for c in (
+    Check("test_request_budget", _collect_request_budget, _score_request_budget),
+    Check("test_weight_bytes", _collect_weight_bytes, _score_weight_bytes),
+    Check("test_kv_per_token", _collect_kv_per_token, _score_kv_per_token),
+    Check("test_kv_cache_total", _collect_kv_total, _score_kv_total),
+    Check("test_gqa_dtype", _collect_gqa_dtype, _score_gqa_dtype),
+    Check("test_safe_requests", _collect_safe_requests, _score_safe_requests),
+    Check("test_admission_rule", _collect_admission, _score_admission),
+    Check("test_loading_offload", _collect_loading_offload, _score_loading_offload),
+    Check("test_pool_kinds", _collect_pool_kinds, _score_pool_kinds),
+    Check("test_predict", _collect_predict, _score_predict),
+    Check("test_lab_record", _collect_lab_record, _score_lab_record),
+    Check("test_lab_after_edit", _collect_lab_after_edit, _score_lab_after_edit),
+    Check("test_quick_check", _collect_quick_check, _score_quick_check),
+    Check("test_explain_budget", _collect_explain_budget, _score_explain_budget),
+)}
+
+
+def score_answer(grade_id: str, values: Any) -> Result:
+    """Score plain recorded values in the grader's process. Unknown ids and bad payloads score nothing."""
+    check = CHECKS.get(grade_id)
+    if check is None:
+        return Result(False, f"no check is defined for {grade_id!r}")
+    if type(values) is not dict:
+        return Result(False, "the recorded answer is not a dict of values")
+    try:
+        return check.score(values)
+    except Exception as exc:  # noqa: BLE001 - malformed values must not crash the grader
+        return Result(False, f"the recorded answer could not be checked ({type(exc).__name__})")
+
+
+def hidden_test(grade_id: str, namespace: dict) -> None:
+    """In-kernel entry point used by the hidden part of each test cell."""
+    values = CHECKS[grade_id].collect(namespace)
+    plain = record(grade_id, **values)
+    result = score_answer(grade_id, plain)
+    assert result.passed, result.message
