@@ -19,6 +19,7 @@ independently of the learner's code (and written out by hand in comments).
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -616,9 +617,11 @@ def score_answer(grade_id: str, values: Any) -> Result:
     check = CHECKS.get(grade_id)
     if check is None:
         return Result(False, f"no check is defined for {grade_id!r}")
-    if type(values) is not dict:
+    if not isinstance(values, dict):
         return Result(False, "the recorded answer is not a dict of values")
     try:
+        # Re-read as plain JSON: drops any container subclass (e.g. nbformat's NotebookNode)
+        values = json.loads(json.dumps(values, allow_nan=False))
         return check.score(values)
     except Exception as exc:  # noqa: BLE001 - malformed values must not crash the grader
         return Result(False, f"the recorded answer could not be checked ({type(exc).__name__})")

@@ -1,0 +1,188 @@
+"""The L14.4 exercise notebook: structure, sync, headless execution, and grading through nbgrader.
+
+Independent references: the lesson's figures (6 GB left, 4 requests fit, the lab's 4.295 GB of KV
+cache at 8 sequences) are worked by hand in autograder/checks.py; here we check that the notebook
+carries them to nbgrader intact, that the release hides every solution and hidden test, and that
+stock nbgrader gives the reference full marks and a blank notebook 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK = REPO / "notebooks" / "level-14" / "l14-04-model-memory.ipynb"
+BUILDER = REPO / "notebooks" / "level-14" / "build_notebook.py"
+LAB = REPO / "labs" / "notebooks" / "level-14" / "l14-04-model-memory.py"
+ASSIGNMENT = "l14-04-model-memory"
+AUTOGRADED_POINTS = 31
+MANUAL_POINTS = 3
+
+
+def _nbgrader_cells(nb):
+    return [(c, c.metadata.get("nbgrader", {})) for c in nb.cells if "nbgrader" in c.metadata]
+
+
+@pytest.fixture(scope="module")
+def source_nb():
+    return nbformat.read(NOTEBOOK, as_version=4)
+
+
+def test_committed_notebook_is_in_sync_with_its_builder():
+    proc = subprocess.run([sys.executable, str(BUILDER), "--check"], capture_output=True, text=True)
+    assert proc.returncode == 0, "the .ipynb differs from build_notebook.py: run it and commit the result"
+
+
+def test_committed_without_outputs_or_widget_state(source_nb):
+    for cell in source_nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, cell.metadata
+    assert "widgets" not in source_nb.metadata
+
+
+def test_lesson_sections_in_order(source_nb):
+    headings = [line for c in source_nb.cells if c.cell_type == "markdown"
+                for line in c.source.splitlines() if line.startswith("## ")]
+    expected = ["## Goal", "## Budget the whole GPU, not just the weights",
+                "## Separate fixed and request-dependent memory", "## Free memory is not guaranteed capacity",
+                "## Admission control", "## Plan loading and offloading", "## The four concrete questions",
+                "## Predict", "## Run the local Lab", "## Quick Check", "## Explain it back", "## Key Takeaways"]
+    assert headings == expected
+
+
+def test_grade_cells_have_points_and_every_solution_has_a_test(source_nb):
+    cells = _nbgrader_cells(source_nb)
+    ids = [m["grade_id"] for _, m in cells]
+    assert len(ids) == len(set(ids)), "grade_ids must be unique"
+    grade = [(c, m) for c, m in cells if m.get("grade")]
+    for cell, meta in grade:
+        assert meta.get("points", 0) > 0, meta["grade_id"]
+    tests = {m["grade_id"] for c, m in grade if c.cell_type == "code"}
+    assert len(tests) >= 10, "roughly ten or more graded cells"
+    from autograder.checks import CHECKS
+    assert tests == set(CHECKS), "every autograded test cell has a trusted check, and vice versa"
+    for cell, meta in cells:
+        if meta.get("solution") and cell.cell_type == "code":
+            expected_test = meta["grade_id"].replace("answer_", "test_")
+            assert expected_test in tests, f"{meta['grade_id']} has no test cell"
+    autograded = sum(m["points"] for c, m in grade if c.cell_type == "code")
+    manual = sum(m["points"] for c, m in grade if c.cell_type == "markdown")
+    assert (autograded, manual) == (AUTOGRADED_POINTS, MANUAL_POINTS)
+    assert f"Total: {AUTOGRADED_POINTS + MANUAL_POINTS + 3}" in source_nb.cells[0].source  # + 3 lab-edit points
+
+
+def test_every_test_cell_has_visible_and_hidden_tests(source_nb):
+    for cell, meta in _nbgrader_cells(source_nb):
+        if meta.get("grade") and cell.cell_type == "code":
+            visible, _, hidden = cell.source.partition("### BEGIN HIDDEN TESTS")
+            assert "assert" in visible, f"{meta['grade_id']} has no visible test"
+            assert f'hidden_test("{meta["grade_id"]}"' in hidden, f"{meta['grade_id']} has no hidden test"
+
+
+# ---------------------------------------------------------------- nbgrader itself
+
+def _env():
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # nbgrader runs `alembic`
+    env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def _lab_at(n: int) -> str:
+    text = LAB.read_text()
+    assert "active_sequences = 8 " in text
+    return text.replace("active_sequences = 8 ", f"active_sequences = {n} ", 1)
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """An nbgrader course: generate the release, then autograde a reference and a blank submission."""
+    root = tmp_path_factory.mktemp("course")
+    src = root / "source" / ASSIGNMENT
+    src.mkdir(parents=True)
+    shutil.copy(NOTEBOOK, src)
+    shutil.copy(LAB, src)
+    (root / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        f"c.CourseDirectory.root = {str(root)!r}\n"
+        "c.CourseDirectory.course_id = 'l14'\n"
+        # the lab file is the learner's to edit: don't overwrite it with the source copy
+        f"c.Autograde.exclude_overwriting = {{{ASSIGNMENT!r}: ['l14-04-model-memory.py']}}\n"
+    )
+    nbgrader = [sys.executable, "-m", "nbgrader"]
+    run = lambda *args: subprocess.run([*nbgrader, *args], cwd=root, env=_env(), capture_output=True, text=True)
+    proc = run("generate_assignment", ASSIGNMENT, "--force")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    release = root / "release" / ASSIGNMENT
+    for student, notebook, lab in (("reference", NOTEBOOK, _lab_at(16)),
+                                   ("blank", release / NOTEBOOK.name, _lab_at(8))):
+        sub = root / "submitted" / student / ASSIGNMENT
+        sub.mkdir(parents=True)
+        shutil.copy(notebook, sub / NOTEBOOK.name)
+        (sub / LAB.name).write_text(lab)
+    proc = run("autograde", ASSIGNMENT, "--force")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run("export")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return root
+
+
+def test_release_has_no_solutions_or_hidden_tests(course):
+    release = course / "release" / ASSIGNMENT
+    assert sorted(p.name for p in release.iterdir()) == sorted([NOTEBOOK.name, LAB.name])
+    text = (release / NOTEBOOK.name).read_text()
+    for secret in ("BEGIN SOLUTION", "END SOLUTION", "HIDDEN TESTS", "hidden_test", "autograder.checks",
+                   "return device_gb - weights_gb - workspace_gb - reserve_gb",   # solution code
+                   "predict_answer = \"a\"", "quick_check_3 = \"a\"", "Reference answer"):
+        assert secret not in text, f"the release leaks {secret!r}"
+    assert "YOUR CODE HERE" in text and "YOUR ANSWER HERE" in text
+    assert (release / LAB.name).read_text() == LAB.read_text()
+
+
+def test_nbgrader_gives_reference_full_marks_and_blank_zero(course):
+    import csv
+    rows = {r["student_id"]: r for r in csv.DictReader((course / "grades.csv").open())}
+    assert float(rows["reference"]["score"]) == AUTOGRADED_POINTS
+    assert float(rows["blank"]["score"]) == 0.0
+    assert float(rows["reference"]["max_score"]) == AUTOGRADED_POINTS + MANUAL_POINTS
+
+
+def test_reference_records_plain_answers_for_every_check(course):
+    """The autograded reference carries one plain answer payload per test cell, and each scores."""
+    from autograder.capture import ANSWER_MIME
+    from autograder.checks import CHECKS, score_answer
+    nb = nbformat.read(course / "autograded" / "reference" / ASSIGNMENT / NOTEBOOK.name, as_version=4)
+    seen = {}
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "display_data" and ANSWER_MIME in out.get("data", {}):
+                payload = out["data"][ANSWER_MIME]
+                payload = json.loads(payload) if isinstance(payload, str) else payload
+                seen[payload["grade_id"]] = payload["values"]
+    assert set(seen) == set(CHECKS)
+    for grade_id, values in seen.items():
+        assert score_answer(grade_id, values).passed, grade_id
+
+
+def test_source_notebook_runs_headless_with_no_errors(tmp_path):
+    """Execute the instructor notebook (solutions in place) with a real kernel, lab edited to 16."""
+    from nbclient import NotebookClient
+    work = tmp_path / ASSIGNMENT
+    work.mkdir()
+    shutil.copy(NOTEBOOK, work)
+    (work / LAB.name).write_text(_lab_at(16))
+    nb = nbformat.read(work / NOTEBOOK.name, as_version=4)
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(work)}}).execute()
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert errors == []
+    figure = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "budget_figure")
+    assert any("image/png" in o.get("data", {}) for o in figure.outputs), "the static budget figure is shown"
