@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -26,6 +27,12 @@ EXTENSIONS = (
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one line and exit code 2."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Let "--per-sequence -1GB" reach the value checks (which name it) instead of
+        # argparse's "expected one argument": anything like "-1", "-1GB", "-.5" is a value.
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str) -> None:  # type: ignore[override]
         sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")

@@ -182,6 +182,8 @@ def _windows(c: _Config, num_layers: int, *, sliding_window: int | None,
              default_sliding: Callable[[int], bool]) -> list[int | None]:
     """Per-layer window: an explicit ``layer_types`` list wins over the family rule."""
     layer_types = c.cfg.get("layer_types")
+    if layer_types is not None and not isinstance(layer_types, (list, tuple)):
+        raise CourseInputError(f"config: layer_types={layer_types!r} is not a list; use one entry per layer")
     if layer_types:
         if len(layer_types) != num_layers:
             raise CourseInputError(
@@ -261,7 +263,7 @@ def _llama_family(c: _Config, name: str) -> ModelSpec:
         windows = _windows(c, layers, sliding_window=window, default_sliding=lambda i: i % 2 == 0)
     elif mt == "qwen2":
         use = c.flag("use_sliding_window", False)
-        first = c.get("max_window_layers", default=layers)
+        first = c.count("max_window_layers", default=layers, minimum=0)
         window = c.get("sliding_window", default=None) if use else None
         windows = _windows(c, layers, sliding_window=window, default_sliding=lambda i: i >= first)
     else:
@@ -470,7 +472,7 @@ def from_hf_config(source: Mapping[str, Any] | str | Path, *, name: str | None =
     c = _Config(cfg)
     if params_total is not None:
         params_total = check_count("params_total", params_total, 1)
-    if model_type in FAMILIES:
+    if isinstance(model_type, str) and model_type in FAMILIES:
         spec = FAMILIES[model_type](c, label)
         if params_total is not None:
             spec = _override_params(spec, params_total)

@@ -160,7 +160,7 @@ def gpu_bytes(name_or_size: str | int) -> int:
     try:
         return parse_bytes(name_or_size, name="gpu")
     except CourseInputError:
-        if isinstance(name_or_size, str) and name_or_size.strip()[:1].isdigit():
+        if isinstance(name_or_size, str) and name_or_size.strip().lstrip("+-")[:1].isdigit():
             raise  # it looks like a size: the size error says what is wrong with it
         raise CourseInputError(
             f"gpu={name_or_size!r} is neither a GPU preset ({', '.join(GPU_BYTES)}) nor a size such as 24GB or 80GiB"

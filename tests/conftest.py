@@ -1,0 +1,85 @@
+"""Shared fixtures: where the repo, the test files and the reference data are.
+
+Generic on purpose; add your own fixtures below, one per need.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FILES_DIR = Path(__file__).resolve().parent / "files"
+
+# The published facts (HF configs + expected.json). In the course workspace the repo is
+# /work/main and the facts are /work/shared/reference; in CI the repo is cloned elsewhere
+# with shared/ copied beside it. tests/files/reference/ holds a copy so the tests that
+# need the facts run (never skip) when shared/ is absent.
+SHARED_REFERENCE_MODELS = REPO_ROOT.parent / "shared" / "reference" / "models"
+COPIED_REFERENCE_MODELS = FILES_DIR / "reference"
+
+
+def find_reference_models_dir() -> Path:
+    for candidate in (SHARED_REFERENCE_MODELS, COPIED_REFERENCE_MODELS):
+        if (candidate / "expected.json").is_file():
+            return candidate
+    raise FileNotFoundError(
+        f"no reference data: neither {SHARED_REFERENCE_MODELS} nor {COPIED_REFERENCE_MODELS} has expected.json"
+    )
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    """The repository root (the folder holding course_lib/)."""
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def files_dir() -> Path:
+    """tests/files/: fixture configs and other test inputs."""
+    return FILES_DIR
+
+
+@pytest.fixture(scope="session")
+def reference_models_dir() -> Path:
+    """Folder with the published HF configs and expected.json (shared/, else the copy)."""
+    return find_reference_models_dir()
+
+
+def load_reference_models() -> list[dict]:
+    """expected.json's entries, each with ``config_path`` (a Path) added."""
+    folder = find_reference_models_dir()
+    entries = json.loads((folder / "expected.json").read_text(encoding="utf-8"))
+    return [dict(e, config_path=folder / e["config"]) for e in entries]
+
+
+@pytest.fixture(scope="session")
+def reference_models() -> list[dict]:
+    """All of expected.json's entries (see :func:`load_reference_models`)."""
+    return load_reference_models()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test that takes ``reference_model`` runs once per entry of expected.json."""
+    if "reference_model" in metafunc.fixturenames:
+        entries = load_reference_models()
+        metafunc.parametrize("reference_model", entries, ids=[e["model"] for e in entries])
+
+
+@pytest.fixture(scope="session")
+def python_env() -> dict[str, str]:
+    """os.environ for a child Python: the repo importable, no stray PYTHONPATH."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    env.pop("PYTHONSTARTUP", None)
+    return env
+
+
+@pytest.fixture(scope="session")
+def python_exe() -> str:
+    """The interpreter running the tests (the venv's python under .venv/bin/pytest)."""
+    return sys.executable

@@ -1,0 +1,111 @@
+"""The L14.4 lab, run as a learner runs it: `python3 labs/notebooks/level-14/l14-04-model-memory.py`.
+
+Expected figures are worked by hand from the lesson: a 24 GB device, 14 GB weights, 2 GB
+workspace, 2 GB reserve; Llama-2-7B's fp16 KV cache is 2 x 32 layers x 32 heads x 128 dims
+x 2 B = 524,288 B per token, x 1,024 tokens = 536,870,912 B per sequence.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+LAB = Path("labs") / "notebooks" / "level-14" / "l14-04-model-memory.py"
+KV_PER_SEQUENCE = 524_288 * 1024                 # 536,870,912 B
+KNOB = re.compile(r"^active_sequences = 8\b", re.MULTILINE)
+
+
+def run_lab(python: str, lab: Path, cwd: Path, env: dict[str, str]) -> dict:
+    proc = subprocess.run([python, str(lab)], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, f"the lab failed under {python}:\n{proc.stderr}"
+    return parse(proc.stdout)
+
+
+def parse(stdout: str) -> dict:
+    """Read `name = <python literal>` lines and the verdict line back."""
+    out: dict = {"stdout": stdout}
+    for line in stdout.splitlines():
+        for key in ("parts_gb", "parts_bytes", "headroom_gb", "active_sequences"):
+            if line.startswith(f"{key} = "):
+                out[key] = ast.literal_eval(line[len(key) + 3:].strip())
+        if line.startswith("verdict:"):
+            out["verdict"] = line
+    for key in ("parts_gb", "parts_bytes", "headroom_gb", "verdict"):
+        assert key in out, f"the lab should print a `{key}` line:\n{stdout}"
+    return out
+
+
+def env_without_pythonpath() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)           # the lab must find course_lib by itself, from the repo root
+    return env
+
+
+@pytest.fixture(scope="module", params=["venv python", "system python3"])
+def python(request, python_exe):
+    """The lab runs under the test interpreter and under plain `python3`, as learners run it."""
+    if request.param == "venv python":
+        return python_exe
+    system = shutil.which("python3")
+    if system is None:
+        pytest.skip("no python3 on PATH")
+    return system
+
+
+@pytest.fixture(scope="module")
+def lab_at_8(repo_root, python):
+    return run_lab(python, LAB, repo_root, env_without_pythonpath())
+
+
+@pytest.fixture(scope="module")
+def lab_at_16(repo_root, python, tmp_path_factory):
+    source = (repo_root / LAB).read_text(encoding="utf-8")
+    assert len(KNOB.findall(source)) == 1, "the lab should have exactly one line `active_sequences = 8`"
+    edited = KNOB.sub("active_sequences = 16", source)
+    changed = [l for l in difflib.ndiff(source.splitlines(), edited.splitlines()) if l[:2] in ("- ", "+ ")]
+    assert len(changed) == 2, f"only the active_sequences line should change: {changed}"
+    root = tmp_path_factory.mktemp("learner")
+    lab = root / LAB
+    lab.parent.mkdir(parents=True)
+    lab.write_text(edited, encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=str(repo_root))
+    return run_lab(python, lab, repo_root, env)
+
+
+def test_at_8_parts_and_headroom(lab_at_8):
+    out = lab_at_8
+    assert out["active_sequences"] == 8
+    assert set(out["parts_gb"]) == {"weights", "workspace", "reserve", "kv_cache"}
+    # 8 x 536,870,912 B = 4,294,967,296 B = 4.295 GB
+    assert out["parts_bytes"] == {"weights": 14 * 10**9, "workspace": 2 * 10**9, "reserve": 2 * 10**9,
+                                  "kv_cache": 8 * KV_PER_SEQUENCE}
+    assert out["parts_gb"] == {"weights": 14.0, "workspace": 2.0, "reserve": 2.0, "kv_cache": 4.295}
+    # 24 - 14 - 2 - 2 - 4.294967296 = 1.705032704 GB
+    assert out["headroom_gb"] == 1.705
+
+
+def test_at_8_fits(lab_at_8):
+    verdict = lab_at_8["verdict"]
+    assert "fits" in verdict and "not" not in verdict, verdict
+
+
+def test_at_16_only_kv_cache_doubles(lab_at_8, lab_at_16):
+    before, after = lab_at_8["parts_bytes"], lab_at_16["parts_bytes"]
+    assert lab_at_16["active_sequences"] == 16
+    assert after["kv_cache"] == 2 * before["kv_cache"] == 16 * KV_PER_SEQUENCE == 8_589_934_592
+    for fixed in ("weights", "workspace", "reserve"):
+        assert after[fixed] == before[fixed], f"{fixed} must not change with active_sequences"
+    assert lab_at_16["parts_gb"]["kv_cache"] == 8.59
+
+
+def test_at_16_does_not_fit(lab_at_16):
+    # 6 GB left for requests, 8.589934592 GB needed: 2.59 GB over
+    assert lab_at_16["headroom_gb"] == -2.59
+    assert "does not fit" in lab_at_16["verdict"], lab_at_16["verdict"]
