@@ -129,6 +129,9 @@ def load_config(source: Mapping[str, Any] | str | Path) -> dict[str, Any]:
 
 
 _MISSING = object()
+#: No real config has a dimension (layers, heads, hidden size, vocab) near this; it guards
+#: against typos that would otherwise build huge per-layer tables.
+MAX_DIMENSION = 100_000_000
 
 
 class _Config:
@@ -152,9 +155,15 @@ class _Config:
     def count(self, *keys: str, default: Any = _MISSING, minimum: int = 1) -> int:
         value = self.get(*keys, default=default)
         try:
-            return check_count(keys[0], value, minimum)
+            value = check_count(keys[0], value, minimum)
         except CourseInputError as exc:
             raise CourseInputError(f"config for model_type={self.model_type!r}: {exc}") from None
+        if value > MAX_DIMENSION:
+            raise CourseInputError(
+                f"config for model_type={self.model_type!r}: {keys[0]}={value} is implausibly large; "
+                f"use a value <= {MAX_DIMENSION:,}"
+            )
+        return value
 
     def flag(self, key: str, default: bool) -> bool:
         value = self.cfg.get(key, default)

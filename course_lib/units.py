@@ -88,6 +88,16 @@ def parse_bytes(value: object, *, name: str = "size") -> int:
     number, unit = match.groups()
     unit = unit or "B"
     if unit not in UNITS:
+        near = [u for u in UNITS if u.lower() == unit.lower()]
+        if near and unit[-1] == "b" and unit[:-1] != unit[:-1].lower():
+            raise CourseInputError(
+                f"{name}={value!r}: {unit!r} would mean bits; sizes are in bytes: use {number}{near[0]} "
+                f"(units: {', '.join(UNITS)})"
+            )
+        if near:
+            raise CourseInputError(
+                f"{name}={value!r} has unit {unit!r}; use {number}{near[0]} (units: {', '.join(UNITS)})"
+            )
         raise CourseInputError(
             f"{name}={value!r} has an unknown unit {unit!r}; use {VALID_SIZES} "
             f"(units: {', '.join(UNITS)})"
