@@ -1,0 +1,72 @@
+"""Benchmark: how long the admission simulator takes on 100,000 requests.
+
+    .venv/bin/python benchmarks/bench_simulate.py            # 100k requests, both policies, two scenarios
+    .venv/bin/python benchmarks/bench_simulate.py --requests 20000 --repeat 1
+
+Prints a Markdown table (paste it into benchmarks/RESULTS.md). Wall-clock
+figures depend on the machine; this is a record, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from course_lib.admission import kv_config  # noqa: E402
+from course_lib.models import kv_cache_bytes_per_token, weight_bytes  # noqa: E402
+from course_lib.presets import get_model, gpu_bytes  # noqa: E402
+from course_lib.simulate import simulate  # noqa: E402
+from course_lib.trace import synthetic_trace  # noqa: E402
+
+
+def scenarios(n: int):
+    """(name, trace, pools) pairs: the lesson's small budget, and a big GPU with vLLM's batch cap."""
+    lesson = dict(device_bytes="24GB", weights_bytes="14GB", workspace_bytes="2GB", reserve_bytes="2GB",
+                  kv_bytes_per_token=524_288)
+    yield ("lesson 24 GB, Llama-2-7B, 6 GB KV; 0.1 req/step, outputs ~128 of max 1,024",
+           synthetic_trace(n, seed=0, arrival_rate=0.1, prompt_tokens=(64, 512), max_new_tokens=1024,
+                           mean_output_tokens=128), lesson)
+    spec = get_model("llama-3-8b")
+    big = dict(device_bytes=gpu_bytes("h100-80gb"), weights_bytes=weight_bytes(spec, "bf16"),
+               workspace_bytes="2GB", reserve_bytes="10%", kv_bytes_per_token=kv_cache_bytes_per_token(spec, "bf16"))
+    yield ("H100-80GB, Llama-3-8B bf16; 1 req/step, prompts 64..2,048, outputs ~256 of max 1,024",
+           synthetic_trace(n, seed=0, arrival_rate=1.0, prompt_tokens=(64, 2048), max_new_tokens=1024,
+                           mean_output_tokens=256), big)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--requests", type=int, default=100_000)
+    ap.add_argument("--repeat", type=int, default=3, help="runs per case; the best is reported (default 3)")
+    args = ap.parse_args()
+    print(f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, "
+          f"{platform.processor() or platform.platform()}")
+    print()
+    print("| scenario | policy | requests | steps | simulate s (best of %d) | to_dict s | max running | "
+          "KV holding tokens | p99 wait (steps) |" % args.repeat)
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, trace, pools in scenarios(args.requests):
+        for policy in ("reserve-max", "paged"):
+            cfg = kv_config(**pools, policy=policy)
+            best = float("inf")
+            for _ in range(args.repeat):
+                t0 = time.perf_counter()
+                res = simulate(trace, cfg)
+                best = min(best, time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            res.to_dict()
+            dict_s = time.perf_counter() - t0
+            s = res.summary
+            print(f"| {name} | {policy} | {s.requests:,} | {s.steps:,} | {best:.2f} | {dict_s:.2f} | "
+                  f"{s.max_active} | {s.kv_utilization:.1%} | {s.p99_queue_steps:,} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

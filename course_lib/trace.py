@@ -1,0 +1,201 @@
+"""Request traces: what arrives at a server, when, and how long it really runs.
+
+A trace is a list of :class:`Request`, stored as JSONL (one JSON object per
+line) with exactly these fields::
+
+    {"id": "r0", "arrival_step": 0, "prompt_tokens": 608, "max_new_tokens": 512, "output_tokens": 512}
+
+``max_new_tokens`` is what the client asked for (the most the request may
+generate); ``output_tokens`` is what it really generated before stopping
+(end-of-sequence), so ``1 <= output_tokens <= max_new_tokens``. A scheduler
+knows ``max_new_tokens`` at admission but not ``output_tokens``: that gap is
+why reserving for the maximum wastes memory.
+
+Synthetic traces are deterministic for a given seed on every Python version:
+they use only :meth:`random.Random.random`, whose sequence Python guarantees.
+
+>>> reqs = synthetic_trace(3, seed=0)
+>>> [r.arrival_step for r in reqs] == sorted(r.arrival_step for r in reqs)
+True
+>>> all(1 <= r.output_tokens <= r.max_new_tokens for r in reqs)
+True
+>>> to_json_line(Request("r0", 0, 608, 512, 512))
+'{"id": "r0", "arrival_step": 0, "prompt_tokens": 608, "max_new_tokens": 512, "output_tokens": 512}'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from .errors import CourseInputError, check_count
+
+FIELDS = ("id", "arrival_step", "prompt_tokens", "max_new_tokens", "output_tokens")
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request of a trace.
+
+    id: a unique name (string or integer), echoed in every result.
+    arrival_step: the decode step at which it reaches the server (>= 0).
+    prompt_tokens: tokens of the prompt, prefilled at admission (>= 1).
+    max_new_tokens: the most tokens it may generate, known at admission (>= 1).
+    output_tokens: the tokens it really generates (1..max_new_tokens), unknown
+        to the scheduler until the request stops.
+    """
+
+    id: str | int
+    arrival_step: int
+    prompt_tokens: int
+    max_new_tokens: int
+    output_tokens: int
+
+    @property
+    def max_total_tokens(self) -> int:
+        """prompt + max_new_tokens: the most KV tokens this request can ever hold."""
+        return self.prompt_tokens + self.max_new_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in FIELDS}
+
+
+def make_request(data: Any, where: str = "request") -> Request:
+    """Validate one trace record (a dict) and return a :class:`Request`.
+
+    >>> make_request({"id": 7, "arrival_step": 3, "prompt_tokens": 10, "max_new_tokens": 5, "output_tokens": 5})
+    Request(id=7, arrival_step=3, prompt_tokens=10, max_new_tokens=5, output_tokens=5)
+    >>> make_request({"id": "a", "arrival_step": 0, "prompt_tokens": 10, "max_new_tokens": 5, "output_tokens": 9})
+    Traceback (most recent call last):
+    ...
+    course_lib.errors.CourseInputError: request: output_tokens=9 > max_new_tokens=5; output_tokens is the real length and cannot exceed max_new_tokens
+    """
+    if not isinstance(data, dict):
+        raise CourseInputError(f"{where}: a {type(data).__name__}, not a JSON object; "
+                               f"give an object with fields {', '.join(FIELDS)}")
+    missing = [name for name in FIELDS if name not in data]
+    if missing:
+        raise CourseInputError(f"{where}: missing {', '.join(missing)}; every request needs {', '.join(FIELDS)}")
+    rid = data["id"]
+    if isinstance(rid, bool) or not isinstance(rid, (str, int)):
+        raise CourseInputError(f"{where}: id={rid!r} is not a string or an integer")
+    try:
+        arrival = check_count("arrival_step", data["arrival_step"], 0)
+        prompt = check_count("prompt_tokens", data["prompt_tokens"], 1)
+        max_new = check_count("max_new_tokens", data["max_new_tokens"], 1)
+        output = check_count("output_tokens", data["output_tokens"], 1)
+    except CourseInputError as exc:
+        raise CourseInputError(f"{where}: {exc}") from None
+    if output > max_new:
+        raise CourseInputError(f"{where}: output_tokens={output} > max_new_tokens={max_new}; output_tokens is "
+                               f"the real length and cannot exceed max_new_tokens")
+    return Request(rid, arrival, prompt, max_new, output)
+
+
+def check_unique_ids(requests: Iterable[Request]) -> None:
+    """Refuse a trace in which two requests share an id (results are keyed by id)."""
+    seen: set[Any] = set()
+    for r in requests:
+        if r.id in seen:
+            raise CourseInputError(f"trace: id={r.id!r} appears twice; give every request a unique id")
+        seen.add(r.id)
+
+
+def to_json_line(request: Request) -> str:
+    """One request as one line of JSONL (fields in the documented order)."""
+    return json.dumps(request.to_dict())
+
+
+def write_trace(requests: Iterable[Request], path: str | Path) -> Path:
+    """Write ``requests`` as JSONL to ``path`` (its folder must exist); return the path."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise CourseInputError(f"out={str(path)!r}: folder {str(path.parent)!r} does not exist; create it first")
+    with path.open("w", encoding="utf-8") as fh:
+        for r in requests:
+            fh.write(to_json_line(r))
+            fh.write("\n")
+    return path
+
+
+def parse_trace(lines: Iterable[str], source: str = "trace") -> list[Request]:
+    """Parse JSONL lines (blank lines skipped) into requests, naming the bad line on error."""
+    out: list[Request] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CourseInputError(f"{source} line {number}: not JSON ({exc.msg}); "
+                                   f"write one JSON object per line") from None
+        out.append(make_request(data, where=f"{source} line {number}"))
+    check_unique_ids(out)
+    return out
+
+
+def read_trace(path: str | Path) -> list[Request]:
+    """Read a JSONL trace file (see the module docstring for the format)."""
+    path = Path(path)
+    if not path.is_file():
+        raise CourseInputError(f"trace={str(path)!r} is not a file; give a JSONL trace "
+                               f"(make one with `course-memory trace --requests 100 --out PATH`)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise CourseInputError(f"trace={str(path)!r} is not UTF-8 text; give a JSONL trace") from None
+    requests = parse_trace(text.splitlines(), source=str(path))
+    if not requests:
+        raise CourseInputError(f"trace={str(path)!r} holds no requests; give at least one JSON line")
+    return requests
+
+
+# ------------------------------------------------------------------ synthetic traces
+
+def _exponential(rng: random.Random, mean: float) -> float:
+    """An exponential draw by inverse CDF, from ``rng.random()`` only (stable across versions)."""
+    return -mean * math.log(1.0 - rng.random())
+
+
+def synthetic_trace(num_requests: int, seed: int = 0, *, arrival_rate: float = 0.5,
+                    prompt_tokens: tuple[int, int] = (64, 1024), max_new_tokens: int = 512,
+                    mean_output_tokens: float = 128.0) -> list[Request]:
+    """A deterministic synthetic trace.
+
+    Arrivals are a Poisson process: gaps between requests are exponential with
+    mean ``1 / arrival_rate`` steps, and ``arrival_step`` is the running time
+    rounded down. Prompt lengths are uniform on ``prompt_tokens`` (inclusive).
+    Every request asks for ``max_new_tokens``, but really generates an
+    exponential number of tokens with mean ``mean_output_tokens``, rounded up
+    and capped to ``1..max_new_tokens``: most outputs are much shorter than
+    the maximum, as chat replies are.
+
+    >>> [r.to_dict() for r in synthetic_trace(2, seed=1, max_new_tokens=100, mean_output_tokens=20)]   # doctest: +NORMALIZE_WHITESPACE
+    [{'id': 'r0', 'arrival_step': 0, 'prompt_tokens': 193, 'max_new_tokens': 100, 'output_tokens': 38},
+     {'id': 'r1', 'arrival_step': 2, 'prompt_tokens': 309, 'max_new_tokens': 100, 'output_tokens': 14}]
+    """
+    n = check_count("requests", num_requests, 1)
+    seed = check_count("seed", seed, 0)
+    lo, hi = (check_count("prompt_tokens_min", prompt_tokens[0], 1),
+              check_count("prompt_tokens_max", prompt_tokens[1], 1))
+    if lo > hi:
+        raise CourseInputError(f"prompt_tokens=({lo}, {hi}): the minimum exceeds the maximum; give (min, max)")
+    max_new = check_count("max_new_tokens", max_new_tokens, 1)
+    if not (isinstance(arrival_rate, (int, float)) and math.isfinite(arrival_rate) and arrival_rate > 0):
+        raise CourseInputError(f"arrival_rate={arrival_rate!r} is not a positive number; use requests per step, e.g. 0.5")
+    if not (isinstance(mean_output_tokens, (int, float)) and math.isfinite(mean_output_tokens) and mean_output_tokens > 0):
+        raise CourseInputError(f"mean_output_tokens={mean_output_tokens!r} is not a positive number; e.g. 128")
+    rng = random.Random(seed)
+    clock = 0.0
+    out = []
+    for i in range(n):
+        if i:
+            clock += _exponential(rng, 1.0 / arrival_rate)
+        prompt = lo + min(hi - lo, int(rng.random() * (hi - lo + 1)))
+        output = min(max_new, max(1, math.ceil(_exponential(rng, mean_output_tokens))))
+        out.append(Request(f"r{i}", int(clock), prompt, max_new, output))
+    return out

@@ -1,0 +1,130 @@
+"""The simulate, trace, offload and rollout verbs, end to end through course_lib.cli.main."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from course_lib.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+TEN_ELEVEN = REPO / "examples" / "traces" / "ten_eleven.jsonl"
+CHAT = REPO / "examples" / "traces" / "chat_short_outputs.jsonl"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_simulate_ten_eleven_json(capsys):
+    code, out, _ = run(capsys, "simulate", "--trace", TEN_ELEVEN, "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert {"requests", "steps", "summary"} <= set(data)
+    # 24 - 14 - 2 - 2 = 6 GB; 10 requests of 70 blocks fit in 715, the eleventh waits 513 steps
+    assert data["summary"]["kv_budget_bytes"] == 6_000_000_000
+    last = data["requests"][-1]
+    assert (last["id"], last["status"], last["admitted_step"], last["queued_steps"]) == ("r10", "finished", 513, 513)
+    assert max(data["steps"]["kv_bytes"]) <= 6_000_000_000
+    assert data["summary"]["max_active"] == 10
+
+
+def test_simulate_text_names_the_queued_request(capsys):
+    code, out, _ = run(capsys, "simulate", "--trace", TEN_ELEVEN)
+    assert code == 0
+    assert "r10: finished; queued at step 0" in out
+    assert "never crossed" in out
+
+
+def test_simulate_with_a_model_takes_its_weights(capsys):
+    # Llama-2-7B fp16 weights: 6,738,415,616 x 2 = 13,476,831,232 B; 24e9 - that - 2e9 - 2e9 = 6,523,168,768 B
+    code, out, _ = run(capsys, "simulate", "--trace", TEN_ELEVEN, "--model", "llama-2-7b", "--json")
+    assert code == 0
+    summary = json.loads(out)["summary"]
+    assert summary["kv_budget_bytes"] == 6_523_168_768
+    assert summary["kv_bytes_per_token"] == 524_288
+
+
+def test_simulate_compare_and_plot(capsys, tmp_path):
+    png = tmp_path / "sim.png"
+    code, out, _ = run(capsys, "simulate", "--trace", CHAT, "--compare", "--plot", png)
+    assert code == 0
+    assert png.read_bytes()[:8] == PNG_MAGIC
+    assert "reserve-max" in out and "paged" in out and f"plot: {png}" in out
+
+
+def test_trace_verb(capsys, tmp_path):
+    code, out, _ = run(capsys, "trace", "--requests", 5, "--seed", 1)
+    assert code == 0
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert len(rows) == 5 and all(1 <= r["output_tokens"] <= r["max_new_tokens"] for r in rows)
+    path = tmp_path / "t.jsonl"
+    code, out, _ = run(capsys, "trace", "--requests", 50, "--seed", 2, "--out", path)
+    assert code == 0 and len(path.read_text().splitlines()) == 50
+    code, out, _ = run(capsys, "simulate", "--trace", path, "--policy", "paged", "--json")
+    assert code == 0 and json.loads(out)["summary"]["completed"] == 50
+
+
+def test_offload_verb(capsys):
+    code, out, _ = run(capsys, "offload", "--bytes", "10GB", "--link", "pcie-gen4-x16", "--efficiency", 1.0, "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["weights_offload"]["added_step_s"] == pytest.approx(10 / 31.5)   # 0.317 s per decode step
+    code, out, _ = run(capsys, "offload")
+    assert code == 0 and "0.397 s to EVERY decode step" in out
+
+
+def test_rollout_verb(capsys, tmp_path):
+    png = tmp_path / "rollout.png"
+    code, out, _ = run(capsys, "rollout", "--weights", "16GB", "--replicas", 3, "--drain", 0, "--json", "--plot", png)
+    assert code == 0
+    data = json.loads(out)
+    assert data["timeline"]["ready_s"] == pytest.approx(5 + 16 / 3 + 16 / 25.2 + 30 + 10)
+    assert data["rollout"]["total_s"] == pytest.approx(3 * data["timeline"]["ready_s"])
+    assert png.read_bytes()[:8] == PNG_MAGIC
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["simulate", "--trace", "missing.jsonl"], "is not a file"),
+    (["simulate", "--trace", str(TEN_ELEVEN), "--plot", "no/such/folder/x.png"], "does not exist"),
+    (["simulate", "--trace", str(TEN_ELEVEN), "--model", "llama-2-7b", "--kv-bytes-per-token", "5"], "give one"),
+    (["simulate", "--trace", str(TEN_ELEVEN), "--weights", "30GB"], "leaving no KV budget"),
+    (["offload", "--link", "pcie9"], "link='pcie9'"),
+    (["rollout", "--max-unavailable", "9"], "exceeds replicas"),
+    (["trace", "--requests", "0"], "requests=0"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, words):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_usage_error_exits_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["simulate", "--trace", str(TEN_ELEVEN), "--policy", "lru"])
+    assert exc.value.code == 2
+
+
+def test_demo_section_writes_its_plot(capsys, tmp_path):
+    from course_lib.cli_requests import demo_section
+
+    demo_section(out_dir=tmp_path)
+    out = capsys.readouterr().out
+    png = tmp_path / "admission.png"
+    assert png.read_bytes()[:8] == PNG_MAGIC and f"plot: {png}" in out
+    assert "queued at step 0" in out and (tmp_path / "admission_compare.png").is_file()
+
+
+def test_importing_stays_light():
+    code = ("import sys, course_lib, course_lib.admission, course_lib.simulate, course_lib.trace, "
+            "course_lib.offload, course_lib.loading, course_lib.plots, course_lib.cli_requests; "
+            "heavy = [m for m in ('torch', 'matplotlib', 'numpy') if m in sys.modules]; "
+            "assert not heavy, heavy")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
