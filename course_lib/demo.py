@@ -68,13 +68,23 @@ def section_budget() -> None:
     print(estimate_table(est))
 
 
-SECTIONS = [section_lab, section_budget]
+def section_admission(out_dir: Path) -> None:
+    from .cli_requests import demo_section
+    demo_section(out_dir)
+
+
+SECTIONS = [
+    lambda out: section_lab(),
+    lambda out: section_budget(),
+    section_admission,
+]
 
 
 def run_demo(out_dir: str | Path = "out") -> int:
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     for section in SECTIONS:
-        section()
+        section(out)
     print()
     print(f"demo done; files (plots, results) are under {Path(out_dir).resolve()}")
     return 0
