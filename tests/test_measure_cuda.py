@@ -1,0 +1,62 @@
+"""course_lib.measure on a GPU: the allocator's figures, bandwidth and the readiness timeline.
+
+Every test here needs an NVIDIA GPU and skips (with that reason) elsewhere.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from course_lib.models import from_hf_config
+from course_lib.units import MiB
+
+torch = pytest.importorskip("torch")
+
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU with a CUDA build of torch"),
+]
+
+CONFIG = {"model_type": "llama", "hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 4,
+          "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 32000}
+
+
+@pytest.fixture(scope="module")
+def gpu_result():
+    from course_lib.measure import measure_pools
+
+    return measure_pools(from_hf_config(CONFIG, name="cuda-small"), 4, 1024, "cuda", progress=False)
+
+
+def test_weights_and_kv_are_what_the_allocator_reports(gpu_result):
+    spec = from_hf_config(CONFIG, name="cuda-small")
+    hand_weights = spec.params_total * 2                      # bf16
+    hand_kv = 4 * 1024 * 2 * 4 * 2 * 64 * 2                   # S x T x (k+v) x layers x kv_heads x head_dim x 2 B
+    w, kv = gpu_result.pool("weights").measured_bytes, gpu_result.pool("kv_cache").measured_bytes
+    assert abs(w - hand_weights) <= 0.01 * hand_weights + 2 * MiB, f"allocated grew {w:,} B for {hand_weights:,} B of weights"
+    assert abs(kv - hand_kv) <= 0.01 * hand_kv, f"allocated grew {kv:,} B for a {hand_kv:,} B cache"
+
+
+def test_total_and_non_torch_overhead_are_reported(gpu_result):
+    assert gpu_result.device.startswith("cuda")
+    assert gpu_result.details["max_memory_reserved_bytes"] >= gpu_result.total.predicted_bytes * 0.5
+    assert gpu_result.runtime_bytes > 0, "the CUDA context lives outside torch's pool"
+    assert gpu_result.snapshot["reserved_bytes"] >= gpu_result.snapshot["allocated_bytes"]
+
+
+def test_bandwidth_pinned_and_pageable():
+    from course_lib.measure import measure_bandwidth
+
+    r = measure_bandwidth("cuda", size_bytes=64 * MiB, repeats=2)
+    assert r.applies
+    for name in ("h2d_pageable", "h2d_pinned", "d2h_pageable", "d2h_pinned"):
+        assert getattr(r, f"{name}_gb_s") > 0.1, name
+
+
+def test_readiness_timeline_on_the_gpu():
+    from course_lib.measure import measure_load_time
+
+    t = measure_load_time(from_hf_config(CONFIG, name="cuda-small"), "cuda", progress=False)
+    assert t.phase("device_init").seconds > 0, "creating a CUDA context takes time"
+    assert t.phase("host_to_device").seconds > 0
+    assert t.phase("warm_up").seconds > 0
