@@ -73,10 +73,16 @@ def section_admission(out_dir: Path) -> None:
     demo_section(out_dir)
 
 
+def section_measure(out_dir: Path) -> None:
+    from .measure.cli import demo_section
+    demo_section(out_dir)
+
+
 SECTIONS = [
     lambda out: section_lab(),
     lambda out: section_budget(),
     section_admission,
+    section_measure,
 ]
 
 
