@@ -1,0 +1,138 @@
+"""The last trusted code before learner code runs: join cgroups, drop root, set limits, exec.
+
+This file is run as a script (``python -I _launch.py ...``), inside or outside
+bubblewrap, so it imports only the standard library and never the package.
+
+    python -I _launch.py [--cgroup-procs FILE]... [--unshare-net] [--chown PATH]...
+                         [--uid N] [--rlimit NAME=VALUE]... [--env KEY=VALUE]...
+                         [--chdir DIR] [--pdeathsig] -- PROGRAM [ARGS...]
+
+Steps run in this order (each one optional):
+
+1. ``--cgroup-procs``: write our pid into each cgroup's ``cgroup.procs`` (the
+   program and everything it forks stay in those cgroups).
+2. ``--unshare-net``: a new, empty network namespace (no interfaces up).
+3. ``--chown``: hand the scratch files the program must write to ``--uid``.
+4. ``--uid``: drop every group and become that uid (rlimits like RLIMIT_NPROC
+   do not apply to root, so this is what makes the process cap real).
+5. ``--rlimit``: hard and soft limits, e.g. ``AS=2147483648``, ``NPROC=128``.
+6. ``--pdeathsig``: SIGKILL us when our parent dies (set after the uid change,
+   which would clear it).
+7. exec PROGRAM with exactly the ``--env`` variables (nothing inherited).
+
+Exit status 97 means a step failed before the program started.
+"""
+
+import ctypes
+import os
+import resource
+import signal
+import sys
+
+CLONE_NEWNET = 0x40000000
+PR_SET_PDEATHSIG = 1
+FAILED = 97
+
+
+def _fail(message):
+    sys.stderr.write(f"sandbox launcher: {message}\n")
+    sys.stderr.flush()
+    os._exit(FAILED)
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _chown_tree(path, uid):
+    os.chown(path, uid, uid, follow_symlinks=False)
+    if os.path.isdir(path) and not os.path.islink(path):
+        for root, dirs, files in os.walk(path):
+            for name in dirs + files:
+                os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
+
+
+def main(argv):
+    if "--" not in argv:
+        _fail("usage: _launch.py [options] -- PROGRAM [ARGS...]")
+    split = argv.index("--")
+    opts, program = argv[:split], argv[split + 1:]
+    if not program:
+        _fail("no program to run")
+    cgroups, chowns, rlimits, env = [], [], [], {}
+    uid = None
+    chdir = None
+    unshare_net = pdeathsig = False
+    i = 0
+    while i < len(opts):
+        opt = opts[i]
+        if opt in ("--unshare-net", "--pdeathsig"):
+            unshare_net |= opt == "--unshare-net"
+            pdeathsig |= opt == "--pdeathsig"
+            i += 1
+            continue
+        if i + 1 >= len(opts):
+            _fail(f"{opt} needs a value")
+        value = opts[i + 1]
+        i += 2
+        if opt == "--cgroup-procs":
+            cgroups.append(value)
+        elif opt == "--chown":
+            chowns.append(value)
+        elif opt == "--uid":
+            uid = int(value)
+        elif opt == "--rlimit":
+            name, _, limit = value.partition("=")
+            rlimits.append((getattr(resource, "RLIMIT_" + name), int(limit)))
+        elif opt == "--env":
+            key, _, val = value.partition("=")
+            env[key] = val
+        elif opt == "--chdir":
+            chdir = value
+        else:
+            _fail(f"unknown option {opt}")
+
+    try:
+        for procs in cgroups:
+            with open(procs, "w") as f:
+                f.write(str(os.getpid()))
+    except OSError as e:
+        _fail(f"could not join cgroup {procs}: {e}")
+    if unshare_net:
+        libc = _libc()
+        if libc.unshare(CLONE_NEWNET) != 0:
+            _fail(f"unshare(CLONE_NEWNET) failed: {os.strerror(ctypes.get_errno())}")
+    if uid is not None:
+        try:
+            for path in chowns:
+                _chown_tree(path, uid)
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+        except OSError as e:
+            _fail(f"could not become uid {uid}: {e}")
+        if os.getuid() == 0 or os.geteuid() == 0:
+            _fail("still root after setuid")
+    try:
+        for which, limit in rlimits:
+            resource.setrlimit(which, (limit, limit))
+    except (OSError, ValueError) as e:
+        _fail(f"could not set rlimit: {e}")
+    if pdeathsig:
+        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.umask(0o077)
+    if chdir:
+        try:
+            os.chdir(chdir)
+        except OSError as e:
+            _fail(f"could not enter {chdir}: {e}")
+    # Python ignores SIGXFSZ; restore the default so programs that are not Python die on it too.
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    try:
+        os.execve(program[0], program, env)
+    except OSError as e:
+        _fail(f"could not run {program[0]}: {e}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,313 @@
+"""The assignment as the instructor wrote it: cells, points, checks, and how to restore them.
+
+Everything that decides a grade comes from here, never from a submission: which
+cells are autograded tests (and their points), which are graded by hand, and
+the exact text of every locked cell. :func:`restore_cells` puts that text back
+into a submitted notebook, wherever the learner edited, moved or deleted it.
+
+>>> spec = load_source(Assignment(notebook=FIXTURE))                    # doctest: +SKIP
+>>> [c.grade_id for c in spec.tests], spec.max_score                     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import hashlib
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from .errors import AutograderError
+
+REPO = Path(__file__).resolve().parents[1]
+ASSIGNMENT = "l14-04-model-memory"
+SOURCE_NOTEBOOK = REPO / "notebooks" / "level-14" / f"{ASSIGNMENT}.ipynb"
+SOURCE_LAB = REPO / "labs" / "notebooks" / "level-14" / f"{ASSIGNMENT}.py"
+
+# The lab-edit check: three autograded sub-questions of one point each (see autograder.lab).
+LAB_QUESTIONS = {
+    "lab_edit_only_active_sequences": 1.0,
+    "lab_reports_not_fit": 1.0,
+    "lab_only_kv_doubled": 1.0,
+}
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Where an assignment's instructor files are. The defaults are the L14.4 assignment."""
+
+    name: str = ASSIGNMENT
+    """Folder name in the release and in every submission (``<student>/<name>/``)."""
+    notebook: Path = SOURCE_NOTEBOOK
+    """The instructor notebook: solutions and hidden tests included."""
+    lab: Path = SOURCE_LAB
+    """The lab script as released; learners hand it back edited."""
+    checks: str = "autograder.checks"
+    """Module name (or path of a .py file) holding ``CHECKS``, the trusted scoring per grade_id."""
+
+    @property
+    def notebook_name(self) -> str:
+        """The notebook's file name in the release and in submissions."""
+        return f"{self.name}.ipynb"
+
+    @property
+    def lab_name(self) -> str:
+        """The lab's file name: beside the notebook in the release and in submissions."""
+        return self.lab.name
+
+
+@dataclass(frozen=True)
+class GradedCell:
+    """A cell that carries points: an autograded test or a hand-graded answer."""
+
+    grade_id: str
+    points: float
+    index: int
+    """Position in the instructor notebook."""
+    manual: bool
+    """True for answers graded by hand (nbgrader grade + solution cells)."""
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """The parsed instructor notebook."""
+
+    nb: nbformat.NotebookNode
+    tests: tuple[GradedCell, ...]
+    """Autograded test cells, in notebook order."""
+    manual: tuple[GradedCell, ...]
+    """Hand-graded answer cells."""
+    locked_ids: tuple[str, ...]
+    """grade_ids of cells restored from the source (tests and read-only cells), in order."""
+    solution_ids: frozenset[str]
+    """grade_ids of cells the learner writes (solution cells, graded or not)."""
+    sha256: str = field(default="")
+
+    @property
+    def notebook_points(self) -> float:
+        return sum(c.points for c in self.tests)
+
+    @property
+    def max_score(self) -> float:
+        """Autograded points: the notebook's tests plus the lab-edit check."""
+        return self.notebook_points + sum(LAB_QUESTIONS.values())
+
+    @property
+    def manual_max_score(self) -> float:
+        return sum(c.points for c in self.manual)
+
+    def cell(self, grade_id: str) -> nbformat.NotebookNode:
+        for cell in self.nb.cells:
+            if _grade_id(cell) == grade_id:
+                return cell
+        raise KeyError(grade_id)
+
+
+def _meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def _grade_id(cell) -> str | None:
+    gid = _meta(cell).get("grade_id")
+    return gid if isinstance(gid, str) else None
+
+
+@functools.lru_cache(maxsize=8)
+def _load_source_cached(path: str, mtime_ns: int) -> SourceSpec:
+    raw = Path(path).read_bytes()
+    try:
+        nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
+    except Exception as e:
+        raise AutograderError(f"the instructor notebook {path} cannot be read: {e}") from None
+    tests, manual, locked, solutions, seen = [], [], [], set(), set()
+    for i, cell in enumerate(nb.cells):
+        meta = _meta(cell)
+        gid = _grade_id(cell)
+        if not meta:
+            continue
+        if gid is None:
+            raise AutograderError(f"cell {i + 1} of {path} has nbgrader metadata but no grade_id")
+        if gid in seen:
+            raise AutograderError(f"grade_id {gid!r} appears twice in {path}; grade_ids must be unique")
+        seen.add(gid)
+        grade, solution, locked_flag = bool(meta.get("grade")), bool(meta.get("solution")), bool(meta.get("locked"))
+        if grade:
+            points = meta.get("points")
+            if not isinstance(points, (int, float)) or points <= 0:
+                raise AutograderError(f"grade cell {gid!r} in {path} needs positive points, has {points!r}")
+            graded = GradedCell(gid, float(points), i, manual=solution)
+            (manual if solution else tests).append(graded)
+            if cell.cell_type != "code" and not solution:
+                raise AutograderError(f"grade cell {gid!r} in {path} is {cell.cell_type}; tests must be code cells")
+        if solution:
+            solutions.add(gid)
+        elif grade or locked_flag:
+            locked.append(gid)
+    for gid in LAB_QUESTIONS:
+        if gid in seen:
+            raise AutograderError(f"grade_id {gid!r} in {path} is reserved for the lab-edit check")
+    return SourceSpec(nb=nb, tests=tuple(tests), manual=tuple(manual), locked_ids=tuple(locked),
+                      solution_ids=frozenset(solutions), sha256=hashlib.sha256(raw).hexdigest())
+
+
+def load_source(assignment: Assignment) -> SourceSpec:
+    """Parse the instructor notebook (cached while the file is unchanged)."""
+    path = Path(assignment.notebook)
+    if not path.is_file():
+        raise AutograderError(f"the instructor notebook {path} does not exist; pass the right path "
+                              f"(Assignment(notebook=...)) or check out the notebook")
+    return _load_source_cached(str(path.resolve()), path.stat().st_mtime_ns)
+
+
+# ---- checks ------------------------------------------------------------------------------
+
+def load_checks(spec: str) -> Any:
+    """The module holding ``CHECKS``: by module name, or from a .py file path (tests use a stand-in)."""
+    if spec.endswith(".py"):
+        path = Path(spec).resolve()
+        name = "_course_grade_checks_" + hashlib.sha1(str(path).encode()).hexdigest()[:10]
+        if name in sys.modules:
+            return sys.modules[name]
+        loader_spec = importlib.util.spec_from_file_location(name, path)
+        if loader_spec is None or not path.is_file():
+            raise AutograderError(f"checks file {path} does not exist")
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[name] = module
+        loader_spec.loader.exec_module(module)
+        return module
+    try:
+        return importlib.import_module(spec)
+    except ImportError as e:
+        raise AutograderError(f"cannot import the checks module {spec!r}: {e}") from None
+
+
+def checks_source_sha(spec: str) -> str:
+    module = load_checks(spec)
+    try:
+        return hashlib.sha256(Path(module.__file__).read_bytes()).hexdigest()
+    except (OSError, TypeError):
+        return ""
+
+
+def validate_checks(spec: SourceSpec, checks_module: Any, where: str) -> None:
+    """Every autograded test cell must have a trusted check (else the grader cannot run)."""
+    checks = getattr(checks_module, "CHECKS", None)
+    if not isinstance(checks, dict):
+        raise AutograderError(f"{where} has no CHECKS dict")
+    missing = [c.grade_id for c in spec.tests if c.grade_id not in checks]
+    if missing:
+        raise AutograderError(f"no trusted check for test cell(s) {missing} in {where}; add them to CHECKS")
+
+
+def score_answer(checks_module: Any, grade_id: str, values: Any) -> tuple[bool, str]:
+    """(passed, message) from the trusted check, run in this (the grader's) process."""
+    fn = getattr(checks_module, "score_answer", None)
+    try:
+        if fn is not None:
+            result = fn(grade_id, values)
+        else:
+            check = checks_module.CHECKS.get(grade_id)
+            if check is None:
+                return False, f"no check is defined for {grade_id!r}"
+            if not isinstance(values, dict):
+                return False, "the recorded answer is not a dict of values"
+            result = check.score(values)
+        passed, message = result.passed, result.message
+    except Exception as e:  # noqa: BLE001 - odd values must never crash the grader
+        return False, f"the recorded answer could not be checked ({type(e).__name__})"
+    return passed is True, str(message or "")
+
+
+# ---- restoring the instructor's cells ----------------------------------------------------
+
+def restore_cells(submitted: nbformat.NotebookNode, spec: SourceSpec) -> tuple[nbformat.NotebookNode, list[str]]:
+    """The notebook to execute: the learner's answers with every locked cell put back from the source.
+
+    - test cells and read-only cells are replaced, by grade_id, with the instructor's cell
+      (hidden tests included), and re-inserted where the source has them if deleted;
+    - answer cells keep the learner's text but take their nbgrader metadata (points) from the source;
+    - any other cell claiming nbgrader metadata (a copied or invented grade_id) loses it;
+    - every output is cleared, so nothing from the submitted file can pass as an answer.
+
+    Returns the notebook and a list of notes on what was restored.
+    """
+    source_cells = {_grade_id(c): c for c in spec.nb.cells if _grade_id(c)}
+    out, notes, taken = [], [], set()
+    for cell in submitted.cells:
+        cell = copy.deepcopy(cell)
+        gid = _grade_id(cell)
+        if gid is not None and (gid in taken or gid not in source_cells):
+            cell.metadata.pop("nbgrader", None)  # a duplicate or an invented grade cell
+            if gid in taken:
+                notes.append(f"a second cell claiming {gid!r} was demoted to a plain cell")
+            gid = None
+        if gid in spec.locked_ids:
+            original = source_cells[gid]
+            if cell.get("source") != original.source or cell.cell_type != original.cell_type:
+                notes.append(f"{gid} was edited; restored from the instructor source")
+            cell = _fresh(original)
+        elif gid in spec.solution_ids:
+            cell.metadata["nbgrader"] = copy.deepcopy(source_cells[gid].metadata["nbgrader"])
+            if cell.cell_type != source_cells[gid].cell_type:
+                cell = _fresh(source_cells[gid], source=cell.get("source", ""))
+        if gid:
+            taken.add(gid)
+        out.append(cell)
+
+    # Re-insert deleted locked cells after the nearest preceding source cell that is present.
+    order = [_grade_id(c) for c in spec.nb.cells if _grade_id(c)]
+    for pos, gid in enumerate(order):
+        if gid in taken or gid not in spec.locked_ids:
+            continue
+        anchor = next((order[j] for j in range(pos - 1, -1, -1) if order[j] in taken), None)
+        if anchor is None:
+            at = 0
+        else:
+            at = next(i for i, c in enumerate(out) if _grade_id(c) == anchor) + 1
+        out.insert(at, _fresh(source_cells[gid]))
+        taken.add(gid)
+        notes.append(f"{gid} was deleted; re-inserted from the instructor source")
+
+    for i, cell in enumerate(out):
+        cell["id"] = f"cell-{i}"  # unique ids: a copied cell would otherwise repeat one
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    nb = nbformat.v4.new_notebook(cells=out, metadata=copy.deepcopy(spec.nb.metadata))
+    return nb, notes
+
+
+def _fresh(cell, source: str | None = None) -> nbformat.NotebookNode:
+    new = copy.deepcopy(cell)
+    if source is not None:
+        new.source = source
+    if new.cell_type == "code":
+        new.outputs = []
+        new.execution_count = None
+    return new
+
+
+def read_submission(path: Path, max_bytes: int = 20 * 2**20) -> nbformat.NotebookNode:
+    """Read and validate a submitted notebook; raises ValueError with a reason if it is not one."""
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise ValueError(f"the notebook is {size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.0f} MiB limit")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("the notebook is not UTF-8 text") from None
+    try:
+        nb = nbformat.reads(text, as_version=4)
+    except Exception as e:  # NotJSONError, ValueError, KeyError...
+        raise ValueError(f"the notebook is not valid JSON: {str(e).splitlines()[0][:200]}") from None
+    try:
+        nbformat.validate(nb)
+    except nbformat.ValidationError as e:
+        raise ValueError(f"the notebook does not follow the notebook format: {e.message[:200]}") from None
+    return nb

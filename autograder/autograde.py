@@ -1,0 +1,321 @@
+"""``course-grade autograde``: grade a class in parallel, sandboxed, resumable.
+
+    SUBMITTED_DIR/<student_id>/<assignment>/   what each learner handed in (release layout)
+    RESULTS_DIR/grades.json, grades.csv         the class (exact shape: autograder.results)
+    RESULTS_DIR/gradescope/<id>.json            Gradescope results, one per student
+    RESULTS_DIR/feedback/<id>/<assignment>/     feedback HTML, hidden tests removed
+    RESULTS_DIR/autograded/<id>/<assignment>/   the executed notebooks (for formgrader)
+    RESULTS_DIR/gradebook.db                    nbgrader's gradebook (RESULTS_DIR is a course root)
+    RESULTS_DIR/records/<id>.json               per-student records (resume state)
+
+Each submission is graded in a worker process (:func:`autograder.grade.grade_submission`),
+its kernel in a sandbox of its own and talking over ipc sockets, so workers share no
+ports. Workers write only their own students' files, atomically, record last; this
+process alone merges them into grades.json, the exports and the gradebook.
+
+Interrupted (SIGINT, SIGTERM, or SIGKILL) and run again, a batch resumes: a student
+whose record matches the same submission, instructor files and settings is not graded
+again; everyone else is (re)graded, and the merge rewrites everything from records.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import ctypes
+import hashlib
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import signal
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from .assignment import Assignment, checks_source_sha, load_checks, load_source, validate_checks
+from .errors import AutograderError
+from .grade import (Job, Settings, autograded_path, grade_submission, record_path, submission_sha)
+from .results import GRADER_ERROR, BatchResult, StudentResult, write_json
+from .sandbox import Limits, parse_size, probe
+
+GRADER_VERSION = "course-grade 1"
+STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_records(results_dir: Path) -> dict[str, StudentResult]:
+    out = {}
+    for path in sorted((Path(results_dir) / "records").glob("*.json")):
+        try:
+            out[path.stem] = StudentResult.from_json(json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError, KeyError):
+            continue  # a record from another version, or unreadable: regraded
+    return out
+
+
+def _tree_sha(paths: list[Path]) -> str:
+    h = hashlib.sha256()
+    for path in paths:
+        for f in sorted(Path(path).rglob("*.py")) if Path(path).is_dir() else [Path(path)]:
+            h.update(str(f.name).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def batch_fingerprint(assignment: Assignment, settings: Settings) -> str:
+    """Everything besides the submission that a grade depends on."""
+    spec = load_source(assignment)
+    h = hashlib.sha256()
+    for part in (GRADER_VERSION, spec.sha256, Path(assignment.lab).read_bytes().hex(),
+                 checks_source_sha(assignment.checks), json.dumps(asdict(settings), sort_keys=True),
+                 _tree_sha([REPO / "course_lib", REPO / "autograder" / "capture.py"])):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()
+
+
+def list_students(submitted_dir: Path) -> list[str]:
+    if not submitted_dir.is_dir():
+        raise AutograderError(f"SUBMITTED_DIR {submitted_dir} is not a folder; it should hold "
+                              f"<student_id>/<assignment>/ folders")
+    students = sorted(p.name for p in submitted_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+    bad = [s for s in students if not STUDENT_ID.match(s)]
+    if bad:
+        raise AutograderError(f"student folder names must be letters, digits and _.@+- ; rename {bad[:3]}")
+    return students
+
+
+def _ensure_course(results_dir: Path, assignment: Assignment) -> None:
+    """Make RESULTS_DIR an nbgrader course root for this source (generate_assignment once per source)."""
+    from .course import build_gradebook
+    from .gradebook import add_lab_cells
+
+    spec = load_source(assignment)
+    stamp = results_dir / ".course-source.sha"
+    want = spec.sha256 + ":" + hashlib.sha256(Path(assignment.lab).read_bytes()).hexdigest()
+    if stamp.is_file() and stamp.read_text() == want and (results_dir / "gradebook.db").is_file():
+        return
+    build_gradebook(results_dir, assignment)
+    add_lab_cells(results_dir, assignment)
+    stamp.write_text(want)
+
+
+def _worker_init() -> None:
+    """In each worker: die with the parent, and leave Ctrl-C to the parent."""
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _cleanup_leftovers() -> None:
+    """Scratch folders and cgroups of grader processes that were killed (SIGKILL leaves them)."""
+    import tempfile
+
+    def dead(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+            return False
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+
+    for d in Path(tempfile.gettempdir()).glob("cg-*-*"):
+        m = re.match(r"cg-(?:lab-)?(\d+)-", d.name)
+        if m and dead(int(m.group(1))):
+            shutil.rmtree(d, ignore_errors=True)
+    from .sandbox import cgroup_parents
+
+    for root in (d for parent in cgroup_parents() for d in parent.glob("course-grade-*")):
+        m = re.match(r"course-grade-(\d+)-", root.name)
+        if m and dead(int(m.group(1))) and root.is_dir():
+            try:
+                for pid in (root / "cgroup.procs").read_text().split():
+                    os.kill(int(pid), signal.SIGKILL)
+                root.rmdir()
+            except OSError:
+                pass
+
+
+def _progress(total: int, enabled: bool | None):
+    from tqdm import tqdm
+
+    tqdm.monitor_interval = 0  # no monitor thread in a process that forks workers
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    return tqdm(total=total, disable=not enabled, unit="nb", desc="autograde", dynamic_ncols=True)
+
+
+def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | None = None,
+         cell_timeout: float = 60, notebook_timeout: float = 300, memory_limit: str | int = "2G",
+         regrade: bool = False, progress: bool | None = None,
+         assignment: Assignment = Assignment()) -> BatchResult:
+    """Grade every ``SUBMITTED_DIR/<student>/<assignment>/`` into ``out``; returns the batch result.
+
+    Raises AutograderError only when the grader itself cannot run (bad paths or options, a broken
+    instructor source); whatever a submission does becomes its status.
+    """
+    start = time.monotonic()
+    submitted_dir, results_dir = Path(submitted_dir).resolve(), Path(out).resolve()
+    if cell_timeout <= 0 or notebook_timeout <= 0:
+        raise AutograderError("--cell-timeout and --notebook-timeout must be positive seconds")
+    workers = workers or os.cpu_count() or 1
+    if workers < 1:
+        raise AutograderError(f"--workers must be at least 1, got {workers}")
+    if results_dir == submitted_dir or submitted_dir in results_dir.parents:
+        raise AutograderError("RESULTS_DIR must not be inside SUBMITTED_DIR (it would look like a student)")
+    settings = Settings(cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
+                        limits=Limits(memory_bytes=parse_size(memory_limit)))
+    spec = load_source(assignment)
+    validate_checks(spec, load_checks(assignment.checks), assignment.checks)
+    students = list_students(submitted_dir)
+    isolation = probe()
+    _cleanup_leftovers()
+
+    results_dir.mkdir(parents=True, exist_ok=True)
+    _ensure_course(results_dir, assignment)
+    from .grade import _new_sandbox
+    from .lab import lab_baseline
+    baseline = lab_baseline(Path(assignment.lab).read_text(encoding="utf-8"), assignment.lab_name,
+                            _new_sandbox(settings, "baseline"))
+    fingerprint = batch_fingerprint(assignment, settings)
+    write_json(results_dir / "batch.json", {
+        "assignment": assignment.name, "notebook_name": assignment.notebook_name,
+        "notebook": str(assignment.notebook), "lab": str(assignment.lab), "checks": assignment.checks,
+        "settings": asdict(settings), "isolation": isolation.summary(), "warnings": list(isolation.warnings)})
+
+    existing = load_records(results_dir)
+    jobs, results, reused = [], {}, []
+    for sid in students:
+        folder = submitted_dir / sid / assignment.name
+        fp = hashlib.sha256((fingerprint + ":" + (submission_sha(folder, assignment) if folder.is_dir()
+                                                  else "<missing>")).encode()).hexdigest()
+        old = existing.get(sid)
+        if (not regrade and old is not None and old.fingerprint == fp and old.status != GRADER_ERROR
+                and (old.status not in ("graded", "timeout", "kernel_died", "memory_limit")
+                     or autograded_path(results_dir, sid, assignment).is_file())):
+            results[sid] = old
+            reused.append(sid)
+            continue
+        jobs.append(Job(student_id=sid, folder=str(folder), results_dir=str(results_dir), assignment=assignment,
+                        settings=settings, lab_baseline=baseline, fingerprint=fp))
+
+    results.update(_run_jobs(jobs, workers, progress))
+
+    # The merge: this process alone writes the class-level files and the gradebook.
+    gone = sorted(set(existing) - set(students))
+    for sid in gone:  # students no longer handed in: their old files would be stale
+        _remove_student_files(results_dir, sid, assignment)
+    batch = BatchResult(assignment=assignment.name, students=dict(sorted(results.items())),
+                        results_dir=str(results_dir), isolation=isolation.summary(),
+                        warnings=list(isolation.warnings), reused=reused)
+    from .export import write_exports
+    from .gradebook import manual_scores, merge
+    merge(results_dir, assignment, spec, batch.students, remove=gone)
+    write_json(results_dir / "grades.json", batch.grades_json())
+    write_exports(results_dir, batch.students, manual_scores(results_dir, assignment, spec))
+    batch.seconds = round(time.monotonic() - start, 2)
+    return batch
+
+
+def _run_jobs(jobs: list[Job], workers: int, progress: bool | None) -> dict[str, StudentResult]:
+    """Grade jobs across worker processes; a worker that crashes is replaced, its job retried once."""
+    results: dict[str, StudentResult] = {}
+    if not jobs:
+        return results
+    attempts: dict[str, int] = {}
+    pending = list(jobs)
+    # fork: workers start in milliseconds with everything imported, and never re-run __main__
+    # (forkserver/spawn would re-import the CLI's __main__). Workers are forked before any thread
+    # of ours exists: the progress bar is created after the first submit, without its monitor thread.
+    context = multiprocessing.get_context("fork")
+    _preimport()
+    bar = None
+    try:
+        while pending:
+            retry = []
+            executor = cf.ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=context,
+                                              initializer=_worker_init)
+            try:
+                futures = {executor.submit(grade_submission, job): job for job in pending}
+                bar = bar or _progress(len(jobs), progress)
+                for future in cf.as_completed(futures):
+                    job = futures[future]
+                    try:
+                        results[job.student_id] = future.result()
+                        bar.update(1)
+                    except cf.process.BrokenProcessPool:
+                        attempts[job.student_id] = attempts.get(job.student_id, 0) + 1
+                        retry.append(job)
+                    except Exception as e:  # noqa: BLE001
+                        results[job.student_id] = _crashed(job, f"the grading worker failed: {e}")
+                        bar.update(1)
+            except BaseException:
+                _kill_workers(executor)
+                raise
+            finally:
+                executor.shutdown(wait=False, cancel_futures=True)
+            pending = []
+            for job in retry:
+                if attempts[job.student_id] >= 2:
+                    results[job.student_id] = _crashed(job, "the grading worker crashed twice on this submission")
+                    bar.update(1)
+                else:
+                    pending.append(job)
+    finally:
+        if bar is not None:
+            bar.close()
+    return results
+
+
+def _preimport() -> None:
+    """Import what every worker needs once, here, so forked workers start with it (~1 s each)."""
+    import jupyter_client  # noqa: F401
+    import nbclient  # noqa: F401
+    import nbconvert  # noqa: F401
+    import zmq.asyncio  # noqa: F401
+    from nbconvert.preprocessors import sanitize  # noqa: F401
+
+    from . import execute, feedback, scoring  # noqa: F401
+
+
+def _crashed(job: Job, message: str) -> StudentResult:
+    from .grade import _blank_result
+
+    result = _blank_result(job, load_source(job.assignment), GRADER_ERROR, message)
+    write_json(record_path(Path(job.results_dir), job.student_id), result.to_json())
+    return result
+
+
+def _kill_workers(executor: cf.ProcessPoolExecutor) -> None:
+    """On Ctrl-C: kill the workers now (their kernels die with them), don't wait for notebooks."""
+    for proc in list(getattr(executor, "_processes", {}).values()):
+        try:
+            proc.kill()
+        except (OSError, AttributeError):
+            pass
+
+
+def _remove_student_files(results_dir: Path, sid: str, assignment: Assignment) -> None:
+    from .feedback import feedback_path
+
+    for path in (record_path(results_dir, sid), results_dir / "gradescope" / f"{sid}.json",
+                 feedback_path(results_dir, sid, assignment.name, assignment.notebook_name),
+                 autograded_path(results_dir, sid, assignment)):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def assignment_from_results(results_dir: Path) -> Assignment:
+    """The assignment an earlier autograde run used (from RESULTS_DIR/batch.json)."""
+    try:
+        meta = json.loads((Path(results_dir) / "batch.json").read_text())
+    except (OSError, ValueError):
+        raise AutograderError(f"{results_dir} holds no autograde run (batch.json missing); "
+                              f"run `course-grade autograde` first") from None
+    return Assignment(name=meta["assignment"], notebook=Path(meta["notebook"]), lab=Path(meta["lab"]),
+                      checks=meta["checks"])

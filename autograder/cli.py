@@ -1,0 +1,112 @@
+"""``course-grade``: a thin command line over release / autograde / feedback / export.
+
+Every option's default is read from the verb's ``main`` signature, so the command
+line and the Python API cannot drift apart. Exit status: 0 when the verb
+completed (whatever individual submissions did), 2 for bad input, 1 when the
+grader itself failed, 130 when interrupted.
+
+    course-grade release --out release
+    course-grade autograde submitted --out results --workers 2
+    course-grade feedback results
+    course-grade export results
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import sys
+from typing import Callable
+
+from . import autograde, export, feedback, release
+from .errors import AutograderError
+
+
+def _default(fn: Callable, name: str):
+    return inspect.signature(fn).parameters[name].default
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="course-grade", description=__doc__.split("\n\n")[0])
+    verbs = parser.add_subparsers(dest="verb", required=True)
+
+    p = verbs.add_parser("release", help="build the student version (nbgrader generate_assignment)")
+    p.add_argument("--out", default=str(_default(release.main, "out")), help="folder to write (default: %(default)s)")
+
+    m = autograde.main
+    p = verbs.add_parser("autograde", help="grade SUBMITTED_DIR/<student>/<assignment>/ in parallel")
+    p.add_argument("submitted_dir", metavar="SUBMITTED_DIR")
+    p.add_argument("--out", default=str(_default(m, "out")), metavar="RESULTS_DIR",
+                   help="results folder, also an nbgrader course root (default: %(default)s)")
+    p.add_argument("--workers", type=int, default=_default(m, "workers"), metavar="N",
+                   help="worker processes (default: one per CPU)")
+    p.add_argument("--cell-timeout", type=float, default=_default(m, "cell_timeout"), metavar="S",
+                   help="seconds per cell (default: %(default)s)")
+    p.add_argument("--notebook-timeout", type=float, default=_default(m, "notebook_timeout"), metavar="S",
+                   help="seconds per notebook (default: %(default)s)")
+    p.add_argument("--memory-limit", default=_default(m, "memory_limit"), metavar="SIZE",
+                   help="memory per submission, e.g. 2G or 512M (default: %(default)s)")
+    p.add_argument("--regrade", action="store_true", help="grade everyone again, even unchanged submissions")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+
+    p = verbs.add_parser("feedback", help="re-render feedback HTML from an autograde run")
+    p.add_argument("results_dir", metavar="RESULTS_DIR", nargs="?", default=str(_default(feedback.main, "results_dir")))
+    p.add_argument("--student", action="append", dest="students", metavar="ID", help="only these students")
+
+    p = verbs.add_parser("export", help="rewrite grades.csv and Gradescope JSON (after manual grading)")
+    p.add_argument("results_dir", metavar="RESULTS_DIR", nargs="?", default=str(_default(export.main, "results_dir")))
+    return parser
+
+
+def print_batch(batch) -> None:
+    """A short report and the gradebook table."""
+    from .report import grades_table
+
+    for warning in batch.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(grades_table(batch))
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(batch.counts().items()))
+    resumed = f"; {len(batch.reused)} unchanged, kept from the last run" if batch.reused else ""
+    print(f"\n{len(batch.students)} submissions ({counts}){resumed} in {batch.seconds:.1f} s; "
+          f"isolation: {batch.isolation}")
+    print(f"results: {batch.results_dir}/grades.json, grades.csv, gradescope/, feedback/, gradebook.db")
+
+
+def _sigterm(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    import signal
+    signal.signal(signal.SIGTERM, _sigterm)  # SIGTERM stops the batch like Ctrl-C: workers killed, rerun resumes
+    try:
+        if args.verb == "release":
+            result = release.main(out=args.out)
+            print(f"released {result.folder}/ ({', '.join(result.files)}) in {result.seconds:.1f} s; "
+                  f"no solution or hidden test in it")
+        elif args.verb == "autograde":
+            batch = autograde.main(args.submitted_dir, out=args.out, workers=args.workers,
+                                   cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
+                                   memory_limit=args.memory_limit, regrade=args.regrade,
+                                   progress=False if args.no_progress else None)
+            print_batch(batch)
+        elif args.verb == "feedback":
+            result = feedback.main(args.results_dir, students=args.students)
+            print(f"wrote {len(result.files)} feedback page(s) under {args.results_dir}/feedback/")
+        elif args.verb == "export":
+            assignment = autograde.assignment_from_results(args.results_dir)
+            result = export.main(args.results_dir, assignment=assignment)
+            print(f"wrote {result.csv} and {len(result.gradescope)} Gradescope file(s)")
+    except AutograderError as e:
+        print(f"course-grade {args.verb}: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"course-grade {args.verb}: interrupted; run it again to finish (graded students are kept)",
+              file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""``course-grade export``: grades.csv and Gradescope results JSON, from an autograde run.
+
+Run it again after grading the written answer in formgrader: the manual points
+come from the gradebook. A failed submission shows its status in every export,
+so it never reads as a plain 0.
+
+Gradescope format (https://gradescope-autograders.readthedocs.io/en/latest/specs/)::
+
+    {"score": 31.0, "output": "...", "tests": [{"name": "test_kv_per_token", "score": 3.0,
+     "max_score": 3.0, "status": "passed", "output": "correct", "visibility": "visible"}, ...],
+     "extra_data": {"status": "graded", ...}}
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .assignment import Assignment
+from .errors import AutograderError
+from .results import GRADED, StudentResult, write_atomic, write_json
+
+CSV_FIELDS = ["student_id", "status", "score", "max_score", "manual_score", "manual_max_score",
+              "needs_manual_grading", "total_score", "total_max_score", "message"]
+
+
+@dataclass
+class ExportResult:
+    """What ``export`` wrote."""
+
+    csv: str
+    """RESULTS_DIR/grades.csv: one row per student, one column per question."""
+    gradescope: list[str]
+    """RESULTS_DIR/gradescope/<student>.json, one per student."""
+
+
+def gradescope_json(r: StudentResult, manual_score: float | None) -> dict:
+    tests = [{"name": gid, "score": q.score, "max_score": q.max_score,
+              "status": "passed" if q.status == "passed" else "failed",
+              "output": q.message if q.status != "not_run" else f"(not run) {q.message}",
+              "visibility": "visible"} for gid, q in r.questions.items()]
+    if r.manual_max_score:
+        tests.append({"name": "written answer (graded by hand)", "score": manual_score or 0.0,
+                      "max_score": r.manual_max_score, "visibility": "visible",
+                      "output": "not graded yet" if manual_score is None else "graded by hand"})
+    headline = f"status: {r.status}" + (f": {r.message}" if r.message else "")
+    return {"score": r.score + (manual_score or 0.0), "output": headline, "tests": tests,
+            "extra_data": {"status": r.status, "autograded_score": r.score, "autograded_max_score": r.max_score,
+                           "manual_score": manual_score, "manual_max_score": r.manual_max_score,
+                           "needs_manual_grading": r.needs_manual_grading and manual_score is None}}
+
+
+def csv_text(results: dict[str, StudentResult], manual: dict[str, float | None]) -> str:
+    question_ids: list[str] = []
+    for r in results.values():
+        for gid in r.questions:
+            if gid not in question_ids:
+                question_ids.append(gid)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS + question_ids, lineterminator="\n")
+    writer.writeheader()
+    for sid, r in sorted(results.items()):
+        m = manual.get(sid)
+        row = {"student_id": sid, "status": r.status, "score": r.score, "max_score": r.max_score,
+               "manual_score": "" if m is None else m, "manual_max_score": r.manual_max_score,
+               "needs_manual_grading": r.needs_manual_grading and m is None,
+               "total_score": r.score + (m or 0.0), "total_max_score": r.max_score + r.manual_max_score,
+               "message": r.message if r.status != GRADED else ""}
+        row.update({gid: q.score for gid, q in r.questions.items()})
+        writer.writerow(row)
+    return buf.getvalue()
+
+
+def write_exports(results_dir: Path, results: dict[str, StudentResult], manual: dict[str, float | None]) -> ExportResult:
+    results_dir = Path(results_dir)
+    write_atomic(results_dir / "grades.csv", csv_text(results, manual))
+    files = []
+    for sid, r in sorted(results.items()):
+        path = results_dir / "gradescope" / f"{sid}.json"
+        write_json(path, gradescope_json(r, manual.get(sid)))
+        files.append(str(path))
+    return ExportResult(csv=str(results_dir / "grades.csv"), gradescope=files)
+
+
+def main(results_dir: str | Path = "results", assignment: Assignment = Assignment()) -> ExportResult:
+    """Rewrite grades.csv and the Gradescope JSONs from grades.json's students and the gradebook."""
+    from .assignment import load_source
+    from .autograde import load_records
+    from .gradebook import manual_scores
+
+    results_dir = Path(results_dir)
+    try:
+        listed = json.loads((results_dir / "grades.json").read_text())["students"]
+    except (OSError, ValueError, KeyError):
+        raise AutograderError(f"{results_dir}/grades.json is missing or unreadable; run "
+                              f"`course-grade autograde` first") from None
+    records = {sid: r for sid, r in load_records(results_dir).items() if sid in listed}
+    manual = manual_scores(results_dir, assignment, load_source(assignment))
+    return write_exports(results_dir, records, manual)

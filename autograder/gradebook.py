@@ -1,0 +1,118 @@
+"""Merge a batch's results into nbgrader's gradebook, from one process, idempotently.
+
+Only the parent process writes ``gradebook.db`` (workers write per-student
+records), so there are no write races. Every merge sets every autograded grade
+of every student in the batch explicitly, so merging twice gives the same
+database, and nothing from an earlier run survives:
+
+- a student whose new submission is missing, corrupt, or failed in the grader
+  loses their gradebook submission (no stale scores);
+- when the handed-in files changed since the last merge, manual scores and
+  overrides given in formgrader are cleared too (they graded other text).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .assignment import LAB_QUESTIONS, Assignment, SourceSpec
+from .results import GRADER_ERROR, INVALID, MISSING, StudentResult, write_json
+
+STATE = ".gradebook-state.json"
+
+
+def db_url(results_dir: Path) -> str:
+    return "sqlite:///" + str((Path(results_dir) / "gradebook.db").resolve())
+
+
+def add_lab_cells(results_dir: Path, assignment: Assignment) -> None:
+    """The lab sub-checks are grade cells of the notebook as far as the gradebook is concerned."""
+    from nbgrader.api import Gradebook
+
+    notebook = Path(assignment.notebook_name).stem
+    with Gradebook(db_url(results_dir)) as gb:
+        for gid, points in LAB_QUESTIONS.items():
+            gb.update_or_create_grade_cell(gid, notebook, assignment.name, max_score=points, cell_type="code")
+
+
+def merge(results_dir: Path, assignment: Assignment, spec: SourceSpec,
+          results: dict[str, StudentResult], remove: list[str] = ()) -> None:
+    """Write ``results`` into the gradebook; drop the submissions of students in ``remove``."""
+    from nbgrader.api import Grade, Gradebook, MissingEntry
+
+    results_dir = Path(results_dir)
+    state_path = results_dir / STATE
+    try:
+        state = json.loads(state_path.read_text())
+    except (OSError, ValueError):
+        state = {}
+    notebook = Path(assignment.notebook_name).stem
+    manual_ids = {c.grade_id for c in spec.manual}
+    with Gradebook(db_url(results_dir)) as gb:
+        db = gb.db
+        for sid in remove:
+            _remove(gb, assignment.name, sid, MissingEntry)
+            state.pop(sid, None)
+        for sid, r in sorted(results.items()):
+            gb.update_or_create_student(sid)
+            if r.status in (MISSING, INVALID, GRADER_ERROR):
+                _remove(gb, assignment.name, sid, MissingEntry)
+                state.pop(sid, None)
+                continue
+            changed = state.get(sid) not in (None, r.submission_sha)
+            submission = gb.update_or_create_submission(assignment.name, sid)
+            sub_nb = next(n for n in submission.notebooks if n.name == notebook)
+            by_name = {g.name: g for g in sub_nb.grades}
+            for cell in sub_nb.notebook.grade_cells:  # lab cells added after the submission existed
+                if cell.name not in by_name:
+                    grade = Grade(cell_id=cell.id, notebook=sub_nb)
+                    db.add(grade)
+                    by_name[cell.name] = grade
+            for name, grade in by_name.items():
+                if changed:
+                    grade.manual_score = None
+                    grade.extra_credit = None
+                if name in manual_ids:
+                    grade.auto_score = None
+                    grade.needs_manual_grade = True
+                    continue
+                q = r.questions.get(name)
+                grade.auto_score = q.score if q is not None else 0.0
+                grade.needs_manual_grade = grade.manual_score is not None
+            if changed:
+                for comment in sub_nb.comments:
+                    comment.manual_comment = None
+            db.commit()
+            state[sid] = r.submission_sha
+    write_json(state_path, state)
+
+
+def _remove(gb, assignment: str, sid: str, missing_entry) -> None:
+    try:
+        gb.remove_submission(assignment, sid)
+    except missing_entry:
+        pass
+
+
+def manual_scores(results_dir: Path, assignment: Assignment, spec: SourceSpec) -> dict[str, float | None]:
+    """Hand-given points per student (None where nobody graded the written answer yet)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    if not (Path(results_dir) / "gradebook.db").is_file():
+        return {}
+    manual_ids = {c.grade_id for c in spec.manual}
+    notebook = Path(assignment.notebook_name).stem
+    out: dict[str, float | None] = {}
+    with Gradebook(db_url(results_dir)) as gb:
+        try:
+            submissions = gb.assignment_submissions(assignment.name)
+        except MissingEntry:
+            return {}
+        for sub in submissions:
+            for sub_nb in sub.notebooks:
+                if sub_nb.name != notebook:
+                    continue
+                scores = [g.manual_score for g in sub_nb.grades if g.name in manual_ids]
+                out[sub.student.id] = None if any(s is None for s in scores) else float(sum(scores))
+    return out

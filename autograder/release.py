@@ -1,0 +1,89 @@
+"""``course-grade release``: the student version, as learners receive it.
+
+``nbgrader generate_assignment`` (run for real, in a throwaway course folder)
+clears solutions, hidden tests and outputs and locks the test cells; we then
+check that nothing of a solution or a hidden test survived before writing
+``OUT/<assignment>/`` with the student notebook and the lab file beside it.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .assignment import Assignment, load_source
+from .course import build_course
+from .errors import AutograderError
+
+MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "hidden_test(",
+           "autograder.checks")
+_REGION = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)(.*?)### END \1", re.S)
+
+
+@dataclass
+class ReleaseResult:
+    """What ``release`` wrote."""
+
+    folder: str
+    """OUT/<assignment>/, ready to hand out."""
+    files: list[str]
+    """Its files, relative to the folder."""
+    seconds: float
+
+
+def secret_lines(assignment: Assignment) -> list[str]:
+    """Lines of solutions and hidden tests that must not appear in the release.
+
+    Lines that also occur outside those regions (a function signature, say) are not secrets.
+    """
+    spec = load_source(assignment)
+    secret, public = set(), set()
+    for cell in spec.nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        text = cell.source
+        regions = [m.group(2) for m in _REGION.finditer(text)]
+        if meta.get("solution") and cell.cell_type == "markdown" and not regions:
+            regions = [text]  # nbgrader replaces a whole markdown answer
+        outside = _REGION.sub("", text) if regions != [text] else ""
+        public.update(line.strip() for line in outside.splitlines())
+        for region in regions:
+            secret.update(line.strip() for line in region.splitlines() if len(line.strip()) >= 16)
+    return sorted(secret - public)
+
+
+def check_release(folder: Path, assignment: Assignment) -> None:
+    """Raise AutograderError if the student notebook leaks a solution or a hidden test."""
+    text = (folder / assignment.notebook_name).read_text(encoding="utf-8")
+    leaks = [m for m in MARKERS if m in text]
+    import json
+    cells_text = "\n".join(c["source"] if isinstance(c["source"], str) else "".join(c["source"])
+                           for c in json.loads(text)["cells"])
+    leaks += [line for line in secret_lines(assignment) if line in cells_text]
+    if leaks:
+        raise AutograderError(f"the release of {assignment.name} leaks {len(leaks)} solution/hidden-test "
+                              f"line(s), e.g. {leaks[0]!r}; fix the markers in {assignment.notebook}")
+    if (folder / assignment.lab_name).read_bytes() != Path(assignment.lab).read_bytes():
+        raise AutograderError("the released lab differs from the instructor's lab file")
+
+
+def main(out: str | Path = "release", assignment: Assignment = Assignment()) -> ReleaseResult:
+    """Build ``OUT/<assignment>/`` with nbgrader and check it hides every solution and hidden test."""
+    start = time.monotonic()
+    load_source(assignment)  # fail early, with a clear message, on a broken source
+    out = Path(out)
+    with tempfile.TemporaryDirectory(prefix="course-release-") as tmp:
+        released = build_course(Path(tmp), assignment)
+        check_release(released, assignment)
+        out.mkdir(parents=True, exist_ok=True)
+        target = out / assignment.name
+        staging = out / f".{assignment.name}.tmp"
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(released, staging)
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+    files = sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file())
+    return ReleaseResult(folder=str(target), files=files, seconds=round(time.monotonic() - start, 2))

@@ -1,0 +1,155 @@
+"""Results as dataclasses, and their JSON: per question, per student, per batch.
+
+``grades.json`` has exactly this shape (:meth:`BatchResult.grades_json`)::
+
+    {"assignment": "l14-04-model-memory",
+     "students": {"alice": {"status": "graded", "score": 34.0, "max_score": 34.0,
+                            "manual_max_score": 3.0, "needs_manual_grading": true,
+                            "questions": {"test_kv_per_token": {"score": 3.0, "max_score": 3.0,
+                                                                "status": "passed", "message": ""}}}}}
+
+Per-student records (``records/<id>.json``) carry a little more: the message, the
+time taken, and the fingerprint that lets an interrupted batch resume.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Submission statuses. Only "graded" means the notebook ran to its end.
+GRADED = "graded"
+TIMEOUT = "timeout"
+KERNEL_DIED = "kernel_died"
+MEMORY_LIMIT = "memory_limit"
+INVALID = "invalid_submission"
+MISSING = "missing_submission"
+GRADER_ERROR = "grader_error"
+STATUSES = (GRADED, TIMEOUT, KERNEL_DIED, MEMORY_LIMIT, INVALID, MISSING, GRADER_ERROR)
+
+# Question statuses.
+PASSED, FAILED, NOT_RUN = "passed", "failed", "not_run"
+
+RECORD_VERSION = 1
+
+
+@dataclass
+class QuestionResult:
+    """One autograded question (a test cell or a lab sub-check)."""
+
+    score: float
+    """Points earned: all of max_score when passed, else 0."""
+    max_score: float
+    """Points available, from the instructor's source (never from the submission)."""
+    status: str
+    """"passed", "failed", or "not_run" (the notebook stopped before this test, or nothing to grade)."""
+    message: str
+    """What to look at; empty or "correct" when passed."""
+
+
+@dataclass
+class StudentResult:
+    """Everything the grader decided about one submission."""
+
+    student_id: str
+    status: str
+    """One of :data:`STATUSES`; a failure is never a plain 0."""
+    score: float
+    """Autograded points earned (notebook tests + lab-edit check)."""
+    max_score: float
+    """Autograded points available."""
+    manual_max_score: float
+    """Points graded by hand (the written answer), not included in score."""
+    needs_manual_grading: bool
+    """True when there is a written answer for a person to grade."""
+    questions: dict[str, QuestionResult]
+    """Per grade_id, in notebook order, then the lab sub-checks."""
+    message: str = ""
+    """What happened to the submission as a whole (empty when graded)."""
+    seconds: float = 0.0
+    """Wall-clock time spent grading it."""
+    fingerprint: str = ""
+    """Hash of the submission, the instructor files and the settings: equal means reusable."""
+    submission_sha: str = ""
+    """Hash of the handed-in files alone: when it changes, manual scores in the gradebook are stale."""
+    notes: list[str] = field(default_factory=list)
+    """What the grader restored or demoted (edited/deleted test cells), for the instructor."""
+
+    def grades_entry(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "score": self.score,
+            "max_score": self.max_score,
+            "manual_max_score": self.manual_max_score,
+            "needs_manual_grading": self.needs_manual_grading,
+            "questions": {gid: {"score": q.score, "max_score": q.max_score, "status": q.status,
+                                "message": q.message} for gid, q in self.questions.items()},
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["record_version"] = RECORD_VERSION
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StudentResult:
+        data = dict(data)
+        if data.pop("record_version", None) != RECORD_VERSION:
+            raise ValueError("record from another grader version")
+        data["questions"] = {k: QuestionResult(**v) for k, v in data["questions"].items()}
+        return cls(**data)
+
+
+@dataclass
+class BatchResult:
+    """One ``autograde`` run over a class."""
+
+    assignment: str
+    students: dict[str, StudentResult]
+    """By student id, sorted."""
+    results_dir: str = ""
+    isolation: str = ""
+    """What isolation was in force (see autograder.sandbox.Isolation.summary)."""
+    warnings: list[str] = field(default_factory=list)
+    """Isolation tools missing on this machine, and what was used instead."""
+    reused: list[str] = field(default_factory=list)
+    """Students whose unchanged result was kept from an earlier (interrupted) run."""
+    seconds: float = 0.0
+
+    def grades_json(self) -> dict[str, Any]:
+        return {"assignment": self.assignment,
+                "students": {sid: r.grades_entry() for sid, r in sorted(self.students.items())}}
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.students.values():
+            out[r.status] = out.get(r.status, 0) + 1
+        return out
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write a file so that readers see the old or the new content, never a half."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_json(path: Path, data: Any) -> None:
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")

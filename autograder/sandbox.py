@@ -1,0 +1,477 @@
+"""Where learner code runs: bubblewrap, cgroups, a throwaway uid and rlimits, strongest first.
+
+Every submission gets a :class:`Sandbox`: a scratch directory of its own, a fresh
+random uid (so files of other learners, the gradebook, the results and the
+instructor sources, all owned by root and not world-writable, are out of reach,
+and so ``RLIMIT_NPROC`` counts only this submission's processes), a memory and
+process cgroup when the machine lets us create one, and, with bubblewrap, a
+private mount, pid, ipc and network namespace in which only the system, the
+Python installation, the course library and the scratch folder are visible.
+
+:func:`probe` finds out once per process which of these tools work here and
+says, in :attr:`Isolation.warnings`, what is missing and what is used instead.
+:meth:`Sandbox.command` wraps any command line; the kernel for nbclient and the
+lab run both go through it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import AutograderError
+
+REPO = Path(__file__).resolve().parents[1]
+LAUNCHER = Path(__file__).resolve().with_name("_launch.py")
+# What learner code may import from the course: the library and the answer capture/checks.
+TRUSTED_DIRS = (REPO / "course_lib", REPO / "autograder")
+
+KiB, MiB, GiB = 1024, 1024**2, 1024**3
+_UNITS = {"": 1, "B": 1, "K": KiB, "KB": KiB, "KIB": KiB, "M": MiB, "MB": MiB, "MIB": MiB,
+          "G": GiB, "GB": GiB, "GIB": GiB, "T": 1024**4, "TB": 1024**4, "TIB": 1024**4}
+
+
+def parse_size(text: str | int) -> int:
+    """Bytes from a size such as ``2G``, ``512M``, ``1.5GiB`` or ``1048576`` (binary units).
+
+    >>> parse_size("2G"), parse_size("512m"), parse_size(4096)
+    (2147483648, 536870912, 4096)
+    """
+    if isinstance(text, int):
+        value = text
+    else:
+        s = str(text).strip().upper().replace(" ", "")
+        digits = s.rstrip("BKMGTI")
+        unit = s[len(digits):]
+        if unit not in _UNITS or not digits:
+            raise AutograderError(f"cannot read the size {text!r}: use bytes or a suffix K, M, G (e.g. 2G)")
+        try:
+            value = int(float(digits) * _UNITS[unit])
+        except ValueError:
+            raise AutograderError(f"cannot read the size {text!r}: use bytes or a suffix K, M, G (e.g. 2G)") from None
+    if value <= 0:
+        raise AutograderError(f"a size must be positive, got {text!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one submission may use. Every field is enforced by the OS, not by Python."""
+
+    memory_bytes: int = 2 * GiB
+    """Memory cap: a cgroup limit (the kernel OOM-kills), else RLIMIT_AS. A kernel with torch uses ~0.5 GB."""
+    max_processes: int = 256
+    """Processes and threads together (pids cgroup and RLIMIT_NPROC); ipykernel runs ~10 threads."""
+    max_file_bytes: int = 64 * MiB
+    """RLIMIT_FSIZE: the largest file learner code may write."""
+    max_open_files: int = 1024
+    """RLIMIT_NOFILE."""
+    cpu_seconds: int = 900
+    """RLIMIT_CPU: a backstop behind the wall-clock timeouts."""
+    tmp_bytes: int = 256 * MiB
+    """Size of the private /tmp under bubblewrap (its pages also count against the memory cap)."""
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """Which isolation tools work on this machine (see :func:`probe`)."""
+
+    bubblewrap: bool
+    """bwrap runs: private mount/pid/ipc/net namespaces with only system, Python and course code visible."""
+    cgroup: str | None
+    """"v1" or "v2" when we can create memory+pids cgroups; None when we cannot."""
+    drop_uid: bool
+    """Learner code runs as a fresh unprivileged uid (needs root to switch)."""
+    network: str
+    """"bubblewrap", "unshare" (an empty network namespace) or "none" (network reachable!)."""
+    warnings: tuple[str, ...] = field(default=())
+    """What is missing here and what is used instead, to show the instructor."""
+
+    def summary(self) -> str:
+        parts = [
+            "bubblewrap namespaces" if self.bubblewrap else "no bubblewrap",
+            f"cgroup {self.cgroup} memory+pids" if self.cgroup else "rlimits only (no cgroup)",
+            "throwaway uid" if self.drop_uid else "same uid as the grader",
+            {"bubblewrap": "no network", "unshare": "no network (unshare)", "none": "NETWORK REACHABLE"}[self.network],
+        ]
+        return ", ".join(parts)
+
+
+# ---- cgroups -----------------------------------------------------------------------------
+
+_CG = Path("/sys/fs/cgroup")
+
+
+def _own_cgroup_paths() -> dict[str, str]:
+    """{controller: path} of this process, from /proc/self/cgroup ("" is the v2 entry)."""
+    paths = {}
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            for c in controllers.split(",") if controllers else [""]:
+                paths[c] = path
+    except OSError:
+        pass
+    return paths
+
+
+class Cgroup:
+    """A memory + pids cgroup for one submission, v1 (two hierarchies) or v2 (one)."""
+
+    def __init__(self, version: str, name: str):
+        self.version = version
+        own = _own_cgroup_paths()
+        if version == "v2":
+            self.dirs = {"": _CG / own.get("", "/").lstrip("/") / name}
+        else:
+            self.dirs = {c: _CG / c / own.get(c, "/").lstrip("/") / name for c in ("memory", "pids")}
+
+    def create(self, limits: Limits) -> None:
+        for d in self.dirs.values():
+            d.mkdir()
+        if self.version == "v2":
+            d = self.dirs[""]
+            (d / "memory.max").write_text(str(limits.memory_bytes))
+            if (d / "memory.swap.max").exists():
+                (d / "memory.swap.max").write_text("0")
+            (d / "pids.max").write_text(str(limits.max_processes))
+        else:
+            mem = self.dirs["memory"]
+            (mem / "memory.limit_in_bytes").write_text(str(limits.memory_bytes))
+            if (mem / "memory.memsw.limit_in_bytes").exists():
+                try:
+                    (mem / "memory.memsw.limit_in_bytes").write_text(str(limits.memory_bytes))
+                except OSError:
+                    pass
+            (self.dirs["pids"] / "pids.max").write_text(str(limits.max_processes))
+
+    @property
+    def procs_files(self) -> list[str]:
+        return [str(d / "cgroup.procs") for d in self.dirs.values()]
+
+    def oom_killed(self) -> bool:
+        """Did the kernel's OOM killer act inside this cgroup?"""
+        try:
+            if self.version == "v2":
+                text = (self.dirs[""] / "memory.events").read_text()
+                return _field(text, "oom_kill") > 0 or _field(text, "oom") > 0
+            text = (self.dirs["memory"] / "memory.oom_control").read_text()
+            if "oom_kill " in text:
+                return _field(text, "oom_kill") > 0
+            return int((self.dirs["memory"] / "memory.failcnt").read_text()) > 0
+        except (OSError, ValueError):
+            return False
+
+    def pids(self) -> list[int]:
+        out = set()
+        for f in self.procs_files:
+            try:
+                out.update(int(x) for x in Path(f).read_text().split())
+            except (OSError, ValueError):
+                pass
+        return sorted(out)
+
+    def kill_all(self, wait_s: float = 5.0) -> None:
+        deadline = time.monotonic() + wait_s
+        while True:
+            pids = self.pids()
+            if not pids or time.monotonic() > deadline:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.05)
+
+    def remove(self) -> None:
+        self.kill_all()
+        for d in self.dirs.values():
+            for _ in range(50):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
+
+
+def cgroup_parents() -> list[Path]:
+    """The folders where this process's sandboxes create their cgroups."""
+    version = _cgroup_version()
+    if version is None:
+        return []
+    return [d.parent for d in Cgroup(version, "x").dirs.values()]
+
+
+def _field(text: str, key: str) -> int:
+    for line in text.splitlines():
+        k, _, v = line.partition(" ")
+        if k == key:
+            return int(v)
+    return 0
+
+
+def _cgroup_version() -> str | None:
+    """v2 if the unified hierarchy is mounted with memory and pids, v1 if both v1 hierarchies are."""
+    if (_CG / "cgroup.controllers").exists():
+        return "v2"
+    if (_CG / "memory").is_dir() and (_CG / "pids").is_dir():
+        return "v1"
+    return None
+
+
+# ---- probing -----------------------------------------------------------------------------
+
+def _bwrap_base(limits: Limits, writable: tuple[Path, ...] = ()) -> list[str]:
+    """bubblewrap arguments: read-only system, Python and course code; ``writable`` dirs read-write.
+
+    Each bound path appears at its real path inside, so paths in tracebacks and in the
+    kernel's connection file mean the same thing on both sides.
+    """
+    args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid",
+            "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox",
+            "--clearenv", "--proc", "/proc", "--dev", "/dev",
+            "--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
+    read_only = {d for d in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+                 if os.path.exists(d)}
+    python_dirs = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    try:
+        import site
+        python_dirs.update(site.getsitepackages())
+    except Exception:  # pragma: no cover - unusual site modules
+        pass
+    read_only |= {p for d in python_dirs for p in (d, os.path.realpath(d)) if os.path.isdir(p)}
+    read_only |= {str(d) for d in TRUSTED_DIRS}
+    binds = [(p, "--ro-bind") for p in _outermost(read_only)]
+    binds += [(str(p), "--bind") for p in writable]
+    # Parents that bwrap would otherwise create with mode 0700 (unusable by the dropped uid).
+    bound = {p for p, _ in binds}
+    parents = set()
+    for p, _ in binds:
+        parent = os.path.dirname(p)
+        while parent not in ("/", "", "/tmp") and not any(_within(parent, b) for b in bound):
+            parents.add(parent)
+            parent = os.path.dirname(parent)
+    for d in sorted(parents, key=lambda x: x.count("/")):
+        args += ["--perms", "0755", "--dir", d]
+    for p, how in sorted(binds, key=lambda b: b[0].count("/")):
+        args += [how, p, p]
+    return args
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _outermost(paths: set[str]) -> list[str]:
+    """Drop paths that lie inside another path of the set."""
+    return sorted(p for p in paths if not any(q != p and _within(p, q) for q in paths))
+
+
+def _works(cmd: list[str], timeout: float = 20) -> tuple[bool, str]:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, str(e)
+    return proc.returncode == 0, (proc.stderr or proc.stdout).strip()[-300:]
+
+
+@functools.lru_cache(maxsize=1)
+def probe() -> Isolation:
+    """Try each isolation tool once (about 0.1 s) and report what works here."""
+    warnings = []
+    is_root = os.geteuid() == 0
+    uid = 1_000_000 + secrets.randbelow(1_000_000_000)
+
+    bubblewrap = False
+    if shutil.which("bwrap") is None:
+        warnings.append("bubblewrap (bwrap) is not installed: learner code can READ the whole file system "
+                        "(other submissions, instructor sources). Install it with `apt-get install bubblewrap`.")
+    else:
+        cmd = _bwrap_base(Limits()) + ["--", sys.executable, "-I", str(LAUNCHER)]
+        cmd += (["--uid", str(uid)] if is_root else []) + ["--", sys.executable, "-I", "-c", "pass"]
+        bubblewrap, why = _works(cmd)
+        if not bubblewrap:
+            warnings.append(f"bubblewrap is installed but cannot create namespaces here ({why}); "
+                            "learner code can READ the whole file system. Falling back to uid + rlimits.")
+
+    cgroup = None
+    version = _cgroup_version()
+    if version is not None and is_root:
+        cg = Cgroup(version, f"course-grade-probe-{os.getpid()}")
+        try:
+            cg.create(Limits())
+            cgroup = version
+        except OSError as e:
+            warnings.append(f"cannot create a cgroup ({e}); the memory cap is RLIMIT_AS (per process) "
+                            "and the process cap is RLIMIT_NPROC.")
+        finally:
+            cg.remove()
+    else:
+        warnings.append("no writable cgroup hierarchy; the memory cap is RLIMIT_AS (per process) "
+                        "and the process cap is RLIMIT_NPROC.")
+
+    drop_uid = False
+    if not is_root:
+        warnings.append("the grader is not root, so learner code runs as the grader's own user: it can "
+                        "write wherever the grader can, and RLIMIT_NPROC counts all of that user's processes.")
+    elif bubblewrap:
+        drop_uid = True
+    else:
+        drop_uid, why = _works([sys.executable, "-I", str(LAUNCHER), "--uid", str(uid), "--",
+                                sys.executable, "-I", "-c", "import course_lib"], timeout=20)
+        if not drop_uid:
+            # e.g. Python under /root (mode 700) is not executable by another uid.
+            warnings.append(f"an unprivileged uid cannot run this Python ({why}); learner code runs as root.")
+
+    if bubblewrap:
+        network = "bubblewrap"
+    else:
+        ok, why = _works([sys.executable, "-I", str(LAUNCHER), "--unshare-net", "--", "/bin/true"])
+        network = "unshare" if ok else "none"
+        if not ok:
+            warnings.append(f"cannot create a network namespace ({why}): learner code CAN reach the network.")
+    return Isolation(bubblewrap=bubblewrap, cgroup=cgroup, drop_uid=drop_uid, network=network,
+                     warnings=tuple(warnings))
+
+
+# ---- the sandbox -------------------------------------------------------------------------
+
+class Sandbox:
+    """A scratch directory, a uid, a cgroup and a command wrapper for one submission.
+
+    Layout under ``root``: ``work/`` (the learner's files; the cwd), ``home/`` ($HOME),
+    ``run/`` (kernel connection file and sockets), ``log/`` (kernel stderr; not visible inside).
+    """
+
+    def __init__(self, root: Path, limits: Limits = Limits(), isolation: Isolation | None = None,
+                 pythonpath: str | None = None):
+        self.root = Path(root)
+        self.limits = limits
+        self.isolation = isolation or probe()
+        self.pythonpath = pythonpath or str(REPO)
+        self.work = self.root / "work"
+        self.home = self.root / "home"
+        self.run_dir = self.root / "run"
+        self.log_dir = self.root / "log"
+        self.uid = 1_000_000 + secrets.randbelow(1_000_000_000) if self.isolation.drop_uid else None
+        self.cgroup: Cgroup | None = None
+
+    def __enter__(self) -> Sandbox:
+        for d in (self.work, self.home, self.run_dir, self.log_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root, 0o711)
+        os.chmod(self.log_dir, 0o700)
+        if self.isolation.cgroup:
+            cg = Cgroup(self.isolation.cgroup, f"course-grade-{os.getpid()}-{secrets.token_hex(4)}")
+            try:
+                cg.create(self.limits)
+                self.cgroup = cg
+            except OSError:
+                cg.remove()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def memory_exceeded(self) -> bool:
+        return self.cgroup is not None and self.cgroup.oom_killed()
+
+    def env(self) -> dict[str, str]:
+        venv_bin = os.path.dirname(sys.executable)
+        return {
+            "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(self.home),
+            "TMPDIR": "/tmp" if self.isolation.bubblewrap else str(self.home),
+            "PYTHONPATH": self.pythonpath,
+            "PYTHONNOUSERSITE": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONWARNINGS": "default",
+            "IPYTHONDIR": str(self.home / ".ipython"),
+            "MPLCONFIGDIR": str(self.home / ".matplotlib"),
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+            "LANG": "C.UTF-8",
+        }
+
+    def command(self, argv: list[str], cwd: Path | None = None) -> list[str]:
+        """``argv`` wrapped so that it runs inside this sandbox, in ``cwd`` (default: ``work/``)."""
+        iso, lim = self.isolation, self.limits
+        cwd = Path(cwd or self.work)
+        launch = [sys.executable, "-I", str(LAUNCHER)]
+        inner = list(launch)
+        if not iso.bubblewrap and iso.network == "unshare":
+            inner.append("--unshare-net")
+        if self.uid is not None:
+            for d in (self.work, self.home, self.run_dir):
+                inner += ["--chown", str(d)]
+            inner += ["--uid", str(self.uid)]
+        rlimits = {"NPROC": lim.max_processes, "FSIZE": lim.max_file_bytes,
+                   "NOFILE": lim.max_open_files, "CPU": lim.cpu_seconds, "CORE": 0}
+        if self.cgroup is None:
+            rlimits["AS"] = lim.memory_bytes
+        for name, value in rlimits.items():
+            inner += ["--rlimit", f"{name}={value}"]
+        for key, value in self.env().items():
+            inner += ["--env", f"{key}={value}"]
+        inner += ["--chdir", str(cwd), "--pdeathsig", "--"] + list(argv)
+
+        join = []
+        if self.cgroup is not None:
+            for procs in self.cgroup.procs_files:
+                join += ["--cgroup-procs", procs]
+        if not iso.bubblewrap:
+            return launch + join + inner[len(launch):] if join else inner
+        bw = _bwrap_base(lim, writable=(self.work, self.home, self.run_dir))
+        bw += ["--chdir", str(cwd), "--"]
+        outer = launch + join + ["--"] if join else []
+        return outer + bw + inner
+
+    def run(self, argv: list[str], cwd: Path | None = None, timeout: float = 60,
+            max_output_bytes: int = 64 * KiB) -> tuple[int | None, str, str]:
+        """Run a command to completion in the sandbox: (returncode or None on timeout, stdout, stderr)."""
+        out_path, err_path = self.log_dir / "run.out", self.log_dir / "run.err"
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            proc = subprocess.Popen(self.command(argv, cwd), stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=err, start_new_session=True)
+            try:
+                rc: int | None = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                rc = None
+                _kill_group(proc)
+        if self.cgroup is not None:
+            self.cgroup.kill_all()
+        return rc, _head(out_path, max_output_bytes), _head(err_path, max_output_bytes)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    proc.kill()
+    proc.wait()
+
+
+def _head(path: Path, limit: int) -> str:
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    text = data[:limit].decode("utf-8", "replace")
+    return text + ("\n[output truncated]" if len(data) > limit else "")
