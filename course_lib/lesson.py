@@ -76,3 +76,41 @@ def show_loading_and_offload(out_dir: str | Path = FIGURES) -> dict[str, Any]:
     path = plot_rollout(plan, timeline, out / "rollout.png")
     _show_image(path)
     return {"offload": off, "timeline": timeline, "rollout": plan}
+
+
+#: A small made-up llama-type model (about 31 M parameters) for a quick real measurement in a notebook cell.
+NOTEBOOK_MEASURE_CONFIG = {
+    "model_type": "llama", "hidden_size": 512, "intermediate_size": 1408, "num_hidden_layers": 8,
+    "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 8000, "tie_word_embeddings": False,
+}
+
+GPU_DIFFERENCES = """\
+On a GPU the same cell would show more than one number, because "free" is not one thing there:
+  - total and free device memory (cudaMemGetInfo), what nvidia-smi reports;
+  - torch's allocated bytes (live tensors) vs reserved bytes (what its caching allocator holds);
+    reserved - allocated is cached or fragmented memory: free to torch, not free to other processes;
+  - non-torch memory = (total - free) - reserved: the CUDA context, cuBLAS/NCCL workspaces, other processes
+    (typically a few hundred MiB before the first tensor);
+  - inactive split blocks: freed pieces too small for the next large allocation.
+Here on the CPU the process's resident memory (RSS) plays the role of 'used', and the allocator (glibc)
+can keep freed memory too, so measured peaks depend on how memory is returned to the OS."""
+
+
+def show_device_memory(sequences: int = 4, context_tokens: int = 1024) -> Any:
+    """Snapshot this machine's device, then measure a small real model: predicted vs measured per pool."""
+    from .measure import measure_pools, snapshot
+    from .models import from_hf_config
+
+    snap = snapshot()
+    print("This machine, now:")
+    print(snap.describe())
+    print()
+    if type(snap).__name__.lower().startswith("cpu"):
+        print(GPU_DIFFERENCES)
+        print()
+    spec = from_hf_config(NOTEBOOK_MEASURE_CONFIG, name="notebook-small")
+    print(f"Measuring a {spec.params_total / 1e6:.0f} M-parameter model built here with random weights "
+          f"({sequences} sequences x {context_tokens} tokens), in a fresh process:")
+    result = measure_pools(spec, sequences, context_tokens, progress=False)
+    print(result.table())
+    return result

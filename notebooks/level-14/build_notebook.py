@@ -334,8 +334,8 @@ and the non-torch memory such as the CUDA context. On a CPU it shows the process
 
 code("""
 # MEASUREMENT (real numbers from this machine; nothing here is graded)
-from course_lib.measure import snapshot
-print(snapshot().describe())
+from course_lib.lesson import show_device_memory
+measured = show_device_memory()
 """, "measure_snapshot")
 
 md("""
