@@ -452,7 +452,7 @@ assert isinstance(ready_at_process_start, bool), "ready_at_process_start should 
 code("""
 # The same ideas with the library: the readiness timeline and the cost of offloading.
 from course_lib.lesson import show_loading_and_offload
-show_loading_and_offload()
+loading = show_loading_and_offload()
 """, "loading_demo")
 
 md("""
