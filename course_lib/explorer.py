@@ -113,7 +113,7 @@ def budget_explorer(model: str = "llama-2-7b", dtype: str = "fp16", gpu: str = "
         "reserve_percent": w.FloatSlider(value=reserve_percent, min=0, max=50, step=1,
                                          description="reserve (% of device)", style=style, layout=layout),
     }
-    verdict = w.HTML(layout=w.Layout(width="720px"))
+    verdict = w.HTML(layout=w.Layout(width="95%"))
     verdict.add_class("course-verdict-box")
     out = w.Output()
 
