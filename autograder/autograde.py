@@ -100,6 +100,21 @@ def _ensure_course(results_dir: Path, assignment: Assignment) -> None:
     stamp.write_text(want)
 
 
+def _snapshot(assignment: Assignment, results_dir: Path) -> Assignment:
+    """Copy the instructor notebook and lab into RESULTS_DIR/.snapshot/ and point the batch at them."""
+    import dataclasses
+
+    snap = results_dir / ".snapshot"
+    snap.mkdir(exist_ok=True)
+    for path in (assignment.notebook, assignment.lab):
+        if not Path(path).is_file():
+            raise AutograderError(f"instructor file {path} does not exist")
+    notebook, lab = snap / assignment.notebook_name, snap / assignment.lab_name
+    shutil.copyfile(assignment.notebook, notebook)
+    shutil.copyfile(assignment.lab, lab)
+    return dataclasses.replace(assignment, notebook=notebook, lab=lab)
+
+
 def _worker_init() -> None:
     """In each worker: die with the parent, and leave Ctrl-C to the parent."""
     try:
@@ -168,13 +183,16 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
         raise AutograderError("RESULTS_DIR must not be inside SUBMITTED_DIR (it would look like a student)")
     settings = Settings(cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
                         limits=Limits(memory_bytes=parse_size(memory_limit)))
+    original = assignment
+    results_dir.mkdir(parents=True, exist_ok=True)
+    # One batch, one version of the instructor files: workers read this snapshot, not files
+    # that someone may be editing while the batch runs.
+    assignment = _snapshot(assignment, results_dir)
     spec = load_source(assignment)
     validate_checks(spec, load_checks(assignment.checks), assignment.checks)
     students = list_students(submitted_dir)
     isolation = probe()
     _cleanup_leftovers()
-
-    results_dir.mkdir(parents=True, exist_ok=True)
     _ensure_course(results_dir, assignment)
     from .grade import _new_sandbox
     from .lab import lab_baseline
@@ -184,6 +202,7 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     write_json(results_dir / "batch.json", {
         "assignment": assignment.name, "notebook_name": assignment.notebook_name,
         "notebook": str(assignment.notebook), "lab": str(assignment.lab), "checks": assignment.checks,
+        "instructor_files": [str(original.notebook), str(original.lab)],
         "settings": asdict(settings), "isolation": isolation.summary(), "warnings": list(isolation.warnings)})
 
     existing = load_records(results_dir)

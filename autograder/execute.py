@@ -162,18 +162,21 @@ def execute_notebook(nb: nbformat.NotebookNode, sandbox: Sandbox, *, cell_timeou
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     start = time.monotonic()
-    deadline = start + notebook_timeout
-    state = {"index": None, "notebook_limited": False}
+    # The notebook's clock starts with its first cell; kernel start-up has startup_timeout.
+    state = {"index": None, "notebook_limited": False, "deadline": None}
 
     def timeout_func(cell) -> int:
-        left = deadline - time.monotonic()
+        left = state["deadline"] - time.monotonic()
         state["notebook_limited"] = left < cell_timeout
         return max(1, int(min(cell_timeout, left) + 0.999))
 
     def on_cell_start(cell, cell_index, **_):
         state["index"] = cell_index
-        log.debug("cell %d start at %.2f s", cell_index, time.monotonic() - start)
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if state["deadline"] is None:
+            state["deadline"] = now + notebook_timeout
+        log.debug("cell %d start at %.2f s", cell_index, now - start)
+        if now > state["deadline"]:
             raise _NotebookDeadline()
 
     def on_cell_executed(cell, cell_index, execute_reply=None, **_):

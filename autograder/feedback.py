@@ -55,6 +55,7 @@ def strip_hidden(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     for cell in nb.cells:
         meta = cell.get("metadata", {}).get("nbgrader") or {}
         is_test = bool(meta.get("grade")) and not meta.get("solution") and cell.cell_type == "code"
+        had_hidden = is_test and "BEGIN HIDDEN TESTS" in cell.source
         if is_test:
             source = HIDDEN.sub("", cell.source)
             if "### BEGIN HIDDEN TESTS" in source:  # an unterminated block: drop everything after it
@@ -67,6 +68,8 @@ def strip_hidden(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             data = out.get("data") or {}
             if ANSWER_MIME in data:
                 continue
+            if had_hidden and out.get("output_type") in ("execute_result", "display_data"):
+                continue  # a value shown by the hidden part (e.g. its last expression)
             if out.get("output_type") == "error" and is_test:
                 out = copy.deepcopy(out)
                 out["traceback"] = [f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"]

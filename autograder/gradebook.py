@@ -14,6 +14,7 @@ database, and nothing from an earlier run survives:
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 from .assignment import LAB_QUESTIONS, Assignment, SourceSpec
@@ -49,7 +50,9 @@ def merge(results_dir: Path, assignment: Assignment, spec: SourceSpec,
         state = {}
     notebook = Path(assignment.notebook_name).stem
     manual_ids = {c.grade_id for c in spec.manual}
-    with Gradebook(db_url(results_dir)) as gb:
+    with warnings.catch_warnings(), Gradebook(db_url(results_dir)) as gb:
+        # nbgrader's add_submission trips SQLAlchemy 2 autoflush warnings; they are harmless
+        warnings.simplefilter("ignore")
         db = gb.db
         for sid in remove:
             _remove(gb, assignment.name, sid, MissingEntry)

@@ -49,10 +49,12 @@ def answers_in(cell) -> list[Any]:
 
 
 def _error_line(cell) -> str | None:
+    """The error a cell stopped with, in one line: an assertion's own message, else "Name: value"."""
     for out in cell.get("outputs", []):
         if out.get("output_type") == "error":
-            text = f"{out.get('ename', 'Error')}: {out.get('evalue', '')}".strip().rstrip(":")
-            return text.splitlines()[0][:300] if text else "an error"
+            ename, evalue = str(out.get("ename", "Error")), str(out.get("evalue", "")).strip()
+            text = evalue if ename == "AssertionError" and evalue else f"{ename}: {evalue}".strip().rstrip(":")
+            return (text.splitlines() or ["an error"])[0][:300]
     return None
 
 
@@ -87,7 +89,7 @@ def _score_one(execution: Execution, index: int | None, grade_id: str, points: f
         if stopped is not None and stopped == index:
             return fail(f"stopped in this test: {execution.message}" + (f" ({error})" if error else ""), NOT_RUN)
         if error:
-            return fail(f"the test stopped before recording an answer: {error}")
+            return fail(f"the test failed: {error}")
         return fail("no answer was recorded: the hidden part of this test did not run")
     others = sorted({str(p.get("grade_id")) for p in payloads if isinstance(p, dict)} - {grade_id})
     if others or not all(isinstance(p, dict) for p in payloads):

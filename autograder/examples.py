@@ -1,0 +1,197 @@
+"""The example class in ``examples/submissions/``: a reference, a blank, and one learner per misconception.
+
+Every notebook starts from the released student notebook (so, like a real hand-in,
+it has no hidden tests); answer cells are filled with the instructor's solutions,
+then one misconception is applied as exact text replacements in the answers or
+the lab. A replacement that no longer applies (the notebook changed) stops the
+generator instead of writing a wrong example.
+
+    python -m autograder.examples            # rewrite examples/submissions/
+    python -m autograder.examples --check    # fail if the committed class is stale
+
+:data:`EXAMPLES` also states what each learner must lose (grade_id -> a phrase
+of the message), which the tests hold the grader to.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import filecmp
+import json
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from .assignment import Assignment, load_source
+from .lab import canonical_edit
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "examples" / "submissions"
+MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", re.M)
+LAB_ALL = ("lab_edit_only_active_sequences", "lab_reports_not_fit", "lab_only_kv_doubled")
+
+
+@dataclass(frozen=True)
+class Example:
+    """One learner of the example class."""
+
+    student_id: str
+    description: str
+    answers: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    """grade_id of an answer cell -> (old, new) replacements in the instructor's solution."""
+    lab: str = "edited"
+    """"edited" (the reference edit), "released" (untouched), or replacements via lab_edits."""
+    lab_edits: tuple[tuple[str, str], ...] = ()
+    blank: bool = False
+    """The released notebook untouched."""
+    loses: dict[str, str] = field(default_factory=dict)
+    """grade_id -> a phrase the message must contain (every other question must pass)."""
+
+
+EXAMPLES = (
+    Example("reference", "the instructor's solutions, lab edited to 16: full autograded marks"),
+    Example("blank", "the release handed back untouched: 0", blank=True, lab="released"),
+    Example("forgot_k_and_v", "KV bytes per token without the factor 2 for keys and values",
+            answers={"answer_kv_per_token": [('return 2 * config["num_hidden_layers"]',
+                                             'return config["num_hidden_layers"]')]},
+            loses={"test_kv_per_token": "count keys and values",
+                   "test_kv_cache_total": "kv_cache_bytes is off",
+                   "test_gqa_dtype": "one byte per value"}),
+    Example("attention_heads", "attention heads used where the cache holds KV heads (GQA ignored)",
+            answers={"answer_kv_per_token": [('kv_heads = config.get("num_key_value_heads", heads)',
+                                             "kv_heads = heads")]},
+            loses={"test_kv_per_token": "counts too many heads",
+                   "test_kv_cache_total": "kv_cache_bytes is off",
+                   "test_gqa_dtype": "caches more heads than GQA"}),
+    Example("gb_gib_mixup", "GB (10^9) and GiB (2^30) swapped",
+            answers={"answer_weight_bytes": [('weight_bytes(8_030_261_248, "fp16") / GB',
+                                              'weight_bytes(8_030_261_248, "fp16") / GiB_'),
+                                             ('weight_bytes(8_030_261_248, "fp16") / GiB\n',
+                                              'weight_bytes(8_030_261_248, "fp16") / GB\n'),
+                                             ("/ GiB_", "/ GiB")],
+                     "answer_kv_cache_total": [("/ GB\n", "/ GiB\n")]},
+            loses={"test_weight_bytes": "a GB is smaller than a GiB",
+                   "test_kv_cache_total": "that is the figure in GiB"}),
+    Example("bits_for_bytes", "bits per value used as bytes per value",
+            answers={"answer_weight_bytes": [("return num_params * bits // 8", "return num_params * bits")],
+                     "answer_gqa_dtype": [("kv_bytes_per_token(llama3_8b, 1)", "kv_bytes_per_token(llama3_8b, 8)")]},
+            loses={"test_weight_bytes": "1000 values of 4 bytes",
+                   "test_gqa_dtype": "fp8 is smaller than fp16"}),
+    Example("weights_only_budget", "the request budget subtracts only the weights",
+            answers={"answer_request_budget": [("return device_gb - weights_gb - workspace_gb - reserve_gb",
+                                                "return device_gb - weights_gb")]},
+            loses={"test_request_budget": "a budget of weights only"}),
+    Example("free_is_capacity", "free memory treated as capacity: the reserve is not kept",
+            answers={"answer_safe_requests": [("usable = free_bytes - reserve_bytes", "usable = free_bytes")]},
+            loses={"test_safe_requests": "treats free memory as capacity"}),
+    Example("lab_doubled_context_too", "lab: doubled active_sequences AND context_tokens",
+            lab="edited", lab_edits=(("context_tokens = 1024 ", "context_tokens = 2048 "),),
+            loses={"lab_edit_only_active_sequences": "changed outside active_sequences",
+                   "lab_reports_not_fit": "not run",
+                   "lab_only_kv_doubled": "not run",
+                   "test_lab_after_edit": "after changing only active_sequences to 16"}),
+    Example("lab_not_edited", "lab handed back unedited (still 8 sequences)", lab="released",
+            loses={"lab_edit_only_active_sequences": "still 8",
+                   "lab_reports_not_fit": "unchanged",
+                   "lab_only_kv_doubled": "unchanged",
+                   "test_lab_after_edit": "still shows 8 sequences"}),
+)
+
+
+def _apply(text: str, edits, where: str) -> str:
+    for old, new in edits:
+        if old not in text:
+            raise RuntimeError(f"{where}: {old!r} not found; the notebook or lab changed, update "
+                               f"autograder/examples.py")
+        text = text.replace(old, new, 1)
+    return text
+
+
+def build_example(example: Example, released_nb: nbformat.NotebookNode, released_lab: str,
+                  assignment: Assignment) -> tuple[nbformat.NotebookNode, str]:
+    spec = load_source(assignment)
+    nb = copy.deepcopy(released_nb)
+    if not example.blank:
+        for cell in nb.cells:
+            gid = (cell.metadata.get("nbgrader") or {}).get("grade_id")
+            meta = cell.metadata.get("nbgrader") or {}
+            if gid and meta.get("solution"):
+                solution = MARKER.sub("", spec.cell(gid).source)
+                cell.source = _apply(solution, example.answers.get(gid, []), f"{example.student_id}/{gid}")
+        unused = set(example.answers) - {(c.metadata.get("nbgrader") or {}).get("grade_id") for c in nb.cells}
+        if unused:
+            raise RuntimeError(f"{example.student_id}: no answer cells {sorted(unused)}")
+    lab = released_lab if example.lab == "released" else canonical_edit(released_lab)
+    lab = _apply(lab, example.lab_edits, f"{example.student_id}/lab")
+    return nb, lab
+
+
+def main(out: str | Path = OUT, assignment: Assignment = Assignment()) -> list[str]:
+    """Write ``out/<student>/<assignment>/`` for every example; returns the student ids."""
+    from .release import main as release
+
+    out = Path(out)
+    with tempfile.TemporaryDirectory(prefix="course-examples-") as tmp:
+        folder = Path(release(out=tmp, assignment=assignment).folder)
+        released_nb = nbformat.read(folder / assignment.notebook_name, as_version=4)
+        released_lab = (folder / assignment.lab_name).read_text(encoding="utf-8")
+        staging = Path(tmp) / "class"
+        for example in EXAMPLES:
+            dest = staging / example.student_id / assignment.name
+            dest.mkdir(parents=True)
+            if example.blank and example.lab == "released":
+                for name in (assignment.notebook_name, assignment.lab_name):
+                    shutil.copyfile(folder / name, dest / name)
+                continue
+            nb, lab = build_example(example, released_nb, released_lab, assignment)
+            nbformat.write(nb, dest / assignment.notebook_name)
+            (dest / assignment.lab_name).write_text(lab, encoding="utf-8")
+        (staging / "README.md").write_text(_readme(), encoding="utf-8")
+        if out.exists():
+            shutil.rmtree(out)
+        shutil.copytree(staging, out)
+    return [e.student_id for e in EXAMPLES]
+
+
+def _readme() -> str:
+    lines = ["# Example class for L14.4 (generated: `python -m autograder.examples`)", "",
+             "Each folder is what one learner hands in (`<student>/l14-04-model-memory/`).", "",
+             "| student | what they did | questions that lose points |", "|---|---|---|"]
+    for e in EXAMPLES:
+        lost = ", ".join(f"`{g}`" for g in e.loses) or ("all" if e.blank else "none")
+        lines.append(f"| `{e.student_id}` | {e.description} | {lost} |")
+    lines += ["", "Grade them with `course-grade autograde examples/submissions --out results`.", ""]
+    return "\n".join(lines)
+
+
+def _same_tree(a: Path, b: Path) -> bool:
+    cmp = filecmp.dircmp(a, b)
+    if cmp.left_only or cmp.right_only or cmp.diff_files or cmp.funny_files:
+        return False
+    _, mismatch, errors = filecmp.cmpfiles(a, b, cmp.common_files, shallow=False)
+    return not mismatch and not errors and all(_same_tree(a / d, b / d) for d in cmp.common_dirs)
+
+
+def check(out: str | Path = OUT, assignment: Assignment = Assignment()) -> bool:
+    """True when ``out`` is exactly what the generator writes now."""
+    with tempfile.TemporaryDirectory() as tmp:
+        main(out=Path(tmp) / "class", assignment=assignment)
+        return Path(out).is_dir() and _same_tree(Path(tmp) / "class", Path(out))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if examples/submissions is stale")
+    parser.add_argument("--out", default=str(OUT))
+    args = parser.parse_args()
+    if args.check:
+        ok = check(args.out)
+        print("examples are up to date" if ok else "examples are stale: run python -m autograder.examples")
+        sys.exit(0 if ok else 1)
+    print(json.dumps(main(args.out)))

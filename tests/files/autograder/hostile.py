@@ -1,0 +1,258 @@
+"""Crafted submissions for the hardening tests, built on ``fixture.ipynb`` (fast: no torch, no plots).
+
+The fixture's max score is 5 notebook points (2 + 1 + 2) plus 3 lab points = 8.
+Each case says what the grader must decide: status, score, and per-question status.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import nbformat
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+FIXTURE = HERE / "fixture.ipynb"
+FIXTURE_CHECKS = HERE / "fixture_checks.py"
+LAB = REPO / "labs" / "notebooks" / "level-14" / "l14-04-model-memory.py"
+ASSIGNMENT = "l14-04-model-memory"
+NOTEBOOK = f"{ASSIGNMENT}.ipynb"
+HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.S)
+ANSWER_MIME = "application/vnd.course-answer+json"
+CORRECT = {"test_kv_per_token": [327_680, 28_672], "test_weights_bytes": [14_000_000_000, 4_015_000_000],
+           "test_max_sequences": [17]}
+
+
+def lab_text(active_sequences: int = 16) -> str:
+    return LAB.read_text().replace("active_sequences = 8 ", f"active_sequences = {active_sequences} ", 1)
+
+
+def learner_notebook() -> nbformat.NotebookNode:
+    """What a learner who solved everything hands in: solutions in, hidden tests absent."""
+    nb = nbformat.read(FIXTURE, as_version=4)
+    for cell in nb.cells:
+        cell.source = HIDDEN.sub("", cell.source)
+    return nb
+
+
+def _index(nb, grade_id: str) -> int:
+    return next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def insert_after(nb, grade_id: str, *sources: str):
+    at = _index(nb, grade_id) + 1
+    for offset, source in enumerate(sources):
+        nb.cells.insert(at + offset, nbformat.v4.new_code_cell(source))
+    return nb
+
+
+def set_answer(nb, grade_id: str, source: str):
+    nb.cells[_index(nb, grade_id)].source = source
+    return nb
+
+
+def delete(nb, *grade_ids: str):
+    nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") not in grade_ids]
+    return nb
+
+
+WRONG_KV = "def kv_bytes_per_token(num_layers, num_kv_heads, head_dim, bytes_per_value):\n    return 0\n"
+WRONG_WEIGHTS = "def weights_bytes(num_params, bits_per_value):\n    return 0\n"
+BLANK_KV = ("def kv_bytes_per_token(num_layers, num_kv_heads, head_dim, bytes_per_value):\n"
+            "    raise NotImplementedError()\n")
+BLANK_WEIGHTS = "def weights_bytes(num_params, bits_per_value):\n    raise NotImplementedError()\n"
+
+
+def _forge(grade_id: str, got) -> str:
+    payload = {"grade_id": grade_id, "values": {"got": got}}
+    return f"display({{{ANSWER_MIME!r}: {payload!r}}}, raw=True)"
+
+
+# A post_run_cell hook runs inside each test cell's execution, so what it displays lands in that cell.
+CONFLICT_HOOK = r"""\
+import re
+from IPython.display import display
+def _forge(result):
+    m = re.search(r'record[(]"(test_\w+)"', result.info.raw_cell or '')
+    if m:
+        display({'application/vnd.course-answer+json': {'grade_id': m.group(1), 'values': {'got': [0]}}}, raw=True)
+get_ipython().events.register('post_run_cell', _forge)
+"""
+WRONG_ID_HOOK = """\
+from IPython.display import display
+def _forge(result):
+    display({'application/vnd.course-answer+json': {'grade_id': 'test_max_sequences', 'values': {'got': [17]}}},
+            raw=True)
+get_ipython().events.register('post_run_cell', _forge)
+"""
+
+
+@dataclass
+class Case:
+    student_id: str
+    build: Callable[[dict], nbformat.NotebookNode | bytes | None]
+    """Given the test's context (paths, port), the notebook, raw bytes, or None (no notebook)."""
+    status: str
+    score: float | None
+    """Expected autograded score, or None when it depends on the isolation (checked by the test)."""
+    questions: dict[str, str] = field(default_factory=dict)
+    """grade_id -> expected question status (passed / failed / not_run)."""
+    lab: str | None = "16"
+    """"16" (correct edit), None (no lab file), or raw lab text."""
+
+
+def _isolation_probe(ctx: dict) -> str:
+    targets = json.dumps(ctx["targets"])
+    return (
+        "import json, os\n"
+        f"report = {{}}\n"
+        f"for name, path in json.loads({targets!r}).items():\n"
+        "    try:\n"
+        "        with open(path, 'a') as f:\n"
+        "            f.write('tampered')\n"
+        "        report[name + ':write'] = True\n"
+        "    except OSError:\n"
+        "        report[name + ':write'] = False\n"
+        "    try:\n"
+        "        with open(path, 'rb') as f:\n"
+        "            f.read(1)\n"
+        "        report[name + ':read'] = True\n"
+        "    except OSError:\n"
+        "        report[name + ':read'] = False\n"
+        "print('ISOLATION ' + json.dumps(report, sort_keys=True))\n"
+    )
+
+
+FORK_BOMB = (
+    "import os, time\n"
+    "children = []\n"
+    "for i in range(2000):\n"
+    "    try:\n"
+    "        pid = os.fork()\n"
+    "    except OSError:\n"
+    "        break\n"
+    "    if pid == 0:\n"
+    "        time.sleep(120)\n"
+    "        os._exit(0)\n"
+    "    children.append(pid)\n"
+    "print('FORKS', len(children))\n"
+    "for pid in children:\n"
+    "    os.kill(pid, 9)\n"
+    "    os.waitpid(pid, 0)\n"
+)
+
+
+def network_probe(port: int) -> str:
+    return (
+        "import socket\n"
+        "try:\n"
+        f"    socket.create_connection(('127.0.0.1', {port}), timeout=3).close()\n"
+        "    reached = True\n"
+        "except OSError:\n"
+        "    reached = False\n"
+        "print('NETWORK', reached)\n"
+    )
+
+
+CASES = [
+    Case("ref", lambda ctx: learner_notebook(), "graded", 8.0,
+         {"test_kv_per_token": "passed", "test_weights_bytes": "passed", "test_max_sequences": "passed"}),
+    # ---- limits
+    Case("kernel_dies", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", "import os; os._exit(1)"),
+         "kernel_died", 5.0,
+         {"test_kv_per_token": "passed", "test_weights_bytes": "not_run", "test_max_sequences": "not_run"}),
+    Case("memory_hog", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token",
+                                                "hog = b'x' * (3 * 2**30)"),
+         "memory_limit", None, {"test_kv_per_token": "passed"}),
+    Case("infinite_loop", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", "while True:\n    pass"),
+         "timeout", 5.0, {"test_kv_per_token": "passed", "test_weights_bytes": "not_run"}),
+    Case("slow_notebook", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token",
+                                                   *["import time; time.sleep(3.5)"] * 5),
+         "timeout", 5.0, {"test_kv_per_token": "passed", "test_max_sequences": "not_run"}),
+    Case("fork_bomb", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", FORK_BOMB), "graded", 8.0),
+    Case("network", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", network_probe(ctx["port"])),
+         "graded", 8.0),
+    Case("output_flood", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token",
+                                                  "print('x' * 50_000_000)", "for i in range(200_000): print(i)"),
+         "graded", 8.0),
+    # ---- isolation
+    Case("isolation", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", _isolation_probe(ctx)),
+         "graded", 8.0),
+    # ---- tampering and trusted scoring
+    Case("tamper_edit", lambda ctx: set_answer(set_answer(learner_notebook(), "test_kv_per_token", "pass"),
+                                               "kv_per_token", WRONG_KV),
+         "graded", 6.0, {"test_kv_per_token": "failed", "test_weights_bytes": "passed"}),
+    Case("tamper_delete", lambda ctx: set_answer(delete(learner_notebook(), "test_weights_bytes", "test_max_sequences"),
+                                                 "weights", WRONG_WEIGHTS),
+         "graded", 7.0, {"test_weights_bytes": "failed", "test_max_sequences": "passed"}),
+    Case("always_equal", lambda ctx: set_answer(learner_notebook(), "weights",
+                                                "class Sneaky(int):\n"
+                                                "    def __eq__(self, other):\n        return True\n"
+                                                "    __hash__ = int.__hash__\n"
+                                                "def weights_bytes(num_params, bits_per_value):\n"
+                                                "    return Sneaky(0)\n"),
+         "graded", 7.0, {"test_weights_bytes": "failed"}),
+    Case("traceback_hidden", lambda ctx: insert_after(
+        set_answer(set_answer(learner_notebook(), "kv_per_token", BLANK_KV), "weights", BLANK_WEIGHTS),
+        "intro", "get_ipython().showtraceback = lambda *args, **kwargs: None\n"
+                 "get_ipython()._showtraceback = lambda *args, **kwargs: None"),
+         "graded", 5.0, {"test_kv_per_token": "failed", "test_weights_bytes": "failed", "test_max_sequences": "passed"}),
+    Case("forged_in_answer_cell", lambda ctx: insert_after(
+        set_answer(learner_notebook(), "kv_per_token", WRONG_KV), "kv_per_token",
+        "from IPython.display import display\n" + _forge("test_kv_per_token", CORRECT["test_kv_per_token"])),
+         "graded", 6.0, {"test_kv_per_token": "failed"}),
+    Case("conflicting_answers", lambda ctx: insert_after(learner_notebook(), "intro", CONFLICT_HOOK),
+         "graded", 3.0, {"test_kv_per_token": "failed", "test_weights_bytes": "failed", "test_max_sequences": "failed"}),
+    Case("wrong_id_answers", lambda ctx: insert_after(learner_notebook(), "intro", WRONG_ID_HOOK),
+         "graded", 5.0, {"test_kv_per_token": "failed", "test_weights_bytes": "failed", "test_max_sequences": "passed"}),
+    Case("invented_grade_cell", lambda ctx: _invented(learner_notebook()), "graded", 8.0),
+    # ---- noise
+    Case("stderr_noise", lambda ctx: insert_after(
+        learner_notebook(), "kv_per_token",
+        "import sys, warnings\nwarnings.warn('this API is deprecated', DeprecationWarning)\n"
+        "warnings.warn('numerical precision may be lost', UserWarning)\n"
+        "print('Traceback (most recent call last): not really', file=sys.stderr)\n"), "graded", 8.0),
+    # ---- broken or absent hand-ins
+    Case("corrupt_json", lambda ctx: b'{"cells": [ {"cell_type": "code", "source": "1 +', "invalid_submission", 0.0),
+    Case("not_a_notebook", lambda ctx: b'{"cells": 5, "nbformat": 4}', "invalid_submission", 0.0),
+    Case("binary_garbage", lambda ctx: bytes(range(256)) * 10, "invalid_submission", 0.0),
+    Case("missing_notebook", lambda ctx: None, "missing_submission", 0.0),
+    Case("missing_folder", lambda ctx: "no-folder", "missing_submission", 0.0, lab=None),
+    Case("symlinked_notebook", lambda ctx: "symlink", "invalid_submission", 0.0),
+    # ---- the lab file
+    Case("no_lab_file", lambda ctx: learner_notebook(), "graded", 5.0, lab=None),
+]
+
+
+def _invented(nb):
+    cell = nbformat.v4.new_code_cell("print('free points')")
+    cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "grade_id": "bonus",
+                                 "points": 100, "schema_version": 3}
+    nb.cells.append(cell)
+    return nb
+
+
+def write_class(submitted: Path, ctx: dict, cases=CASES) -> None:
+    """SUBMITTED/<student>/<assignment>/ for every case."""
+    for case in cases:
+        folder = submitted / case.student_id / ASSIGNMENT
+        built = case.build(ctx)
+        if built == "no-folder":
+            (submitted / case.student_id).mkdir(parents=True)
+            continue
+        folder.mkdir(parents=True)
+        if built == "symlink":
+            (folder / NOTEBOOK).symlink_to(submitted / "ref" / ASSIGNMENT / NOTEBOOK)
+        elif isinstance(built, bytes):
+            (folder / NOTEBOOK).write_bytes(built)
+        elif built is not None:
+            nbformat.write(copy.deepcopy(built), folder / NOTEBOOK)
+        if case.lab == "16":
+            (folder / LAB.name).write_text(lab_text(16))
+        elif case.lab is not None:
+            (folder / LAB.name).write_text(case.lab)
