@@ -132,13 +132,17 @@ def build_example(example: Example, released_nb: nbformat.NotebookNode, released
     return nb, lab
 
 
-def main(out: str | Path = OUT, assignment: Assignment = Assignment()) -> list[str]:
-    """Write ``out/<student>/<assignment>/`` for every example; returns the student ids."""
+def main(out: str | Path = OUT, assignment: Assignment = Assignment(),
+         release_folder: str | Path | None = None) -> list[str]:
+    """Write ``out/<student>/<assignment>/`` for every example; returns the student ids.
+
+    ``release_folder``: an existing ``course-grade release`` output to start from (else one is built).
+    """
     from .release import main as release
 
     out = Path(out)
     with tempfile.TemporaryDirectory(prefix="course-examples-") as tmp:
-        folder = Path(release(out=tmp, assignment=assignment).folder)
+        folder = Path(release_folder) if release_folder else Path(release(out=tmp, assignment=assignment).folder)
         released_nb = nbformat.read(folder / assignment.notebook_name, as_version=4)
         released_lab = (folder / assignment.lab_name).read_text(encoding="utf-8")
         staging = Path(tmp) / "class"

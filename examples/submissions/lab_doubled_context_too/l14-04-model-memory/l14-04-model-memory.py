@@ -13,7 +13,8 @@ Step 4: rerun and confirm that only kv_cache doubled and the workload no longer 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repo root, so course_lib imports
+# labs/notebooks/level-14/ -> the repository root, so course_lib imports from a checkout
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent.parent))
 
 from course_lib import GB, get_model, kv_cache_bytes_per_sequence, plan_budget
 

@@ -1,0 +1,164 @@
+"""Batch behaviour of ``autograde``: re-grading, resuming after SIGKILL/SIGINT, bad options, and
+that parallel workers merge into one gradebook. Uses the small fixture notebook (about 1 s each).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import psutil
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "files" / "autograder"))
+import hostile  # noqa: E402
+
+from autograder.assignment import Assignment  # noqa: E402
+from autograder.autograde import main as autograde  # noqa: E402
+from autograder.errors import AutograderError  # noqa: E402
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE = Assignment(notebook=hostile.FIXTURE, checks=str(hostile.FIXTURE_CHECKS))
+
+
+def _hand_in(submitted: Path, sid: str, nb=None, raw: bytes | None = None, lab: int = 16) -> None:
+    folder = submitted / sid / hostile.ASSIGNMENT
+    folder.mkdir(parents=True, exist_ok=True)
+    if raw is not None:
+        (folder / hostile.NOTEBOOK).write_bytes(raw)
+    else:
+        nbformat.write(nb if nb is not None else hostile.learner_notebook(), folder / hostile.NOTEBOOK)
+    (folder / hostile.LAB.name).write_text(hostile.lab_text(lab))
+
+
+def _grade(submitted, results, **kw):
+    return autograde(submitted, out=results, workers=2, cell_timeout=20, notebook_timeout=60, progress=False,
+                     assignment=FIXTURE, **kw)
+
+
+def _gradebook_scores(results: Path) -> dict[str, float]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook("sqlite:///" + str(results / "gradebook.db")) as gb:
+        return {s.student.id: s.score for s in gb.assignment_submissions(hostile.ASSIGNMENT)}
+
+
+def test_regrade_never_keeps_a_stale_score(tmp_path):
+    submitted, results = tmp_path / "submitted", tmp_path / "results"
+    _hand_in(submitted, "alice")
+    _hand_in(submitted, "bob")
+    first = _grade(submitted, results)
+    assert first.students["alice"].score == 8.0 and _gradebook_scores(results)["alice"] == 8.0
+
+    # Unchanged submissions are kept as they were (and say so); nothing is graded twice.
+    again = _grade(submitted, results)
+    assert sorted(again.reused) == ["alice", "bob"] and again.students["alice"].score == 8.0
+
+    # A manual score from formgrader survives an unchanged re-run...
+    from nbgrader.api import Gradebook
+    with Gradebook("sqlite:///" + str(results / "gradebook.db")) as gb:
+        gb.find_grade("explain_budget", hostile.ASSIGNMENT, hostile.ASSIGNMENT, "alice").manual_score = 2.0
+        gb.db.commit()
+    _grade(submitted, results)
+    assert _gradebook_scores(results)["alice"] == 10.0
+
+    # ...but alice hands in a notebook whose kernel dies at once: every earlier point is gone.
+    _hand_in(submitted, "alice", nb=hostile.insert_after(hostile.learner_notebook(), "intro", "import os; os._exit(1)"))
+    died = _grade(submitted, results)
+    alice = died.students["alice"]
+    assert (alice.status, alice.score) == ("kernel_died", 3.0)  # the lab-edit points only
+    assert _gradebook_scores(results)["alice"] == 3.0, "no stale auto or manual score"
+    assert died.reused == ["bob"]
+
+    # A corrupt hand-in: no submission in the gradebook, no stale feedback or notebook on disk.
+    _hand_in(submitted, "alice", raw=b"\x00not a notebook")
+    bad = _grade(submitted, results)
+    assert (bad.students["alice"].status, bad.students["alice"].score) == ("invalid_submission", 0.0)
+    assert "alice" not in _gradebook_scores(results)
+    assert not (results / "autograded" / "alice").joinpath(hostile.ASSIGNMENT, hostile.NOTEBOOK).exists()
+    grades = json.loads((results / "grades.json").read_text())
+    assert grades["students"]["alice"]["status"] == "invalid_submission"
+
+    # bob leaves the class: his files and gradebook entry go too.
+    shutil.rmtree(submitted / "bob")
+    gone = _grade(submitted, results)
+    assert set(gone.students) == {"alice"} and "bob" not in _gradebook_scores(results)
+    assert not (results / "records" / "bob.json").exists()
+
+
+def _sandbox_processes() -> list[int]:
+    return [p.pid for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real >= 1_000_000]
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+def test_interrupted_batch_resumes_with_nothing_lost_or_duplicated(tmp_path, how):
+    submitted, results = tmp_path / "submitted", tmp_path / "results"
+    slow = hostile.insert_after(hostile.learner_notebook(), "test_kv_per_token", "import time; time.sleep(2)")
+    students = [f"s{i}" for i in range(6)]
+    for sid in students:
+        _hand_in(submitted, sid, nb=slow)
+    script = ("import sys; from autograder.autograde import main; from autograder.assignment import Assignment; "
+              f"main({str(submitted)!r}, out={str(results)!r}, workers=2, progress=False, cell_timeout=20, notebook_timeout=60, "
+              f"assignment=Assignment(notebook={str(hostile.FIXTURE)!r}, checks={str(hostile.FIXTURE_CHECKS)!r}))")
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not list(results.glob("records/*.json")):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()[1][-2000:]
+        time.sleep(0.2)
+    proc.send_signal(how)
+    proc.wait(timeout=60)
+    time.sleep(2)
+    assert _sandbox_processes() == [], "kernels outlived the interrupted grader"
+    done_before = {p.stem for p in (results / "records").glob("*.json")}
+    assert 0 < len(done_before) < len(students)
+
+    batch = _grade(submitted, results)
+    assert set(batch.students) == set(students) and set(batch.reused) >= done_before
+    assert all(r.status == "graded" and r.score == 8.0 for r in batch.students.values())
+    rows = (results / "grades.csv").read_text().splitlines()[1:]
+    assert sorted(r.split(",")[0] for r in rows) == students, "each student exactly once"
+    assert _gradebook_scores(results) == {sid: 8.0 for sid in students}
+    assert not [d for d in Path("/tmp").glob(f"cg-{proc.pid}-*")], "leftover scratch folders cleaned"
+
+
+def test_parallel_workers_each_grade_in_their_own_sandbox(tmp_path):
+    submitted, results = tmp_path / "submitted", tmp_path / "results"
+    probe_cell = "import os; print('WHERE', os.getcwd(), os.getuid())"
+    for sid in ("a", "b", "c", "d"):
+        _hand_in(submitted, sid, nb=hostile.insert_after(hostile.learner_notebook(), "intro", probe_cell))
+    batch = _grade(submitted, results)
+    assert all(r.score == 8.0 for r in batch.students.values())
+    seen = set()
+    for sid in batch.students:
+        nb = nbformat.read(results / "autograded" / sid / hostile.ASSIGNMENT / hostile.NOTEBOOK, as_version=4)
+        text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+        seen.add(text.split("WHERE ")[1].split()[0])
+    assert len(seen) == 4, "every submission ran in a scratch folder of its own"
+
+
+def test_bad_input_is_one_clear_error(tmp_path):
+    with pytest.raises(AutograderError, match="not a folder"):
+        autograde(tmp_path / "nope", out=tmp_path / "r", assignment=FIXTURE)
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(AutograderError, match="size"):
+        autograde(tmp_path / "sub", out=tmp_path / "r", memory_limit="lots", assignment=FIXTURE)
+    with pytest.raises(AutograderError, match="no trusted check"):
+        autograde(tmp_path / "sub", out=tmp_path / "r",
+                  assignment=Assignment(notebook=hostile.FIXTURE, checks="autograder.checks"))
+
+
+def test_cli_exit_status(tmp_path):
+    run = lambda *a: subprocess.run([sys.executable, "-m", "autograder", *a], cwd=REPO, capture_output=True, text=True)
+    proc = run("autograde", str(tmp_path / "missing"), "--out", str(tmp_path / "r"))
+    assert proc.returncode == 2 and "not a folder" in proc.stderr
+    proc = run("--help")
+    assert proc.returncode == 0 and "autograde" in proc.stdout
+    assert os.access(shutil.which("course-grade") or sys.executable, os.X_OK)

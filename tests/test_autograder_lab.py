@@ -1,0 +1,96 @@
+"""The lab-edit check: AST comparison by hand-written edits, and the run-based sub-checks."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from autograder.lab import canonical_edit, check_lab, compare_lab, lab_baseline, parse_lab_output
+from autograder.sandbox import Sandbox
+
+REPO = Path(__file__).resolve().parents[1]
+LAB = REPO / "labs" / "notebooks" / "level-14" / "l14-04-model-memory.py"
+RELEASED = LAB.read_text()
+
+
+def _edit(old: str, new: str, text: str = RELEASED) -> str:
+    assert old in text, old
+    return text.replace(old, new, 1)
+
+
+EDITED = _edit("active_sequences = 8 ", "active_sequences = 16 ")
+
+
+@pytest.mark.parametrize("text, only_knob, correct, phrase", [
+    (EDITED, True, True, "correct"),
+    (_edit("active_sequences = 8          # sequences generating at the same time",
+           "active_sequences=16   # doubled, as the lab asks"), True, True, "correct"),  # layout and comments are free
+    (RELEASED, True, False, "still 8"),
+    (_edit("active_sequences = 8 ", "active_sequences = 32 "), True, False, "whole number 16"),
+    (_edit("active_sequences = 8 ", "active_sequences = 8 * 2 "), True, False, "whole number 16"),
+    (_edit("active_sequences = 8 ", "active_sequences = 16.0 "), True, False, "whole number 16"),
+    (_edit("device_gb = 24 ", "device_gb = 48 ", EDITED), False, False, "changed outside active_sequences"),
+    (EDITED + "\nprint('done')\n", False, False, "added code"),
+    (EDITED + "\nactive_sequences = 16\n", False, False, "exactly once"),
+    (EDITED.replace("if budget.fits:", "if budget.fits\n"), False, False, "does not parse"),
+])
+def test_compare_lab(text, only_knob, correct, phrase):
+    got_only, got_correct, message, _ = compare_lab(RELEASED, text)
+    assert (got_only, got_correct) == (only_knob, correct) and phrase in message, message
+
+
+def test_canonical_edit_changes_one_line():
+    diff = [(a, b) for a, b in zip(RELEASED.splitlines(), canonical_edit(RELEASED).splitlines()) if a != b]
+    assert len(diff) == 1 and diff[0][1].startswith("active_sequences = 16")
+
+
+def test_parse_lab_output_reads_the_printed_values():
+    out = parse_lab_output("parts_bytes = {'weights': 14000000000, 'kv_cache': 4294967296}\n"
+                           "parts_gb = {'weights': 14.0, 'kv_cache': 4.295}\nheadroom_gb = -2.59\n"
+                           "verdict: the workload does not fit: over the 24 GB device by 2.590 GB\n")
+    assert out["parts_bytes"]["kv_cache"] == 4_294_967_296 and out["fits"] is False and out["headroom_gb"] == -2.59
+
+
+@pytest.fixture(scope="module")
+def baseline():
+    return lab_baseline(RELEASED, LAB.name, lambda root: Sandbox(root))
+
+
+def _check(text: str | None, baseline) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = None
+        if text is not None:
+            path = Path(tmp) / LAB.name
+            path.write_text(text)
+        return check_lab(path, RELEASED, LAB.name, baseline, lambda root: Sandbox(root))
+
+
+def test_baseline_is_the_lessons_figures(baseline):
+    # 24 GB device: 14 + 2 + 2 GB fixed, KV 2 x 32 x 32 x 128 x 2 B x 1024 tokens x 8 = 4,294,967,296 B
+    assert baseline["parts_bytes"] == {"weights": 14 * 10**9, "workspace": 2 * 10**9, "reserve": 2 * 10**9,
+                                       "kv_cache": 4_294_967_296}
+    assert baseline["fits"] is True
+
+
+def test_reference_edit_scores_three_points(baseline):
+    results = _check(EDITED, baseline)
+    assert [q.score for q in results.values()] == [1.0, 1.0, 1.0]
+
+
+def test_edit_to_32_runs_and_fails_only_the_doubling(baseline):
+    results = _check(_edit("active_sequences = 8 ", "active_sequences = 32 "), baseline)
+    assert [q.status for q in results.values()] == ["failed", "passed", "failed"]
+    assert "4x" in results["lab_only_kv_doubled"].message
+
+
+def test_missing_lab_costs_only_lab_points(baseline):
+    results = _check(None, baseline)
+    assert all(q.status == "not_run" and "missing" in q.message for q in results.values())
+
+
+def test_lab_that_crashes_is_reported(baseline):
+    results = _check(_edit("active_sequences = 8 ", "active_sequences = -16 "), baseline)
+    assert results["lab_edit_only_active_sequences"].score == 0.0
+    assert results["lab_reports_not_fit"].score == 0.0

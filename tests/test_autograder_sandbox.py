@@ -1,0 +1,95 @@
+"""The sandbox: which isolation works here, what each tool enforces, and the warnings when one is missing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from autograder import sandbox
+from autograder.errors import AutograderError
+from autograder.sandbox import Limits, Sandbox, parse_size, probe
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("text, expected", [("2G", 2 * 2**30), ("512M", 512 * 2**20), ("1.5GiB", 3 * 2**29),
+                                            ("4096", 4096), (1024, 1024), ("64k", 65536)])
+def test_parse_size(text, expected):
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("bad", ["lots", "2X", "", "-1G", "0"])
+def test_parse_size_refuses_with_the_fix(bad):
+    with pytest.raises(AutograderError, match="suffix K, M, G|positive"):
+        parse_size(bad)
+
+
+def test_probe_reports_every_missing_tool():
+    iso = probe()
+    assert iso.network in ("bubblewrap", "unshare", "none")
+    if not iso.bubblewrap:
+        assert any("bubblewrap" in w for w in iso.warnings)
+    if iso.network == "none":
+        assert any("network" in w for w in iso.warnings)
+    print("isolation here:", iso.summary(), *iso.warnings, sep="\n  ")
+
+
+def _inside(box: Sandbox, code: str) -> dict:
+    rc, out, err = box.run([sys.executable, "-P", "-c", code], timeout=60)
+    assert rc == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+REPORT = """
+import json, os, resource, sys
+print(json.dumps({"uid": os.getuid(), "cwd": os.getcwd(), "nproc": resource.getrlimit(resource.RLIMIT_NPROC)[0],
+                  "fsize": resource.getrlimit(resource.RLIMIT_FSIZE)[0], "env": sorted(os.environ),
+                  "repo_notebooks": os.path.exists(%r), "course_lib": __import__("course_lib").__file__}))
+""" % str(REPO / "notebooks")
+
+
+def test_sandbox_runs_code_as_a_throwaway_user_with_limits():
+    iso = probe()
+    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-"))) as box:
+        got = _inside(box, REPORT)
+        assert got["cwd"] == str(box.work)
+    assert got["nproc"] == Limits().max_processes and got["fsize"] == Limits().max_file_bytes
+    assert "JPY_PARENT_PID" not in got["env"] and "PATH" in got["env"]
+    assert got["course_lib"] == str(REPO / "course_lib" / "__init__.py"), "the trusted library, not a learner's copy"
+    if iso.drop_uid:
+        assert got["uid"] >= 1_000_000
+    if iso.bubblewrap:
+        assert got["repo_notebooks"] is False, "instructor sources are not visible in the sandbox"
+
+
+def test_learner_files_cannot_shadow_the_course_library():
+    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-"))) as box:
+        (box.work / "course_lib.py").write_text("raise SystemExit('shadowed')\n")
+        (box.work / "autograder").mkdir()
+        (box.work / "autograder" / "__init__.py").write_text("raise SystemExit('shadowed')\n")
+        got = _inside(box, "import json, course_lib, autograder.capture as c; "
+                           "print(json.dumps([course_lib.__file__, c.__file__]))")
+    assert got == [str(REPO / "course_lib" / "__init__.py"), str(REPO / "autograder" / "capture.py")]
+
+
+def test_without_bubblewrap_the_grader_warns_and_falls_back(monkeypatch):
+    real_which = shutil.which
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None if name == "bwrap" else real_which(name))
+    iso = sandbox.probe.__wrapped__()
+    assert iso.bubblewrap is False
+    assert any("apt-get install bubblewrap" in w for w in iso.warnings)
+    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-")), isolation=iso) as box:
+        got = _inside(box, REPORT)
+    assert got["nproc"] == Limits().max_processes  # rlimits still apply
+    assert "bubblewrap" not in iso.summary() or "no bubblewrap" in iso.summary()
+
+
+def test_launcher_refuses_bad_usage():
+    import subprocess
+    proc = subprocess.run([sys.executable, "-I", str(sandbox.LAUNCHER), "--uid"], capture_output=True, text=True)
+    assert proc.returncode == 97 and "usage" in proc.stderr
