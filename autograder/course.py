@@ -83,8 +83,13 @@ def build_gradebook(root: Path, assignment: Assignment) -> None:
     shutil.copyfile(assignment.lab, src / assignment.lab_name)
     write_config(root, assignment)
     db_url = "sqlite:///" + str((root / "gradebook.db").resolve())
-    old_path = os.environ.get("PATH", "")
-    os.environ["PATH"] = nbgrader_env()["PATH"]  # a new gradebook runs `alembic heads`
+    import nbgrader.api
+
+    old_path, old_version = os.environ.get("PATH", ""), nbgrader.api.get_alembic_version
+    os.environ["PATH"] = nbgrader_env()["PATH"]  # a new gradebook runs `alembic heads`...
+    head = alembic_head()
+    if head:  # ...unless we can read the head revision from nbgrader's migrations (saves ~1.5 s)
+        nbgrader.api.get_alembic_version = lambda: head
     try:
         with Gradebook(db_url) as gb:
             gb.update_or_create_assignment(assignment.name)
@@ -98,3 +103,24 @@ def build_gradebook(root: Path, assignment: Assignment) -> None:
         raise AutograderError(f"cannot update the gradebook in {root}: {e}; grade into a new RESULTS_DIR") from None
     finally:
         os.environ["PATH"] = old_path
+        nbgrader.api.get_alembic_version = old_version
+
+
+def alembic_head() -> str | None:
+    """The newest migration of nbgrader's gradebook schema: the revision no other revises."""
+    import re
+
+    import nbgrader
+
+    versions = Path(nbgrader.__file__).parent / "alembic" / "versions"
+    revisions, parents = set(), set()
+    for path in versions.glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        rev = re.search(r"^revision\s*=\s*['\"](\w+)['\"]", text, re.M)
+        down = re.search(r"^down_revision\s*=\s*['\"](\w+)['\"]", text, re.M)
+        if rev:
+            revisions.add(rev.group(1))
+        if down:
+            parents.add(down.group(1))
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 else None

@@ -409,6 +409,8 @@ class Sandbox:
             "MKL_NUM_THREADS": "1",
             "OPENBLAS_NUM_THREADS": "1",
             "LANG": "C.UTF-8",
+            # As under `nbgrader autograde`: notebooks may skip demonstrations that earn no points.
+            "NBGRADER_EXECUTION": "autograde",
         }
 
     def command(self, argv: list[str], cwd: Path | None = None) -> list[str]:
