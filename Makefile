@@ -11,7 +11,7 @@ TORCH_SPEC ?= torch==2.13.0
 VENV_FLAGS := $(shell $(PYTHON) -c "import torch" >/dev/null 2>&1 && echo --system-site-packages)
 STAMP      := $(VENV)/.installed
 
-.PHONY: venv demo test lab browser-deps clean
+.PHONY: venv demo test lab browser-deps sandbox-deps clean
 
 venv: $(STAMP)
 
@@ -21,10 +21,10 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(STAMP) sandbox-deps
 	$(BIN)/python -m course_lib demo
 
-test: $(STAMP) browser-deps
+test: $(STAMP) browser-deps sandbox-deps
 	$(BIN)/python -m pytest -q
 
 # Debian's Chromium for the browser tests (Playwright drives it; no browser download).
@@ -34,6 +34,15 @@ browser-deps:
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	      || echo "warning: could not install chromium; browser tests will skip"; \
 	  else echo "warning: chromium not found and cannot apt-get it; browser tests will skip"; fi; }
+
+# Debian's bubblewrap for the autograder's sandbox (namespaces); without it the grader
+# warns and falls back to cgroups, a throwaway uid and rlimits.
+sandbox-deps:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null) \
+	      || echo "warning: could not install bubblewrap; the autograder falls back to weaker isolation"; \
+	  else echo "warning: bwrap not found and cannot apt-get it; the autograder falls back to weaker isolation"; fi; }
 
 lab: $(STAMP)
 	$(BIN)/python -m autograder.workspace --serve
