@@ -78,11 +78,17 @@ def section_measure(out_dir: Path) -> None:
     demo_section(out_dir)
 
 
+def section_autograde(out_dir: Path) -> None:
+    from autograder.demo import demo_section
+    demo_section(out_dir)
+
+
 SECTIONS = [
     lambda out: section_lab(),
     lambda out: section_budget(),
     section_admission,
     section_measure,
+    section_autograde,
 ]
 
 
