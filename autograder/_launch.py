@@ -5,7 +5,7 @@ bubblewrap, so it imports only the standard library and never the package.
 
     python -I _launch.py [--cgroup-procs FILE]... [--unshare-net] [--chown PATH]...
                          [--uid N] [--rlimit NAME=VALUE]... [--env KEY=VALUE]...
-                         [--chdir DIR] [--pdeathsig] -- PROGRAM [ARGS...]
+                         [--chdir DIR] [--pdeathsig PARENT_PID] -- PROGRAM [ARGS...]
 
 Steps run in this order (each one optional):
 
@@ -16,8 +16,9 @@ Steps run in this order (each one optional):
 4. ``--uid``: drop every group and become that uid (rlimits like RLIMIT_NPROC
    do not apply to root, so this is what makes the process cap real).
 5. ``--rlimit``: hard and soft limits, e.g. ``AS=2147483648``, ``NPROC=128``.
-6. ``--pdeathsig``: SIGKILL us when our parent dies (set after the uid change,
-   which would clear it).
+6. ``--pdeathsig PARENT_PID``: SIGKILL us when our parent dies (set after the uid
+   change, which would clear it); if the parent is already gone (it died before
+   this line), exit at once instead of running orphaned.
 7. exec PROGRAM with exactly the ``--env`` variables (nothing inherited).
 
 Exit status 97 means a step failed before the program started.
@@ -62,13 +63,13 @@ def main(argv):
     cgroups, chowns, rlimits, env = [], [], [], {}
     uid = None
     chdir = None
-    unshare_net = pdeathsig = False
+    parent = None
+    unshare_net = False
     i = 0
     while i < len(opts):
         opt = opts[i]
-        if opt in ("--unshare-net", "--pdeathsig"):
-            unshare_net |= opt == "--unshare-net"
-            pdeathsig |= opt == "--pdeathsig"
+        if opt == "--unshare-net":
+            unshare_net = True
             i += 1
             continue
         if i + 1 >= len(opts):
@@ -89,6 +90,8 @@ def main(argv):
             env[key] = val
         elif opt == "--chdir":
             chdir = value
+        elif opt == "--pdeathsig":
+            parent = int(value)
         else:
             _fail(f"unknown option {opt}")
 
@@ -118,8 +121,10 @@ def main(argv):
             resource.setrlimit(which, (limit, limit))
     except (OSError, ValueError) as e:
         _fail(f"could not set rlimit: {e}")
-    if pdeathsig:
+    if parent is not None:
         _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if parent > 0 and os.getppid() != parent:
+            _fail(f"the grader (pid {parent}) is gone; not starting")
     os.umask(0o077)
     if chdir:
         try:

@@ -351,12 +351,23 @@ def _crashed(job: Job, message: str) -> StudentResult:
 
 
 def _kill_workers(executor: cf.ProcessPoolExecutor) -> None:
-    """On Ctrl-C: kill the workers now (their kernels die with them), don't wait for notebooks."""
-    for proc in list(getattr(executor, "_processes", {}).values()):
+    """On Ctrl-C: kill the workers now (their kernels die with them), don't wait for notebooks.
+
+    A sandbox caught starting up at that instant can miss bubblewrap's die-with-parent, so the
+    cgroups and scratch folders of the dead workers are then swept as well.
+    """
+    procs = list(getattr(executor, "_processes", {}).values())
+    for proc in procs:
         try:
             proc.kill()
         except (OSError, AttributeError):
             pass
+    for proc in procs:
+        try:
+            proc.join(timeout=5)
+        except (OSError, AttributeError, AssertionError):
+            pass
+    _cleanup_leftovers()
 
 
 def _remove_student_files(results_dir: Path, sid: str, assignment: Assignment) -> None:

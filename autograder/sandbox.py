@@ -433,7 +433,8 @@ class Sandbox:
             inner += ["--rlimit", f"{name}={value}"]
         for key, value in self.env().items():
             inner += ["--env", f"{key}={value}"]
-        inner += ["--chdir", str(cwd), "--pdeathsig", "--"] + list(argv)
+        # Inside bubblewrap our parent is its pid-1 (pid numbers differ): only set the signal (0).
+        inner += ["--chdir", str(cwd), "--pdeathsig", "0" if iso.bubblewrap else str(os.getpid()), "--"] + list(argv)
 
         join = []
         if self.cgroup is not None:
@@ -443,7 +444,9 @@ class Sandbox:
             return launch + join + inner[len(launch):] if join else inner
         bw = _bwrap_base(lim, writable=(self.work, self.home, self.run_dir))
         bw += ["--chdir", str(cwd), "--"]
-        outer = launch + join + ["--"] if join else []
+        # bwrap's --die-with-parent ties the sandbox to bwrap, not bwrap to us: the outer
+        # launcher sets PDEATHSIG (kept across exec) so that bwrap dies with the grader.
+        outer = launch + join + ["--pdeathsig", str(os.getpid()), "--"]
         return outer + bw + inner
 
     def run(self, argv: list[str], cwd: Path | None = None, timeout: float = 60,
