@@ -41,7 +41,6 @@ from .results import GRADER_ERROR, BatchResult, StudentResult, write_json
 from .sandbox import Limits, parse_size, probe
 
 GRADER_VERSION = "course-grade 1"
-STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -78,11 +77,9 @@ def list_students(submitted_dir: Path) -> list[str]:
     if not submitted_dir.is_dir():
         raise AutograderError(f"SUBMITTED_DIR {submitted_dir} is not a folder; it should hold "
                               f"<student_id>/<assignment>/ folders")
-    students = sorted(p.name for p in submitted_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
-    bad = [s for s in students if not STUDENT_ID.match(s)]
-    if bad:
-        raise AutograderError(f"student folder names must be letters, digits and _.@+- ; rename {bad[:3]}")
-    return students
+    # Every folder is a student (hidden ones excepted); its name is the student id, as in nbgrader.
+    return sorted(p.name for p in submitted_dir.iterdir()
+                  if (p.is_dir() or p.is_symlink()) and not p.name.startswith(".") and p.name.isprintable())
 
 
 def _ensure_course(results_dir: Path, assignment: Assignment) -> None:
@@ -98,6 +95,20 @@ def _ensure_course(results_dir: Path, assignment: Assignment) -> None:
     build_gradebook(results_dir, assignment)
     add_lab_cells(results_dir, assignment)
     stamp.write_text(want)
+
+
+def _lock(results_dir: Path):
+    """One autograde per RESULTS_DIR at a time (the lock dies with the process, even on SIGKILL)."""
+    import fcntl
+
+    handle = open(results_dir / ".lock", "w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise AutograderError(f"another course-grade autograde is writing {results_dir}; wait for it "
+                              f"or use another --out") from None
+    return handle
 
 
 def _snapshot(assignment: Assignment, results_dir: Path) -> Assignment:
@@ -190,6 +201,7 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
                         limits=Limits(memory_bytes=parse_size(memory_limit)))
     original = assignment
     results_dir.mkdir(parents=True, exist_ok=True)
+    lock = _lock(results_dir)  # noqa: F841 - held until this function returns
     # One batch, one version of the instructor files: workers read this snapshot, not files
     # that someone may be editing while the batch runs.
     assignment = _snapshot(assignment, results_dir)
@@ -201,7 +213,7 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     from .grade import _new_sandbox
     from .lab import lab_baseline
     baseline = lab_baseline(Path(assignment.lab).read_text(encoding="utf-8"), assignment.lab_name,
-                            _new_sandbox(settings, "baseline"))
+                            _new_sandbox(settings))
     fingerprint = batch_fingerprint(assignment, settings)
     write_json(results_dir / "batch.json", {
         "assignment": assignment.name, "notebook_name": assignment.notebook_name,

@@ -1,4 +1,4 @@
-"""``course-grade``: a thin command line over release / autograde / feedback / export.
+"""course-grade: release, autograde, feedback and export for L14.4 (a thin layer over their main()).
 
 Every option's default is read from the verb's ``main`` signature, so the command
 line and the Python API cannot drift apart. Exit status: 0 when the verb

@@ -110,7 +110,7 @@ def _blank_result(job: Job, spec: SourceSpec, status: str, message: str) -> Stud
                          questions=questions, message=message, fingerprint=job.fingerprint)
 
 
-def _new_sandbox(settings: Settings, worker_tag: str):
+def _new_sandbox(settings: Settings):
     def make(root: Path) -> Sandbox:
         return Sandbox(root, settings.limits, probe())
     return make
@@ -126,6 +126,8 @@ def _grade(job: Job) -> tuple[StudentResult, nbformat.NotebookNode | None]:
     spec = load_source(a)
     checks = load_checks(a.checks)
     folder = Path(job.folder)
+    if folder.is_symlink() or folder.parent.is_symlink():
+        return _blank_result(job, spec, INVALID, "the submission folder is a link; hand in real files"), None
     if not folder.is_dir():
         return _blank_result(job, spec, MISSING, f"no folder {job.student_id}/{a.name}/ was handed in"), None
     files = submission_files(folder, a)
@@ -142,7 +144,7 @@ def _grade(job: Job) -> tuple[StudentResult, nbformat.NotebookNode | None]:
         return _blank_result(job, spec, INVALID, f"{a.notebook_name} cannot be read: {e}"), None
 
     nb, notes = restore_cells(submitted, spec)
-    make_sandbox = _new_sandbox(settings, job.student_id)
+    make_sandbox = _new_sandbox(settings)
     lab_path = files.get(a.lab_name)
     with make_sandbox(scratch_dir()) as sandbox:
         # The scratch copy holds only what the release holds: nothing else of the submission.

@@ -8,6 +8,7 @@ check that nothing of a solution or a hidden test survived before writing
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import tempfile
@@ -59,7 +60,6 @@ def check_release(folder: Path, assignment: Assignment) -> None:
     """Raise AutograderError if the student notebook leaks a solution or a hidden test."""
     text = (folder / assignment.notebook_name).read_text(encoding="utf-8")
     leaks = [m for m in MARKERS if m in text]
-    import json
     cells_text = "\n".join(c["source"] if isinstance(c["source"], str) else "".join(c["source"])
                            for c in json.loads(text)["cells"])
     leaks += [line for line in secret_lines(assignment) if line in cells_text]

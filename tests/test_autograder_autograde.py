@@ -159,6 +159,18 @@ def test_bad_input_is_one_clear_error(tmp_path):
                   assignment=Assignment(notebook=hostile.FIXTURE, checks="autograder.checks"))
 
 
+def test_one_batch_per_results_dir(tmp_path):
+    from autograder.autograde import _lock
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "r").mkdir()
+    held = _lock(tmp_path / "r")
+    try:
+        with pytest.raises(AutograderError, match="another course-grade autograde"):
+            autograde(tmp_path / "sub", out=tmp_path / "r", assignment=FIXTURE)
+    finally:
+        held.close()
+
+
 def test_cli_exit_status(tmp_path):
     run = lambda *a: subprocess.run([sys.executable, "-m", "autograder", *a], cwd=REPO, capture_output=True, text=True)
     proc = run("autograde", str(tmp_path / "missing"), "--out", str(tmp_path / "r"))
