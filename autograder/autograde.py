@@ -171,7 +171,9 @@ def _progress(total: int, enabled: bool | None):
     tqdm.monitor_interval = 0  # no monitor thread in a process that forks workers
     if enabled is None:
         enabled = sys.stderr.isatty()
-    return tqdm(total=total, disable=not enabled, unit="nb", desc="autograde", dynamic_ncols=True)
+    # A fixed width from the terminal (80 when it reports none: tqdm would draw nothing at 0 columns).
+    return tqdm(total=total, disable=not enabled, unit="nb", desc="autograde",
+                ncols=min(100, shutil.get_terminal_size().columns), file=sys.stderr)
 
 
 def default_workers() -> int:

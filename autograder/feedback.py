@@ -120,13 +120,19 @@ def annotate(nb: nbformat.NotebookNode, result: StudentResult) -> nbformat.Noteb
     return nb
 
 
-def render_html(nb: nbformat.NotebookNode) -> str:
-    from nbconvert import HTMLExporter
-    from nbconvert.preprocessors.sanitize import SanitizeHTML
+_EXPORTER = None
 
-    exporter = HTMLExporter(template_name="classic", sanitize_html=True)
-    exporter.register_preprocessor(SanitizeHTML(), enabled=True)
-    body, _ = exporter.from_notebook_node(nb)
+
+def render_html(nb: nbformat.NotebookNode) -> str:
+    """Sanitised static HTML (one exporter per process: building one costs ~0.1 s)."""
+    global _EXPORTER
+    if _EXPORTER is None:
+        from nbconvert import HTMLExporter
+        from nbconvert.preprocessors.sanitize import SanitizeHTML
+
+        _EXPORTER = HTMLExporter(template_name="classic", sanitize_html=True)
+        _EXPORTER.register_preprocessor(SanitizeHTML(), enabled=True)
+    body, _ = _EXPORTER.from_notebook_node(nb)
     return body
 
 
