@@ -238,10 +238,13 @@ def _bwrap_base(limits: Limits, writable: tuple[Path, ...] = ()) -> list[str]:
     Each bound path appears at its real path inside, so paths in tracebacks and in the
     kernel's connection file mean the same thing on both sides.
     """
+    has = _bwrap_options()
     args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid",
             "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox",
-            "--clearenv", "--proc", "/proc", "--dev", "/dev",
-            "--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
+            "--clearenv", "--proc", "/proc", "--dev", "/dev"]
+    # --perms and --size came with bubblewrap 0.5 / 0.6; older ones get a plain /tmp (probe() checks the rest)
+    args += (["--perms", "1777"] if "--perms" in has else []) + (
+        ["--size", str(limits.tmp_bytes)] if "--size" in has else []) + ["--tmpfs", "/tmp"]
     read_only = {d for d in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
                  if os.path.exists(d)}
     python_dirs = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
@@ -263,10 +266,21 @@ def _bwrap_base(limits: Limits, writable: tuple[Path, ...] = ()) -> list[str]:
             parents.add(parent)
             parent = os.path.dirname(parent)
     for d in sorted(parents, key=lambda x: x.count("/")):
-        args += ["--perms", "0755", "--dir", d]
+        args += (["--perms", "0755"] if "--perms" in has else []) + ["--dir", d]
     for p, how in sorted(binds, key=lambda b: b[0].count("/")):
         args += [how, p, p]
     return args
+
+
+@functools.lru_cache(maxsize=1)
+def _bwrap_options() -> frozenset[str]:
+    """The options this bubblewrap knows (from ``bwrap --help``)."""
+    try:
+        text = subprocess.run([shutil.which("bwrap") or "bwrap", "--help"], capture_output=True, text=True,
+                              timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    return frozenset(word for word in text.split() if word.startswith("--"))
 
 
 def _within(path: str, root: str) -> bool:
