@@ -25,7 +25,7 @@ import nbformat
 
 from .assignment import LAB_QUESTIONS, Assignment, SourceSpec, load_checks, load_source, read_submission, restore_cells
 from .execute import execute_notebook
-from .lab import check_lab
+from .lab import check_lab, reference_lab
 from .results import (GRADED, GRADER_ERROR, INVALID, KERNEL_DIED, MEMORY_LIMIT, MISSING, NOT_RUN, TIMEOUT,
                       QuestionResult, StudentResult, write_atomic, write_json)
 from .sandbox import Limits, Sandbox, probe
@@ -149,7 +149,13 @@ def _grade(job: Job) -> tuple[StudentResult, nbformat.NotebookNode | None]:
     with make_sandbox(scratch_dir()) as sandbox:
         # The scratch copy holds only what the release holds: nothing else of the submission.
         nbformat.write(nb, sandbox.work / a.notebook_name)
-        if lab_path is not None:
+        # The notebook reads the lab's output, so it runs beside the released lab with the one
+        # intended edit (8 -> 16): a wrong edit then costs only the lab points, which
+        # check_lab() below awards from the learner's own file.
+        reference = reference_lab(Path(a.lab).read_text(encoding="utf-8"))
+        if reference is not None:
+            (sandbox.work / a.lab_name).write_text(reference, encoding="utf-8")
+        elif lab_path is not None:
             shutil.copyfile(lab_path, sandbox.work / a.lab_name)
         execution = execute_notebook(nb, sandbox, cell_timeout=settings.cell_timeout,
                                      notebook_timeout=settings.notebook_timeout,

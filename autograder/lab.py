@@ -18,6 +18,8 @@ lab at 8) is run once per batch by :func:`lab_baseline`.
 
 from __future__ import annotations
 
+import re
+
 import ast
 import hashlib
 import math
@@ -233,3 +235,19 @@ def _kv_doubled(got: dict, baseline: dict) -> tuple[bool, str]:
             return False, f"kv_cache grew {ratio:.3g}x from the released lab; doubling the sequences doubles it"
         return True, "correct"
     return False, "the edited lab printed no parts_bytes or parts_gb line"
+
+
+_KNOB = re.compile(r"^active_sequences = 8\b", re.MULTILINE)
+
+
+def reference_lab(released_text: str) -> str | None:
+    """The released lab with only the intended edit (active_sequences 8 -> 16); None if it has no such line.
+
+    >>> reference_lab("active_sequences = 8   # knob")
+    'active_sequences = 16   # knob'
+    >>> reference_lab("n = 8") is None
+    True
+    """
+    if len(_KNOB.findall(released_text)) != 1:
+        return None
+    return _KNOB.sub("active_sequences = 16", released_text, count=1)

@@ -99,6 +99,11 @@ can keep freed memory too, so measured peaks depend on how memory is returned to
 
 def show_device_memory(sequences: int = 4, context_tokens: int = 1024) -> Any:
     """Snapshot this machine's device, then measure a small real model: predicted vs measured per pool."""
+    if os.environ.get("NBGRADER_EXECUTION"):
+        # nbgrader (and course-grade) set this while grading: the measurement is a demonstration,
+        # worth no points, and costs seconds (and a torch import) per submission.
+        print("(the measurement is skipped while grading: NBGRADER_EXECUTION is set)")
+        return None
     from .measure import measure_pools, snapshot
     from .models import from_hf_config
 
@@ -110,11 +115,6 @@ def show_device_memory(sequences: int = 4, context_tokens: int = 1024) -> Any:
         print(GPU_DIFFERENCES)
         print()
     spec = from_hf_config(NOTEBOOK_MEASURE_CONFIG, name="notebook-small")
-    if os.environ.get("NBGRADER_EXECUTION"):
-        # nbgrader (and course-grade) set this while grading: the measurement is a demonstration,
-        # worth no points, and costs seconds per submission.
-        print("(the real measurement is skipped while grading: NBGRADER_EXECUTION is set)")
-        return None
     print(f"Measuring a {spec.params_total / 1e6:.0f} M-parameter model built here with random weights "
           f"({sequences} sequences x {context_tokens} tokens), in a fresh process:")
     result = measure_pools(spec, sequences, context_tokens, progress=False)
