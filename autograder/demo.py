@@ -9,17 +9,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from course_lib.demo import banner as _banner
+
 from .assignment import ASSIGNMENT
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "submissions"
-
-
-def _banner(title: str) -> None:
-    print()
-    print("=" * 78)
-    print(title)
-    print("=" * 78, flush=True)
 
 
 def gradebook_table(results_dir: Path) -> str:
