@@ -12,7 +12,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from .errors import CourseInputError
 
@@ -131,7 +131,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from .budget import DEFAULT_PREFILL_CHUNK_TOKENS, DEFAULT_RESERVE
-    from .presets import DEFAULT_GPU, DEFAULT_MODEL
+    from .presets import DEFAULT_GPU
 
     parser = _Parser(prog=PROG, description="Serving-memory budgets for LLMs, pool by pool (L14.4).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)

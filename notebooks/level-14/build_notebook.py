@@ -70,7 +70,6 @@ says otherwise; **GB = 10^9 bytes and GiB = 2^30 bytes**, and the difference mat
 
 code("""
 # Setup: the course library (light: no torch, no matplotlib until a cell needs them).
-import math
 import course_lib
 from course_lib import GB, GiB, get_model, kv_cache_bytes_per_token, weight_bytes as library_weight_bytes
 from course_lib.report import budget_table
