@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 demo: $(STAMP) sandbox-deps
-	$(BIN)/python -m course_lib demo
+	$(BIN)/python -m demo
 
 test: $(STAMP) browser-deps sandbox-deps
 	$(BIN)/python -m pytest -q

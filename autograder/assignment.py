@@ -1,9 +1,9 @@
-"""The assignment as the instructor wrote it: cells, points, checks, and how to restore them.
+"""The assignment as the instructor wrote it: cells, points and the trusted checks.
 
 Everything that decides a grade comes from here, never from a submission: which
 cells are autograded tests (and their points), which are graded by hand, and
-the exact text of every locked cell. :func:`restore_cells` puts that text back
-into a submitted notebook, wherever the learner edited, moved or deleted it.
+the exact text of every locked cell (:mod:`autograder.restore` puts it back into
+a submitted notebook).
 
 >>> spec = load_source(Assignment())
 >>> len(spec.tests), spec.notebook_points, spec.max_score, spec.manual_max_score
@@ -12,7 +12,6 @@ into a submitted notebook, wherever the learner edited, moved or deleted it.
 
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 import importlib
@@ -24,6 +23,8 @@ from typing import Any
 
 import nbformat
 
+from .cells import grade_id as cell_grade_id
+from .cells import nbgrader_meta
 from .errors import AutograderError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -105,18 +106,9 @@ class SourceSpec:
 
     def cell(self, grade_id: str) -> nbformat.NotebookNode:
         for cell in self.nb.cells:
-            if _grade_id(cell) == grade_id:
+            if cell_grade_id(cell) == grade_id:
                 return cell
         raise KeyError(grade_id)
-
-
-def _meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
-
-
-def _grade_id(cell) -> str | None:
-    gid = _meta(cell).get("grade_id")
-    return gid if isinstance(gid, str) else None
 
 
 @functools.lru_cache(maxsize=8)
@@ -128,8 +120,8 @@ def _load_source_cached(path: str, mtime_ns: int) -> SourceSpec:
         raise AutograderError(f"the instructor notebook {path} cannot be read: {e}") from None
     tests, manual, locked, solutions, seen = [], [], [], set(), set()
     for i, cell in enumerate(nb.cells):
-        meta = _meta(cell)
-        gid = _grade_id(cell)
+        meta = nbgrader_meta(cell)
+        gid = cell_grade_id(cell)
         if not meta:
             continue
         if gid is None:
@@ -223,92 +215,3 @@ def score_answer(checks_module: Any, grade_id: str, values: Any) -> tuple[bool, 
     except Exception as e:  # noqa: BLE001 - odd values must never crash the grader
         return False, f"the recorded answer could not be checked ({type(e).__name__})"
     return passed is True, str(message or "")
-
-
-# ---- restoring the instructor's cells ----------------------------------------------------
-
-def restore_cells(submitted: nbformat.NotebookNode, spec: SourceSpec) -> tuple[nbformat.NotebookNode, list[str]]:
-    """The notebook to execute: the learner's answers with every locked cell put back from the source.
-
-    - test cells and read-only cells are replaced, by grade_id, with the instructor's cell
-      (hidden tests included), and re-inserted where the source has them if deleted;
-    - answer cells keep the learner's text but take their nbgrader metadata (points) from the source;
-    - any other cell claiming nbgrader metadata (a copied or invented grade_id) loses it;
-    - every output is cleared, so nothing from the submitted file can pass as an answer.
-
-    Returns the notebook and a list of notes on what was restored.
-    """
-    source_cells = {_grade_id(c): c for c in spec.nb.cells if _grade_id(c)}
-    out, notes, taken = [], [], set()
-    for cell in submitted.cells:
-        cell = copy.deepcopy(cell)
-        gid = _grade_id(cell)
-        if gid is not None and (gid in taken or gid not in source_cells):
-            cell.metadata.pop("nbgrader", None)  # a duplicate or an invented grade cell
-            if gid in taken:
-                notes.append(f"a second cell claiming {gid!r} was demoted to a plain cell")
-            gid = None
-        if gid in spec.locked_ids:
-            original = source_cells[gid]
-            if cell.get("source") != original.source or cell.cell_type != original.cell_type:
-                notes.append(f"{gid} was edited; restored from the instructor source")
-            cell = _fresh(original)
-        elif gid in spec.solution_ids:
-            cell.metadata["nbgrader"] = copy.deepcopy(source_cells[gid].metadata["nbgrader"])
-            if cell.cell_type != source_cells[gid].cell_type:
-                cell = _fresh(source_cells[gid], source=cell.get("source", ""))
-        if gid:
-            taken.add(gid)
-        out.append(cell)
-
-    # Re-insert deleted locked cells after the nearest preceding source cell that is present.
-    order = [_grade_id(c) for c in spec.nb.cells if _grade_id(c)]
-    for pos, gid in enumerate(order):
-        if gid in taken or gid not in spec.locked_ids:
-            continue
-        anchor = next((order[j] for j in range(pos - 1, -1, -1) if order[j] in taken), None)
-        if anchor is None:
-            at = 0
-        else:
-            at = next(i for i, c in enumerate(out) if _grade_id(c) == anchor) + 1
-        out.insert(at, _fresh(source_cells[gid]))
-        taken.add(gid)
-        notes.append(f"{gid} was deleted; re-inserted from the instructor source")
-
-    for i, cell in enumerate(out):
-        cell["id"] = f"cell-{i}"  # unique ids: a copied cell would otherwise repeat one
-        if cell.cell_type == "code":
-            cell.outputs = []
-            cell.execution_count = None
-    nb = nbformat.v4.new_notebook(cells=out, metadata=copy.deepcopy(spec.nb.metadata))
-    return nb, notes
-
-
-def _fresh(cell, source: str | None = None) -> nbformat.NotebookNode:
-    new = copy.deepcopy(cell)
-    if source is not None:
-        new.source = source
-    if new.cell_type == "code":
-        new.outputs = []
-        new.execution_count = None
-    return new
-
-
-def read_submission(path: Path, max_bytes: int = 20 * 2**20) -> nbformat.NotebookNode:
-    """Read and validate a submitted notebook; raises ValueError with a reason if it is not one."""
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise ValueError(f"the notebook is {size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.0f} MiB limit")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError("the notebook is not UTF-8 text") from None
-    try:
-        nb = nbformat.reads(text, as_version=4)
-    except Exception as e:  # NotJSONError, ValueError, KeyError...
-        raise ValueError(f"the notebook is not valid JSON: {str(e).splitlines()[0][:200]}") from None
-    try:
-        nbformat.validate(nb)
-    except nbformat.ValidationError as e:
-        raise ValueError(f"the notebook does not follow the notebook format: {e.message[:200]}") from None
-    return nb

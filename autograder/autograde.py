@@ -35,23 +35,18 @@ from dataclasses import asdict
 from pathlib import Path
 
 from .assignment import Assignment, checks_source_sha, load_checks, load_source, validate_checks
+from .course import build_gradebook
 from .errors import AutograderError
-from .grade import (Job, Settings, autograded_path, grade_submission, record_path, submission_sha)
+from .export import write_exports
+from .grade import Job, Settings, blank_result, grade_submission, new_sandbox, submission_sha
+from .gradebook import add_lab_cells, manual_scores, merge
+from .lab import lab_baseline
+from .layout import autograded_path, load_records, record_path, remove_student_files, write_batch
 from .results import GRADER_ERROR, BatchResult, StudentResult, write_json
-from .sandbox import Limits, parse_size, probe
+from .sandbox import Limits, cgroup_parents, memory_limit_bytes, probe
 
 GRADER_VERSION = "course-grade 1"
 REPO = Path(__file__).resolve().parents[1]
-
-
-def load_records(results_dir: Path) -> dict[str, StudentResult]:
-    out = {}
-    for path in sorted((Path(results_dir) / "records").glob("*.json")):
-        try:
-            out[path.stem] = StudentResult.from_json(json.loads(path.read_text()))
-        except (OSError, ValueError, TypeError, KeyError):
-            continue  # a record from another version, or unreadable: regraded
-    return out
 
 
 def _tree_sha(paths: list[Path]) -> str:
@@ -84,9 +79,6 @@ def list_students(submitted_dir: Path) -> list[str]:
 
 def _ensure_course(results_dir: Path, assignment: Assignment) -> None:
     """Make RESULTS_DIR an nbgrader course root for this source (generate_assignment once per source)."""
-    from .course import build_gradebook
-    from .gradebook import add_lab_cells
-
     spec = load_source(assignment)
     stamp = results_dir / ".course-source.sha"
     want = spec.sha256 + ":" + hashlib.sha256(Path(assignment.lab).read_bytes()).hexdigest()
@@ -152,8 +144,6 @@ def _cleanup_leftovers() -> None:
         m = re.match(r"cg-(?:lab-)?(\d+)-", d.name)
         if m and dead(int(m.group(1))):
             shutil.rmtree(d, ignore_errors=True)
-    from .sandbox import cgroup_parents
-
     for root in (d for parent in cgroup_parents() for d in parent.glob("course-grade-*")):
         m = re.match(r"course-grade-(\d+)-", root.name)
         if m and dead(int(m.group(1))) and root.is_dir():
@@ -182,7 +172,7 @@ def default_workers() -> int:
 
 
 def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | None = None,
-         cell_timeout: float = 60, notebook_timeout: float = 300, memory_limit: str | int = "2G",
+         cell_timeout: float = 60, notebook_timeout: float = 300, memory_limit: str | int = "2GiB",
          regrade: bool = False, progress: bool | None = None,
          assignment: Assignment = Assignment()) -> BatchResult:
     """Grade every ``SUBMITTED_DIR/<student>/<assignment>/`` into ``out``; returns the batch result.
@@ -200,7 +190,7 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     if results_dir == submitted_dir or submitted_dir in results_dir.parents:
         raise AutograderError("RESULTS_DIR must not be inside SUBMITTED_DIR (it would look like a student)")
     settings = Settings(cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
-                        limits=Limits(memory_bytes=parse_size(memory_limit)))
+                        limits=Limits(memory_bytes=memory_limit_bytes(memory_limit)))
     original = assignment
     results_dir.mkdir(parents=True, exist_ok=True)
     lock = _lock(results_dir)  # noqa: F841 - held until this function returns
@@ -212,12 +202,10 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     students = list_students(submitted_dir)
     isolation = probe()
     _cleanup_leftovers()
-    from .grade import _new_sandbox
-    from .lab import lab_baseline
     baseline = lab_baseline(Path(assignment.lab).read_text(encoding="utf-8"), assignment.lab_name,
-                            _new_sandbox(settings))
+                            new_sandbox(settings))
     fingerprint = batch_fingerprint(assignment, settings)
-    write_json(results_dir / "batch.json", {
+    write_batch(results_dir, {
         "assignment": assignment.name, "notebook_name": assignment.notebook_name,
         "notebook": str(assignment.notebook), "lab": str(assignment.lab), "checks": assignment.checks,
         "instructor_files": [str(original.notebook), str(original.lab)],
@@ -247,12 +235,10 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     # The merge: this process alone writes the class-level files and the gradebook.
     gone = sorted(set(existing) - set(students))
     for sid in gone:  # students no longer handed in: their old files would be stale
-        _remove_student_files(results_dir, sid, assignment)
+        remove_student_files(results_dir, sid, assignment)
     batch = BatchResult(assignment=assignment.name, students=dict(sorted(results.items())),
                         results_dir=str(results_dir), isolation=isolation.summary(),
                         warnings=list(isolation.warnings), reused=reused)
-    from .export import write_exports
-    from .gradebook import manual_scores, merge
     merge(results_dir, assignment, spec, batch.students, remove=gone)
     write_json(results_dir / "grades.json", batch.grades_json())
     write_exports(results_dir, batch.students, manual_scores(results_dir, assignment, spec))
@@ -357,9 +343,7 @@ def _preimport() -> None:
 
 
 def _crashed(job: Job, message: str) -> StudentResult:
-    from .grade import _blank_result
-
-    result = _blank_result(job, load_source(job.assignment), GRADER_ERROR, message)
+    result = blank_result(job, load_source(job.assignment), GRADER_ERROR, message)
     write_json(record_path(Path(job.results_dir), job.student_id), result.to_json())
     return result
 
@@ -382,26 +366,3 @@ def _kill_workers(executor: cf.ProcessPoolExecutor) -> None:
         except (OSError, AttributeError, AssertionError):
             pass
     _cleanup_leftovers()
-
-
-def _remove_student_files(results_dir: Path, sid: str, assignment: Assignment) -> None:
-    from .feedback import feedback_path
-
-    for path in (record_path(results_dir, sid), results_dir / "gradescope" / f"{sid}.json",
-                 feedback_path(results_dir, sid, assignment.name, assignment.notebook_name),
-                 autograded_path(results_dir, sid, assignment)):
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            pass
-
-
-def assignment_from_results(results_dir: Path) -> Assignment:
-    """The assignment an earlier autograde run used (from RESULTS_DIR/batch.json)."""
-    try:
-        meta = json.loads((Path(results_dir) / "batch.json").read_text())
-    except (OSError, ValueError):
-        raise AutograderError(f"{results_dir} holds no autograde run (batch.json missing); "
-                              f"run `course-grade autograde` first") from None
-    return Assignment(name=meta["assignment"], notebook=Path(meta["notebook"]), lab=Path(meta["lab"]),
-                      checks=meta["checks"])

@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--notebook-timeout", type=float, default=_default(m, "notebook_timeout"), metavar="S",
                    help="seconds per notebook (default: %(default)s)")
     p.add_argument("--memory-limit", default=_default(m, "memory_limit"), metavar="SIZE",
-                   help="memory per submission, e.g. 2G or 512M (default: %(default)s)")
+                   help="memory per submission, e.g. 2GB (2 x 10^9 bytes) or 2GiB (2^31) (default: %(default)s)")
     p.add_argument("--regrade", action="store_true", help="grade everyone again, even unchanged submissions")
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
 
@@ -95,8 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             result = feedback.main(args.results_dir, students=args.students)
             print(f"wrote {len(result.files)} feedback page(s) under {args.results_dir}/feedback/")
         elif args.verb == "export":
-            assignment = autograde.assignment_from_results(args.results_dir)
-            result = export.main(args.results_dir, assignment=assignment)
+            result = export.main(args.results_dir)
             print(f"wrote {result.csv} and {len(result.gradescope)} Gradescope file(s)")
     except AutograderError as e:
         print(f"course-grade {args.verb}: {e}", file=sys.stderr)

@@ -1,6 +1,6 @@
 """The autograder's part of ``make demo``: release, grade the example class, print the gradebook.
 
-Wired into ``course_lib.demo`` as one section. Results go under ``OUT/autograde/``; a second
+``demo/`` at the repository root runs it after the library's sections. Results go under ``OUT/autograde/``; a second
 ``make demo`` reuses every unchanged result, so it takes seconds.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from course_lib.demo import banner as _banner
+from course_lib.report import banner as _banner
 
 from .assignment import ASSIGNMENT
 

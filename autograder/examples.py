@@ -29,12 +29,12 @@ from pathlib import Path
 import nbformat
 
 from .assignment import Assignment, load_source
-from .lab import canonical_edit
+from course_lib.labfile import edit_knob
+from course_lib.scenario import LAB_EDITED_SEQUENCES
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "examples" / "submissions"
 MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", re.M)
-LAB_ALL = ("lab_edit_only_active_sequences", "lab_reports_not_fit", "lab_only_kv_doubled")
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def build_example(example: Example, released_nb: nbformat.NotebookNode, released
         unused = set(example.answers) - {(c.metadata.get("nbgrader") or {}).get("grade_id") for c in nb.cells}
         if unused:
             raise RuntimeError(f"{example.student_id}: no answer cells {sorted(unused)}")
-    lab = released_lab if example.lab == "released" else canonical_edit(released_lab)
+    lab = released_lab if example.lab == "released" else edit_knob(released_lab, LAB_EDITED_SEQUENCES)
     lab = _apply(lab, example.lab_edits, f"{example.student_id}/lab")
     return nb, lab
 

@@ -230,20 +230,20 @@ def execute_notebook(nb: nbformat.NotebookNode, sandbox: Sandbox, *, cell_timeou
         log.debug("kernel cleaned up at %.2f s", time.monotonic() - start)
     if status in ("kernel_died", "completed", "timeout") and sandbox.memory_exceeded():
         status = "memory_limit"
-        message = (f"the notebook used more than its memory limit of {sandbox.limits.memory_bytes / 2**30:g} GiB "
+        message = (f"the notebook used more than its memory limit of {sandbox.limits.memory_text()} "
                    f"in {_cell_name(nb, state['index'])}")
     elif status == "completed":
         hit = _memory_error_cell(nb)
         if hit is not None:
             status = "memory_limit"
             message = (f"{_cell_name(nb, hit)} ran out of memory (limit "
-                       f"{sandbox.limits.memory_bytes / 2**30:g} GiB); later cells still ran")
+                       f"{sandbox.limits.memory_text()}); later cells still ran")
     stopped = None if status == "completed" else state["index"]
     if status == "kernel_died":
         tail = _tail(sandbox.log_dir / "kernel.log")
         if "MemoryError" in tail or "bad_alloc" in tail or "Cannot allocate memory" in tail:
             status = "memory_limit"
-            message = (f"the kernel ran out of memory (limit {sandbox.limits.memory_bytes / 2**30:g} GiB) "
+            message = (f"the kernel ran out of memory (limit {sandbox.limits.memory_text()}) "
                        f"in {_cell_name(nb, state['index'])}")
     return Execution(nb=nb, status=status, message=message, stopped_at=stopped,
                      seconds=round(time.monotonic() - start, 3))

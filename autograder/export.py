@@ -19,8 +19,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .assignment import Assignment
+from .assignment import load_source
 from .errors import AutograderError
+from .gradebook import manual_scores
+from .layout import GRADES_CSV, GRADES_JSON, assignment_from_results, gradescope_path, load_records
 from .results import GRADED, StudentResult, write_atomic, write_json
 
 CSV_FIELDS = ["student_id", "status", "score", "max_score", "manual_score", "manual_max_score",
@@ -76,24 +78,24 @@ def csv_text(results: dict[str, StudentResult], manual: dict[str, float | None])
 
 def write_exports(results_dir: Path, results: dict[str, StudentResult], manual: dict[str, float | None]) -> ExportResult:
     results_dir = Path(results_dir)
-    write_atomic(results_dir / "grades.csv", csv_text(results, manual))
+    write_atomic(results_dir / GRADES_CSV, csv_text(results, manual))
     files = []
     for sid, r in sorted(results.items()):
-        path = results_dir / "gradescope" / f"{sid}.json"
+        path = gradescope_path(results_dir, sid)
         write_json(path, gradescope_json(r, manual.get(sid)))
         files.append(str(path))
-    return ExportResult(csv=str(results_dir / "grades.csv"), gradescope=files)
+    return ExportResult(csv=str(results_dir / GRADES_CSV), gradescope=files)
 
 
-def main(results_dir: str | Path = "results", assignment: Assignment = Assignment()) -> ExportResult:
-    """Rewrite grades.csv and the Gradescope JSONs from grades.json's students and the gradebook."""
-    from .assignment import load_source
-    from .autograde import load_records
-    from .gradebook import manual_scores
+def main(results_dir: str | Path = "results") -> ExportResult:
+    """Rewrite grades.csv and the Gradescope JSONs from grades.json's students and the gradebook.
 
+    The assignment is the one the last autograde run into ``results_dir`` graded (its batch.json).
+    """
     results_dir = Path(results_dir)
+    assignment = assignment_from_results(results_dir)
     try:
-        listed = json.loads((results_dir / "grades.json").read_text())["students"]
+        listed = json.loads((results_dir / GRADES_JSON).read_text())["students"]
     except (OSError, ValueError, KeyError):
         raise AutograderError(f"{results_dir}/grades.json is missing or unreadable; run "
                               f"`course-grade autograde` first") from None

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import nbformat
 
-from .assignment import ASSIGNMENT, LAB_QUESTIONS
+from .assignment import LAB_QUESTIONS
 from .capture import ANSWER_MIME
 from .errors import AutograderError
+from .layout import assignment_from_results, autograded_path, feedback_path, load_records
 from .results import StudentResult, write_atomic
 
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[ \t]*\n?", re.S | re.M)
@@ -143,14 +144,8 @@ def feedback_html(autograded: nbformat.NotebookNode | None, result: StudentResul
     return render_html(annotate(strip_hidden(autograded), result))
 
 
-def feedback_path(results_dir: Path, student_id: str, assignment: str = ASSIGNMENT,
-                  notebook_name: str | None = None) -> Path:
-    stem = Path(notebook_name or f"{assignment}.ipynb").stem
-    return Path(results_dir) / "feedback" / student_id / assignment / f"{stem}.html"
-
-
 def write_feedback(results_dir: Path, result: StudentResult, autograded: nbformat.NotebookNode | None,
-                   assignment: str = ASSIGNMENT, notebook_name: str | None = None) -> Path:
+                   assignment: str, notebook_name: str) -> Path:
     path = feedback_path(results_dir, result.student_id, assignment, notebook_name)
     write_atomic(path, feedback_html(autograded, result))
     return path
@@ -158,8 +153,6 @@ def write_feedback(results_dir: Path, result: StudentResult, autograded: nbforma
 
 def main(results_dir: str | Path = "results", students: list[str] | None = None) -> FeedbackResult:
     """Re-render feedback HTML for every graded student (or ``students``) from an autograde run."""
-    from .autograde import assignment_from_results, load_records  # what autograde wrote
-
     results_dir = Path(results_dir)
     assignment = assignment_from_results(results_dir)
     records = load_records(results_dir)
@@ -169,7 +162,7 @@ def main(results_dir: str | Path = "results", students: list[str] | None = None)
     for sid, result in sorted(records.items()):
         if students and sid not in students:
             continue
-        nb_path = results_dir / "autograded" / sid / assignment.name / assignment.notebook_name
+        nb_path = autograded_path(results_dir, sid, assignment)
         nb = nbformat.read(nb_path, as_version=4) if nb_path.is_file() else None
         files.append(str(write_feedback(results_dir, result, nb, assignment.name, assignment.notebook_name)))
     return FeedbackResult(files=files)

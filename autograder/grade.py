@@ -23,9 +23,12 @@ from pathlib import Path
 
 import nbformat
 
-from .assignment import LAB_QUESTIONS, Assignment, SourceSpec, load_checks, load_source, read_submission, restore_cells
+from .assignment import LAB_QUESTIONS, Assignment, SourceSpec, load_checks, load_source
 from .execute import execute_notebook
+from .feedback import write_feedback
 from .lab import check_lab, reference_lab
+from .layout import autograded_path, feedback_path, record_path
+from .restore import read_submission, restore_cells
 from .results import (GRADED, GRADER_ERROR, INVALID, KERNEL_DIED, MEMORY_LIMIT, MISSING, NOT_RUN, TIMEOUT,
                       QuestionResult, StudentResult, write_atomic, write_json)
 from .sandbox import Limits, Sandbox, probe
@@ -94,15 +97,7 @@ def submission_sha(folder: Path, assignment: Assignment) -> str:
     return h.hexdigest()
 
 
-def record_path(results_dir: Path, student_id: str) -> Path:
-    return Path(results_dir) / "records" / f"{student_id}.json"
-
-
-def autograded_path(results_dir: Path, student_id: str, assignment: Assignment) -> Path:
-    return Path(results_dir) / "autograded" / student_id / assignment.name / assignment.notebook_name
-
-
-def _blank_result(job: Job, spec: SourceSpec, status: str, message: str) -> StudentResult:
+def blank_result(job: Job, spec: SourceSpec, status: str, message: str) -> StudentResult:
     questions = {t.grade_id: QuestionResult(0.0, t.points, NOT_RUN, f"not graded: {message}") for t in spec.tests}
     questions.update({g: QuestionResult(0.0, p, NOT_RUN, f"not graded: {message}") for g, p in LAB_QUESTIONS.items()})
     return StudentResult(student_id=job.student_id, status=status, score=0.0, max_score=spec.max_score,
@@ -110,7 +105,7 @@ def _blank_result(job: Job, spec: SourceSpec, status: str, message: str) -> Stud
                          questions=questions, message=message, fingerprint=job.fingerprint)
 
 
-def _new_sandbox(settings: Settings):
+def new_sandbox(settings: Settings):
     def make(root: Path) -> Sandbox:
         return Sandbox(root, settings.limits, probe())
     return make
@@ -127,24 +122,24 @@ def _grade(job: Job) -> tuple[StudentResult, nbformat.NotebookNode | None]:
     checks = load_checks(a.checks)
     folder = Path(job.folder)
     if folder.is_symlink() or folder.parent.is_symlink():
-        return _blank_result(job, spec, INVALID, "the submission folder is a link; hand in real files"), None
+        return blank_result(job, spec, INVALID, "the submission folder is a link; hand in real files"), None
     if not folder.is_dir():
-        return _blank_result(job, spec, MISSING, f"no folder {job.student_id}/{a.name}/ was handed in"), None
+        return blank_result(job, spec, MISSING, f"no folder {job.student_id}/{a.name}/ was handed in"), None
     files = submission_files(folder, a)
     nb_path = files.get(a.notebook_name, "absent")
     if nb_path == "absent":
         found = sorted(p.name for p in folder.glob("*.ipynb"))
         extra = f" (found: {', '.join(found)})" if found else ""
-        return _blank_result(job, spec, MISSING, f"{a.notebook_name} is not in the submission{extra}"), None
+        return blank_result(job, spec, MISSING, f"{a.notebook_name} is not in the submission{extra}"), None
     if nb_path is None:
-        return _blank_result(job, spec, INVALID, f"{a.notebook_name} is not a regular file (a link?)"), None
+        return blank_result(job, spec, INVALID, f"{a.notebook_name} is not a regular file (a link?)"), None
     try:
         submitted = read_submission(nb_path)
     except (ValueError, OSError) as e:
-        return _blank_result(job, spec, INVALID, f"{a.notebook_name} cannot be read: {e}"), None
+        return blank_result(job, spec, INVALID, f"{a.notebook_name} cannot be read: {e}"), None
 
     nb, notes = restore_cells(submitted, spec)
-    make_sandbox = _new_sandbox(settings)
+    make_sandbox = new_sandbox(settings)
     lab_path = files.get(a.lab_name)
     with make_sandbox(scratch_dir()) as sandbox:
         # The scratch copy holds only what the release holds: nothing else of the submission.
@@ -169,7 +164,7 @@ def _grade(job: Job) -> tuple[StudentResult, nbformat.NotebookNode | None]:
     log.debug("%s lab checked", job.student_id)
     status = EXECUTION_STATUS[execution.status]
     if status == GRADER_ERROR:
-        return _blank_result(job, spec, GRADER_ERROR, execution.message), None
+        return blank_result(job, spec, GRADER_ERROR, execution.message), None
     result = StudentResult(
         student_id=job.student_id, status=status,
         score=float(sum(q.score for q in questions.values())), max_score=spec.max_score,
@@ -198,7 +193,6 @@ def grade_submission(job: Job) -> StudentResult:
     results_dir = Path(job.results_dir)
     record = record_path(results_dir, job.student_id)
     nb_out = autograded_path(results_dir, job.student_id, job.assignment)
-    from .feedback import feedback_path, write_feedback
     fb_out = feedback_path(results_dir, job.student_id, job.assignment.name, job.assignment.notebook_name)
     # Stale files go first, the record before the rest: a crash from here on leaves no record.
     for stale in (record, nb_out, fb_out):
@@ -212,7 +206,7 @@ def grade_submission(job: Job) -> StudentResult:
     except Exception as e:  # noqa: BLE001 - a bug or a broken machine, never the learner's fault
         spec = load_source(job.assignment)
         detail = traceback.format_exception_only(type(e), e)[-1].strip()
-        result, executed = _blank_result(job, spec, GRADER_ERROR, f"the grader failed: {detail}"), None
+        result, executed = blank_result(job, spec, GRADER_ERROR, f"the grader failed: {detail}"), None
     result.seconds = round(time.monotonic() - start, 3)
     result.submission_sha = submission_sha(Path(job.folder), job.assignment) if Path(job.folder).is_dir() else ""
     try:

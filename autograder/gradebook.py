@@ -18,13 +18,10 @@ import warnings
 from pathlib import Path
 
 from .assignment import LAB_QUESTIONS, Assignment, SourceSpec
+from .layout import db_url
 from .results import GRADER_ERROR, INVALID, MISSING, StudentResult, write_json
 
 STATE = ".gradebook-state.json"
-
-
-def db_url(results_dir: Path) -> str:
-    return "sqlite:///" + str((Path(results_dir) / "gradebook.db").resolve())
 
 
 def add_lab_cells(results_dir: Path, assignment: Assignment) -> None:

@@ -18,8 +18,6 @@ lab at 8) is run once per batch by :func:`lab_baseline`.
 
 from __future__ import annotations
 
-import re
-
 import ast
 import hashlib
 import math
@@ -30,44 +28,14 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from course_lib.errors import CourseInputError
+from course_lib.labfile import KNOB, edit_knob, knob_assignments, parse_output
+from course_lib.scenario import LAB_ACTIVE_SEQUENCES as RELEASED_VALUE
+from course_lib.scenario import LAB_EDITED_SEQUENCES as EDITED_VALUE
+
 from .assignment import LAB_QUESTIONS
 from .results import FAILED, NOT_RUN, PASSED, QuestionResult
 from .sandbox import Sandbox
-
-KNOB = "active_sequences"
-RELEASED_VALUE, EDITED_VALUE = 8, 16
-
-
-def parse_lab_output(text: str) -> dict:
-    """The values of the lab's ``parts_bytes = {...}``, ``parts_gb = {...}``, ``headroom_gb = ...``
-    lines and its ``verdict:`` line.
-
-    >>> out = parse_lab_output("parts_bytes = {'weights': 14, 'kv_cache': 4}\\n"
-    ...                        "verdict: the workload does not fit: over by 1 GB\\n")
-    >>> out["parts_bytes"]["kv_cache"], out["fits"]
-    (4, False)
-    """
-    out: dict = {}
-    for line in text.splitlines():
-        if line.startswith("verdict:"):
-            out["verdict"] = line.strip()
-            if line.startswith("verdict: the workload does not fit"):
-                out["fits"] = False
-            elif line.startswith("verdict: the workload fits"):
-                out["fits"] = True
-            continue
-        name, sep, value = line.partition(" = ")
-        if sep and name in ("parts_bytes", "parts_gb", "headroom_gb"):
-            try:
-                out[name] = ast.literal_eval(value.strip())
-            except (ValueError, SyntaxError):
-                pass
-    return out
-
-
-def _knob_assignments(tree: ast.Module) -> list[ast.Assign]:
-    return [n for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
-            and isinstance(n.targets[0], ast.Name) and n.targets[0].id == KNOB]
 
 
 def compare_lab(released: str, submitted: str) -> tuple[bool, bool, str, object]:
@@ -84,7 +52,7 @@ def compare_lab(released: str, submitted: str) -> tuple[bool, bool, str, object]
         got = ast.parse(submitted)
     except SyntaxError as e:
         return False, False, f"the lab file does not parse (line {e.lineno}: {e.msg})", None
-    knobs = _knob_assignments(got)
+    knobs = knob_assignments(got)
     if len(knobs) != 1:
         return False, False, (f"the lab should assign {KNOB} exactly once at the top level, as released; "
                               f"found {len(knobs)} such lines"), None
@@ -121,16 +89,7 @@ def program_key(lab_text: str) -> str | None:
         return None
 
 
-def canonical_edit(released_text: str) -> str:
-    """The released lab with only ``active_sequences = 8`` changed to 16 (the reference edit)."""
-    tree = ast.parse(released_text)
-    line = _knob_assignments(tree)[0].lineno
-    lines = released_text.splitlines(keepends=True)
-    lines[line - 1] = lines[line - 1].replace(f"{KNOB} = {RELEASED_VALUE}", f"{KNOB} = {EDITED_VALUE}", 1)
-    return "".join(lines)
-
-
-def run_lab(lab_text: str, lab_name: str, new_sandbox: Callable[[Path], Sandbox], timeout: float = 60) -> dict:
+def run_lab_sandboxed(lab_text: str, lab_name: str, new_sandbox: Callable[[Path], Sandbox], timeout: float = 60) -> dict:
     """Run a lab script in a fresh sandbox (its own scratch copy) and parse what it printed."""
     root = Path(tempfile.mkdtemp(prefix=f"cg-lab-{os.getpid()}-"))
     with new_sandbox(root) as sandbox:
@@ -138,7 +97,7 @@ def run_lab(lab_text: str, lab_name: str, new_sandbox: Callable[[Path], Sandbox]
         lab.write_text(lab_text, encoding="utf-8")
         rc, out, err = sandbox.run([sys.executable, "-P", "-s", str(lab)], cwd=sandbox.work, timeout=timeout)
     shutil.rmtree(root, ignore_errors=True)
-    parsed = parse_lab_output(out)
+    parsed = parse_output(out)
     parsed["returncode"] = rc
     parsed["stderr_tail"] = err.strip().splitlines()[-1][:300] if err.strip() else ""
     return parsed
@@ -149,11 +108,11 @@ def lab_baseline(released_text: str, lab_name: str, new_sandbox: Callable[[Path]
     and under ``"known"`` the outputs of the released and the reference-edited programs by
     :func:`program_key`, so that submissions running the very same program need no run of their own.
     """
-    base = run_lab(released_text, lab_name, new_sandbox)
+    base = run_lab_sandboxed(released_text, lab_name, new_sandbox)
     if base["returncode"] != 0 or "parts_bytes" not in base or base.get("fits") is not True:
         raise RuntimeError(f"the released lab did not run as expected: {base}")
-    edited_text = canonical_edit(released_text)
-    edited = run_lab(edited_text, lab_name, new_sandbox)
+    edited_text = edit_knob(released_text, EDITED_VALUE)
+    edited = run_lab_sandboxed(edited_text, lab_name, new_sandbox)
     known = {program_key(released_text): base, program_key(edited_text): edited}
     out = {k: base[k] for k in ("parts_bytes", "parts_gb", "fits") if k in base}
     out["known"] = known
@@ -197,7 +156,7 @@ def check_lab(submitted: Path | None, released_text: str, lab_name: str, baselin
         put(ids[2], False, "the lab is unchanged, so kv_cache has not doubled")
         return results
 
-    got = baseline.get("known", {}).get(program_key(text)) or run_lab(text, lab_name, new_sandbox)
+    got = baseline.get("known", {}).get(program_key(text)) or run_lab_sandboxed(text, lab_name, new_sandbox)
     if got["returncode"] != 0:
         why = "timed out" if got["returncode"] is None else f"failed: {got['stderr_tail'] or 'no output'}"
         for gid in ids[1:]:
@@ -237,17 +196,15 @@ def _kv_doubled(got: dict, baseline: dict) -> tuple[bool, str]:
     return False, "the edited lab printed no parts_bytes or parts_gb line"
 
 
-_KNOB = re.compile(r"^active_sequences = 8\b", re.MULTILINE)
-
-
 def reference_lab(released_text: str) -> str | None:
-    """The released lab with only the intended edit (active_sequences 8 -> 16); None if it has no such line.
+    """The released lab with only the intended edit (active_sequences 8 -> 16); None if it has no such knob.
 
     >>> reference_lab("active_sequences = 8   # knob")
     'active_sequences = 16   # knob'
     >>> reference_lab("n = 8") is None
     True
     """
-    if len(_KNOB.findall(released_text)) != 1:
+    try:
+        return edit_knob(released_text, EDITED_VALUE)
+    except CourseInputError:
         return None
-    return _KNOB.sub("active_sequences = 16", released_text, count=1)

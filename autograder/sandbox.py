@@ -27,6 +27,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from course_lib.errors import CourseInputError
+from course_lib.units import GiB, KiB, MiB, TiB, format_bytes, parse_bytes
+
 from .errors import AutograderError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,31 +37,26 @@ LAUNCHER = Path(__file__).resolve().with_name("_launch.py")
 # What learner code may import from the course: the library and the answer capture/checks.
 TRUSTED_DIRS = (REPO / "course_lib", REPO / "autograder")
 
-KiB, MiB, GiB = 1024, 1024**2, 1024**3
-_UNITS = {"": 1, "B": 1, "K": KiB, "KB": KiB, "KIB": KiB, "M": MiB, "MB": MiB, "MIB": MiB,
-          "G": GiB, "GB": GiB, "GIB": GiB, "T": 1024**4, "TB": 1024**4, "TIB": 1024**4}
+#: The smallest memory cap a kernel can start under (ipykernel with numpy and matplotlib uses ~200 MB).
+MIN_MEMORY_BYTES = 256 * MiB
+#: The largest: a grading machine with more than 1 TiB for one notebook is not a grading machine.
+MAX_MEMORY_BYTES = TiB
 
 
-def parse_size(text: str | int) -> int:
-    """Bytes from a size such as ``2G``, ``512M``, ``1.5GiB`` or ``1048576`` (binary units).
+def memory_limit_bytes(text: str | int) -> int:
+    """Bytes from ``--memory-limit``, read with the course's one size grammar (GB = 10^9, GiB = 2^30).
 
-    >>> parse_size("2G"), parse_size("512m"), parse_size(4096)
-    (2147483648, 536870912, 4096)
+    >>> memory_limit_bytes("2GB"), memory_limit_bytes("2GiB"), memory_limit_bytes("512MiB")
+    (2000000000, 2147483648, 536870912)
     """
-    if isinstance(text, int):
-        value = text
-    else:
-        s = str(text).strip().upper().replace(" ", "")
-        digits = s.rstrip("BKMGTI")
-        unit = s[len(digits):]
-        if unit not in _UNITS or not digits:
-            raise AutograderError(f"cannot read the size {text!r}: use bytes or a suffix K, M, G (e.g. 2G)")
-        try:
-            value = int(float(digits) * _UNITS[unit])
-        except ValueError:
-            raise AutograderError(f"cannot read the size {text!r}: use bytes or a suffix K, M, G (e.g. 2G)") from None
-    if value <= 0:
-        raise AutograderError(f"a size must be positive, got {text!r}")
+    try:
+        value = parse_bytes(text, name="--memory-limit")
+    except CourseInputError as e:
+        raise AutograderError(str(e)) from None
+    if not MIN_MEMORY_BYTES <= value <= MAX_MEMORY_BYTES:
+        raise AutograderError(f"--memory-limit={text!r} is {format_bytes(value, 'auto')}; use a size from "
+                              f"{format_bytes(MIN_MEMORY_BYTES, 'GiB')} to {format_bytes(MAX_MEMORY_BYTES, 'GiB')}, "
+                              f"e.g. 2GB or 2GiB")
     return value
 
 
@@ -68,6 +66,10 @@ class Limits:
 
     memory_bytes: int = 2 * GiB
     """Memory cap: a cgroup limit (the kernel OOM-kills), else RLIMIT_AS. A kernel with torch uses ~0.5 GB."""
+
+    def memory_text(self) -> str:
+        """The memory cap in both units, as messages print it: ``2.15 GB (2.00 GiB)``."""
+        return format_bytes(self.memory_bytes)
     max_processes: int = 256
     """Processes and threads together (pids cgroup and RLIMIT_NPROC); ipykernel runs ~10 threads."""
     max_file_bytes: int = 64 * MiB

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .budget import Budget, plan_budget
 from .errors import CourseInputError, check_count
 from .units import GB
 
@@ -165,10 +166,16 @@ def kv_config(*, device_bytes: int | str, weights_bytes: int | str, workspace_by
     ...
     course_lib.errors.CourseInputError: the fixed pools (weights 23.00 GB + workspace 2.00 GB + reserve 0.00 GB = 25.00 GB) fill the 24.00 GB device, leaving no KV budget; lower --weights, --workspace or --reserve, or use a bigger --gpu
     """
-    from .budget import plan_budget
-
     budget = plan_budget(device_bytes=device_bytes, weights_bytes=weights_bytes, workspace_bytes=workspace_bytes,
                          reserve_bytes=reserve_bytes, per_sequence_kv_bytes=0)
+    return kv_config_for(budget, kv_bytes_per_token, **rules)
+
+
+def kv_config_for(budget: Budget, kv_bytes_per_token: int, **rules: object) -> AdmissionConfig:
+    """An :class:`AdmissionConfig` over a budget whose fixed pools are already resolved.
+
+    The KV budget is ``budget.request_budget_bytes``: the device minus weights, workspace and reserve.
+    """
     kv_budget = budget.request_budget_bytes
     if kv_budget <= 0:
         p = budget.parts

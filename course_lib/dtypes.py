@@ -114,8 +114,3 @@ def get_dtype(name: str | DType) -> DType:
             raise CourseInputError(f"dtype={name!r} has group size 0; use a group of 1 or more, e.g. int4-g128")
         return DType(f"int{bits}-g{group}" + ("" if scale == "fp16" else f"-{scale}"), bits, group, _SCALE_BITS[scale])
     raise CourseInputError(f"dtype={name!r} is unknown; use {VALID}")
-
-
-def dtype_names() -> list[str]:
-    """Canonical names of the built-in dtypes (grouped forms are open-ended)."""
-    return [*_BASE, "int4-g128"]

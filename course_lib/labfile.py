@@ -1,13 +1,19 @@
-"""Find, run and read the L14.4 lab script, for the notebook and the autograder.
+"""The L14.4 lab toolkit: find the lab file, edit its one knob, run it, read what it printed.
+
+The notebook, ``make demo`` and the autograder all go through these functions, so
+there is one way to change ``active_sequences`` (located in the file's syntax tree,
+not by text search) and one rule for the verdict line.
 
 The lab prints lines such as ``parts_gb = {'weights': 14.0, ...}`` and
-``headroom_gb = 1.705``; :func:`parse_lab_output` reads them back as Python
-values with :func:`ast.literal_eval` (never ``eval``).
+``headroom_gb = 1.705``; :func:`parse_output` reads them back as Python values
+with :func:`ast.literal_eval` (never ``eval``).
 
->>> out = parse_lab_output("parts_gb = {'weights': 14.0, 'kv_cache': 4.295}\\nheadroom_gb = 1.705\\n"
-...                        "verdict: the workload fits with 1.705 GB to spare\\n")
+>>> out = parse_output("parts_gb = {'weights': 14.0, 'kv_cache': 4.295}\\nheadroom_gb = 1.705\\n"
+...                    "verdict: the workload fits with 1.705 GB to spare\\n")
 >>> out["parts_gb"]["kv_cache"], out["headroom_gb"], out["fits"]
 (4.295, 1.705, True)
+>>> edit_knob("x = 1\\nactive_sequences = 8   # the knob\\n", 16)
+'x = 1\\nactive_sequences = 16   # the knob\\n'
 """
 
 from __future__ import annotations
@@ -16,12 +22,21 @@ import ast
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from .errors import CourseInputError
 
 LAB_NAME = "l14-04-model-memory.py"
 LAB_RELATIVE = Path("labs") / "notebooks" / "level-14" / LAB_NAME
+REPO = Path(__file__).resolve().parents[1]
+#: The lab file in this checkout (the instructor's copy; learners get it beside the notebook).
+REPO_LAB = REPO / LAB_RELATIVE
+#: The one line the lab asks learners to change.
+KNOB = "active_sequences"
+
+FITS = "verdict: the workload fits"
+DOES_NOT_FIT = "verdict: the workload does not fit"
 
 
 def find_lab_file(start: str | Path | None = None) -> Path:
@@ -42,13 +57,55 @@ def find_lab_file(start: str | Path | None = None) -> Path:
     )
 
 
-def parse_lab_output(text: str) -> dict:
-    """Read the lab's printed ``name = value`` lines and its verdict into a dict."""
+def knob_assignments(tree: ast.Module) -> list[ast.Assign]:
+    """Top-level ``active_sequences = ...`` statements of a parsed lab."""
+    return [n for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name) and n.targets[0].id == KNOB]
+
+
+def edit_knob(text: str, value: int) -> str:
+    """The lab's source with only the value of its one ``active_sequences`` assignment replaced.
+
+    The assignment is found in the syntax tree, so a comment or a string that mentions
+    ``active_sequences = 8`` is never touched; the rest of the line (its comment) is kept.
+    """
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as e:
+        raise CourseInputError(f"the lab does not parse (line {e.lineno}: {e.msg}); restore it from the release") from None
+    knobs = knob_assignments(tree)
+    if len(knobs) != 1:
+        raise CourseInputError(f"the lab should assign {KNOB} exactly once at the top level; found {len(knobs)}")
+    node = knobs[0].value
+    if node.lineno != node.end_lineno:
+        raise CourseInputError(f"the value of {KNOB} spans several lines; write it on one line")
+    lines = text.splitlines(keepends=True)
+    line = lines[node.lineno - 1]
+    # col_offset counts UTF-8 bytes; the knob's line is ASCII up to its value in every lab we ship
+    start, end = _char_offset(line, node.col_offset), _char_offset(line, node.end_col_offset)
+    lines[node.lineno - 1] = line[:start] + repr(int(value)) + line[end:]
+    return "".join(lines)
+
+
+def _char_offset(line: str, byte_offset: int) -> int:
+    return len(line.encode("utf-8")[:byte_offset].decode("utf-8", "ignore"))
+
+
+def parse_output(text: str) -> dict:
+    """Read the lab's printed ``name = value`` lines and its verdict into a dict.
+
+    ``fits`` is set only by a verdict line that starts with exactly
+    ``verdict: the workload fits`` (True) or ``verdict: the workload does not fit`` (False).
+    A value that is not a Python literal is kept as its text.
+    """
     out: dict = {}
     for line in text.splitlines():
         if line.startswith("verdict:"):
-            out["verdict"] = line
-            out["fits"] = "does not fit" not in line
+            out["verdict"] = line.strip()
+            if line.startswith(DOES_NOT_FIT):
+                out["fits"] = False
+            elif line.startswith(FITS):
+                out["fits"] = True
             continue
         name, sep, value = line.partition(" = ")
         if not sep or not name.isidentifier():
@@ -56,7 +113,7 @@ def parse_lab_output(text: str) -> dict:
         value = value.split("  (")[0].split(" of ")[0].strip()
         try:
             out[name] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
             out[name] = value
     return out
 
@@ -64,14 +121,22 @@ def parse_lab_output(text: str) -> dict:
 def run_lab(path: str | Path | None = None, timeout_s: float = 60) -> dict:
     """Run the lab script in a fresh Python and return its parsed output (plus ``stdout``)."""
     lab = Path(path) if path else find_lab_file()
-    repo = Path(__file__).resolve().parents[1]
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(repo), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     proc = subprocess.run([sys.executable, str(lab)], capture_output=True, text=True, env=env,
                           cwd=lab.parent, timeout=timeout_s)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise CourseInputError(f"the lab {str(lab)!r} failed: {last}")
-    result = parse_lab_output(proc.stdout)
+    result = parse_output(proc.stdout)
     result["stdout"] = proc.stdout
     return result
+
+
+def run_lab_source(source: str, timeout_s: float = 60) -> dict:
+    """Run a lab given as text (e.g. :func:`edit_knob`'s result) in the repository layout."""
+    with tempfile.TemporaryDirectory(prefix="course-lab-") as tmp:
+        lab = Path(tmp) / LAB_RELATIVE
+        lab.parent.mkdir(parents=True)
+        lab.write_text(source, encoding="utf-8")
+        return run_lab(lab, timeout_s=timeout_s)

@@ -11,6 +11,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .loading import readiness_timeline, rollout_plan
+from .models import from_hf_config, kv_cache_bytes_per_token, weight_bytes
+from .offload import offload_weights
+from .plots import plot_rollout, plot_simulation
+from .presets import get_model
+from .report import comparison_table, simulation_report
+from .scenario import LESSON_KV_SOURCE, lesson_budget, lesson_config, lesson_trace
+from .simulate import simulate
+
 FIGURES = Path("figures")
 
 
@@ -29,17 +38,11 @@ def show_simulation(out_dir: str | Path = FIGURES) -> dict[str, Any]:
 
     Returns ``{"reserve-max": SimulationResult, "paged": SimulationResult}``.
     """
-    from .cli_requests import comparison_table, lesson_config, lesson_trace, simulation_report
-    from .plots import plot_simulation
-    from .simulate import simulate
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     trace = lesson_trace(11)
     runs = {policy: simulate(trace, lesson_config(policy)) for policy in ("reserve-max", "paged")}
-    pools = {"device_bytes": 24 * 10**9, "weights_bytes": 14 * 10**9, "workspace_bytes": "2GB",
-             "reserve_bytes": "2GB", "kv_source": "Llama-2-7B fp16"}
-    print(simulation_report(runs["reserve-max"], pools, max_listed=1))
+    print(simulation_report(runs["reserve-max"], lesson_budget(), LESSON_KV_SOURCE, max_listed=1))
     print()
     print(comparison_table(list(runs.items())))
     path = plot_simulation([("reserve-max: reserve prompt + max_new_tokens", runs["reserve-max"]),
@@ -51,12 +54,6 @@ def show_simulation(out_dir: str | Path = FIGURES) -> dict[str, Any]:
 
 def show_loading_and_offload(out_dir: str | Path = FIGURES) -> dict[str, Any]:
     """Offloading 10 GB over PCIe Gen4, and a 4-replica rollout of Llama-2-7B from a network disk."""
-    from .loading import readiness_timeline, rollout_plan
-    from .models import kv_cache_bytes_per_token, weight_bytes
-    from .offload import offload_weights
-    from .plots import plot_rollout
-    from .presets import get_model
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     spec = get_model("llama-2-7b")
@@ -104,8 +101,7 @@ def show_device_memory(sequences: int = 4, context_tokens: int = 1024) -> Any:
         # worth no points, and costs seconds (and a torch import) per submission.
         print("(the measurement is skipped while grading: NBGRADER_EXECUTION is set)")
         return None
-    from .measure import measure_pools, snapshot
-    from .models import from_hf_config
+    from .measure import measure_pools, snapshot  # torch, in a fresh process
 
     snap = snapshot()
     print("This machine, now:")

@@ -1,9 +1,24 @@
-"""Plain-text tables for budgets: what the CLI, the lab and the notebook print."""
+"""Every text report: budgets, estimates, simulations, offloading and rollouts.
+
+What the CLI, the notebook, the lab and ``make demo`` print comes from here, so
+each figure is worded (and unit-labelled) the same way wherever a learner meets it.
+"""
 
 from __future__ import annotations
 
 from .budget import Budget, Estimate
+from .loading import ReadinessTimeline, RolloutPlan
+from .offload import GPU_FLOPS, SwapVsRecompute, WeightOffload
+from .simulate import SimulationResult
 from .units import GB, GiB
+
+
+def banner(title: str) -> None:
+    """A section heading for long text output (``make demo``, ``course-memory demo``)."""
+    print()
+    print("=" * 78)
+    print(title)
+    print("=" * 78, flush=True)
 
 
 def budget_table(budget: Budget, title: str | None = None) -> str:
@@ -52,3 +67,114 @@ def estimate_table(est: Estimate) -> str:
     for note in spec.notes:
         head.append(f"note: {note}")
     return "\n".join(head) + "\n\n" + budget_table(est.budget, title=f"budget{per_gpu}:")
+
+
+def simulation_report(result: SimulationResult, budget: Budget | None = None, kv_source: str = "",
+                      max_listed: int = 5) -> str:
+    """A simulation as text: the budget it ran on, the summary, and the first requests that had to wait.
+
+    ``budget`` is the resolved fixed pools the KV budget came from (see
+    :func:`course_lib.admission.kv_config_for`); ``kv_source`` says where the KV bytes per token came from.
+    """
+    s, cfg = result.summary, result.config
+    lines = [f"policy: {s.policy}"]
+    if budget is not None:
+        p = budget.parts
+        lines.append(f"KV budget: {cfg.kv_budget_bytes / GB:.3f} GB = {budget.device_bytes / GB:.3f} GB device - "
+                     f"{p['weights'] / GB:.3f} GB weights - {p['workspace'] / GB:.3f} GB workspace - "
+                     f"{p['reserve'] / GB:.3f} GB reserve")
+        lines.append(f"KV per token: {cfg.kv_bytes_per_token:,} B" + (f", {kv_source}" if kv_source else ""))
+    lines.append(f"blocks: {cfg.num_blocks:,} of {cfg.block_size_tokens} tokens x {cfg.kv_bytes_per_token:,} B = "
+                 f"{cfg.block_bytes:,} B each ({cfg.kv_capacity_bytes / GB:.3f} GB in whole blocks)")
+    lines.append(f"requests: {s.requests:,}: {s.completed:,} finished, {s.rejected:,} rejected "
+                 f"({s.rejected_never_fits} never fit, {s.rejected_queue_full} queue full, {s.rejected_wait} waited "
+                 f"too long); {s.steps:,} steps")
+    crossed = "crossed!" if s.peak_kv_bytes > s.kv_budget_bytes else "never crossed"
+    lines.append(f"peak KV allocated: {s.peak_kv_bytes / GB:.3f} GB of the {s.kv_budget_bytes / GB:.3f} GB budget "
+                 f"({crossed}); peak KV holding tokens: {s.peak_token_bytes / GB:.3f} GB")
+    lines.append(f"running: max {s.max_active}, mean {s.mean_active:.1f}; queued: max {s.max_queued}")
+    if s.p50_queue_steps is not None:
+        lines.append(f"queueing delay (steps): p50 {s.p50_queue_steps}, p99 {s.p99_queue_steps}, "
+                     f"mean {s.mean_queue_steps:.1f}")
+    if s.kv_utilization is not None:
+        lines.append(f"allocated KV: {s.kv_utilization:.1%} held tokens, {s.internal_fragmentation:.1%} empty tails "
+                     f"of blocks (internal fragmentation), {s.reserved_unused:.1%} reserved but not yet or never "
+                     f"holding a token")
+    lines.append(f"preemptions: {s.preemptions} ({s.recompute_tokens:,} tokens recomputed)")
+    waited = [r for r in result.requests if r.queued_steps > 0 or r.status == "rejected"]
+    if waited:
+        lines.append(f"requests that waited or were rejected ({len(waited):,}; first {min(max_listed, len(waited))}):")
+        for r in waited[:max_listed]:
+            lines.append(f"  {r.id}: {r.status}; {r.reason}")
+    return "\n".join(lines)
+
+
+def comparison_table(results: list[tuple[str, SimulationResult]]) -> str:
+    """Policies side by side on one trace."""
+    rows = [("max running", lambda s: f"{s.max_active}"),
+            ("mean running", lambda s: f"{s.mean_active:.1f}"),
+            ("finished", lambda s: f"{s.completed:,}"),
+            ("rejected", lambda s: f"{s.rejected:,}"),
+            ("peak KV allocated (GB)", lambda s: f"{s.peak_kv_bytes / GB:.3f}"),
+            ("KV budget (GB)", lambda s: f"{s.kv_budget_bytes / GB:.3f}"),
+            ("allocated KV holding tokens", lambda s: "n/a" if s.kv_utilization is None else f"{s.kv_utilization:.1%}"),
+            ("reserved, never/not yet used", lambda s: "n/a" if s.reserved_unused is None else f"{s.reserved_unused:.1%}"),
+            ("internal fragmentation", lambda s: "n/a" if s.internal_fragmentation is None
+             else f"{s.internal_fragmentation:.1%}"),
+            ("p50 / p99 wait (steps)", lambda s: f"{s.p50_queue_steps} / {s.p99_queue_steps}"),
+            ("preemptions", lambda s: f"{s.preemptions}"),
+            ("steps to drain the trace", lambda s: f"{s.steps:,}")]
+    width = max(len(name) for name, _ in rows)
+    head = f"{'':<{width}}  " + "  ".join(f"{label:>14}" for label, _ in results)
+    lines = [head, "-" * len(head)]
+    for name, fmt in rows:
+        lines.append(f"{name:<{width}}  " + "  ".join(f"{fmt(res.summary):>14}" for _, res in results))
+    return "\n".join(lines)
+
+
+def offload_report(weights: WeightOffload, swap: SwapVsRecompute, model_name: str) -> str:
+    """The offload verb's text: per-step cost of streamed weights, then swap vs recompute."""
+    eff = weights.efficiency
+    lines = [
+        f"link: {weights.link}, {weights.link_bytes_per_s / GB:g} GB/s per direction (theoretical) x "
+        f"{eff:.0%} efficiency (assumed) = {weights.link_bytes_per_s * eff / GB:.2f} GB/s",
+        f"offloaded weights streamed to the device at every decode step: {weights.offloaded_bytes / GB:.2f} GB",
+        f"  adds {weights.added_step_s:.3f} s to EVERY decode step ({weights.offloaded_bytes / GB:.2f} GB / "
+        f"{weights.link_bytes_per_s * eff / GB:.2f} GB/s; {weights.added_step_s_ideal:.3f} s even at 100%)",
+        f"  the same bytes from {weights.hbm} device memory ({weights.hbm_bytes_per_s / GB:,.0f} GB/s) take "
+        f"{weights.on_device_step_s * 1000:.2f} ms: the link is {weights.slowdown:.0f}x slower",
+    ]
+    if weights.kv_tokens_freed is not None:
+        lines.append(f"  it frees {weights.offloaded_bytes / GB:.2f} GB = {weights.kv_tokens_freed:,} tokens of KV "
+                     f"({model_name}, {weights.kv_bytes_per_token:,} B/token): capacity bought with transfer time")
+    flops_name = next((k for k, v in GPU_FLOPS.items() if v == swap.flops_per_s), f"{swap.flops_per_s:.3g} FLOP/s")
+    lines += [
+        f"a preempted sequence of {swap.tokens:,} tokens ({model_name}): {swap.kv_bytes:,} B of KV "
+        f"({swap.kv_bytes / GB:.3f} GB)",
+        f"  swap out + in over {swap.link}: {swap.swap_out_s:.4f} + {swap.swap_in_s:.4f} = {swap.swap_s:.4f} s",
+        f"  recompute (prefill again): {swap.recompute_flops:.3g} FLOP at {swap.mfu:.0%} (assumed) of "
+        f"{flops_name} {swap.flops_per_s / 1e12:g} TFLOP/s = {swap.recompute_s:.4f} s",
+        f"  cheaper: {swap.cheaper} ({swap.ratio:.1f}x); swapping also needs host memory for the KV",
+    ]
+    return "\n".join(lines)
+
+
+def rollout_report(timeline: ReadinessTimeline, plan: RolloutPlan) -> str:
+    """The rollout verb's text: one replica's phases, then the waves and capacity."""
+    lines = [f"one replica: {timeline.weights_bytes / GB:.2f} GB of weights from {timeline.storage} "
+             f"({timeline.storage_bytes_per_s / GB:g} GB/s), copied over {timeline.link}",
+             f"  {'phase':<26} {'start s':>8} {'end s':>8} {'seconds':>8}  note"]
+    for p in timeline.phases:
+        lines.append(f"  {p.name:<26} {p.start_s:>8.2f} {p.end_s:>8.2f} {p.seconds:>8.2f}  {p.note}")
+    lines.append(f"  ready {timeline.ready_s:.1f} s after its process starts; it serves nothing before that")
+    lines.append(f"rollout: {plan.replicas} replicas, {plan.max_unavailable} at a time, drain {plan.drain_s:g} s")
+    for i, (start, ready) in enumerate(zip(plan.process_starts_s, plan.ready_s), start=1):
+        lines.append(f"  wave {i}: old out at {start - plan.drain_s:.1f} s, new process starts at {start:.1f} s, "
+                     f"ready (counted) at {ready:.1f} s")
+    naive_down = sum(b - a for a, b, c in zip(plan.naive_times_s, plan.naive_times_s[1:] + (plan.total_s,),
+                                               plan.naive_capacity) if c < plan.replicas)
+    lines.append(f"  total {plan.total_s:.1f} s; never fewer than {plan.min_capacity} of {plan.replicas} serving; "
+                 f"{plan.replica_seconds_lost:.0f} replica-seconds of capacity lost")
+    lines.append(f"  counting a replica at process start would show full capacity for all but "
+                 f"{naive_down:.1f} s of it: wrong, the new process is still loading")
+    return "\n".join(lines)

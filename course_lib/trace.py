@@ -55,11 +55,6 @@ class Request:
     max_new_tokens: int
     output_tokens: int
 
-    @property
-    def max_total_tokens(self) -> int:
-        """prompt + max_new_tokens: the most KV tokens this request can ever hold."""
-        return self.prompt_tokens + self.max_new_tokens
-
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in FIELDS}
 

@@ -21,6 +21,7 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
+from .bounds import MAX_DEVICE_BYTES
 from .errors import CourseInputError
 
 KB, MB, GB, TB = 10**3, 10**6, 10**9, 10**12
@@ -62,7 +63,7 @@ def parse_bytes(value: object, *, name: str = "size") -> int:
     if isinstance(value, int):
         if value < 0:
             raise CourseInputError(f"{name}={value} is negative; use {VALID_SIZES}")
-        return value
+        return _bounded(name, value, value)
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             raise CourseInputError(f"{name}={value!r} is not finite; use {VALID_SIZES}")
@@ -72,7 +73,7 @@ def parse_bytes(value: object, *, name: str = "size") -> int:
             raise CourseInputError(
                 f"{name}={value!r} is not a whole number of bytes; give a unit, e.g. \"{value}GB\""
             )
-        return int(value)
+        return _bounded(name, value, int(value))
     if not isinstance(value, str):
         raise CourseInputError(f"{name}={value!r} is a {type(value).__name__}; use {VALID_SIZES}")
     text = value.strip()
@@ -103,15 +104,31 @@ def parse_bytes(value: object, *, name: str = "size") -> int:
             f"(units: {', '.join(UNITS)})"
         )
     try:
-        exact = Decimal(number) * UNITS[unit]
-    except InvalidOperation:  # pragma: no cover - the regex already vetted it
+        exact = Decimal(number)
+        if exact.adjusted() > 30:  # far above any bound; checked before the multiplication can overflow
+            raise CourseInputError(f"{name}={value!r} is above the bound of {MAX_SIZE_TEXT}; use {VALID_SIZES}")
+        exact *= UNITS[unit]
+    except (InvalidOperation, ArithmeticError):  # pragma: no cover - the regex already vetted it
         raise CourseInputError(f"{name}={value!r} is not a size; use {VALID_SIZES}") from None
     if not exact.is_finite():
         raise CourseInputError(f"{name}={value!r} is not finite; use {VALID_SIZES}")
-    whole = int(exact.to_integral_value())
+    whole = _bounded(name, value, int(exact.to_integral_value()))
     if exact != whole and exact < 1:
         raise CourseInputError(f"{name}={value!r} is less than one byte; use {VALID_SIZES}")
     return whole
+
+
+#: No size in a serving budget (a device, a pool, a link's bytes per second) comes near 1 PB.
+MAX_SIZE_BYTES = MAX_DEVICE_BYTES
+MAX_SIZE_TEXT = "1 PB (10^15 bytes; no device comes near it)"
+
+
+def _bounded(name: str, shown: object, value: int) -> int:
+    if value > MAX_SIZE_BYTES:
+        text = shown if isinstance(shown, str) else (
+            f"{shown:.3e}" if isinstance(shown, float) else f"<a {value.bit_length() * 30103 // 100000 + 1}-digit number>")
+        raise CourseInputError(f"{name}={text!r} is above the bound of {MAX_SIZE_TEXT}; use {VALID_SIZES}")
+    return value
 
 
 def to_gb(num_bytes: int) -> float:

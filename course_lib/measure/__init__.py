@@ -18,15 +18,17 @@ Modules, one idea each:
 - :mod:`.run` - measurement against prediction (:func:`measure_pools`)
 - :mod:`.loadtime` - the readiness timeline, timed (:func:`measure_load_time`)
 - :mod:`.bandwidth` - host<->device copies, pinned and pageable (:func:`measure_bandwidth`)
-- :mod:`.plot` - predicted vs measured bar chart; :mod:`.cli` - ``course-memory measure``
+- :mod:`.report` - :func:`measure`: all of the above as one report (``course-memory measure``)
+- :mod:`.plot` - predicted vs measured bar chart
 """
 
 from .bandwidth import BandwidthResult, measure_bandwidth
 from .device import CpuSnapshot, CudaSnapshot, snapshot
 from .loadtime import LoadTimeline, Phase, measure_load_time
+from .report import MeasureReport, measure
 from .run import MeasureResult, PoolComparison, measure_pools, predict_pools
 
 __all__ = [
-    "BandwidthResult", "CpuSnapshot", "CudaSnapshot", "LoadTimeline", "MeasureResult", "Phase", "PoolComparison",
-    "measure_bandwidth", "measure_load_time", "measure_pools", "predict_pools", "snapshot",
+    "BandwidthResult", "CpuSnapshot", "CudaSnapshot", "LoadTimeline", "MeasureReport", "MeasureResult", "Phase",
+    "PoolComparison", "measure", "measure_bandwidth", "measure_load_time", "measure_pools", "predict_pools", "snapshot",
 ]

@@ -1,7 +1,7 @@
 """Build the L14.4 instructor notebook from the cell sources in this file.
 
 The .ipynb is generated, committed without outputs, and checked in sync by
-tests/test_notebook.py. Edit cells here, then run:
+tests/lesson/test_notebook.py. Edit cells here, then run:
 
     .venv/bin/python notebooks/level-14/build_notebook.py
 """

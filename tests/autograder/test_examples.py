@@ -24,7 +24,7 @@ from autograder.examples import EXAMPLES, OUT, _same_tree
 from autograder.examples import main as make_examples
 
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
 MAX_SCORE = 34.0  # 31 notebook points + 3 lab-edit points (the notebook's intro says 37 with the written 3)
 

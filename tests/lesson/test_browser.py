@@ -49,7 +49,15 @@ class Session:
     console: list = field(default_factory=list)
 
     def saved(self) -> nbformat.NotebookNode:
-        return nbformat.read(self.notebook, as_version=4)
+        # The mtime moves when JupyterLab starts writing; under load the file can be read half-written.
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                return nbformat.read(self.notebook, as_version=4)
+            except (nbformat.reader.NotJSONError, ValueError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.25)
 
     def shot(self, name: str, locator=None) -> Path:
         path = ARTIFACTS / f"{name}.png"

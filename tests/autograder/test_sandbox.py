@@ -12,21 +12,26 @@ import pytest
 
 from autograder import sandbox
 from autograder.errors import AutograderError
-from autograder.sandbox import Limits, Sandbox, parse_size, probe
+from autograder.sandbox import Limits, Sandbox, memory_limit_bytes, probe
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.mark.parametrize("text, expected", [("2G", 2 * 2**30), ("512M", 512 * 2**20), ("1.5GiB", 3 * 2**29),
-                                            ("4096", 4096), (1024, 1024), ("64k", 65536)])
-def test_parse_size(text, expected):
-    assert parse_size(text) == expected
+REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("bad", ["lots", "2X", "", "-1G", "0"])
-def test_parse_size_refuses_with_the_fix(bad):
-    with pytest.raises(AutograderError, match="suffix K, M, G|positive"):
-        parse_size(bad)
+@pytest.mark.parametrize("text, expected", [("2GB", 2 * 10**9), ("512MiB", 512 * 2**20), ("1.5GiB", 3 * 2**29),
+                                            ("2000000000", 2 * 10**9), (2**30, 2**30), ("0.5 GB", 5 * 10**8)])
+def test_memory_limit_is_read_as_the_lesson_reads_sizes(text, expected):
+    # GB = 10^9 and GiB = 2^30, exactly as course_lib.units reads them (the lesson's point)
+    assert memory_limit_bytes(text) == expected
+
+
+@pytest.mark.parametrize("bad, why", [("lots", "not a size"), ("2X", "unknown unit"), ("", "empty"),
+                                      ("-1GB", "negative"), ("0", "from 0.25 GiB"), ("1K", "unknown unit"),
+                                      ("1KB", "from 0.25 GiB"), ("infG", "not a size|not finite"),
+                                      ("1e400GB", "above the bound"), ("2G", "unknown unit")])
+def test_memory_limit_refuses_with_the_fix(bad, why):
+    with pytest.raises(AutograderError, match=why) as info:
+        memory_limit_bytes(bad)
+    assert "\n" not in str(info.value) and "--memory-limit" in str(info.value)
 
 
 def test_probe_reports_every_missing_tool():

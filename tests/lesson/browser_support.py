@@ -1,4 +1,4 @@
-"""Helpers for tests/test_browser.py: Chromium, a throwaway JupyterLab server, the reference notebook.
+"""Helpers for tests/lesson/test_browser.py: Chromium, a throwaway JupyterLab server, the reference notebook.
 
 Playwright drives Debian's Chromium (``/usr/bin/chromium``, installed by ``make browser-deps``);
 nothing is ever downloaded. JupyterLab is started through ``make lab``'s entry point
@@ -25,7 +25,7 @@ import pytest
 
 from autograder.workspace import server_env
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "browser"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

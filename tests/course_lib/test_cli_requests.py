@@ -11,7 +11,7 @@ import pytest
 
 from course_lib.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TEN_ELEVEN = REPO / "examples" / "traces" / "ten_eleven.jsonl"
 CHAT = REPO / "examples" / "traces" / "chat_short_outputs.jsonl"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -113,9 +113,9 @@ def test_usage_error_exits_2(capsys):
 
 
 def test_demo_section_writes_its_plot(capsys, tmp_path):
-    from course_lib.cli_requests import demo_section
+    from course_lib.cli.demo import section_admission
 
-    demo_section(out_dir=tmp_path)
+    section_admission(tmp_path)
     out = capsys.readouterr().out
     png = tmp_path / "admission.png"
     assert png.read_bytes()[:8] == PNG_MAGIC and f"plot: {png}" in out
@@ -124,7 +124,7 @@ def test_demo_section_writes_its_plot(capsys, tmp_path):
 
 def test_importing_stays_light():
     code = ("import sys, course_lib, course_lib.admission, course_lib.simulate, course_lib.trace, "
-            "course_lib.offload, course_lib.loading, course_lib.plots, course_lib.cli_requests; "
+            "course_lib.offload, course_lib.loading, course_lib.plots, course_lib.cli.requests, course_lib.report, course_lib.scenario; "
             "heavy = [m for m in ('torch', 'matplotlib', 'numpy') if m in sys.modules]; "
             "assert not heavy, heavy")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)

@@ -20,7 +20,7 @@ import nbformat
 import psutil
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "files" / "autograder"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograder"))
 import hostile  # noqa: E402
 
 from autograder.assignment import Assignment  # noqa: E402
@@ -58,7 +58,7 @@ def graded(tmp_path_factory):
     hostile.write_class(submitted, {"port": server.getsockname()[1], "targets": targets})
     before = {name: _sha(Path(p)) for name, p in targets.items()}
     batch = autograde(submitted, out=results, workers=2, cell_timeout=5, notebook_timeout=12,
-                      memory_limit="512M", progress=False, assignment=assignment)
+                      memory_limit="512MiB", progress=False, assignment=assignment)
     server.close()
     after = {name: _sha(Path(p)) for name, p in targets.items() if name != "results"}
     return {"batch": batch, "results": results, "before": before, "after": after, "assignment": assignment}

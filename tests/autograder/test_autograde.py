@@ -17,7 +17,7 @@ import nbformat
 import psutil
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "files" / "autograder"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograder"))
 import hostile  # noqa: E402
 
 from autograder.assignment import Assignment  # noqa: E402
@@ -25,7 +25,7 @@ from autograder.autograde import main as autograde  # noqa: E402
 from autograder.errors import AutograderError  # noqa: E402
 
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURE = Assignment(notebook=hostile.FIXTURE, checks=str(hostile.FIXTURE_CHECKS))
 
 

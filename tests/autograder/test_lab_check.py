@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.lab import canonical_edit, check_lab, compare_lab, lab_baseline, parse_lab_output
+from autograder.lab import check_lab, compare_lab, lab_baseline
+from course_lib.labfile import edit_knob, parse_output
 from autograder.sandbox import Sandbox
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LAB = REPO / "labs" / "notebooks" / "level-14" / "l14-04-model-memory.py"
 RELEASED = LAB.read_text()
 
@@ -41,13 +42,13 @@ def test_compare_lab(text, only_knob, correct, phrase):
     assert (got_only, got_correct) == (only_knob, correct) and phrase in message, message
 
 
-def test_canonical_edit_changes_one_line():
-    diff = [(a, b) for a, b in zip(RELEASED.splitlines(), canonical_edit(RELEASED).splitlines()) if a != b]
+def test_edit_knob_changes_one_line():
+    diff = [(a, b) for a, b in zip(RELEASED.splitlines(), edit_knob(RELEASED, 16).splitlines()) if a != b]
     assert len(diff) == 1 and diff[0][1].startswith("active_sequences = 16")
 
 
-def test_parse_lab_output_reads_the_printed_values():
-    out = parse_lab_output("parts_bytes = {'weights': 14000000000, 'kv_cache': 4294967296}\n"
+def test_parse_output_reads_the_printed_values():
+    out = parse_output("parts_bytes = {'weights': 14000000000, 'kv_cache': 4294967296}\n"
                            "parts_gb = {'weights': 14.0, 'kv_cache': 4.295}\nheadroom_gb = -2.59\n"
                            "verdict: the workload does not fit: over the 24 GB device by 2.590 GB\n")
     assert out["parts_bytes"]["kv_cache"] == 4_294_967_296 and out["fits"] is False and out["headroom_gb"] == -2.59

@@ -23,7 +23,7 @@ from course_lib.models import (
 )
 from course_lib.presets import GPU_BYTES, get_model, gpu_bytes, model_names
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 SHARED_REFERENCE_MODELS = TESTS.parents[1] / "shared" / "reference" / "models"
 COPIED_REFERENCE_MODELS = TESTS / "files" / "reference"
 

@@ -61,7 +61,8 @@ def test_plot_is_a_png(cli_run):
 
 def test_text_output_has_predicted_measured_and_error(capsys, monkeypatch, cli_run):
     # The real run above printed JSON; print the same figures as text (formatting only, no new process).
-    from course_lib.measure import cli as measure_cli
+    from course_lib.cli import measure as measure_cli
+    from course_lib.measure.report import MeasureReport
     from course_lib.measure.bandwidth import measure_bandwidth
     from course_lib.measure.run import MeasureResult, PoolComparison
 
@@ -71,7 +72,7 @@ def test_text_output_has_predicted_measured_and_error(capsys, monkeypatch, cli_r
     total = PoolComparison("total", data["total"]["predicted_bytes"], data["total"]["measured_bytes"])
     result = MeasureResult(data["model"], data["device"], data["device_name"], pools, total, data["runtime_bytes"],
                            data["settings"], data["snapshot"], data["details"])
-    monkeypatch.setattr(measure_cli, "measure", lambda *a, **k: measure_cli.MeasureReport(
+    monkeypatch.setattr(measure_cli, "measure", lambda *a, **k: MeasureReport(
         result, None, measure_bandwidth("cpu")))
     assert main(["measure", "--model", "course-tiny", "--quiet"]) == 0
     out = capsys.readouterr().out
@@ -102,7 +103,7 @@ def test_usage_errors_exit_2(capsys):
 
 @pytest.mark.parametrize("code", [
     "import course_lib.measure",
-    "import course_lib.measure.cli, course_lib.measure.plot, course_lib.measure.worker",
+    "import course_lib.cli.measure, course_lib.measure.plot, course_lib.measure.worker",
     "import course_lib.measure as m; m.measure_bandwidth('cpu'); m.snapshot('cpu').describe()",
 ])
 def test_measure_imports_no_torch_or_matplotlib(code, python_exe, python_env, repo_root):

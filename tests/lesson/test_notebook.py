@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = REPO / "notebooks" / "level-14" / "l14-04-model-memory.ipynb"
 BUILDER = REPO / "notebooks" / "level-14" / "build_notebook.py"
 LAB = REPO / "labs" / "notebooks" / "level-14" / "l14-04-model-memory.py"

@@ -1,0 +1,110 @@
+"""The results folder, owned in one place: its paths, its records, its batch metadata, its gradebook URL.
+
+``RESULTS_DIR`` (``course-grade autograde ... --out RESULTS_DIR``) holds::
+
+    batch.json                              the last batch: assignment, instructor files, settings, isolation
+    grades.json, grades.csv                 the class (exact shape: autograder.results)
+    records/<id>.json                       one student's result (the resume state; written last)
+    autograded/<id>/<assignment>/<nb>       the executed notebook (for formgrader)
+    feedback/<id>/<assignment>/<stem>.html  the learner's feedback page
+    gradescope/<id>.json                    Gradescope results, one per student
+    gradebook.db                            nbgrader's gradebook (RESULTS_DIR is an nbgrader course root)
+    .snapshot/                              the instructor files this batch graded against
+
+Every verb (autograde, feedback, export) reads and writes these through the
+functions here, so none of them imports another verb.
+
+>>> record_path("results", "alice").as_posix()
+'results/records/alice.json'
+>>> feedback_path("results", "alice", "l14-04-model-memory", "l14-04-model-memory.ipynb").as_posix()
+'results/feedback/alice/l14-04-model-memory/l14-04-model-memory.html'
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .assignment import Assignment
+from .errors import AutograderError
+from .results import StudentResult, write_json
+
+BATCH = "batch.json"
+GRADES_JSON = "grades.json"
+GRADES_CSV = "grades.csv"
+
+
+def record_path(results_dir: str | Path, student_id: str) -> Path:
+    return Path(results_dir) / "records" / f"{student_id}.json"
+
+
+def autograded_path(results_dir: str | Path, student_id: str, assignment: Assignment) -> Path:
+    return Path(results_dir) / "autograded" / student_id / assignment.name / assignment.notebook_name
+
+
+def feedback_path(results_dir: str | Path, student_id: str, assignment_name: str, notebook_name: str) -> Path:
+    return Path(results_dir) / "feedback" / student_id / assignment_name / f"{Path(notebook_name).stem}.html"
+
+
+def gradescope_path(results_dir: str | Path, student_id: str) -> Path:
+    return Path(results_dir) / "gradescope" / f"{student_id}.json"
+
+
+def db_url(results_dir: str | Path) -> str:
+    """nbgrader's gradebook URL for this results folder (an absolute sqlite path)."""
+    return "sqlite:///" + str((Path(results_dir) / "gradebook.db").resolve())
+
+
+def load_records(results_dir: str | Path) -> dict[str, StudentResult]:
+    """Every student's record; unreadable ones (another grader version, a torn file) are left out."""
+    out = {}
+    for path in sorted((Path(results_dir) / "records").glob("*.json")):
+        try:
+            out[path.stem] = StudentResult.from_json(json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError, KeyError):
+            continue  # a record from another version, or unreadable: regraded
+    return out
+
+
+def write_batch(results_dir: str | Path, data: dict[str, Any]) -> None:
+    write_json(Path(results_dir) / BATCH, data)
+
+
+def read_batch(results_dir: str | Path) -> dict[str, Any]:
+    """batch.json of the last autograde run into this folder."""
+    try:
+        meta = json.loads((Path(results_dir) / BATCH).read_text())
+        if not isinstance(meta, dict):
+            raise ValueError
+        return meta
+    except (OSError, ValueError):
+        raise AutograderError(f"{results_dir} holds no autograde run (batch.json missing); "
+                              f"run `course-grade autograde` first") from None
+
+
+def assignment_from_results(results_dir: str | Path) -> Assignment:
+    """The assignment (its snapshot of the instructor files) that the last autograde run used."""
+    meta = read_batch(results_dir)
+    try:
+        return Assignment(name=meta["assignment"], notebook=Path(meta["notebook"]), lab=Path(meta["lab"]),
+                          checks=meta["checks"])
+    except (KeyError, TypeError):
+        raise AutograderError(f"{results_dir}/{BATCH} is from another grader version; run "
+                              f"`course-grade autograde` again") from None
+
+
+def student_files(results_dir: str | Path, student_id: str, assignment: Assignment) -> list[Path]:
+    """Every per-student file of the results folder, the record first."""
+    return [record_path(results_dir, student_id), gradescope_path(results_dir, student_id),
+            feedback_path(results_dir, student_id, assignment.name, assignment.notebook_name),
+            autograded_path(results_dir, student_id, assignment)]
+
+
+def remove_student_files(results_dir: str | Path, student_id: str, assignment: Assignment) -> None:
+    """Drop a student's files (someone who no longer handed in: their old files would be stale)."""
+    for path in student_files(results_dir, student_id, assignment):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass

@@ -1,0 +1,251 @@
+"""CLI verbs for the request-dependent side: simulate, trace, offload, rollout.
+
+``course_lib.cli.main`` calls :func:`register`. Each verb is a thin layer over
+library functions and returns 0; bad input raises
+:class:`~course_lib.errors.CourseInputError`, which the CLI prints as one line
+(exit 2).
+
+Embedded defaults are the lesson's device (:mod:`course_lib.scenario`): 24 GB,
+14 GB of weights (Llama-2-7B in fp16, rounded up), 2 GB workspace, 2 GB reserve,
+and Llama-2-7B's 524,288 KV bytes per token, so ``course-memory simulate --trace
+examples/traces/ten_eleven.jsonl`` replays "ten fit, the eleventh is queued".
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..admission import (DEFAULT_BLOCK_SIZE_TOKENS, DEFAULT_MAX_NUM_SEQS, DEFAULT_WATERMARK, POLICIES,
+                         kv_config_for)
+from ..budget import Budget, plan_budget
+from ..errors import CourseInputError, check_count
+from ..loading import (DEFAULT_COMPILE_S, DEFAULT_DEVICE_INIT_S, DEFAULT_STORAGE, DEFAULT_WARMUP_S,
+                       STORAGE_BYTES_PER_S, readiness_timeline, rollout_plan)
+from ..models import kv_cache_bytes_per_token, weight_bytes
+from ..plots import check_plot_path, plot_rollout, plot_simulation
+from ..offload import (DEFAULT_EFFICIENCY, DEFAULT_FLOPS, DEFAULT_HBM, DEFAULT_LINK, DEFAULT_MFU, GPU_FLOPS,
+                       HBM_BYTES_PER_S, LINKS, offload_weights, swap_vs_recompute)
+from ..presets import DEFAULT_MODEL, get_model, gpu_bytes
+from ..report import comparison_table, offload_report, rollout_report, simulation_report
+from ..scenario import (LESSON_GPU, LESSON_KV_BYTES_PER_TOKEN, LESSON_KV_SOURCE, LESSON_RESERVE, LESSON_WEIGHTS,
+                        LESSON_WORKSPACE)
+from ..simulate import simulate
+from ..trace import read_trace, synthetic_trace, to_json_line, write_trace
+from .args import add_model_args, model_from_args, print_json
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def _spec_or_none(args: argparse.Namespace):
+    if getattr(args, "model", None) or getattr(args, "config", None):
+        return model_from_args(args)
+    return None
+
+
+def _plot_path(args: argparse.Namespace) -> Path | None:
+    return check_plot_path(args.plot) if getattr(args, "plot", None) else None
+
+
+# ------------------------------------------------------------------ simulate
+
+def pools_from_args(args: argparse.Namespace) -> tuple[Budget, int, str]:
+    """The fixed pools (resolved once), the KV bytes per token and where they came from.
+
+    From --gpu/--weights/--workspace/--reserve and --model/--config/--kv-bytes-per-token.
+    """
+    spec = _spec_or_none(args)
+    if spec is not None and args.kv_bytes_per_token is not None:
+        raise CourseInputError("--kv-bytes-per-token and --model/--config both set the KV size; give one of them")
+    if spec is None:
+        kv = LESSON_KV_BYTES_PER_TOKEN if args.kv_bytes_per_token is None else check_count(
+            "kv_bytes_per_token", args.kv_bytes_per_token, 1)
+        source = "--kv-bytes-per-token" if args.kv_bytes_per_token is not None else LESSON_KV_SOURCE
+        weights = args.weights if args.weights is not None else LESSON_WEIGHTS
+    else:
+        kv = kv_cache_bytes_per_token(spec, args.kv_dtype or args.dtype)
+        source = f"{spec.name} ({args.kv_dtype or args.dtype})"
+        weights = args.weights if args.weights is not None else weight_bytes(spec, args.dtype)
+    budget = plan_budget(device_bytes=gpu_bytes(args.gpu), weights_bytes=weights, workspace_bytes=args.workspace,
+                         reserve_bytes=args.reserve, per_sequence_kv_bytes=0)
+    return budget, kv, source
+
+
+def _rules(args: argparse.Namespace, policy: str) -> dict[str, Any]:
+    return {"policy": policy, "block_size_tokens": args.block_size, "watermark": args.watermark,
+            "max_num_seqs": args.max_num_seqs, "max_queue_len": args.max_queue_len,
+            "max_wait_steps": args.max_wait_steps}
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    plot = _plot_path(args)
+    requests = read_trace(args.trace)
+    budget, kv, source = pools_from_args(args)
+    policies = list(POLICIES) if args.compare else [args.policy]
+    results = [(p, simulate(requests, kv_config_for(budget, kv, **_rules(args, p)))) for p in policies]
+    if args.json:
+        if args.compare:
+            print_json({"runs": {p: res.to_dict() for p, res in results}})
+        else:
+            print_json(results[0][1].to_dict())
+    else:
+        for i, (_, res) in enumerate(results):
+            if i:
+                print()
+            print(simulation_report(res, budget, source))
+        if args.compare:
+            print()
+            print(comparison_table(results))
+    if plot:
+        plot_simulation(results, plot, title=f"KV cache over decode steps: {Path(args.trace).name}")
+        print(f"plot: {plot}", file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+# ------------------------------------------------------------------ trace
+
+def _cmd_trace(args: argparse.Namespace) -> int:
+    reqs = synthetic_trace(args.requests, args.seed, arrival_rate=args.arrival_rate,
+                           prompt_tokens=(args.prompt_min, args.prompt_max), max_new_tokens=args.max_new_tokens,
+                           mean_output_tokens=args.mean_output_tokens)
+    if args.out:
+        path = write_trace(reqs, args.out)
+        mean_out = sum(r.output_tokens for r in reqs) / len(reqs)
+        print(f"wrote {len(reqs):,} requests to {path}: arrivals at steps {reqs[0].arrival_step}.."
+              f"{reqs[-1].arrival_step}, prompts {args.prompt_min}..{args.prompt_max} tokens, max_new_tokens "
+              f"{args.max_new_tokens}, mean real output {mean_out:.1f} tokens")
+    else:
+        for r in reqs:
+            sys.stdout.write(to_json_line(r) + "\n")
+    return 0
+
+
+# ------------------------------------------------------------------ offload
+
+def _cmd_offload(args: argparse.Namespace) -> int:
+    spec = _spec_or_none(args) or get_model(DEFAULT_MODEL)
+    kv = kv_cache_bytes_per_token(spec, args.kv_dtype or args.dtype)
+    weights = offload_weights(args.bytes, link=args.link, efficiency=args.efficiency, hbm=args.hbm,
+                              kv_bytes_per_token=kv)
+    swap = swap_vs_recompute(args.tokens, kv, spec.params_total, link=args.link, efficiency=args.efficiency,
+                             flops=args.flops, mfu=args.mfu)
+    if args.json:
+        print_json({"model": spec.name, "weights_offload": weights.to_dict(), "swap_vs_recompute": swap.to_dict()})
+    else:
+        print(offload_report(weights, swap, spec.name))
+    return 0
+
+
+# ------------------------------------------------------------------ rollout
+
+def _cmd_rollout(args: argparse.Namespace) -> int:
+
+    plot = _plot_path(args)
+    spec = _spec_or_none(args)
+    if args.weights is not None and spec is not None:
+        raise CourseInputError("--weights and --model/--config both set the weights; give one of them")
+    weights = args.weights if args.weights is not None else weight_bytes(spec or get_model(DEFAULT_MODEL), args.dtype)
+    timeline = readiness_timeline(weights, storage=args.storage, link=args.link, efficiency=args.efficiency,
+                                  device_init_s=args.device_init, compile_s=args.compile, warmup_s=args.warmup,
+                                  overlap_copy=args.overlap_copy)
+    plan = rollout_plan(args.replicas, timeline.ready_s, max_unavailable=args.max_unavailable, drain_s=args.drain)
+    if args.json:
+        print_json({"timeline": timeline.to_dict(), "rollout": plan.to_dict()})
+    else:
+        print(rollout_report(timeline, plan))
+    if plot:
+        plot_rollout(plan, timeline, plot)
+        print(f"plot: {plot}", file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+# ------------------------------------------------------------------ registration
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add simulate, trace, offload and rollout to ``course-memory``."""
+
+    p = sub.add_parser("simulate", help="replay a request trace through admission control, step by step")
+    p.add_argument("--trace", required=True, metavar="PATH", help="JSONL trace (see `course-memory trace`)")
+    add_model_args(p, required=False)
+    p.add_argument("--kv-bytes-per-token", type=int, metavar="N",
+                   help=f"KV bytes per token instead of a model (default {LESSON_KV_BYTES_PER_TOKEN:,}, Llama-2-7B fp16)")
+    p.add_argument("--dtype", default="fp16", help="weights dtype when --model/--config sets the weights (default fp16)")
+    p.add_argument("--kv-dtype", default=None, help="KV-cache dtype (default: same as --dtype)")
+    p.add_argument("--gpu", default=LESSON_GPU, help=f"device size or preset (default {LESSON_GPU})")
+    p.add_argument("--weights", default=None,
+                   help=f"weights size (default: from --model/--config, else {LESSON_WEIGHTS})")
+    p.add_argument("--workspace", default=LESSON_WORKSPACE, help=f"runtime workspace (default {LESSON_WORKSPACE})")
+    p.add_argument("--reserve", default=LESSON_RESERVE,
+                   help=f"safety reserve: a size or a share such as 10%% (default {LESSON_RESERVE})")
+    p.add_argument("--policy", choices=POLICIES, default="reserve-max", help="admission policy (default reserve-max)")
+    p.add_argument("--compare", action="store_true", help="run both policies on the trace and compare them")
+    p.add_argument("--block-size", type=int, default=DEFAULT_BLOCK_SIZE_TOKENS,
+                   help=f"tokens per KV block (default {DEFAULT_BLOCK_SIZE_TOKENS}, as vLLM)")
+    p.add_argument("--watermark", type=_float, default=DEFAULT_WATERMARK,
+                   help=f"paged: share of blocks kept free when admitting (default {DEFAULT_WATERMARK}, as vLLM)")
+    p.add_argument("--max-num-seqs", type=int, default=DEFAULT_MAX_NUM_SEQS,
+                   help=f"most requests running at once (default {DEFAULT_MAX_NUM_SEQS}, as vLLM)")
+    p.add_argument("--max-queue-len", type=int, default=None, help="reject arrivals beyond this many waiting")
+    p.add_argument("--max-wait-steps", type=int, default=None, help="reject requests still waiting after N steps")
+    p.add_argument("--json", action="store_true", help="print JSON: requests, steps and summary")
+    p.add_argument("--plot", metavar="PATH", help="write a PNG: KV memory over steps and queue length")
+    p.set_defaults(func=_cmd_simulate)
+
+    p = sub.add_parser("trace", help="write a synthetic request trace (JSONL)")
+    p.add_argument("--requests", type=int, required=True, metavar="N", help="number of requests")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0); same seed, same trace")
+    p.add_argument("--arrival-rate", type=_float, default=0.5, help="mean requests per step (default 0.5)")
+    p.add_argument("--prompt-min", type=int, default=64, help="shortest prompt, tokens (default 64)")
+    p.add_argument("--prompt-max", type=int, default=1024, help="longest prompt, tokens (default 1024)")
+    p.add_argument("--max-new-tokens", type=int, default=512, help="max_new_tokens of every request (default 512)")
+    p.add_argument("--mean-output-tokens", type=_float, default=128.0,
+                   help="mean real output length, tokens (default 128; exponential, capped at max_new_tokens)")
+    p.add_argument("--out", metavar="PATH", help="write here instead of stdout")
+    p.set_defaults(func=_cmd_trace)
+
+    p = sub.add_parser("offload", help="what offloading weights or swapping KV costs in transfer time")
+    add_model_args(p, required=False)
+    p.add_argument("--dtype", default="fp16", help="weights dtype (default fp16)")
+    p.add_argument("--kv-dtype", default=None, help="KV-cache dtype (default: same as --dtype)")
+    p.add_argument("--bytes", default="10GB", help="weights offloaded and streamed every step (default 10GB)")
+    p.add_argument("--link", default=DEFAULT_LINK, help=f"{', '.join(LINKS)}, or GB/s such as 25GB (default {DEFAULT_LINK})")
+    p.add_argument("--efficiency", type=_float, default=DEFAULT_EFFICIENCY,
+                   help=f"share of the theoretical rate reached (default {DEFAULT_EFFICIENCY}, an assumption)")
+    p.add_argument("--hbm", default=DEFAULT_HBM, choices=sorted(HBM_BYTES_PER_S),
+                   help=f"device memory to compare with (default {DEFAULT_HBM})")
+    p.add_argument("--tokens", type=int, default=2048, help="tokens of the preempted sequence (default 2048)")
+    p.add_argument("--flops", default=DEFAULT_FLOPS,
+                   help=f"GPU peak FLOP/s for recompute: {', '.join(GPU_FLOPS)} or a number (default {DEFAULT_FLOPS})")
+    p.add_argument("--mfu", type=_float, default=DEFAULT_MFU,
+                   help=f"share of peak FLOP/s a prefill reaches (default {DEFAULT_MFU}, an assumption)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_offload)
+
+    p = sub.add_parser("rollout", help="readiness timeline of a replica and a one-at-a-time rollout")
+    add_model_args(p, required=False)
+    p.add_argument("--dtype", default="fp16", help="weights dtype (default fp16)")
+    p.add_argument("--weights", default=None, help=f"weights size (default: from the model, {DEFAULT_MODEL})")
+    p.add_argument("--replicas", type=int, default=4, help="replicas to replace (default 4)")
+    p.add_argument("--max-unavailable", type=int, default=1, help="replicas replaced at a time (default 1)")
+    p.add_argument("--drain", type=_float, default=10.0, help="seconds an old replica drains (default 10)")
+    p.add_argument("--storage", default=DEFAULT_STORAGE,
+                   help=f"{', '.join(STORAGE_BYTES_PER_S)}, or GB/s such as 2GB (default {DEFAULT_STORAGE})")
+    p.add_argument("--link", default=DEFAULT_LINK, help=f"host->device link (default {DEFAULT_LINK})")
+    p.add_argument("--efficiency", type=_float, default=DEFAULT_EFFICIENCY, help="share of the link rate reached")
+    p.add_argument("--device-init", type=_float, default=DEFAULT_DEVICE_INIT_S,
+                   help=f"seconds of CUDA/runtime init (default {DEFAULT_DEVICE_INIT_S}, assumed)")
+    p.add_argument("--compile", type=_float, default=DEFAULT_COMPILE_S,
+                   help=f"seconds of compile / graph capture (default {DEFAULT_COMPILE_S}, assumed; 0 for eager)")
+    p.add_argument("--warmup", type=_float, default=DEFAULT_WARMUP_S,
+                   help=f"seconds of warm-up (default {DEFAULT_WARMUP_S}, assumed)")
+    p.add_argument("--overlap-copy", action="store_true", help="copy to the device while reading")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--plot", metavar="PATH", help="write a PNG: readiness phases and capacity over time")
+    p.set_defaults(func=_cmd_rollout)
