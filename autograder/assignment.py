@@ -16,6 +16,7 @@ import functools
 import hashlib
 import importlib
 import importlib.util
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,18 +200,19 @@ def validate_checks(spec: SourceSpec, checks_module: Any, where: str) -> None:
 
 
 def score_answer(checks_module: Any, grade_id: str, values: Any) -> tuple[bool, str]:
-    """(passed, message) from the trusted check, run in this (the grader's) process."""
-    fn = getattr(checks_module, "score_answer", None)
+    """(passed, message) from the trusted check ``CHECKS[grade_id]``: the one score dispatch.
+
+    Runs in the grader's process on plain JSON values. Unknown ids and malformed values
+    score nothing, and no value can crash the grader.
+    """
+    check = getattr(checks_module, "CHECKS", {}).get(grade_id)
+    if check is None:
+        return False, f"no check is defined for {grade_id!r}"
+    if not isinstance(values, dict):
+        return False, "the recorded answer is not a dict of values"
     try:
-        if fn is not None:
-            result = fn(grade_id, values)
-        else:
-            check = checks_module.CHECKS.get(grade_id)
-            if check is None:
-                return False, f"no check is defined for {grade_id!r}"
-            if not isinstance(values, dict):
-                return False, "the recorded answer is not a dict of values"
-            result = check.score(values)
+        # Re-read as plain JSON: drops any container subclass (e.g. nbformat's NotebookNode)
+        result = check.score(json.loads(json.dumps(values, allow_nan=False)))
         passed, message = result.passed, result.message
     except Exception as e:  # noqa: BLE001 - odd values must never crash the grader
         return False, f"the recorded answer could not be checked ({type(e).__name__})"

@@ -63,7 +63,7 @@ def batch_fingerprint(assignment: Assignment, settings: Settings) -> str:
     h = hashlib.sha256()
     for part in (GRADER_VERSION, spec.sha256, Path(assignment.lab).read_bytes().hex(),
                  checks_source_sha(assignment.checks), json.dumps(asdict(settings), sort_keys=True),
-                 _tree_sha([REPO / "course_lib", REPO / "autograder" / "capture.py"])):
+                 _tree_sha([REPO / "course_lib", REPO / "autograder" / "collect.py", REPO / "autograder" / "hidden.py"])):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
 

@@ -1,17 +1,12 @@
-"""Trusted scoring for every autograded answer of the L14.4 notebook.
+"""Trusted scoring for every autograded answer of the L14.4 notebook: the grader's side only.
 
-Each :class:`Check` has two halves:
-
-* ``collect(namespace)`` runs IN the learner's kernel (from the hidden part of
-  a test cell): it calls the learner's functions on hidden inputs and reads
-  their variables, returning values that :func:`autograder.capture.to_plain`
-  turns into plain JSON.
-* ``score(values)`` runs in the GRADER's process on those plain values only.
-  It decides pass/fail and writes a message that points at what to look at
-  without giving the answer away.
-
-Stock nbgrader runs :func:`hidden_test`, which does both in the kernel; the
-hardened grader re-scores the recorded values outside it.
+The hidden part of each test cell (:mod:`autograder.collect`, copied into the notebook
+by :mod:`autograder.hidden`) runs the learner's code on hidden inputs and records plain
+values. ``CHECKS[grade_id].score(values)`` decides pass/fail on those values alone, in
+the GRADER's process, and writes a message that points at what to look at without
+giving the answer away. This module holds the expected answers; it is never readable
+from a learner's kernel (the sandbox does not mount it, the learner's install does not
+contain it).
 
 Expected values are worked here from the lesson and from published configs,
 independently of the learner's code (and written out by hand in comments).
@@ -19,15 +14,15 @@ independently of the learner's code (and written out by hand in comments).
 
 from __future__ import annotations
 
-import json
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .capture import NOT_PLAIN, record, to_plain
+from .collect import (ADMIT_CASES, BUDGET_CASES, ERROR, FIT_CASES, KV_CONFIGS, KV_TOTAL_CASES, NOT_PLAIN, SAFE_CASES,
+                      SEQUENCE, WEIGHT_CASES)
 
 GB, GiB = 10**9, 2**30
-ERROR = "__error__"
 
 
 @dataclass(frozen=True)
@@ -41,28 +36,10 @@ class Result:
 @dataclass(frozen=True)
 class Check:
     grade_id: str
-    collect: Callable[[dict], dict]
     score: Callable[[dict], Result]
 
 
 # ------------------------------------------------------------------ helpers
-
-def _call(ns: dict, name: str, *args: Any) -> Any:
-    """Call the learner's function ``name`` in-kernel; errors become a marker, not a crash."""
-    fn = ns.get(name)
-    if not callable(fn):
-        return {ERROR: f"{name} is not defined (run its cell first)"}
-    try:
-        return to_plain(fn(*args))
-    except Exception as exc:  # noqa: BLE001 - learner code may raise anything
-        return {ERROR: f"{name}{args!r} raised {type(exc).__name__}: {exc}"[:300]}
-
-
-def _var(ns: dict, name: str) -> Any:
-    if name not in ns:
-        return {ERROR: f"{name} is not defined (run its cell first)"}
-    return to_plain(ns[name])
-
 
 def _problem(value: Any, name: str) -> str | None:
     """A message if ``value`` is an error marker or not a plain value."""
@@ -110,28 +87,18 @@ def _letter(v: Any, expected: str, name: str) -> Result:
 
 # ------------------------------------------------------- 1. the 24 GB budget
 
-# (device, weights, workspace, reserve, per_request) in GB -> (left, fit)
+# BUDGET_CASES (device, weights, workspace, reserve) in GB -> left; FIT_CASES (budget, per request) -> fit:
 # 24-14-2-2 = 6 -> 6/1.5 = 4 ; 80-40-4-8 = 28 -> 28/3 = 9.33 -> 9 ;
 # 16-13-1-1 = 1 -> 1/0.5 = 2 ; 40-30-4-4 = 2 -> 2/2.5 = 0.8 -> 0 ; 10-11-0-0 = -1 -> 0
-BUDGET_CASES = [(24, 14, 2, 2, 1.5), (80, 40, 4, 8, 3), (16, 13, 1, 1, 0.5), (40, 30, 4, 4, 2.5), (10, 11, 0, 0, 1)]
-BUDGET_EXPECTED = [(6, 4), (28, 9), (1, 2), (2, 0), (-1, 0)]
-
-
-def _collect_request_budget(ns: dict) -> dict:
-    return {
-        "left": [_call(ns, "request_budget_gb", d, w, ws, r) for d, w, ws, r, _ in BUDGET_CASES],
-        "fit": [_call(ns, "requests_that_fit", exp[0], c[4]) for c, exp in zip(BUDGET_CASES, BUDGET_EXPECTED)],
-        "left_gb": _var(ns, "left_gb"),
-        "fit_count": _var(ns, "fit_count"),
-        "fifth_crosses": _var(ns, "fifth_crosses"),
-    }
+LEFT_EXPECTED = [6, 28, 1, 2, -1]
+FIT_EXPECTED = [4, 9, 2, 0, 0]
 
 
 def _score_request_budget(v: dict) -> Result:
     problem = _first_problem(v)
     if problem:
         return Result(False, problem)
-    for (d, w, ws, r, _), got, (left, _) in zip(BUDGET_CASES, v["left"], BUDGET_EXPECTED):
+    for (d, w, ws, r), got, left in zip(BUDGET_CASES, v["left"], LEFT_EXPECTED):
         if _close(got, left):
             continue
         if _close(got, d - w):
@@ -141,7 +108,7 @@ def _score_request_budget(v: dict) -> Result:
             return Result(False, "request_budget_gb: one fixed pool is missing. Count every pool the lesson's "
                                  "24 GB example subtracts.")
         return Result(False, f"request_budget_gb{(d, w, ws, r)} is off; subtract the fixed pools from the device")
-    for (*_, per), got, (left, fit) in zip(BUDGET_CASES, v["fit"], BUDGET_EXPECTED):
+    for (left, per), got, fit in zip(FIT_CASES, v["fit"], FIT_EXPECTED):
         if not _whole(got):
             return Result(False, "requests_that_fit must return a whole number of requests (a part of a request "
                                  "cannot run)")
@@ -160,17 +127,6 @@ def _score_request_budget(v: dict) -> Result:
 # --------------------------------------------------------- 2. weight bytes
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "int4": 0.5}
-# Published parameter counts: Llama-3-8B 8,030,261,248; GPT-2 124,439,808; Llama-2-7B 6,738,415,616
-WEIGHT_CASES = [(8_030_261_248, "fp16"), (8_030_261_248, "int4"), (124_439_808, "fp32"),
-                (6_738_415_616, "bf16"), (6_738_415_616, "int8")]
-
-
-def _collect_weight_bytes(ns: dict) -> dict:
-    return {
-        "bytes": [_call(ns, "weight_bytes", p, dt) for p, dt in WEIGHT_CASES],
-        "gb": _var(ns, "llama3_weights_gb"),
-        "gib": _var(ns, "llama3_weights_gib"),
-    }
 
 
 def _score_weight_bytes(v: dict) -> Result:
@@ -199,33 +155,21 @@ def _score_weight_bytes(v: dict) -> Result:
 
 # ------------------------------------------------------ 3. KV bytes per token
 
-KV_CONFIGS = {
-    # name: (config, expected fp16 bytes/token worked by hand)
-    "llama-3-8b": ({"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
-                    "num_key_value_heads": 8}, 2 * 32 * 8 * 128 * 2),          # 131,072
-    "llama-2-7b": ({"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32},
-                   2 * 32 * 32 * 128 * 2),                                    # 524,288 (no KV key: MHA)
-    "qwen2-7b": ({"hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28,
-                  "num_key_value_heads": 4}, 2 * 28 * 4 * 128 * 2),           # 57,344
-    "gemma-2-9b": ({"hidden_size": 3584, "num_hidden_layers": 42, "num_attention_heads": 16,
-                    "num_key_value_heads": 8, "head_dim": 256}, 2 * 42 * 8 * 256 * 2),  # 344,064
-    "falcon-like-mqa": ({"hidden_size": 4544, "num_hidden_layers": 32, "num_attention_heads": 71,
-                         "num_key_value_heads": 1}, 2 * 32 * 1 * 64 * 2),      # 8,192
+KV_EXPECTED = {  # fp16 bytes per token of each KV_CONFIGS shape, worked by hand
+    "llama-3-8b": 2 * 32 * 8 * 128 * 2,        # 131,072
+    "llama-2-7b": 2 * 32 * 32 * 128 * 2,       # 524,288 (no num_key_value_heads: MHA)
+    "qwen2-7b": 2 * 28 * 4 * 128 * 2,          # 57,344
+    "gemma-2-9b": 2 * 42 * 8 * 256 * 2,        # 344,064 (head_dim 256 given, not 3584 / 16 = 224)
+    "falcon-like-mqa": 2 * 32 * 1 * 64 * 2,    # 8,192
 }
-
-
-def _collect_kv_per_token(ns: dict) -> dict:
-    return {
-        "fp16": {name: _call(ns, "kv_bytes_per_token", dict(cfg), 2) for name, (cfg, _) in KV_CONFIGS.items()},
-        "fp32": _call(ns, "kv_bytes_per_token", dict(KV_CONFIGS["llama-3-8b"][0]), 4),
-    }
 
 
 def _score_kv_per_token(v: dict) -> Result:
     fp16 = v.get("fp16")
     if not isinstance(fp16, dict):
         return Result(False, _problem(fp16, "kv_bytes_per_token") or "kv_bytes_per_token did not run")
-    for name, (cfg, expected) in KV_CONFIGS.items():
+    for name, cfg in KV_CONFIGS.items():
+        expected = KV_EXPECTED[name]
         got = fp16.get(name)
         problem = _problem(got, "kv_bytes_per_token")
         if problem:
@@ -257,23 +201,12 @@ def _score_kv_per_token(v: dict) -> Result:
 
 # -------------------------------------------------------- 4. KV cache total
 
-KV_TOTAL_CASES = [("llama-2-7b", 2, 1024, 8), ("llama-3-8b", 2, 4096, 16), ("qwen2-7b", 1, 32768, 3),
-                  ("llama-3-8b", 2, 1, 1)]
-
-
-def _collect_kv_total(ns: dict) -> dict:
-    return {
-        "bytes": [_call(ns, "kv_cache_bytes", dict(KV_CONFIGS[name][0]), b, t, s) for name, b, t, s in KV_TOTAL_CASES],
-        "lab_kv_gb": _var(ns, "lab_kv_gb"),
-    }
-
-
 def _score_kv_total(v: dict) -> Result:
     problem = _first_problem(v)
     if problem:
         return Result(False, problem)
     for (name, b, t, s), got in zip(KV_TOTAL_CASES, v["bytes"]):
-        per_token = KV_CONFIGS[name][1] // 2 * b
+        per_token = KV_EXPECTED[name] // 2 * b
         expected = per_token * t * s
         if _close(got, expected, rel=1e-12):
             continue
@@ -293,9 +226,6 @@ def _score_kv_total(v: dict) -> Result:
 
 
 # -------------------------------------------------------- 5. GQA and dtype
-
-def _collect_gqa_dtype(ns: dict) -> dict:
-    return {"ratio": _var(ns, "mha_over_gqa_ratio"), "fp8": _var(ns, "llama3_fp8_kv_bytes_per_token")}
 
 
 def _score_gqa_dtype(v: dict) -> Result:
@@ -317,20 +247,16 @@ def _score_gqa_dtype(v: dict) -> Result:
 
 # ---------------------------------------------------- 6. free is not capacity
 
-# (free, reserve, per_request) -> requests: (8-2)/1.5 = 4 ; (20-4)/3 = 5.33 -> 5 ; (3-2)/0.4 = 2.5 -> 2 ; (1-2) -> 0
-SAFE_CASES = [(8 * GB, 2 * GB, 1_500_000_000, 4), (20 * GB, 4 * GB, 3 * GB, 5),
-              (3 * GB, 2 * GB, 400_000_000, 2), (1 * GB, 2 * GB, 500_000_000, 0)]
-
-
-def _collect_safe_requests(ns: dict) -> dict:
-    return {"n": [_call(ns, "safe_requests", f, r, p) for f, r, p, _ in SAFE_CASES]}
+# SAFE_CASES (free, reserve, per_request) -> requests:
+# (8-2)/1.5 = 4 ; (20-4)/3 = 5.33 -> 5 ; (3-2)/0.4 = 2.5 -> 2 ; (1-2) -> 0
+SAFE_EXPECTED = [4, 5, 2, 0]
 
 
 def _score_safe_requests(v: dict) -> Result:
     problem = _first_problem(v)
     if problem:
         return Result(False, problem)
-    for (free, reserve, per, expected), got in zip(SAFE_CASES, v["n"]):
+    for (free, reserve, per), expected, got in zip(SAFE_CASES, SAFE_EXPECTED, v["n"]):
         if not _whole(got):
             return Result(False, "safe_requests must return a whole number of requests")
         if int(got) == expected:
@@ -346,34 +272,24 @@ def _score_safe_requests(v: dict) -> Result:
 
 # ------------------------------------------------------- 7. admission rule
 
-ADMIT_CASES = [  # (request, in_use, safe_budget, decision)
-    (1 * GB, 0, 6 * GB, "admit"),
-    (1 * GB, 5 * GB, 6 * GB, "admit"),          # lands exactly on the budget: still safe
-    (2 * GB, 5 * GB, 6 * GB, "queue"),          # fits once something finishes
-    (7 * GB, 0, 6 * GB, "reject"),              # can never fit
-    (7 * GB, 3 * GB, 6 * GB, "reject"),
-    (0, 6 * GB, 6 * GB, "admit"),
+# ADMIT_CASES (request, in_use, safe_budget) -> decision
+ADMIT_EXPECTED = [
+    "admit",     # 1 GB into an empty 6 GB budget
+    "admit",     # 5 + 1 = 6 GB lands exactly on the budget: still safe
+    "queue",     # 5 + 2 = 7 GB crosses now, fits once something finishes
+    "reject",    # 7 GB can never fit a 6 GB budget
+    "reject",
+    "admit",     # an empty request
 ]
-# Ten 550 MB requests in a 6 GB budget: 10 x 0.55 = 5.5 GB fits, the 11th would be 6.05 GB.
-SEQUENCE = [550_000_000] * 11
-
-
-def _collect_admission(ns: dict) -> dict:
-    singles = [_call(ns, "admission_decision", r, u, b) for r, u, b, _ in ADMIT_CASES]
-    sequence, in_use = [], 0
-    for request in SEQUENCE:
-        decision = _call(ns, "admission_decision", request, in_use, 6 * GB)
-        sequence.append(decision)
-        if decision == "admit":
-            in_use += request
-    return {"singles": singles, "sequence": sequence}
+# SEQUENCE: ten 550 MB requests in a 6 GB budget: 10 x 0.55 = 5.5 GB fits, the 11th would be 6.05 GB.
+SEQUENCE_EXPECTED = ["admit"] * 10 + ["queue"]
 
 
 def _score_admission(v: dict) -> Result:
     problem = _first_problem(v)
     if problem:
         return Result(False, problem)
-    for (request, in_use, budget, expected), got in zip(ADMIT_CASES, v["singles"]):
+    for (request, in_use, budget), expected, got in zip(ADMIT_CASES, ADMIT_EXPECTED, v["singles"]):
         if type(got) is not str or got not in {"admit", "queue", "reject"}:
             return Result(False, "admission_decision must return exactly one of the strings "
                                  "\"admit\", \"queue\" or \"reject\"")
@@ -389,16 +305,12 @@ def _score_admission(v: dict) -> Result:
             return Result(False, "admission_decision: this request fits the budget once running work finishes; "
                                  "is crashing or refusing it the safe choice?")
         return Result(False, f"admission_decision({request}, {in_use}, {budget}) is off")
-    if v["sequence"] != ["admit"] * 10 + ["queue"]:
+    if len(SEQUENCE) != len(SEQUENCE_EXPECTED) or v["sequence"] != SEQUENCE_EXPECTED:
         return Result(False, "admission_decision: ten equal requests fill the budget; the eleventh should wait")
     return Result(True)
 
 
 # --------------------------------------------------- 8. loading, offloading
-
-def _collect_loading_offload(ns: dict) -> dict:
-    return {"offload_s": _var(ns, "offload_seconds_per_step"), "ready_s": _var(ns, "replica_ready_seconds"),
-            "at_start": _var(ns, "ready_at_process_start")}
 
 
 def _score_loading_offload(v: dict) -> Result:
@@ -429,10 +341,6 @@ POOL_KINDS = {"weights": "fixed", "workspace": "fixed", "reserve": "fixed", "kv_
               "request_state": "grows"}
 
 
-def _collect_pool_kinds(ns: dict) -> dict:
-    return {"kinds": _var(ns, "pool_kinds"), "reserve_gb": _var(ns, "vllm_default_reserve_gb")}
-
-
 def _score_pool_kinds(v: dict) -> Result:
     problem = _first_problem(v)
     if problem:
@@ -459,17 +367,10 @@ def _score_pool_kinds(v: dict) -> Result:
 
 # -------------------------------------------------- 10-12. questions, lab
 
-def _collect_predict(ns: dict) -> dict:
-    return {"answer": _var(ns, "predict_answer")}
-
 
 def _score_predict(v: dict) -> Result:
     return Result(False, _problem(v["answer"], "predict_answer")) if _problem(v["answer"], "predict_answer") \
         else _letter(v["answer"], "a", "predict_answer")
-
-
-def _collect_quick_check(ns: dict) -> dict:
-    return {f"q{i}": _var(ns, f"quick_check_{i}") for i in (1, 2, 3)}
 
 
 def _score_quick_check(v: dict) -> Result:
@@ -493,11 +394,6 @@ def _parts_match(got: Any, expected: dict) -> bool:
             and all(_close(got[k], expected[k], rel=2e-3) for k in expected))
 
 
-def _collect_lab_record(ns: dict) -> dict:
-    return {"parts": _var(ns, "lab_parts_gb_at_8"), "headroom": _var(ns, "lab_headroom_gb_at_8"),
-            "prediction": _var(ns, "lab_prediction")}
-
-
 def _score_lab_record(v: dict) -> Result:
     problem = _first_problem(v)
     if problem:
@@ -512,10 +408,6 @@ def _score_lab_record(v: dict) -> Result:
     if v["prediction"] != "kv_cache":
         return Result(False, "lab_prediction: that part is fixed; which one grows with active sequences?")
     return Result(True)
-
-
-def _collect_lab_after_edit(ns: dict) -> dict:
-    return {"parts": _var(ns, "lab_parts_gb_at_16"), "fits": _var(ns, "lab_fits_at_16")}
 
 
 def _score_lab_after_edit(v: dict) -> Result:
@@ -536,10 +428,6 @@ def _score_lab_after_edit(v: dict) -> Result:
 # ----------------------------------------------------- 14. explain it back
 
 REQUIRED_POOLS = {"weights": "fixed", "workspace": "fixed", "reserve": "fixed", "kv_cache": "grows"}
-
-
-def _collect_explain_budget(ns: dict) -> dict:
-    return {"budget": _var(ns, "my_budget")}
 
 
 def _score_explain_budget(v: dict) -> Result:
@@ -595,41 +483,30 @@ def _score_explain_budget(v: dict) -> Result:
 # ------------------------------------------------------------------ registry
 
 CHECKS: dict[str, Check] = {c.grade_id: c for c in (
-    Check("test_request_budget", _collect_request_budget, _score_request_budget),
-    Check("test_weight_bytes", _collect_weight_bytes, _score_weight_bytes),
-    Check("test_kv_per_token", _collect_kv_per_token, _score_kv_per_token),
-    Check("test_kv_cache_total", _collect_kv_total, _score_kv_total),
-    Check("test_gqa_dtype", _collect_gqa_dtype, _score_gqa_dtype),
-    Check("test_safe_requests", _collect_safe_requests, _score_safe_requests),
-    Check("test_admission_rule", _collect_admission, _score_admission),
-    Check("test_loading_offload", _collect_loading_offload, _score_loading_offload),
-    Check("test_pool_kinds", _collect_pool_kinds, _score_pool_kinds),
-    Check("test_predict", _collect_predict, _score_predict),
-    Check("test_lab_record", _collect_lab_record, _score_lab_record),
-    Check("test_lab_after_edit", _collect_lab_after_edit, _score_lab_after_edit),
-    Check("test_quick_check", _collect_quick_check, _score_quick_check),
-    Check("test_explain_budget", _collect_explain_budget, _score_explain_budget),
+    Check("test_request_budget", _score_request_budget),
+    Check("test_weight_bytes", _score_weight_bytes),
+    Check("test_kv_per_token", _score_kv_per_token),
+    Check("test_kv_cache_total", _score_kv_total),
+    Check("test_gqa_dtype", _score_gqa_dtype),
+    Check("test_safe_requests", _score_safe_requests),
+    Check("test_admission_rule", _score_admission),
+    Check("test_loading_offload", _score_loading_offload),
+    Check("test_pool_kinds", _score_pool_kinds),
+    Check("test_predict", _score_predict),
+    Check("test_lab_record", _score_lab_record),
+    Check("test_lab_after_edit", _score_lab_after_edit),
+    Check("test_quick_check", _score_quick_check),
+    Check("test_explain_budget", _score_explain_budget),
 )}
 
 
 def score_answer(grade_id: str, values: Any) -> Result:
-    """Score plain recorded values in the grader's process. Unknown ids and bad payloads score nothing."""
-    check = CHECKS.get(grade_id)
-    if check is None:
-        return Result(False, f"no check is defined for {grade_id!r}")
-    if not isinstance(values, dict):
-        return Result(False, "the recorded answer is not a dict of values")
-    try:
-        # Re-read as plain JSON: drops any container subclass (e.g. nbformat's NotebookNode)
-        values = json.loads(json.dumps(values, allow_nan=False))
-        return check.score(values)
-    except Exception as exc:  # noqa: BLE001 - malformed values must not crash the grader
-        return Result(False, f"the recorded answer could not be checked ({type(exc).__name__})")
+    """Score plain recorded values (the one dispatch: :func:`autograder.assignment.score_answer`).
 
+    Called by the grader in its own process, and by the hidden part of a test cell in the
+    instructor's environment (stock nbgrader), never in a learner's kernel.
+    """
+    from .assignment import score_answer as dispatch
 
-def hidden_test(grade_id: str, namespace: dict) -> None:
-    """In-kernel entry point used by the hidden part of each test cell."""
-    values = CHECKS[grade_id].collect(namespace)
-    plain = record(grade_id, **values)
-    result = score_answer(grade_id, plain)
-    assert result.passed, result.message
+    passed, message = dispatch(sys.modules[__name__], grade_id, values)
+    return Result(passed, message)

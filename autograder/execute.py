@@ -8,7 +8,7 @@ top of the sandbox's:
 - a wall-clock timeout per cell and one for the whole notebook;
 - a cap on the notebook's total output (streams, displays, tracebacks) and on
   any single message (ZeroMQ drops bigger ones before they reach our memory);
-- answers (:data:`~autograder.capture.ANSWER_MIME` displays) are kept apart
+- answers (:data:`~autograder.collect.ANSWER_MIME` displays) are kept apart
   from that cap, up to a count and a size of their own.
 
 :func:`execute_notebook` never raises for anything the learner's code does: the
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import nbformat
 
-from .capture import ANSWER_MIME
+from .collect import ANSWER_MIME
 from .sandbox import KiB, MiB, Sandbox
 
 KERNEL_NAME = "course-grade-sandbox"

@@ -3,7 +3,7 @@
 nbgrader's ``generate_feedback`` renders the autograded notebook as it is, hidden
 tests and all. Here, before rendering, every test cell loses its
 ``### BEGIN HIDDEN TESTS`` block, every answer payload
-(:data:`~autograder.capture.ANSWER_MIME`) is dropped, and tracebacks in test
+(:data:`~autograder.collect.ANSWER_MIME`) is dropped, and tracebacks in test
 cells shrink to their last line (a traceback quotes the hidden source). Each test
 cell is followed by its score and message, and a summary leads the page. HTML
 from the learner's cells is sanitised (it could run in the instructor's browser).
@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 
 from .assignment import LAB_QUESTIONS
-from .capture import ANSWER_MIME
+from .collect import ANSWER_MIME
 from .errors import AutograderError
 from .layout import assignment_from_results, autograded_path, feedback_path, load_records
 from .results import StudentResult, write_atomic

@@ -20,8 +20,8 @@ from .assignment import Assignment, load_source
 from .course import build_course
 from .errors import AutograderError
 
-MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "hidden_test(",
-           "autograder.checks")
+MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "_course_hidden",
+           "autograder.checks", "autograder.collect")
 _REGION = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)(.*?)### END \1", re.S)
 
 

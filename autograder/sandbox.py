@@ -34,8 +34,16 @@ from .errors import AutograderError
 
 REPO = Path(__file__).resolve().parents[1]
 LAUNCHER = Path(__file__).resolve().with_name("_launch.py")
-# What learner code may import from the course: the library and the answer capture/checks.
-TRUSTED_DIRS = (REPO / "course_lib", REPO / "autograder")
+#: Where the launcher appears inside bubblewrap: the one file of the grader a sandbox can see
+#: (standard library only, no answers; it drops root and sets the limits).
+INNER_LAUNCHER = "/run/course-grade/launch.py"
+# What learner code may import from the course: the library, which learners install anyway.
+TRUSTED_DIRS = (REPO / "course_lib",)
+#: The grader itself: never readable from the sandbox. Hidden tests carry their collection code
+#: inline (autograder.hidden), so a kernel never needs a file of this package. Where a bound
+#: folder contains it (an installed, not editable, package in site-packages), it is covered by
+#: an empty tmpfs.
+GRADER_DIRS = (Path(__file__).resolve().parent,)
 
 #: The smallest memory cap a kernel can start under (ipykernel with numpy and matplotlib uses ~200 MB).
 MIN_MEMORY_BYTES = 256 * MiB
@@ -271,6 +279,10 @@ def _bwrap_base(limits: Limits, writable: tuple[Path, ...] = ()) -> list[str]:
         args += (["--perms", "0755"] if "--perms" in has else []) + ["--dir", d]
     for p, how in sorted(binds, key=lambda b: b[0].count("/")):
         args += [how, p, p]
+    for secret in GRADER_DIRS:  # mounted after the binds, so it covers the grader wherever it is bound
+        if any(_within(str(secret), p) for p, _ in binds):
+            args += ["--tmpfs", str(secret)]
+    args += ["--ro-bind", str(LAUNCHER), INNER_LAUNCHER]
     return args
 
 
@@ -314,7 +326,7 @@ def probe() -> Isolation:
         warnings.append("bubblewrap (bwrap) is not installed: learner code can READ the whole file system "
                         "(other submissions, instructor sources). Install it with `apt-get install bubblewrap`.")
     else:
-        cmd = _bwrap_base(Limits()) + ["--", sys.executable, "-I", str(LAUNCHER)]
+        cmd = _bwrap_base(Limits()) + ["--", sys.executable, "-I", INNER_LAUNCHER]
         cmd += (["--uid", str(uid)] if is_root else []) + ["--", sys.executable, "-I", "-c", "pass"]
         bubblewrap, why = _works(cmd)
         if not bubblewrap:
@@ -434,7 +446,7 @@ class Sandbox:
         iso, lim = self.isolation, self.limits
         cwd = Path(cwd or self.work)
         launch = [sys.executable, "-I", str(LAUNCHER)]
-        inner = list(launch)
+        inner = [sys.executable, "-I", INNER_LAUNCHER] if iso.bubblewrap else list(launch)
         if not iso.bubblewrap and iso.network == "unshare":
             inner.append("--unshare-net")
         if self.uid is not None:
@@ -457,7 +469,7 @@ class Sandbox:
             for procs in self.cgroup.procs_files:
                 join += ["--cgroup-procs", procs]
         if not iso.bubblewrap:
-            return launch + join + inner[len(launch):] if join else inner
+            return launch + join + inner[3:] if join else inner
         bw = _bwrap_base(lim, writable=(self.work, self.home, self.run_dir))
         bw += ["--chdir", str(cwd), "--"]
         # bwrap's --die-with-parent ties the sandbox to bwrap, not bwrap to us: the outer

@@ -1,7 +1,7 @@
 """Score the executed notebook from the answers its test cells recorded, in the grader's process.
 
 For each autograded test cell (found by grade_id in the executed notebook), the
-only thing that counts is the :data:`~autograder.capture.ANSWER_MIME` output of
+only thing that counts is the :data:`~autograder.collect.ANSWER_MIME` output of
 that very cell: plain JSON values, scored by the trusted check. Errors,
 tracebacks and stderr decide nothing; they only explain a missing answer.
 
@@ -22,7 +22,7 @@ import json
 from typing import Any
 
 from .assignment import SourceSpec, score_answer
-from .capture import ANSWER_MIME
+from .collect import ANSWER_MIME
 from .execute import Execution
 from .results import FAILED, NOT_RUN, PASSED, QuestionResult
 

@@ -14,6 +14,9 @@ from pathlib import Path
 import nbformat
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))     # the repository root: autograder.hidden writes the hidden tests
+
+from autograder.hidden import hidden_block  # noqa: E402
 NOTEBOOK = HERE / "l14-04-model-memory.ipynb"
 CELLS: list = []
 _ids: set = set()
@@ -44,11 +47,8 @@ def solution(grade_id: str, text: str) -> None:
 
 
 def test(grade_id: str, points: int, visible: str) -> None:
-    body = visible.strip("\n") + (
-        "\n\n### BEGIN HIDDEN TESTS\n"
-        f'from autograder.checks import hidden_test; hidden_test("{grade_id}", globals())\n'
-        "### END HIDDEN TESTS"
-    )
+    """A test cell: visible asserts, then the hidden part (collection only; scored by the grader)."""
+    body = visible.strip("\n") + "\n\n" + hidden_block(grade_id)
     CELLS.append(nbformat.v4.new_code_cell(body, metadata=_meta(grade_id, grade=True, solution=False, locked=True, points=points)))
 
 
@@ -63,9 +63,16 @@ md("""
 **Points:** 31 autograded points in this notebook, 3 points for your written explanation (graded by
 hand), and 3 points for editing the lab file (checked by the autograder). **Total: 37.**
 
-Work top to bottom. Cells marked *YOUR CODE HERE* are yours; the cells below them check your answer
-(some checks are hidden and run only when the notebook is graded). Sizes are in bytes unless a name
-says otherwise; **GB = 10^9 bytes and GiB = 2^30 bytes**, and the difference matters.
+Work top to bottom. Cells marked *YOUR CODE HERE* are yours; the cells below them check your answer.
+Sizes are in bytes unless a name says otherwise; **GB = 10^9 bytes and GiB = 2^30 bytes**, and the
+difference matters.
+
+**Checking and handing in.** The checks you see are only part of the grading: the grader also runs
+hidden checks on other inputs, so passing the visible ones is a good sign, not a guarantee. The
+*Validate* button runs the visible checks only. A failing check raises an error, and *Run All* stops
+at the first error: fix that cell (or run the cells below it one by one) before you go on. To hand in,
+submit this folder as it is: this notebook **and** the lab file `l14-04-model-memory.py` beside it
+(you edit the lab in Task 11).
 """, "intro")
 
 code("""
@@ -554,7 +561,7 @@ md("""
 **Task 11 (steps 3 and 4).** Now open the lab file (`l14-04-model-memory.py`), change **only** the
 line `active_sequences = 8` to `active_sequences = 16`, save it, and run the cell below. Then set
 `lab_parts_gb_at_16` to the `parts_gb` it prints and `lab_fits_at_16` to whether the workload fits
-(a bool). Compare with step 1: which part changed, and by how much?
+(a bool), typing the values in as in Task 10. Compare with step 1: which part changed, and by how much?
 """, "lab_edit_intro")
 
 code("""
@@ -564,8 +571,8 @@ print(lab_run_16["stdout"])
 
 solution("answer_lab_after_edit", """
 ### BEGIN SOLUTION
-lab_parts_gb_at_16 = lab_run_16["parts_gb"]
-lab_fits_at_16 = lab_run_16["fits"]
+lab_parts_gb_at_16 = {"weights": 14.0, "workspace": 2.0, "reserve": 2.0, "kv_cache": 8.59}
+lab_fits_at_16 = False
 ### END SOLUTION
 print({name: lab_parts_gb_at_16[name] / lab_parts_gb_at_8[name] for name in lab_parts_gb_at_8})
 """)
@@ -614,10 +621,28 @@ Create a memory budget with weights, KV cache, workspace, and reserve. Explain w
 fixed and which grow with active requests.
 
 **Task 12.** Pick a preset model and GPU (see `course_lib.model_names()` and `course_lib.GPU_BYTES`),
-a dtype, a context length and a number of active sequences, and build `my_budget` in the shape below.
-Every `bytes` is an int; `kind` is `"fixed"` or `"grows"`; `headroom_bytes` is the device's bytes
-minus every pool. The grader recomputes the weights and KV cache for your choices, so use real
-arithmetic (the library's `weight_bytes` and `kv_cache_bytes_per_token` are allowed).
+a dtype, a context length and a number of active sequences, and build `my_budget` in this shape:
+
+```python
+my_budget = {
+    "model": "llama-3-8b",            # a preset name
+    "gpu": "a100-80gb",               # a GPU preset name (or a size such as "24GB")
+    "dtype": "bf16",                  # weights dtype; add "kv_dtype" if the KV cache differs
+    "context_tokens": 8192,           # tokens per sequence (an int)
+    "active_sequences": 16,           # sequences at once (an int)
+    "pools": {                        # at least these four pools, each {"bytes": int, "kind": ...}
+        "weights":   {"bytes": ..., "kind": "fixed" or "grows"},
+        "workspace": {"bytes": ..., "kind": "fixed" or "grows"},
+        "reserve":   {"bytes": ..., "kind": "fixed" or "grows"},
+        "kv_cache":  {"bytes": ..., "kind": "fixed" or "grows"},
+    },
+    "headroom_bytes": ...,            # the device's bytes minus every pool (negative: it does not fit)
+}
+```
+
+Every `bytes` is an int; `kind` is `"fixed"` or `"grows"`. The grader recomputes the weights and the
+KV cache for your choices, so use real arithmetic (the library's `weight_bytes` and
+`kv_cache_bytes_per_token` are allowed).
 """, "explain_intro")
 
 solution("answer_explain_budget", """
@@ -647,11 +672,13 @@ assert isinstance(my_budget, dict) and "pools" in my_budget, "my_budget should b
 assert {"weights", "kv_cache", "workspace", "reserve"} <= set(my_budget["pools"]), "include the four pools"
 """)
 
-manual("explain_written", 3, """
-In a few sentences: which parts of your budget are mostly fixed, which grow with active requests
-(and with what exactly), and what admission control should do when the next request would cross the
-safe line?
+md("""
+**Explain it back (written, 3 points, graded by hand).** In the cell below, in a few sentences: which
+parts of your budget are mostly fixed, which grow with active requests (and with what exactly), and
+what admission control should do when the next request would cross the safe line?
+""", "explain_question")
 
+manual("explain_written", 3, """
 Reference answer: The weights (parameters × bytes), the runtime workspace and the reserve are fixed
 once the model is loaded. The KV cache grows linearly with active sequences and with tokens per
 sequence (2 × layers × KV heads × head_dim × bytes per token), and the per-request state grows with

@@ -91,7 +91,7 @@ def test_release_layout_hides_solutions(course):
     folder = course["root"] / "release" / ASSIGNMENT
     assert sorted(p.name for p in folder.iterdir()) == sorted([NOTEBOOK, Assignment().lab_name])
     text = (folder / NOTEBOOK).read_text()
-    for secret in ("BEGIN SOLUTION", "HIDDEN TESTS", "hidden_test", "return device_gb - weights_gb - workspace_gb"):
+    for secret in ("BEGIN SOLUTION", "HIDDEN TESTS", "_course_hidden", "return device_gb - weights_gb - workspace_gb"):
         assert secret not in text
     assert "YOUR CODE HERE" in text
 
@@ -134,7 +134,7 @@ def test_hidden_tracebacks_turn_no_failure_into_points(course):
 def test_feedback_html_has_scores_but_no_hidden_tests(course):
     for sid in ("reference", "blank", "forgot_k_and_v"):
         html = (course["results"] / "feedback" / sid / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
-        for secret in ("BEGIN HIDDEN TESTS", "hidden_test(", "autograder.checks", "application/vnd.course-answer"):
+        for secret in ("BEGIN HIDDEN TESTS", "_course_hidden", "autograder.checks", "application/vnd.course-answer"):
             assert secret not in html, f"{sid}: {secret}"
         assert "Autograded score" in html and "Lab-edit check" in html
 

@@ -25,7 +25,7 @@ import hostile  # noqa: E402
 
 from autograder.assignment import Assignment  # noqa: E402
 from autograder.autograde import main as autograde  # noqa: E402
-from autograder.capture import ANSWER_MIME  # noqa: E402
+from autograder.collect import ANSWER_MIME  # noqa: E402
 from autograder.sandbox import Limits, probe  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -128,8 +128,11 @@ def test_process_cap(graded):
 
 def test_no_learner_process_outlives_the_batch(graded):
     time.sleep(1)
-    leftovers = [p.info for p in psutil.process_iter(["pid", "uids", "cmdline"])
-                 if p.info["uids"] and p.info["uids"].real >= 1_000_000]
+    ours = str(Path(sys.executable).parent)   # this checkout's sandboxes, not another suite's on this machine
+    leftovers = [p.info for p in psutil.process_iter(["pid", "uids", "cmdline", "environ"])
+                 if p.info["uids"] and p.info["uids"].real >= 1_000_000
+                 and ((p.info["cmdline"] or [""])[0].startswith(ours)
+                      or (p.info["environ"] or {}).get("PATH", "").startswith(ours))]
     assert leftovers == []
 
 
@@ -179,7 +182,7 @@ def test_trusted_scoring_ignores_tricks(graded):
 def test_feedback_hides_hidden_tests_and_answers(graded):
     for sid in ("ref", "kernel_dies", "tamper_edit"):
         html = (graded["results"] / "feedback" / sid / hostile.ASSIGNMENT / "l14-04-model-memory.html").read_text()
-        for secret in ("BEGIN HIDDEN TESTS", "autograder.capture", ANSWER_MIME, "327680", "4015000000"):
+        for secret in ("BEGIN HIDDEN TESTS", "_course_hidden", ANSWER_MIME, "327680", "4015000000"):
             assert secret not in html, f"{sid} feedback shows {secret!r}"
         assert "Autograded score" in html
 

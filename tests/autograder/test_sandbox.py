@@ -75,11 +75,33 @@ def test_sandbox_runs_code_as_a_throwaway_user_with_limits():
 def test_learner_files_cannot_shadow_the_course_library():
     with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-"))) as box:
         (box.work / "course_lib.py").write_text("raise SystemExit('shadowed')\n")
-        (box.work / "autograder").mkdir()
-        (box.work / "autograder" / "__init__.py").write_text("raise SystemExit('shadowed')\n")
-        got = _inside(box, "import json, course_lib, autograder.capture as c; "
-                           "print(json.dumps([course_lib.__file__, c.__file__]))")
-    assert got == [str(REPO / "course_lib" / "__init__.py"), str(REPO / "autograder" / "capture.py")]
+        got = _inside(box, "import json, course_lib; print(json.dumps([course_lib.__file__]))")
+    assert got == [str(REPO / "course_lib" / "__init__.py")]
+
+
+GRADER_PROBE = """
+import json, os
+grader = %r
+found = []
+for root, dirs, files in os.walk(grader):
+    found += [os.path.join(root, f) for f in files]
+try:
+    import autograder.checks
+    imported = autograder.checks.__file__
+except ImportError as e:
+    imported = "ImportError: " + str(e)
+print(json.dumps({"files": found, "imported": imported}))
+""" % str(REPO / "autograder")
+
+
+def test_nothing_of_the_grader_is_readable_inside():
+    if not probe().bubblewrap:
+        pytest.skip("needs bubblewrap: without it the sandbox cannot hide files (the probe warns)")
+    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-"))) as box:
+        got = _inside(box, GRADER_PROBE)
+    assert got["files"] == [], f"grader files readable in the sandbox: {got['files'][:5]}"
+    assert got["imported"].startswith("ImportError"), got["imported"]
+    assert (REPO / "autograder" / "checks.py").is_file()   # it is there, outside
 
 
 def test_without_bubblewrap_the_grader_warns_and_falls_back(monkeypatch):

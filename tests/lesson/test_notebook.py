@@ -84,7 +84,7 @@ def test_every_test_cell_has_visible_and_hidden_tests(source_nb):
         if meta.get("grade") and cell.cell_type == "code":
             visible, _, hidden = cell.source.partition("### BEGIN HIDDEN TESTS")
             assert "assert" in visible, f"{meta['grade_id']} has no visible test"
-            assert f'hidden_test("{meta["grade_id"]}"' in hidden, f"{meta['grade_id']} has no hidden test"
+            assert f"return record({meta['grade_id']!r}, collect_" in hidden, f"{meta['grade_id']} has no hidden test"
 
 
 # ---------------------------------------------------------------- nbgrader itself
@@ -139,7 +139,7 @@ def test_release_has_no_solutions_or_hidden_tests(course):
     release = course / "release" / ASSIGNMENT
     assert sorted(p.name for p in release.iterdir()) == sorted([NOTEBOOK.name, LAB.name])
     text = (release / NOTEBOOK.name).read_text()
-    for secret in ("BEGIN SOLUTION", "END SOLUTION", "HIDDEN TESTS", "hidden_test", "autograder.checks",
+    for secret in ("BEGIN SOLUTION", "END SOLUTION", "HIDDEN TESTS", "_course_hidden", "autograder.checks",
                    "return device_gb - weights_gb - workspace_gb - reserve_gb",   # solution code
                    "predict_answer = \"a\"", "quick_check_3 = \"a\"", "Reference answer"):
         assert secret not in text, f"the release leaks {secret!r}"
@@ -157,7 +157,7 @@ def test_nbgrader_gives_reference_full_marks_and_blank_zero(course):
 
 def test_reference_records_plain_answers_for_every_check(course):
     """The autograded reference carries one plain answer payload per test cell, and each scores."""
-    from autograder.capture import ANSWER_MIME
+    from autograder.collect import ANSWER_MIME
     from autograder.checks import CHECKS, score_answer
     nb = nbformat.read(course / "autograded" / "reference" / ASSIGNMENT / NOTEBOOK.name, as_version=4)
     seen = {}

@@ -1,0 +1,269 @@
+"""The kernel side of grading: what each hidden test collects in the learner's kernel, and nothing else.
+
+This module is never imported in a learner's kernel. Its source is copied into the
+hidden part of each test cell by :mod:`autograder.hidden` (the way nbgrader delivers
+hidden tests), so the grader's own files never need to be readable from the sandbox.
+It therefore holds only:
+
+- the hidden INPUTS each question is tried on (no expected answers: those live in
+  :mod:`autograder.checks`, in the grader's process only);
+- one ``collect_<grade_id>(ns)`` per test, which calls the learner's functions on those
+  inputs and reads their variables, returning plain values;
+- :func:`to_plain` and :func:`record`, which turn the values into plain JSON and display
+  them as one output of MIME type :data:`ANSWER_MIME`.
+
+Everything here uses the standard library only, and every name a collector uses is
+defined in this file (``autograder.hidden`` copies the closure of names it needs).
+
+>>> to_plain({"kv": 131072, "fits": False, "parts": [14.0, 2.0]})
+{'kv': 131072, 'fits': False, 'parts': [14.0, 2.0]}
+>>> class Sneaky(int):
+...     def __eq__(self, other): return True
+>>> to_plain(Sneaky(3))
+{'__not_plain__': 'Sneaky'}
+>>> collect_predict({"predict_answer": "a"})
+{'answer': 'a'}
+"""
+
+from __future__ import annotations
+
+import math
+
+ANSWER_MIME = "application/vnd.course-answer+json"
+NOT_PLAIN = "__not_plain__"
+ERROR = "__error__"
+MAX_ITEMS = 10_000
+GB = 10**9
+
+
+# ------------------------------------------------------------------ plain values out of the kernel
+
+def to_plain(value, depth=0):
+    """Convert to JSON-plain data; anything that is not exactly a built-in becomes a marker.
+
+    Only the exact built-in types pass (``type(x) is int``, never a subclass), so an object
+    whose ``__eq__`` always returns True cannot reach the grader. numpy scalars and small
+    arrays are converted through ``.item()`` / ``.tolist()`` (their types checked exactly too).
+    """
+    if depth > 20:
+        return {NOT_PLAIN: "too deep"}
+    t = type(value)
+    if value is None or t is bool or t is int or t is str:
+        return value
+    if t is float:
+        return value if math.isfinite(value) else {NOT_PLAIN: "float " + repr(value)}
+    if t in (list, tuple):
+        if len(value) > MAX_ITEMS:
+            return {NOT_PLAIN: "too long"}
+        return [to_plain(v, depth + 1) for v in value]
+    if t is dict:
+        if len(value) > MAX_ITEMS:
+            return {NOT_PLAIN: "too long"}
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                return {NOT_PLAIN: "dict key of type " + type(k).__name__}
+            out[k] = to_plain(v, depth + 1)
+        return out
+    module = getattr(t, "__module__", "")
+    if module == "numpy" and t.__name__ in {
+            "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+            "float16", "float32", "float64", "bool_", "bool", "str_"}:
+        return to_plain(value.item(), depth + 1)
+    if module == "numpy" and t.__name__ == "ndarray" and value.size <= MAX_ITEMS:
+        return to_plain(value.tolist(), depth + 1)
+    return {NOT_PLAIN: t.__name__}
+
+
+def record(grade_id, values):
+    """Display ``values`` (made plain) for the trusted grader, tagged with ``grade_id``; return them."""
+    plain = {str(name): to_plain(v) for name, v in values.items()}
+    payload = {"grade_id": str(grade_id), "values": plain}
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # plain Python: nothing to display to
+        return plain
+    if get_ipython() is None:
+        return plain
+    display({ANSWER_MIME: payload, "text/plain": "[answer recorded for " + str(grade_id) + "]"}, raw=True)
+    return plain
+
+
+def call(ns, name, *args):
+    """Call the learner's function ``name``; an error becomes a marker the grader explains, not a crash."""
+    fn = ns.get(name)
+    if not callable(fn):
+        return {ERROR: name + " is not defined (run its cell first)"}
+    try:
+        return to_plain(fn(*args))
+    except Exception as exc:  # noqa: BLE001 - learner code may raise anything
+        return {ERROR: (name + repr(args) + " raised " + type(exc).__name__ + ": " + str(exc))[:300]}
+
+
+def var(ns, name):
+    """The learner's variable ``name``, made plain (a marker when it is not defined)."""
+    if name not in ns:
+        return {ERROR: name + " is not defined (run its cell first)"}
+    return to_plain(ns[name])
+
+
+# ------------------------------------------------------------------ 1. the 24 GB budget
+
+# (device, weights, workspace, reserve) in GB, and (budget, per request) in GB for requests_that_fit
+BUDGET_CASES = [(24, 14, 2, 2), (80, 40, 4, 8), (16, 13, 1, 1), (40, 30, 4, 4), (10, 11, 0, 0)]
+FIT_CASES = [(6, 1.5), (28, 3), (1, 0.5), (2, 2.5), (-1, 1)]
+
+
+def collect_request_budget(ns):
+    return {
+        "left": [call(ns, "request_budget_gb", *case) for case in BUDGET_CASES],
+        "fit": [call(ns, "requests_that_fit", *case) for case in FIT_CASES],
+        "left_gb": var(ns, "left_gb"),
+        "fit_count": var(ns, "fit_count"),
+        "fifth_crosses": var(ns, "fifth_crosses"),
+    }
+
+
+# ------------------------------------------------------------------ 2. weight bytes
+
+# Published parameter counts: Llama-3-8B 8,030,261,248; GPT-2 124,439,808; Llama-2-7B 6,738,415,616
+WEIGHT_CASES = [(8_030_261_248, "fp16"), (8_030_261_248, "int4"), (124_439_808, "fp32"),
+                (6_738_415_616, "bf16"), (6_738_415_616, "int8")]
+
+
+def collect_weight_bytes(ns):
+    return {
+        "bytes": [call(ns, "weight_bytes", p, dt) for p, dt in WEIGHT_CASES],
+        "gb": var(ns, "llama3_weights_gb"),
+        "gib": var(ns, "llama3_weights_gib"),
+    }
+
+
+# ------------------------------------------------------------------ 3-5. KV cache
+
+# The shape keys of published config.json files (and one multi-query shape).
+KV_CONFIGS = {
+    "llama-3-8b": {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8},
+    "llama-2-7b": {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32},
+    "qwen2-7b": {"hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4},
+    "gemma-2-9b": {"hidden_size": 3584, "num_hidden_layers": 42, "num_attention_heads": 16,
+                   "num_key_value_heads": 8, "head_dim": 256},
+    "falcon-like-mqa": {"hidden_size": 4544, "num_hidden_layers": 32, "num_attention_heads": 71,
+                        "num_key_value_heads": 1},
+}
+# (config name, bytes per value, context tokens, active sequences)
+KV_TOTAL_CASES = [("llama-2-7b", 2, 1024, 8), ("llama-3-8b", 2, 4096, 16), ("qwen2-7b", 1, 32768, 3),
+                  ("llama-3-8b", 2, 1, 1)]
+
+
+def collect_kv_per_token(ns):
+    return {
+        "fp16": {name: call(ns, "kv_bytes_per_token", dict(cfg), 2) for name, cfg in KV_CONFIGS.items()},
+        "fp32": call(ns, "kv_bytes_per_token", dict(KV_CONFIGS["llama-3-8b"]), 4),
+    }
+
+
+def collect_kv_cache_total(ns):
+    return {
+        "bytes": [call(ns, "kv_cache_bytes", dict(KV_CONFIGS[name]), b, t, s) for name, b, t, s in KV_TOTAL_CASES],
+        "lab_kv_gb": var(ns, "lab_kv_gb"),
+    }
+
+
+def collect_gqa_dtype(ns):
+    return {"ratio": var(ns, "mha_over_gqa_ratio"), "fp8": var(ns, "llama3_fp8_kv_bytes_per_token")}
+
+
+# ------------------------------------------------------------------ 6. free is not capacity
+
+# (free bytes, reserve bytes, bytes per request)
+SAFE_CASES = [(8 * GB, 2 * GB, 1_500_000_000), (20 * GB, 4 * GB, 3 * GB), (3 * GB, 2 * GB, 400_000_000),
+              (1 * GB, 2 * GB, 500_000_000)]
+
+
+def collect_safe_requests(ns):
+    return {"n": [call(ns, "safe_requests", *case) for case in SAFE_CASES]}
+
+
+# ------------------------------------------------------------------ 7. admission rule
+
+# (request bytes, bytes in use, safe budget bytes)
+ADMIT_CASES = [(1 * GB, 0, 6 * GB), (1 * GB, 5 * GB, 6 * GB), (2 * GB, 5 * GB, 6 * GB), (7 * GB, 0, 6 * GB),
+               (7 * GB, 3 * GB, 6 * GB), (0, 6 * GB, 6 * GB)]
+# Eleven 550 MB requests against a 6 GB budget, each admitted one adding to what is in use.
+SEQUENCE = [550_000_000] * 11
+SEQUENCE_BUDGET = 6 * GB
+
+
+def collect_admission_rule(ns):
+    singles = [call(ns, "admission_decision", *case) for case in ADMIT_CASES]
+    sequence, in_use = [], 0
+    for request in SEQUENCE:
+        decision = call(ns, "admission_decision", request, in_use, SEQUENCE_BUDGET)
+        sequence.append(decision)
+        if decision == "admit":
+            in_use += request
+    return {"singles": singles, "sequence": sequence}
+
+
+# ------------------------------------------------------------------ 8. loading, offloading
+
+def collect_loading_offload(ns):
+    return {"offload_s": var(ns, "offload_seconds_per_step"), "ready_s": var(ns, "replica_ready_seconds"),
+            "at_start": var(ns, "ready_at_process_start")}
+
+
+# ------------------------------------------------------------------ 9. the pools
+
+def collect_pool_kinds(ns):
+    return {"kinds": var(ns, "pool_kinds"), "reserve_gb": var(ns, "vllm_default_reserve_gb")}
+
+
+# ------------------------------------------------------------------ 10-13. questions and the lab
+
+def collect_predict(ns):
+    return {"answer": var(ns, "predict_answer")}
+
+
+def collect_quick_check(ns):
+    return {"q1": var(ns, "quick_check_1"), "q2": var(ns, "quick_check_2"), "q3": var(ns, "quick_check_3")}
+
+
+def collect_lab_record(ns):
+    return {"parts": var(ns, "lab_parts_gb_at_8"), "headroom": var(ns, "lab_headroom_gb_at_8"),
+            "prediction": var(ns, "lab_prediction")}
+
+
+def collect_lab_after_edit(ns):
+    return {"parts": var(ns, "lab_parts_gb_at_16"), "fits": var(ns, "lab_fits_at_16")}
+
+
+# ------------------------------------------------------------------ 14. explain it back
+
+def collect_explain_budget(ns):
+    return {"budget": var(ns, "my_budget")}
+
+
+#: grade_id of each test cell -> the name of its collector in this module.
+COLLECTORS = {
+    "test_request_budget": "collect_request_budget",
+    "test_weight_bytes": "collect_weight_bytes",
+    "test_kv_per_token": "collect_kv_per_token",
+    "test_kv_cache_total": "collect_kv_cache_total",
+    "test_gqa_dtype": "collect_gqa_dtype",
+    "test_safe_requests": "collect_safe_requests",
+    "test_admission_rule": "collect_admission_rule",
+    "test_loading_offload": "collect_loading_offload",
+    "test_pool_kinds": "collect_pool_kinds",
+    "test_predict": "collect_predict",
+    "test_lab_record": "collect_lab_record",
+    "test_lab_after_edit": "collect_lab_after_edit",
+    "test_quick_check": "collect_quick_check",
+    "test_explain_budget": "collect_explain_budget",
+}
+
+
+def collect(grade_id, ns):
+    """Run ``grade_id``'s collector on the namespace ``ns`` (what the hidden test does, outside a kernel)."""
+    return globals()[COLLECTORS[grade_id]](ns)
