@@ -335,11 +335,12 @@ def _preimport() -> None:
     """Import what every worker needs once, here, so forked workers start with it (~1 s each)."""
     import jupyter_client  # noqa: F401
     import nbclient  # noqa: F401
-    import nbconvert  # noqa: F401
     import zmq.asyncio  # noqa: F401
-    from nbconvert.preprocessors import sanitize  # noqa: F401
 
-    from . import execute, feedback, scoring  # noqa: F401
+    from . import execute, scoring  # noqa: F401
+    from .feedback import _highlighter, _markdown, sanitize
+
+    _markdown(), _highlighter(), sanitize("")
 
 
 def _crashed(job: Job, message: str) -> StudentResult:

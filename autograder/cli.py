@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
             print_batch(batch)
         elif args.verb == "feedback":
             result = feedback.main(args.results_dir, students=args.students)
-            print(f"wrote {len(result.files)} feedback page(s) under {args.results_dir}/feedback/")
+            print(f"wrote {len(result.files)} feedback page(s) under {args.results_dir}/feedback/"
+                  + (f"; {len(result.failed)} could not be rendered: {', '.join(result.failed)}" if result.failed else ""))
         elif args.verb == "export":
             result = export.main(args.results_dir)
             print(f"wrote {result.csv} and {len(result.gradescope)} Gradescope file(s)")

@@ -1,31 +1,46 @@
-"""``course-grade feedback``: per-student HTML feedback, without hidden tests or recorded answers.
+"""``course-grade feedback``: the learner's feedback page, rendered so a learner can read it.
 
-nbgrader's ``generate_feedback`` renders the autograded notebook as it is, hidden
-tests and all. Here, before rendering, every test cell loses its
-``### BEGIN HIDDEN TESTS`` block, every answer payload
-(:data:`~autograder.collect.ANSWER_MIME`) is dropped, and tracebacks in test
-cells shrink to their last line (a traceback quotes the hidden source). Each test
-cell is followed by its score and message, and a summary leads the page. HTML
-from the learner's cells is sanitised (it could run in the instructor's browser).
+The page is the graded notebook as the learner wrote it, with a score table on top
+(every question, the lab-edit checks included, with points and what to look at),
+markdown rendered as HTML, and each test cell followed by its verdict. What the page
+never shows:
+
+- the hidden part of a test cell, or anything a test cell printed (learner code runs
+  while the hidden part collects values, so a test cell shows the grader's verdict only);
+- answer payloads (:data:`~autograder.collect.ANSWER_MIME`);
+- a line that quotes the hidden collection code, wherever learner code printed it
+  (``print(In)``, ``inspect.getsource`` of a frame...): it is replaced by a note;
+- anything that runs: learner HTML passes an allow-list sanitiser (nh3), and the page
+  carries a Content-Security-Policy that forbids scripts altogether.
+
+Widgets are shown as a note (a static page cannot run them), not as their repr.
+
+>>> page = feedback_html(None, StudentResult("amy", "missing_submission", 0.0, 2.0, 0.0, False, {}, "nothing"))
+>>> "<h1>Feedback: amy</h1>" in page and "script-src" not in page and "default-src 'none'" in page
+True
 """
 
 from __future__ import annotations
 
-import copy
 import html
 import re
+import sys
+import traceback
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import nbformat
 
 from .assignment import LAB_QUESTIONS
+from .cells import grade_id as cell_grade_id
+from .cells import is_test
 from .collect import ANSWER_MIME
 from .errors import AutograderError
 from .layout import assignment_from_results, autograded_path, feedback_path, load_records
 from .results import StudentResult, write_atomic
 
-HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[ \t]*\n?", re.S | re.M)
+HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?(?:^[ \t]*### END HIDDEN TESTS[ \t]*\n?|\Z)", re.S | re.M)
 LAB_TITLES = {
     "lab_edit_only_active_sequences": "Lab: only active_sequences changed, to 16",
     "lab_reports_not_fit": "Lab: the edited lab reports that the workload does not fit",
@@ -33,13 +48,28 @@ LAB_TITLES = {
 }
 STATUS_WORDS = {
     "graded": "graded",
-    "timeout": "stopped: time limit reached",
-    "kernel_died": "stopped: the kernel died",
+    "timeout": "a cell ran out of time (only its question lost points)",
+    "kernel_died": "the kernel died once (restarted; only the question whose cell failed lost points)",
     "memory_limit": "memory limit reached",
     "invalid_submission": "not graded: the notebook could not be read",
     "missing_submission": "not graded: nothing was handed in",
     "grader_error": "not graded: the grader failed (your instructor will rerun it)",
 }
+MARK = {"passed": "✔", "failed": "✘", "not_run": "–"}
+#: Text no learner output may carry: the hidden collection code's own names and markers.
+HIDDEN_MARKERS = ("_course_hidden", "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS", ANSWER_MIME)
+REDACTED = "[lines quoting the grader's hidden test were removed here]"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+# The allow-list: what markdown and learner HTML may contain (no script, style, iframe, form, event handlers).
+ALLOWED_TAGS = {"a", "abbr", "b", "blockquote", "br", "caption", "code", "dd", "del", "details", "div", "dl", "dt",
+                "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "kbd", "li", "ol", "p", "pre", "s",
+                "small", "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "tfoot", "th", "thead",
+                "tr", "u", "ul"}
+ALLOWED_ATTRIBUTES = {"*": {"class", "title"}, "a": {"href"}, "img": {"src", "alt", "width", "height"},
+                      "td": {"align", "colspan", "rowspan"}, "th": {"align", "colspan", "rowspan"}}
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 
 @dataclass
@@ -48,100 +78,282 @@ class FeedbackResult:
 
     files: list[str]
     """One HTML file per student, under RESULTS_DIR/feedback/<student>/<assignment>/."""
+    failed: list[str]
+    """Students whose page could not be rendered (the verb went on with everyone else)."""
 
 
-def strip_hidden(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy of ``nb`` without hidden tests, answer payloads, or tracebacks of test cells."""
-    nb = copy.deepcopy(nb)
+# ------------------------------------------------------------------ safe text
+
+def sanitize(fragment: str) -> str:
+    """Learner HTML through the allow-list: tags and attributes outside it are dropped.
+
+    >>> sanitize('<b onclick="x()">hi</b><script>alert(1)</script><img src="x" onerror="y()">')
+    '<b>hi</b><img>'
+    """
+    import nh3  # the grader's side only
+
+    return nh3.clean(fragment, tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES, clean_content_tags={"script", "style"},
+                     url_schemes={"http", "https", "mailto", "data"}, link_rel="noopener noreferrer nofollow",
+                     attribute_filter=_only_inline_images)
+
+
+def _only_inline_images(tag: str, attribute: str, value: str) -> str | None:
+    """Images only from the page itself (data: PNG/JPEG/GIF/SVG-free); links never to data:."""
+    if tag == "img" and attribute == "src":
+        return value if re.match(r"data:image/(png|jpeg|gif);base64,", value) else None
+    if tag == "a" and attribute == "href" and value.strip().lower().startswith("data:"):
+        return None
+    return value
+
+
+class Redactor:
+    r"""Removes every line that quotes the hidden tests of a graded notebook.
+
+    The secret lines are read from the notebook's own test cells (restored from the
+    instructor source), less the lines that are public anyway (they also occur outside
+    the hidden parts). An output line is removed when it contains one of them anywhere
+    (so a ``repr`` of the source, or ``print(In)``, is caught too) or one of
+    :data:`HIDDEN_MARKERS`. The search indexes the secrets by their first
+    :data:`PREFIX` characters, so it costs one dict lookup per character of output.
+
+    >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+    ...     "assert x == 1\n### BEGIN HIDDEN TESTS\nrecord('t', secret_inputs_here(ns))\n### END HIDDEN TESTS",
+    ...     metadata={"nbgrader": {"grade": True, "solution": False, "grade_id": "t", "points": 1}})])
+    >>> Redactor(nb).text("ok\n['x', \"record('t', secret_inputs_here(ns))\"]\nassert x == 1")
+    "ok\n[lines quoting the grader's hidden test were removed here]\nassert x == 1"
+    """
+
+    PREFIX = 12
+
+    def __init__(self, nb: nbformat.NotebookNode | None):
+        secret, public = set(), set()
+        for cell in (nb.cells if nb is not None else []):
+            source = _joined(cell.get("source", ""))
+            for block in HIDDEN.findall(source) if is_test(cell) else []:
+                secret.update(line.strip() for line in block.splitlines() if len(line.strip()) >= self.PREFIX)
+            public.update(line.strip() for line in HIDDEN.sub("", source).splitlines())
+        self.lines = frozenset(secret - public)
+        self._by_prefix: dict[str, list[str]] = {}
+        for line in self.lines:
+            self._by_prefix.setdefault(line[:self.PREFIX], []).append(line)
+
+    def _quotes(self, line: str) -> bool:
+        if any(marker in line for marker in HIDDEN_MARKERS):
+            return True
+        n, index = self.PREFIX, self._by_prefix
+        for i in range(len(line) - n + 1):
+            candidates = index.get(line[i:i + n])
+            if candidates and any(line.startswith(c, i) for c in candidates):
+                return True
+        return False
+
+    def text(self, text: str) -> str:
+        """``text`` with each run of quoting lines replaced by one :data:`REDACTED` note."""
+        if not self.lines and not any(m in text for m in HIDDEN_MARKERS):
+            return text
+        out: list[str] = []
+        for line in text.split("\n"):
+            if not self._quotes(line):
+                out.append(line)
+            elif not out or out[-1] != REDACTED:
+                out.append(REDACTED)
+        return "\n".join(out)
+
+
+def _esc(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+@lru_cache(maxsize=1)
+def _markdown():
+    import mistune  # the grader's side only
+
+    return mistune.create_markdown(escape=False, plugins=["table", "strikethrough"])
+
+
+def markdown_html(text: str) -> str:
+    """Markdown as HTML, through the sanitiser.
+
+    >>> markdown_html("# Hi\\n\\n<script>x()</script>\\n\\n**bold** <img src=x onerror=y()>")
+    '<h1>Hi</h1>\\n\\n\\n<p><strong>bold</strong> <img></p>\\n'
+    """
+    return sanitize(_markdown()(text))
+
+
+@lru_cache(maxsize=1)
+def _highlighter():
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import PythonLexer
+
+    return PythonLexer(), HtmlFormatter(nowrap=True)
+
+
+def code_html(source: str) -> str:
+    """Python source, highlighted (pygments escapes it)."""
+    from pygments import highlight
+
+    lexer, formatter = _highlighter()
+    return highlight(source, lexer, formatter)
+
+
+def _joined(value) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+# ------------------------------------------------------------------ cells
+
+def _titles(nb: nbformat.NotebookNode) -> dict[str, str]:
+    """Each test cell's title: the last "**Task N" (or "## heading") above it."""
+    titles, current = {}, ""
     for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("nbgrader") or {}
-        is_test = bool(meta.get("grade")) and not meta.get("solution") and cell.cell_type == "code"
-        had_hidden = is_test and "BEGIN HIDDEN TESTS" in cell.source
-        if is_test:
-            source = HIDDEN.sub("", cell.source)
-            if "### BEGIN HIDDEN TESTS" in source:  # an unterminated block: drop everything after it
-                source = source[:source.index("### BEGIN HIDDEN TESTS")]
-            cell.source = source.rstrip() + "\n"
-        if cell.cell_type != "code":
-            continue
-        kept = []
-        for out in cell.get("outputs", []):
-            data = out.get("data") or {}
-            if ANSWER_MIME in data:
-                continue
-            if had_hidden and out.get("output_type") in ("execute_result", "display_data"):
-                continue  # a value shown by the hidden part (e.g. its last expression)
-            if out.get("output_type") == "error" and is_test:
-                out = copy.deepcopy(out)
-                out["traceback"] = [f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"]
-            kept.append(out)
-        cell.outputs = kept
-    return nb
+        if cell.get("cell_type") == "markdown":
+            text = _joined(cell.get("source", ""))
+            task = re.findall(r"\*\*(Task \d+[^*.]*)", text)
+            heading = re.findall(r"^#{2,3} (.+)$", text, re.M)
+            if task:
+                current = task[-1].strip()
+            elif heading:
+                current = heading[-1].strip()
+        gid = cell_grade_id(cell)
+        if gid and is_test(cell):
+            titles[gid] = current or gid
+    return titles
 
 
-def _is_test(cell) -> bool:
-    meta = cell.get("metadata", {}).get("nbgrader") or {}
-    return bool(meta.get("grade")) and not meta.get("solution")
+def _output_html(out, redact: Redactor) -> str:
+    kind = out.get("output_type")
+    if kind == "stream":
+        name = "stderr" if out.get("name") == "stderr" else "stdout"
+        return f'<pre class="output {name}">{_esc(redact.text(_joined(out.get("text", ""))))}</pre>'
+    if kind == "error":
+        text = ANSI.sub("", "\n".join(out.get("traceback") or [f"{out.get('ename', '')}: {out.get('evalue', '')}"]))
+        return f'<pre class="output error">{_esc(redact.text(text))}</pre>'
+    if kind not in ("display_data", "execute_result"):
+        return ""
+    data = out.get("data") or {}
+    if ANSWER_MIME in data:
+        return ""
+    if WIDGET_MIME in data:
+        return ('<p class="output note">An interactive widget was here: open the notebook in JupyterLab '
+                'to use it (a static page cannot run it).</p>')
+    for mime in ("image/png", "image/jpeg"):
+        if isinstance(data.get(mime), str):
+            payload = re.sub(r"\s", "", data[mime])
+            if re.fullmatch(r"[A-Za-z0-9+/=]*", payload):
+                return f'<img class="output" alt="figure" src="data:{mime};base64,{payload}">'
+    if "text/html" in data:
+        return f'<div class="output html">{sanitize(redact.text(_joined(data["text/html"])))}</div>'
+    if "text/markdown" in data:
+        return f'<div class="output html">{markdown_html(redact.text(_joined(data["text/markdown"])))}</div>'
+    if "text/plain" in data:
+        return f'<pre class="output">{_esc(redact.text(_joined(data["text/plain"])))}</pre>'
+    return ""
 
 
-def _md(text: str) -> nbformat.NotebookNode:
-    return nbformat.v4.new_markdown_cell(text)
+def _verdict_html(title: str, q) -> str:
+    status = q.status if q.status in MARK else "failed"
+    message = q.message if q.message and q.message != "correct" else ("correct" if status == "passed" else "")
+    return (f'<div class="verdict {status}"><span class="mark">{MARK[status]}</span> '
+            f'<strong>{_esc(title)}: {q.score:g} / {q.max_score:g}</strong>'
+            + (f' &mdash; {_esc(message)}' if message else "") + "</div>")
 
 
-def _score_line(title: str, q) -> str:
-    mark = {"passed": "✔", "failed": "✘", "not_run": "–"}.get(q.status, "")
-    message = html.escape(q.message or "")
-    return f"**{mark} {html.escape(title)}: {q.score:g} / {q.max_score:g}**" + (f" — {message}" if message else "")
+def _cell_html(cell, result: StudentResult, titles: dict[str, str], redact: Redactor) -> str:
+    kind = cell.get("cell_type")
+    gid = cell_grade_id(cell)
+    anchor = f' id="{_esc(gid)}"' if gid else ""
+    source = _joined(cell.get("source", ""))
+    if kind == "markdown":
+        return f'<section class="cell markdown"{anchor}>{markdown_html(redact.text(source))}</section>'
+    if kind != "code":
+        return ""
+    if is_test(cell):
+        visible = HIDDEN.sub("", source).rstrip()
+        q = result.questions.get(gid)
+        verdict = _verdict_html(titles.get(gid, gid), q) if q is not None else ""
+        return (f'<section class="cell test"{anchor}><div class="label">check</div>'
+                f'<pre class="source highlight">{code_html(visible)}</pre>{verdict}</section>')
+    outputs = "".join(_output_html(o, redact) for o in cell.get("outputs", []))
+    return (f'<section class="cell code"{anchor}><pre class="source highlight">{code_html(redact.text(source))}</pre>'
+            + (f'<div class="outputs">{outputs}</div>' if outputs else "") + "</section>")
 
 
-def annotate(nb: nbformat.NotebookNode, result: StudentResult) -> nbformat.NotebookNode:
-    """Insert a summary at the top, a score line after each test cell, and the lab checks at the end."""
-    nb = copy.deepcopy(nb)
-    cells = []
-    lines = [f"# Feedback: {html.escape(result.student_id)}",
-             f"**Autograded score: {result.score:g} / {result.max_score:g}** "
-             f"({STATUS_WORDS.get(result.status, result.status)})"]
-    if result.message:
-        lines.append(html.escape(result.message))
-    if result.manual_max_score:
-        lines.append(f"Your written answer ({result.manual_max_score:g} points) is graded by hand"
-                     + (" and is not included above." if result.needs_manual_grading else "."))
-    cells.append(_md("\n\n".join(lines)))
-    for cell in nb.cells:
-        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") in LAB_QUESTIONS:
-            continue  # the grader's own lab cells in the autograded notebook; summarised below
-        cells.append(cell)
-        gid = (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
-        if gid in result.questions and _is_test(cell):
-            cells.append(_md(_score_line(gid, result.questions[gid])))
-    lab = [_score_line(LAB_TITLES.get(g, g), result.questions[g]) for g in LAB_QUESTIONS if g in result.questions]
-    if lab:
-        cells.append(_md("## Lab-edit check\n\n" + "\n\n".join(lab)))
-    nb.cells = cells
-    return nb
+def _score_table(result: StudentResult, titles: dict[str, str]) -> str:
+    rows = []
+    for gid, q in result.questions.items():
+        title = LAB_TITLES.get(gid) or titles.get(gid, gid)
+        status = q.status if q.status in MARK else "failed"
+        link = f'<a href="#{_esc(gid)}">{_esc(title)}</a>' if gid not in LAB_QUESTIONS else _esc(title)
+        rows.append(f'<tr class="{status}"><td class="mark">{MARK[status]}</td><td>{link}</td>'
+                    f'<td class="points">{q.score:g} / {q.max_score:g}</td><td>{_esc(q.message or "")}</td></tr>')
+    if not rows:
+        return ""
+    return ('<table class="scores"><thead><tr><th></th><th>question</th><th>points</th><th>what to look at</th>'
+            '</tr></thead><tbody>' + "".join(rows) + "</tbody></table>")
 
 
-_EXPORTER = None
+STYLE = """
+body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1f2328; background: #f6f8fa;
+       margin: 0; }
+main { max-width: 980px; margin: 0 auto; padding: 24px 28px 64px; background: #fff; min-height: 100vh; }
+header { border-bottom: 1px solid #d0d7de; margin-bottom: 20px; padding-bottom: 12px; }
+h1, h2, h3 { line-height: 1.25; }
+.score { font-size: 1.2em; }
+table { border-collapse: collapse; margin: 10px 0; }
+th, td { border: 1px solid #d0d7de; padding: 4px 10px; text-align: left; vertical-align: top; }
+thead th { background: #f0f3f6; }
+table.scores { width: 100%; font-size: 0.95em; }
+table.scores td.points { white-space: nowrap; }
+tr.passed td.mark, .verdict.passed .mark { color: #1a7f37; }
+tr.failed td.mark, .verdict.failed .mark { color: #cf222e; }
+tr.not_run td.mark, .verdict.not_run .mark { color: #6e7781; }
+.cell { margin: 14px 0; }
+pre { background: #f6f8fa; border: 1px solid #e1e4e8; border-radius: 6px; padding: 8px 12px; overflow-x: auto;
+      font: 13px/1.45 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; white-space: pre-wrap; }
+.output { background: #fff; border-color: #eaeef2; }
+.output.stderr { background: #fff8f0; }
+.output.error { background: #ffebe9; border-color: #ffcecb; }
+.output.note { color: #57606a; font-style: italic; }
+img.output { max-width: 100%; border: none; }
+.cell.test { border-left: 4px solid #8c959f; padding-left: 12px; }
+.cell.test .label { font-size: 0.8em; text-transform: uppercase; letter-spacing: 0.05em; color: #57606a; }
+.verdict { padding: 8px 12px; border-radius: 6px; background: #f6f8fa; }
+.verdict.passed { background: #dafbe1; }
+.verdict.failed { background: #ffebe9; }
+.verdict.not_run { background: #eaeef2; }
+.manual { color: #57606a; }
+"""
 
 
-def render_html(nb: nbformat.NotebookNode) -> str:
-    """Sanitised static HTML (one exporter per process: building one costs ~0.1 s)."""
-    global _EXPORTER
-    if _EXPORTER is None:
-        from nbconvert import HTMLExporter
-        from nbconvert.preprocessors.sanitize import SanitizeHTML
+def _pygments_css() -> str:
+    from pygments.formatters import HtmlFormatter
 
-        _EXPORTER = HTMLExporter(template_name="classic", sanitize_html=True)
-        _EXPORTER.register_preprocessor(SanitizeHTML(), enabled=True)
-    body, _ = _EXPORTER.from_notebook_node(nb)
-    return body
+    return HtmlFormatter().get_style_defs(".highlight")
 
 
 def feedback_html(autograded: nbformat.NotebookNode | None, result: StudentResult) -> str:
-    """The learner's feedback page: their notebook as graded, hidden parts removed, scores inline."""
-    if autograded is None:
-        autograded = nbformat.v4.new_notebook()
-    return render_html(annotate(strip_hidden(autograded), result))
+    """The learner's feedback page: their notebook as graded, hidden parts removed, scores on top and inline."""
+    redact = Redactor(autograded)
+    titles = _titles(autograded) if autograded is not None else {}
+    sid = _esc(result.student_id)
+    head = [f"<h1>Feedback: {sid}</h1>",
+            f'<p class="score"><strong>Autograded score: {result.score:g} / {result.max_score:g}</strong> '
+            f'({_esc(STATUS_WORDS.get(result.status, result.status))})</p>']
+    if result.message:
+        head.append(f"<p>{_esc(result.message)}</p>")
+    if result.manual_max_score:
+        head.append(f'<p class="manual">Your written answer ({result.manual_max_score:g} points) is graded by hand'
+                    + (" and is not included above.</p>" if result.needs_manual_grading else ".</p>"))
+    head.append(_score_table(result, titles))
+    cells = []
+    for cell in (autograded.cells if autograded is not None else []):
+        if cell_grade_id(cell) in LAB_QUESTIONS:
+            continue  # the grader's own lab cells in the autograded notebook: in the table above
+        cells.append(_cell_html(cell, result, titles, redact))
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+            f"<title>Feedback: {sid}</title><style>{STYLE}{_pygments_css()}</style></head>"
+            f"<body><main><header>{''.join(head)}</header>{''.join(cells)}</main></body></html>\n")
 
 
 def write_feedback(results_dir: Path, result: StudentResult, autograded: nbformat.NotebookNode | None,
@@ -152,17 +364,31 @@ def write_feedback(results_dir: Path, result: StudentResult, autograded: nbforma
 
 
 def main(results_dir: str | Path = "results", students: list[str] | None = None) -> FeedbackResult:
-    """Re-render feedback HTML for every graded student (or ``students``) from an autograde run."""
+    """Re-render feedback HTML for every graded student (or ``students``) from an autograde run.
+
+    A student whose page cannot be rendered is reported and skipped; everyone else still gets one.
+    """
     results_dir = Path(results_dir)
     assignment = assignment_from_results(results_dir)
     records = load_records(results_dir)
     if not records:
         raise AutograderError(f"no graded students under {results_dir}/records; run `course-grade autograde` first")
-    files = []
+    files, failed = [], []
     for sid, result in sorted(records.items()):
         if students and sid not in students:
             continue
-        nb_path = autograded_path(results_dir, sid, assignment)
-        nb = nbformat.read(nb_path, as_version=4) if nb_path.is_file() else None
-        files.append(str(write_feedback(results_dir, result, nb, assignment.name, assignment.notebook_name)))
-    return FeedbackResult(files=files)
+        try:
+            nb_path = autograded_path(results_dir, sid, assignment)
+            nb = nbformat.read(nb_path, as_version=4) if nb_path.is_file() else None
+            files.append(str(write_feedback(results_dir, result, nb, assignment.name, assignment.notebook_name)))
+        except Exception as e:  # noqa: BLE001 - one bad notebook never stops the others
+            failed.append(sid)
+            detail = traceback.format_exception_only(type(e), e)[-1].strip()
+            print(f"course-grade feedback: could not render {sid}: {detail[:200]}", file=sys.stderr)
+    return FeedbackResult(files=files, failed=failed)
+
+
+def visible_source(cell) -> str:
+    """A test cell's source without its hidden part (what the release and the feedback show)."""
+    return HIDDEN.sub("", _joined(cell.get("source", ""))).rstrip() + "\n"
+

@@ -34,9 +34,10 @@ from .errors import AutograderError
 
 REPO = Path(__file__).resolve().parents[1]
 LAUNCHER = Path(__file__).resolve().with_name("_launch.py")
-#: Where the launcher appears inside bubblewrap: the one file of the grader a sandbox can see
-#: (standard library only, no answers; it drops root and sets the limits).
-INNER_LAUNCHER = "/run/course-grade/launch.py"
+#: Where the launcher appears inside bubblewrap. It runs there as root (to drop to the throwaway
+#: uid), from a root-only folder, so learner code cannot read even this file of the grader.
+INNER_LAUNCHER_DIR = "/run/course-grade"
+INNER_LAUNCHER = f"{INNER_LAUNCHER_DIR}/launch.py"
 # What learner code may import from the course: the library, which learners install anyway.
 TRUSTED_DIRS = (REPO / "course_lib",)
 #: The grader itself: never readable from the sandbox. Hidden tests carry their collection code
@@ -242,7 +243,7 @@ def _cgroup_version() -> str | None:
 
 # ---- probing -----------------------------------------------------------------------------
 
-def _bwrap_base(limits: Limits, writable: tuple[Path, ...] = ()) -> list[str]:
+def _bwrap_base(limits: Limits, writable: tuple[Path, ...] = (), launcher_dir: Path | None = None) -> list[str]:
     """bubblewrap arguments: read-only system, Python and course code; ``writable`` dirs read-write.
 
     Each bound path appears at its real path inside, so paths in tracebacks and in the
@@ -282,7 +283,10 @@ def _bwrap_base(limits: Limits, writable: tuple[Path, ...] = ()) -> list[str]:
     for secret in GRADER_DIRS:  # mounted after the binds, so it covers the grader wherever it is bound
         if any(_within(str(secret), p) for p, _ in binds):
             args += ["--tmpfs", str(secret)]
-    args += ["--ro-bind", str(LAUNCHER), INNER_LAUNCHER]
+    if launcher_dir is not None:   # a root-only folder holding a copy of the launcher (see Sandbox.__enter__)
+        args += ["--ro-bind", str(launcher_dir), INNER_LAUNCHER_DIR]
+    else:                          # the probe: nothing of a learner runs there
+        args += ["--ro-bind", str(LAUNCHER), INNER_LAUNCHER]
     return args
 
 
@@ -392,13 +396,16 @@ class Sandbox:
         self.home = self.root / "home"
         self.run_dir = self.root / "run"
         self.log_dir = self.root / "log"
+        self.launcher_dir = self.root / "launcher"
         self.uid = 1_000_000 + secrets.randbelow(1_000_000_000) if self.isolation.drop_uid else None
         self.cgroup: Cgroup | None = None
 
     def __enter__(self) -> Sandbox:
-        for d in (self.work, self.home, self.run_dir, self.log_dir):
+        for d in (self.work, self.home, self.run_dir, self.log_dir, self.launcher_dir):
             d.mkdir(parents=True, exist_ok=True)
         os.chmod(self.root, 0o711)
+        shutil.copyfile(LAUNCHER, self.launcher_dir / "launch.py")
+        os.chmod(self.launcher_dir, 0o700)  # root only: the learner's uid cannot list or read it
         os.chmod(self.log_dir, 0o700)
         _seed_matplotlib_cache(self.home / ".matplotlib")
         if self.isolation.cgroup:
@@ -470,7 +477,7 @@ class Sandbox:
                 join += ["--cgroup-procs", procs]
         if not iso.bubblewrap:
             return launch + join + inner[3:] if join else inner
-        bw = _bwrap_base(lim, writable=(self.work, self.home, self.run_dir))
+        bw = _bwrap_base(lim, writable=(self.work, self.home, self.run_dir), launcher_dir=self.launcher_dir)
         bw += ["--chdir", str(cwd), "--"]
         # bwrap's --die-with-parent ties the sandbox to bwrap, not bwrap to us: the outer
         # launcher sets PDEATHSIG (kept across exec) so that bwrap dies with the grader.

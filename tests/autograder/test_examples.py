@@ -18,6 +18,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from html import escape as html_escape
 
 from autograder.assignment import ASSIGNMENT, Assignment
 from autograder.examples import EXAMPLES, OUT, _same_tree
@@ -41,6 +42,74 @@ HOSTILE = {
 }
 HOSTILE_LOSES = {"hostile_tricks": {"test_loading_offload": "PCIe Gen5"}}
 
+# A correct learner who also tries to carry the grader out in its own feedback: every file its kernel can
+# reach (cwd, HOME, /tmp, /run, sys.path, the folders the editable install's finder names), every module
+# named autograder*, the source of the frames that call its functions during the hidden tests, and the
+# kernel's input history. It must keep its full marks and its feedback must hold no line of the grader.
+EXFILTRATE_FILES = r"""
+import glob, importlib, inspect, os, re, sys
+MARKS = ("score_answer", "CHECKS", "BEGIN SOLUTION", "KV_EXPECTED", "39.56", "autograder", "collect_")
+budget = [300_000]   # characters: leave room under the grader's output cap for the cells below
+def leak(path):
+    try:
+        if os.path.getsize(path) < 2_000_000 and budget[0] > 0:
+            text = open(path, errors="replace").read()
+            if any(m in text for m in MARKS) and not path.endswith((".ipynb", "RECORD", "METADATA")):
+                print("LEAK", path)
+                print(text[:20000])
+                budget[0] -= min(len(text), 20000)
+    except Exception:
+        pass
+roots = {os.getcwd(), os.path.expanduser("~"), "/tmp", "/run", "/run/course-grade"} | {p for p in sys.path if p}
+for sp in list(roots):
+    for finder in glob.glob(os.path.join(sp, "__editable__*finder.py")):
+        for found in re.findall(r"'(/[^']+)'", open(finder).read()):
+            roots.update({found, os.path.dirname(found)})
+for root in sorted(r for r in roots if os.path.isdir(r)):
+    for dirpath, dirs, files in os.walk(root):
+        if dirpath.endswith("site-packages"):
+            dirs[:] = [d for d in dirs if "autograder" in d or "course" in d or d.endswith(".dist-info")]
+        for f in files:
+            if f.endswith((".py", ".ipynb", ".json", ".txt", ".cfg", ".toml", ".md")):
+                leak(os.path.join(dirpath, f))
+leak("/run/course-grade/launch.py")
+for name in ("autograder", "autograder.checks", "autograder.collect", "autograder.examples", "autograder.hidden"):
+    try:
+        module = importlib.import_module(name)
+        print("IMPORTED", name)
+        print(inspect.getsource(module))
+    except Exception as exc:
+        print("no", name, type(exc).__name__)
+_stolen = []
+"""
+EXFILTRATE_FRAMES = r"""
+import inspect
+_real_kv_bytes_per_token = kv_bytes_per_token
+def kv_bytes_per_token(config, bytes_per_value):
+    for info in inspect.stack()[1:5]:
+        try:
+            _stolen.append(inspect.getsource(info.frame))
+        except Exception as exc:
+            _stolen.append(f"no source: {exc}")
+        _stolen.append(repr(sorted(info.frame.f_locals)))
+    return _real_kv_bytes_per_token(config, bytes_per_value)
+"""
+EXFILTRATE_PRINT = r"""
+import linecache
+print("STOLEN", *_stolen, sep="\n")
+print("HISTORY", str(In)[:100_000])
+print("LINECACHE", str({k: "".join(v[2]) for k, v in linecache.cache.items() if "ipython" in k})[:100_000])
+"""
+# Markdown and outputs that would run script in the reader's browser if the page let them.
+INJECT_MARKDOWN = ("Injected: <script>document.title = 'pwned-md'</script>"
+                   "<img src=x onerror=\"document.title = 'pwned-img'\"> <b onmouseover=\"x()\">bold</b>\n\n"
+                   "<iframe src=\"javascript:parent.document.title='pwned-frame'\"></iframe>")
+INJECT_CODE = ("from IPython.display import HTML, Javascript, display\n"
+               "display(HTML(\"<script>document.title = 'pwned-html'</script><img src=x onerror=\\\"document.title="
+               "'pwned-html-img'\\\"><p>html output</p>\"))\n"
+               "display(Javascript(\"document.title = 'pwned-js'\"))\n"
+               "print('<h1>printed text, not a heading</h1>')")
+
 
 def _cli(*args, cwd=REPO):
     return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, capture_output=True, text=True)
@@ -62,6 +131,21 @@ def course(tmp_path_factory):
             cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid)
             assert old in cell.source, f"{sid}: {old!r} not in {gid}"
             cell.source = cell.source.replace(old, new)
+        nbformat.write(nb, dest / NOTEBOOK)
+    # The exfiltrator and the injector: the reference with cells of their own added.
+    for sid, cells in (("hostile_exfiltrator", {"setup": EXFILTRATE_FILES, "answer_kv_per_token": EXFILTRATE_FRAMES,
+                                                "answer_explain_budget": EXFILTRATE_PRINT}),
+                       ("hostile_html", {"setup": INJECT_CODE})):
+        dest = submitted / sid / ASSIGNMENT
+        shutil.copytree(ref, dest)
+        nb = nbformat.read(dest / NOTEBOOK, as_version=4)
+        for after, source in cells.items():
+            at = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == after)
+            nb.cells.insert(at + 1, nbformat.v4.new_code_cell(source))
+        if sid == "hostile_html":
+            nb.cells.insert(1, nbformat.v4.new_markdown_cell(INJECT_MARKDOWN))
+            written = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "explain_written")
+            written.source = "My answer. <script>document.title = 'pwned-answer'</script>"
         nbformat.write(nb, dest / NOTEBOOK)
     # Tracebacks switched off in a cell of its own, answers left blank: nothing may score.
     dest = submitted / "hostile_traceback_hidden" / ASSIGNMENT
@@ -131,12 +215,62 @@ def test_hidden_tracebacks_turn_no_failure_into_points(course):
     assert entry["score"] == 3.0, {g: q["message"] for g, q in entry["questions"].items() if q["score"] == 0}
 
 
+def _feedback(course, sid: str) -> str:
+    return (course["results"] / "feedback" / sid / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+
+
 def test_feedback_html_has_scores_but_no_hidden_tests(course):
     for sid in ("reference", "blank", "forgot_k_and_v"):
-        html = (course["results"] / "feedback" / sid / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+        html = _feedback(course, sid)
         for secret in ("BEGIN HIDDEN TESTS", "_course_hidden", "autograder.checks", "application/vnd.course-answer"):
             assert secret not in html, f"{sid}: {secret}"
-        assert "Autograded score" in html and "Lab-edit check" in html
+        assert "Autograded score" in html and "Lab: only kv_cache doubled" in html
+
+
+def _grader_lines(submitted: Path) -> set[str]:
+    """Every distinctive line of the grader's code (and of the instructor's solutions), stripped.
+
+    Lines that also occur in what learners have anyway (course_lib, the lab) or in what this learner
+    handed in (their own code, which for this learner is the reference solution) are left out."""
+    import html as html_lib
+
+    from autograder.release import secret_lines
+
+    public = {line.strip() for cell in nbformat.read(submitted, as_version=4).cells for line in cell.source.splitlines()}
+    for path in [*(REPO / "course_lib").rglob("*.py"), REPO / "labs" / "notebooks" / "level-14" / "l14-04-model-memory.py"]:
+        public.update(line.strip() for line in path.read_text().splitlines())
+    import ast
+    import re
+
+    sources = [path.read_text() for path in (REPO / "autograder").glob("*.py")]
+    # Distinctive lines only: they name something the grader defines, or quote a long string of it
+    # (a line such as `except (OSError, AttributeError):` is everybody's, the standard library's too).
+    names = {n.name for text in sources for n in ast.walk(ast.parse(text))
+             if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and len(n.name) >= 5}
+    names |= {t.id for text in sources for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Assign)
+              for t in n.targets if isinstance(t, ast.Name) and len(t.id) >= 5}
+    word = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names))) + r")\b")
+    grader = {line.strip() for text in sources for line in text.splitlines()
+              if len(line.strip()) >= 30 and (word.search(line) or re.search(r"[\"'][^\"']{20,}[\"']", line))}
+    grader.update(secret_lines(Assignment()))
+    return {html_lib.escape(line, quote=False) for line in grader - public}
+
+
+def test_the_exfiltrator_keeps_its_marks_and_carries_nothing_out(course):
+    entry = course["grades"]["students"]["hostile_exfiltrator"]
+    assert (entry["status"], entry["score"]) == ("graded", MAX_SCORE), {
+        g: q["message"] for g, q in entry["questions"].items() if q["score"] < q["max_score"]}
+    page = _feedback(course, "hostile_exfiltrator")
+    assert '<pre class="output stdout">STOLEN' in page and "no autograder.checks ModuleNotFoundError" in page, \
+        "the crafted cells ran and printed"
+    from autograder.feedback import REDACTED
+    assert page.count(html_escape(REDACTED)) >= 3, "the stolen hidden-test source was printed, and removed"
+    honest = _feedback(course, "reference")   # what every learner's page shows anyway (its style, the lesson)
+    leaked = sorted(line for line in _grader_lines(course["submitted"] / "hostile_exfiltrator" / ASSIGNMENT / NOTEBOOK)
+                    if line in page and line not in honest)
+    assert leaked == [], f"{len(leaked)} line(s) of grader code or solutions in the feedback, e.g. {leaked[:3]}"
+    for answer in ("LEFT_EXPECTED", "ADMIT_EXPECTED", "def _score_", "SEQUENCE_EXPECTED", "FIT_EXPECTED"):
+        assert answer not in page
 
 
 def test_exports_agree_with_grades_json(course):
@@ -164,3 +298,69 @@ def test_gradebook_holds_the_same_scores(course):
 def test_committed_example_class_is_current(course):
     generated = course["root"] / "generated"
     assert _same_tree(generated, OUT), "examples/submissions is stale: run `python -m autograder.examples`"
+
+
+# ------------------------------------------------------------------ the feedback page, in a real browser
+
+@pytest.fixture(scope="module")
+def browser():
+    from browser_support import CHROMIUM_ARGS, chromium_executable, playwright_module
+
+    sync_api = playwright_module()
+    chromium = chromium_executable()
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _open(browser, course, sid: str):
+    page = browser.new_page(viewport={"width": 1200, "height": 1400})
+    errors: list[str] = []
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.goto((course["results"] / "feedback" / sid / ASSIGNMENT / f"{ASSIGNMENT}.html").as_uri())
+    page.wait_for_load_state("load")
+    return page, errors
+
+
+@pytest.mark.browser
+def test_feedback_page_renders_markdown_as_html(browser, course):
+    from browser_support import ARTIFACTS
+
+    page, _ = _open(browser, course, "attention_heads")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "feedback-attention_heads.png"))
+    page.screenshot(path=str(ARTIFACTS / "feedback-attention_heads-full.png"), full_page=True)
+    assert page.locator("h1").first.inner_text() == "Feedback: attention_heads"
+    assert page.locator("h1").count() >= 2, "the notebook's own title is a heading too"
+    # the score table first: every question with its points, the lab checks included
+    rows = page.locator("table.scores tbody tr")
+    assert rows.count() == len(course["grades"]["students"]["attention_heads"]["questions"])
+    assert "Lab: only kv_cache doubled" in page.locator("table.scores").inner_text()
+    # markdown tables and bold render as elements
+    assert page.locator("section.markdown table th", has_text="bytes per value").count() == 1
+    assert page.locator("section.markdown strong").count() > 10
+    text = page.locator("body").inner_text()
+    for raw in ("<h1", "</p>", "&lt;p&gt;", "<thead>", "<th>", "VBox(children"):
+        assert raw not in text, f"literal {raw!r} is visible on the page"
+    # each check is followed by its verdict, and the widget shows as a note
+    assert page.locator("section.test .verdict.failed").count() == 3
+    assert "An interactive widget was here" in text
+
+
+@pytest.mark.browser
+def test_learner_script_never_runs_in_the_feedback_page(browser, course):
+    from browser_support import ARTIFACTS
+
+    page, errors = _open(browser, course, "hostile_html")
+    page.screenshot(path=str(ARTIFACTS / "feedback-hostile_html.png"))
+    page.wait_for_timeout(500)   # give an onerror handler time to fire, if one had survived
+    assert page.title() == "Feedback: hostile_html", f"learner script ran: title is {page.title()!r}"
+    assert page.evaluate("document.querySelectorAll('script, iframe, [onerror], [onmouseover]').length") == 0
+    body = page.locator("body").inner_text()
+    assert "Injected:" in body and "html output" in body, "the learner's harmless content still shows"
+    assert "<h1>printed text, not a heading</h1>" in body, "printed text stays text"
+    entry = course["grades"]["students"]["hostile_html"]
+    assert entry["score"] == MAX_SCORE

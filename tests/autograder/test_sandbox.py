@@ -81,17 +81,21 @@ def test_learner_files_cannot_shadow_the_course_library():
 
 GRADER_PROBE = """
 import json, os
-grader = %r
+grader, launcher = %r, %r
 found = []
 for root, dirs, files in os.walk(grader):
     found += [os.path.join(root, f) for f in files]
+try:
+    found.append(open(launcher).read()[:40])
+except OSError:
+    pass
 try:
     import autograder.checks
     imported = autograder.checks.__file__
 except ImportError as e:
     imported = "ImportError: " + str(e)
 print(json.dumps({"files": found, "imported": imported}))
-""" % str(REPO / "autograder")
+""" % (str(REPO / "autograder"), sandbox.INNER_LAUNCHER)
 
 
 def test_nothing_of_the_grader_is_readable_inside():
