@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import sys
+from pathlib import Path
 from typing import Callable
 
 from . import autograde, export, feedback, release
@@ -85,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
             result = release.main(out=args.out)
             print(f"released {result.folder}/ ({', '.join(result.files)}) in {result.seconds:.1f} s; "
                   f"no solution or hidden test in it")
+            print(f"learners install with `pip install -r requirements.txt` in {Path(result.folder).parent}/ "
+                  f"({', '.join(Path(p).name for p in result.learner_install)}; no grader inside)")
         elif args.verb == "autograde":
             batch = autograde.main(args.submitted_dir, out=args.out, workers=args.workers,
                                    cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,

@@ -3,7 +3,9 @@
 ``nbgrader generate_assignment`` (run for real, in a throwaway course folder)
 clears solutions, hidden tests and outputs and locks the test cells; we then
 check that nothing of a solution or a hidden test survived before writing
-``OUT/<assignment>/`` with the student notebook and the lab file beside it.
+``OUT/<assignment>/`` with the student notebook and the lab file beside it, and, in
+``OUT/``, the learner's install (:mod:`autograder.learner_env`: a wheel of the course library
+and a ``requirements.txt``, nothing of the grader).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from .assignment import Assignment, load_source
 from .course import build_course
 from .errors import AutograderError
+from .learner_env import write_learner_install
 
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "_course_hidden",
            "autograder.checks", "autograder.collect")
@@ -34,6 +37,8 @@ class ReleaseResult:
     files: list[str]
     """Its files, relative to the folder."""
     seconds: float
+    learner_install: list[str] = ()
+    """OUT/requirements.txt and the wheel it names: ``pip install -r requirements.txt`` in OUT/."""
 
 
 def secret_lines(assignment: Assignment) -> list[str]:
@@ -85,5 +90,7 @@ def main(out: str | Path = "release", assignment: Assignment = Assignment()) -> 
         shutil.copytree(released, staging)
         shutil.rmtree(target, ignore_errors=True)
         staging.rename(target)
+    install = write_learner_install(out)
     files = sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file())
-    return ReleaseResult(folder=str(target), files=files, seconds=round(time.monotonic() - start, 2))
+    return ReleaseResult(folder=str(target), files=files, seconds=round(time.monotonic() - start, 2),
+                         learner_install=[str(p) for p in install])

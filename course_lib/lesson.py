@@ -102,6 +102,7 @@ def show_device_memory(sequences: int = 4, context_tokens: int = 1024) -> Any:
         print("(the measurement is skipped while grading: NBGRADER_EXECUTION is set)")
         return None
     from .measure import measure_pools, snapshot  # torch, in a fresh process
+    from .measure.device import TORCH_HINT, torch_available
 
     snap = snapshot()
     print("This machine, now:")
@@ -110,6 +111,9 @@ def show_device_memory(sequences: int = 4, context_tokens: int = 1024) -> Any:
     if type(snap).__name__.lower().startswith("cpu"):
         print(GPU_DIFFERENCES)
         print()
+    if not torch_available():
+        print(TORCH_HINT)
+        return None
     spec = from_hf_config(NOTEBOOK_MEASURE_CONFIG, name="notebook-small")
     print(f"Measuring a {spec.params_total / 1e6:.0f} M-parameter model built here with random weights "
           f"({sequences} sequences x {context_tokens} tokens), in a fresh process:")

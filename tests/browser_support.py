@@ -23,7 +23,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.workspace import server_env
+from autograder.workspace import learner_python, server_env
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "test-artifacts" / "browser"
@@ -96,7 +96,7 @@ class JupyterLab:
             "IdentityProvider": {"token": self.token},
             "LabApp": {"user_settings_dir": str(settings), "workspaces_dir": str(home / "workspaces")},
         }))
-        env = server_env()
+        env = server_env(python=learner_python(root))
         env.update(JUPYTER_CONFIG_DIR=str(config), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
                    JUPYTER_DATA_DIR=str(home / "data"), IPYTHONDIR=str(home / "ipython"), MPLBACKEND="agg")
         argv = [sys.executable, "-m", "autograder.workspace", "--serve", "--dir", str(root),

@@ -190,6 +190,19 @@ def _mb(num_bytes: int) -> str:
     return f"{num_bytes / 10**6:,.1f} MB ({num_bytes / MiB:,.1f} MiB)"
 
 
+def torch_available() -> bool:
+    """Whether torch can be imported here (without importing it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
+#: What to run when a measurement needs torch and it is not installed (a GPU machine keeps its own).
+TORCH_HINT = ("torch is not installed in this Python. The measurement needs it: on a CPU-only machine run "
+              "`pip install torch --index-url https://download.pytorch.org/whl/cpu` in a terminal of this "
+              "environment, then restart the kernel; on a GPU machine (Colab, a JupyterHub image) use its torch.")
+
+
 def resolve_device(device: str = "auto") -> str:
     """``"auto"`` becomes ``"cuda"`` when torch sees a GPU, else ``"cpu"``.
 
@@ -205,7 +218,9 @@ def resolve_device(device: str = "auto") -> str:
         raise CourseInputError(f"device={device!r} is not a device; use auto, cpu or cuda")
     if key == "cpu":
         return "cpu"
-    import torch
+    if key == "auto" and not torch_available():
+        return "cpu"
+    import torch  # the GPU question needs it
 
     if torch.cuda.is_available():
         return "cuda"

@@ -1,7 +1,7 @@
 """The learner's notebook in a real browser: JupyterLab in headless Chromium, driven by Playwright.
 
-One JupyterLab session serves a learner workspace made from the release (as ``make lab`` does),
-with every solution cell filled in with the instructor's reference answer and the lab file edited
+One JupyterLab session serves a learner workspace made from the release (as ``make lab`` does:
+its own Python from the release's requirements.txt, no grader in it), with every solution cell filled in with the instructor's reference answer and the lab file edited
 to ``active_sequences = 16`` (lab step 3). Chromium runs all cells once; the tests then read what a
 learner would see. Screenshots go to test-artifacts/browser/.
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -68,6 +69,7 @@ class Session:
 def _make_workspace(root: Path) -> Path:
     """The learner workspace as `make lab` makes it (from the release), answers filled in, lab at 16."""
     folder = workspace.build_workspace(root, quiet=True)
+    workspace.ensure_learner_env(root, quiet=True)   # the learner's own Python: a minute on a first run
     notebook = folder / workspace.NOTEBOOK_NAME
     student = nbformat.read(notebook, as_version=4)
     instructor = nbformat.read(INSTRUCTOR_NB, as_version=4)
@@ -299,12 +301,16 @@ def test_slider_past_the_limit_flips_the_verdict(session):
 
 # ------------------------------------------------------------------ the workspace itself (no browser)
 
-def test_lab_command_is_local_and_uses_this_python(tmp_path):
-    argv = workspace.lab_argv(tmp_path, open_path="a/b.ipynb")
-    assert argv[0] == sys.executable, "the kernel must be this venv's python, where course_lib is installed"
+def test_lab_command_is_local_and_uses_the_learners_python(tmp_path):
+    python = workspace.learner_python(tmp_path)
+    argv = workspace.lab_argv(tmp_path, python, open_path="a/b.ipynb")
+    assert argv[0] == str(python), "the server and its kernel are the learner's Python, not the grader's"
     assert "--ServerApp.ip=127.0.0.1" in argv, "make lab must listen on 127.0.0.1 only"
-    assert f"--ServerApp.root_dir={tmp_path.resolve()}" in argv and argv[-1] == "a/b.ipynb"
-    assert str(REPO) in workspace.server_env({"PYTHONPATH": ""})["PYTHONPATH"].split(os.pathsep)
+    assert f"--ServerApp.root_dir={tmp_path.resolve()}" in argv
+    assert "--ServerApp.default_url=/lab/tree/a/b.ipynb" in argv, "the printed URL opens the notebook"
+    env = workspace.server_env({"PYTHONPATH": str(REPO), "PATH": "/usr/bin"}, python=python)
+    assert "PYTHONPATH" not in env, "the checkout (which holds the grader) must not be importable"
+    assert env["PATH"].split(os.pathsep)[0] == str(python.parent)
 
 
 def test_workspace_never_overwrites_learner_work(tmp_path, monkeypatch):
@@ -337,3 +343,50 @@ def test_workspace_is_the_release_with_the_lab_beside_the_notebook(tmp_path):
         assert secret not in text, f"the learner workspace has the instructor's {secret!r}: not the release?"
     assert find_lab_file(folder) == folder / workspace.LAB_NAME, "the notebook would not find the lab beside it"
     assert (folder / workspace.LAB_NAME).read_text() == LAB_SOURCE.read_text()
+
+
+# ------------------------------------------------------------------ the learner's own JupyterLab
+
+# Strings only our grader holds (nbgrader itself, which the learner gets for Validate, is not our grader).
+GRADER_MARKS = ("KV_EXPECTED", "LEFT_EXPECTED", "ADMIT_EXPECTED", "def _score_kv_per_token", "def collect_request_budget",
+                "course-grade autograde", "GRADER_DIRS", "_course_hidden", "def score_answer(checks_module")
+
+
+@pytest.mark.browser
+def test_learner_python_holds_no_grader(session):
+    root = session.notebook.parents[1]
+    python = workspace.learner_python(root)
+    proc = subprocess.run([str(python), "-c", "import autograder"], capture_output=True, text=True,
+                          env=workspace.server_env(python=python), cwd=session.notebook.parent)
+    assert proc.returncode != 0 and "No module named 'autograder'" in proc.stderr, proc.stderr
+    proc = subprocess.run([str(python), "-c", "import course_lib, sys; print(course_lib.__file__)"],
+                          capture_output=True, text=True, env=workspace.server_env(python=python),
+                          cwd=session.notebook.parent)
+    assert proc.stdout.startswith(str(root / workspace.ENV_DIR)), "course_lib comes from the learner's wheel"
+    found = []
+    for path in (root / workspace.ENV_DIR).rglob("*"):
+        if path.is_file() and not path.is_symlink() and path.stat().st_size < 5_000_000:
+            data = path.read_bytes()
+            found += [f"{path}: {m}" for m in GRADER_MARKS if m.encode() in data]
+    assert found == [], f"grader code or answers in the learner's environment: {found[:5]}"
+
+
+@pytest.mark.browser
+def test_no_instructor_panels_or_news_but_validate(session):
+    page = session.page
+    menus = [t.strip() for t in page.locator(".lm-MenuBar-itemLabel").all_inner_texts()]
+    assert "Nbgrader" not in menus, f"the instructor's Nbgrader menu is there: {menus}"
+    for text in ("Formgrader", "Course List", "Create Assignment", "Manage Assignments", "Assignment List",
+                 "Add new assignment", "official Jupyter news"):
+        assert page.get_by_text(text).count() == 0, f"{text!r} is shown to the learner"
+    page.keyboard.press("Control+Shift+c")        # the command palette lists every command
+    palette = page.locator(".lm-CommandPalette")
+    palette.wait_for(state="visible", timeout=10_000)
+    page.keyboard.type("nbgrader")
+    commands = [t.strip() for t in palette.locator(".lm-CommandPalette-itemLabel").all_inner_texts()]
+    page.keyboard.press("Escape")
+    assert not [c for c in commands if re.search("formgrader|course list|create assignment|assignment list", c, re.I)], \
+        commands
+    validate = page.locator(".jp-NotebookPanel-toolbar").get_by_text("Validate")
+    assert validate.count() >= 1, "the Validate button stays"
+    session.shot("10-learner-lab-toolbar", page.locator(".jp-NotebookPanel-toolbar").first)

@@ -186,3 +186,40 @@ def test_source_notebook_runs_headless_with_no_errors(tmp_path):
     assert errors == []
     figure = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "budget_figure")
     assert any("image/png" in o.get("data", {}) for o in figure.outputs), "the static budget figure is shown"
+
+
+def test_release_keeps_every_instruction(course, source_nb):
+    """Every line a learner needs (instructions, templates, questions) survives nbgrader's release.
+
+    Only solution regions, hidden tests and hand-graded answer cells (whose whole text nbgrader
+    replaces) may be missing, and an answer cell holds nothing but the reference answer."""
+    import re
+
+    released = nbformat.read(course / "release" / ASSIGNMENT / NOTEBOOK.name, as_version=4)
+    released_text = "\n".join(c.source for c in released.cells)
+    region = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS).*?### END \1", re.S)
+    missing = []
+    for cell in source_nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution") and cell.cell_type == "markdown":
+            assert cell.source.startswith("Reference answer"), (
+                f"{meta['grade_id']}: a hand-graded answer cell is replaced whole by the release; put the question "
+                f"in a locked cell above it")
+            continue
+        for line in region.sub("", cell.source).splitlines():
+            if line.strip() and line.strip() not in released_text:
+                missing.append((meta.get("grade_id") or cell.get("id"), line.strip()[:80]))
+    assert missing == [], f"the release drops {len(missing)} instruction line(s), e.g. {missing[:3]}"
+    # the template of Task 12 and the written question are there, as the learner needs them
+    for text in ('"headroom_bytes": ...', '"kv_cache":  {"bytes": ..., "kind": "fixed" or "grows"}',
+                 "what admission control should do when the next request would cross the"):
+        assert text in released_text, text
+
+
+def test_the_instructors_notebook_passes_its_own_tests():
+    """nbgrader validate on the source notebook, in the repository, with the lab file left at 8."""
+    assert "active_sequences = 8 " in LAB.read_text(), "the repository's lab is as released"
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", "validate", str(NOTEBOOK)], cwd=REPO, env=_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "Success! Your notebook passes all the tests." in proc.stdout, (
+        proc.stdout[-3000:] + proc.stderr[-2000:])
