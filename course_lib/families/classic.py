@@ -118,7 +118,7 @@ def gpt_neox(c: Config, name: str) -> ModelSpec:
     tied = c.flag("tie_word_embeddings", False)
     params: Params = {
         "embedding": vocab * hidden,
-        "attention": layers * (hidden * hidden + b * hidden + hidden * hidden + hidden),   # q third + dense
+        "attention": layers * (2 * hidden * hidden + 2 * b * hidden),      # q third + dense, each with a bias
         "attention_kv": layers * (2 * hidden * hidden + 2 * b * hidden),
         "mlp": layers * (2 * hidden * inter + inter + hidden),
         "norms": layers * 4 * hidden + 2 * hidden,

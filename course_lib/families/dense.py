@@ -146,7 +146,7 @@ def dense(c: Config, name: str) -> ModelSpec:
         mlp = plain_mlp(hidden, inter, c.flag("use_bias", True))
     else:
         mlp = gated_mlp(hidden, inter, mlp_bias)
-    norm = 2 * hidden if rule.layer_norm_bias and c.flag("use_bias", True) else hidden
+    norm = 2 * hidden if rule.layer_norm_bias else hidden      # StarCoder2's LayerNorms keep a bias
     qk_norm = {"none": 0, "head": 2 * head_dim, "full": (heads + kv_heads) * head_dim,
                "flag": (heads + kv_heads) * head_dim if c.flag("use_qk_norm", False) else 0}[rule.qk_norm]
 

@@ -33,7 +33,7 @@ def qwen3_hybrid(c: Config, name: str) -> ModelSpec:
     hidden = c.width("hidden_size")
     n = c.layers("num_hidden_layers")
     heads = c.width("num_attention_heads")
-    kv_heads, head_dim = kv_heads_and_head_dim(c, hidden, heads, kv_default=2 if mt == "qwen3_next" else 4,
+    kv_heads, head_dim = kv_heads_and_head_dim(c, hidden, heads, kv_default=4 if mt == "qwen3_5_text" else 2,
                                                head_dim_default=256)
     inter = c.width("intermediate_size", default=None) if has_moe else c.width("intermediate_size")
     vocab = c.width("vocab_size")
