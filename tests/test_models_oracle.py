@@ -17,7 +17,7 @@ from course_lib.presets import MODEL_CONFIGS, get_model, model_names
 
 from oracle import build, hf_config, oracle_kv_widths, oracle_params, oracle_states, oracle_windows
 
-SETTINGS = settings(max_examples=15, deadline=None, derandomize=True, database=None,
+SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 NO_SPECIAL_TOKENS = {"pad_token_id": None, "bos_token_id": None, "eos_token_id": None}

@@ -86,6 +86,7 @@ class Rule:
     window_default: int | None = None    # sliding_window when absent
     window_switch: str | None = None     # a flag that must be true for the window to apply
     types: Types = _all_sliding
+    vocab_default: int | None = None     # vocab_size when absent (Gemma-3's text_config leaves it out)
 
 
 RULES: dict[str, Rule] = {
@@ -99,7 +100,7 @@ RULES: dict[str, Rule] = {
     "gemma2": Rule(tied=True, kv_default=4, head_dim_default=256, norms_per_layer=4, window_default=4096,
                    types=_every(None, 2)),
     "gemma3_text": Rule(tied=True, kv_default=4, head_dim_default=256, qk_norm="head", norms_per_layer=4,
-                        window_default=4096, types=_every("sliding_window_pattern", 6)),
+                        window_default=4096, types=_every("sliding_window_pattern", 6), vocab_default=262208),
     "phi3": Rule(bias="none"),
     "olmo2": Rule(qk_norm="full"),
     "smollm3": Rule(tied=True, kv_default=4, mlp_bias=True, types=_smollm3_types),
@@ -136,7 +137,7 @@ def dense(c: Config, name: str) -> ModelSpec:
     kv_heads, head_dim = kv_heads_and_head_dim(c, hidden, heads, kv_default=rule.kv_default,
                                                head_dim_default=rule.head_dim_default)
     inter = c.width("intermediate_size")
-    vocab = c.width("vocab_size")
+    vocab = c.width("vocab_size") if rule.vocab_default is None else c.width("vocab_size", default=rule.vocab_default)
     tied = c.flag("tie_word_embeddings", rule.tied)
     q_bias, kv_bias, o_bias = _biases(c, rule)
     q_and_o, k_and_v = attention(hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim,

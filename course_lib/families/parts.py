@@ -116,7 +116,7 @@ def finish(c: Config, *, name: str, hidden: int, heads: int, kv_heads: int, head
         num_attention_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
         intermediate_size=intermediate, vocab_size=vocab, params=params, layers=tuple(cache),
         tie_word_embeddings=tied, attention=extra.pop("attention", attention_kind),
-        max_position_embeddings=c.width("max_position_embeddings", "n_positions", default=None, minimum=0),
+        max_position_embeddings=c.tokens("max_position_embeddings", "n_positions", default=None),
         torch_dtype=None, states=tuple(states), **extra,
     )
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from ..bounds import MAX_DIMENSION, MAX_LAYERS, check_int, check_number
+from ..bounds import MAX_CONTEXT_TOKENS, MAX_DIMENSION, MAX_LAYERS, check_int, check_number
 from ..errors import CourseInputError
 
 _MISSING = object()
@@ -94,6 +94,10 @@ class Config:
     def width(self, *keys: str, default: Any = _MISSING, minimum: int = 1) -> int:
         """A width (hidden size, heads, head_dim, vocabulary, experts), at most :data:`MAX_DIMENSION`."""
         return self._int(keys, default, minimum, MAX_DIMENSION, _WHY_WIDTH)
+
+    def tokens(self, *keys: str, default: Any = _MISSING) -> int | None:
+        """A token count (``max_position_embeddings``), at most :data:`MAX_CONTEXT_TOKENS`."""
+        return self._int(keys, default, 0, MAX_CONTEXT_TOKENS, "10^8 tokens, 100x today's longest contexts")
 
     def optional_width(self, *keys: str, minimum: int = 1) -> int | None:
         """A width, or ``None`` when absent or null (e.g. ``sliding_window: null``)."""
