@@ -19,8 +19,11 @@ so they are not in ``params`` but in ``spec.not_loaded["mtp"]``.
 >>> v3 = get_model("deepseek-v3")
 >>> v3.layers[0].values_per_token           # 512 + 64
 576
->>> v3.params_total, v3.not_loaded["mtp"]    # 671B main model + 14B MTP layer = the published 685B
-(671026419200, 13990000000)
+>>> v3.params_total, v3.not_loaded["mtp"]    # the published "671B" main model, and its MTP layer
+(671026419200, 13463426304)
+
+The two add to 684,489,845,504; the model card's "685B" also counts the fp8
+checkpoint's ``weight_scale_inv`` tensors (one per 128 x 128 block, ~41 M).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ course_lib.errors.CourseInputError: config (model_type='llama'): tie_word_embedd
 >>> Config({"model_type": "llama", "head_dim": 10**30}).width("head_dim")
 Traceback (most recent call last):
 ...
-course_lib.errors.CourseInputError: config (model_type='llama'): head_dim=1000000000000000000000000000000 is above the bound 10,000,000 (the widest dimension a config may give); use a whole number from 1 to 10,000,000
+course_lib.errors.CourseInputError: config (model_type='llama'): head_dim=<a 31-digit number> is above the bound 10,000,000 (the widest dimension a config may give); use a whole number from 1 to 10,000,000
 """
 
 from __future__ import annotations
