@@ -27,7 +27,7 @@ from typing import Any, Mapping
 #   sharded    - split across the N GPUs (column/row-parallel linears, vocab-parallel embeddings)
 #   kv         - key/value projections: split by KV head, replicated once N > kv_heads
 #   replicated - every GPU holds a full copy (norms, MoE routers, learned position tables)
-SHARDED_GROUPS = ("embedding", "lm_head", "attention", "mlp", "experts", "shared_experts",
+SHARDED_GROUPS = ("embedding", "lm_head", "attention", "mlp", "experts", "expert_bias", "shared_experts",
                   "linear_attention", "vision")
 KV_GROUPS = ("attention_kv",)
 REPLICATED_GROUPS = ("norms", "router", "position_embedding")

@@ -84,7 +84,8 @@ def moe(c: Config, name: str) -> ModelSpec:
     dense_inter = c.width("intermediate_size_mlp", default=16384) if mt == "llama4_text" else inter
     add(params, "mlp", (n - moe_layers) * gated_mlp(hidden, dense_inter))
     if mt == "gpt_oss":                                    # gate_up and down with biases, router with bias
-        add(params, "experts", moe_layers * experts * (3 * hidden * moe_inter + 2 * moe_inter + hidden))
+        add(params, "experts", moe_layers * experts * 3 * hidden * moe_inter)
+        add(params, "expert_bias", moe_layers * experts * (2 * moe_inter + hidden))   # stay bf16 under mxfp4
         add(params, "router", moe_layers * (experts * hidden + experts))
     else:
         add(params, "experts", moe_layers * experts * gated_mlp(hidden, moe_inter))
