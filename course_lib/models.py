@@ -46,21 +46,31 @@ __all__ = ["FAMILIES", "KV_GROUPS", "REPLICATED_GROUPS", "SHARDED_GROUPS", "Laye
 
 # --------------------------------------------------------------------- loading
 
-def _finite_float(text: str) -> float:
+class _NonFinite:
+    """A NaN / Infinity read from JSON, kept until its key is known."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+def _finite_float(text: str) -> float | _NonFinite:
     value = float(text)
-    if not math.isfinite(value):
-        raise CourseInputError(f"config holds the number {text}, which is not finite; use a finite number")
-    return value
+    return value if math.isfinite(value) else _NonFinite(text)
 
 
-def _no_constant(text: str) -> float:
-    raise CourseInputError(f"config holds {text}, which is not a finite number; use a finite number")
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    for key, value in pairs:
+        items = value if isinstance(value, list) else [value]
+        bad = next((v for v in items if isinstance(v, _NonFinite)), None)
+        if bad is not None:
+            raise CourseInputError(f"{key}={bad.text} is not finite; use a finite number")
+    return dict(pairs)
 
 
 def parse_config_text(text: str, where: str) -> dict[str, Any]:
     """Parse a config.json's text strictly: finite numbers, bounded nesting and digits, an object."""
     try:
-        data = json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
+        data = json.loads(text, parse_float=_finite_float, parse_constant=_NonFinite, object_pairs_hook=_object)
     except CourseInputError as exc:
         raise CourseInputError(f"config={where!r}: {exc}") from None
     except RecursionError:
@@ -139,6 +149,10 @@ def from_hf_config(source: Mapping[str, Any] | str | Path, *, name: str | None =
             f"(or give the parameter count explicitly: params_total=... / --params N, "
             f"or a model folder with its safetensors)"
         )
+    if spec.params_total > MAX_PARAMS:
+        raise CourseInputError(f"config for model_type={model_type!r} describes {spec.params_total:.3g} parameters, "
+                               f"above the bound 10^13 (20x the largest published checkpoints); "
+                               f"check hidden_size, num_hidden_layers, vocab_size and the expert counts")
     fmt = weight_format(c, spec)
     return replace(spec, torch_dtype=fmt.compute_dtype, quantization=fmt, checkpoint=checkpoint)
 

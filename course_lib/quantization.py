@@ -37,7 +37,8 @@ from .errors import CourseInputError
 #: The decoder's linear layers: what weight quantization methods quantize by default.
 LINEAR_GROUPS = ("attention", "attention_kv", "mlp", "experts", "shared_experts", "linear_attention")
 
-_TORCH_DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "half": "fp16", "float": "fp32"}
+_TORCH_DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "half": "fp16", "float": "fp32",
+                 "float8_e4m3fn": "fp8-e4m3", "float8_e5m2": "fp8-e5m2"}
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def _compute_dtype(cfg: Mapping[str, Any], model_type: str) -> tuple[str, str]:
             if value is None:
                 continue
             if not isinstance(value, str) or value.removeprefix("torch.") not in _TORCH_DTYPES:
-                raise CourseInputError(f"config: {key}={value!r:.60} is not a dtype; use bfloat16, float16 or float32")
+                raise CourseInputError(f"config: {key}={value!r:.60} is not a dtype; use one of {', '.join(_TORCH_DTYPES)}")
             name = _TORCH_DTYPES[value.removeprefix("torch.")]
             if name == "fp32":
                 # vLLM's dtype="auto" serves a float32 checkpoint in 16 bits (bf16 for Gemma, fp16 otherwise)
@@ -98,6 +99,15 @@ def _compute_dtype(cfg: Mapping[str, Any], model_type: str) -> tuple[str, str]:
                 return half, f"config {key}={value}; served in {half}, as vLLM's dtype=auto does"
             return name, f"from config {key}={value}"
     return "fp16", "config gives no torch_dtype; fp16 assumed"
+
+
+def _flag(q: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = q.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise CourseInputError(f"config: quantization_config.{key}={value!r:.60} is not a JSON boolean; use true or false")
+    return value
 
 
 def _int(q: Mapping[str, Any], keys: tuple[str, ...], default: int, lo: int, hi: int) -> int:
@@ -118,10 +128,13 @@ def format_from_config(cfg: Mapping[str, Any], model_type: str = "") -> WeightFo
     if not isinstance(q, Mapping):
         raise CourseInputError(f"config: quantization_config={q!r:.60} is not a JSON object")
     method = q.get("quant_method")
+    if not isinstance(method, str):
+        raise CourseInputError(f"config: quantization_config.quant_method={method!r:.60} is not a method name; "
+                               f"use e.g. awq, gptq, fp8, mxfp4, bitsandbytes")
     if method in ("awq", "gptq"):
         bits = _int(q, ("bits", "w_bit"), 4, 2, 8)
         group = _int(q, ("group_size", "q_group_size"), 128, -1, 1 << 20)
-        zero = q.get("zero_point", True) is not False     # GPTQ always stores qzeros; AWQ unless zero_point false
+        zero = method == "gptq" or _flag(q, "zero_point", True)   # GPTQ always stores qzeros; AWQ unless false
         if group in (-1, 0):
             dt = DType(f"int{bits}", bits)
             shown = f"int{bits} per-channel"
@@ -149,16 +162,19 @@ def format_from_config(cfg: Mapping[str, Any], model_type: str = "") -> WeightFo
         return WeightFormat("mxfp4", "from quantization_config: mxfp4 experts (4-bit values, one 8-bit scale "
                             "per 32)", base, dt, ("experts",), compute)
     if method == "bitsandbytes":
-        if q.get("load_in_4bit") is True:
-            kind = q.get("bnb_4bit_quant_type", "fp4")
-            if q.get("bnb_4bit_use_double_quant") is True:
+        if _flag(q, "load_in_4bit", False):
+            kind = q.get("bnb_4bit_quant_type") or "fp4"
+            if kind not in ("fp4", "nf4"):
+                raise CourseInputError(f"config: quantization_config.bnb_4bit_quant_type={kind!r:.40} is not "
+                                       f"valid; use fp4 or nf4")
+            if _flag(q, "bnb_4bit_use_double_quant", False):
                 dt = DType(f"{kind}-dq", 4, 64 * 256, 8 * 256 + 32)
                 why = f"from quantization_config: bitsandbytes 4-bit {kind}, double quant"
             else:
                 dt = DType(str(kind), 4, 64, 32)
                 why = f"from quantization_config: bitsandbytes 4-bit {kind}, fp32 absmax per 64"
             return WeightFormat(dt.name, why, base, dt, LINEAR_GROUPS, compute)
-        if q.get("load_in_8bit") is True:
+        if _flag(q, "load_in_8bit", False):
             return WeightFormat("int8", "from quantization_config: bitsandbytes 8-bit", base, DType("int8", 8),
                                 LINEAR_GROUPS, compute)
     return WeightFormat(compute, f"quantization_config quant_method={method!r:.40} is not modelled; "

@@ -40,7 +40,8 @@ def generic(c: Config, name: str, params_total: int | None, checkpoint: Any) -> 
         params = {"given": params_total}
         why = "parameter count given explicitly; tensor parallelism treats it as fully sharded"
     else:
-        params = {"given": checkpoint.params}
+        # Elements stored; with only the index, its bytes at 2 B per parameter (a 16-bit checkpoint).
+        params = {"given": checkpoint.params if checkpoint.params else max(1, checkpoint.total_bytes // 2)}
         why = (f"model_type={top.model_type!r} has no formula here: the weights are the checkpoint's "
                f"{checkpoint.total_bytes:,} bytes ({checkpoint.source})")
     notes = (why, "approximate: the KV cache is read from the common config keys (num_hidden_layers, "
