@@ -357,7 +357,7 @@ def estimate(spec: ModelSpec, *, gpu: int | str, dtype: str | None = None, kv_dt
         kdt = get_dtype(kv_dtype or fmt.compute_dtype)
         source = "checkpoint" if spec.checkpoint is not None else "formula"
     else:
-        fmt = uniform(dtype, "given")
+        fmt = uniform(dtype, "given: --dtype overrides the config")
         weights = weight_bytes(spec, fmt.base, tp)
         kdt = get_dtype(kv_dtype or dtype)
         source = "formula"
