@@ -28,9 +28,11 @@ from transformers.cache_utils import get_layer_types_and_kwargs
 
 transformers.logging.set_verbosity_error()
 
-MULTIMODAL = {"gemma3", "llama4", "qwen3_5", "qwen3_5_moe"}
-#: Buffers a checkpoint stores as tensors (everything else registered as a buffer is derived).
-CHECKPOINT_BUFFERS = ("e_score_correction_bias",)
+MULTIMODAL = {"gemma3", "llama4", "qwen3_5", "qwen3_5_moe", "gemma4"}
+#: Persistent buffers a checkpoint stores as tensors: DeepSeek-V3's router bias, Gemma-4's layer scalars,
+#: clamp bounds of its clippable linears and the vision tower's standardisation (the rest are derived).
+CHECKPOINT_BUFFERS = ("e_score_correction_bias", "layer_scalar", "input_min", "input_max", "output_min",
+                      "output_max", "std_bias", "std_scale")
 
 
 def hf_config(cfg: dict[str, Any]):
@@ -71,8 +73,8 @@ def _kv_width(layer, text_config) -> int | None:
             return m.out_features
     k = next((m for n, m in mods.items() if n.endswith("k_proj")), None)
     v = next((m for n, m in mods.items() if n.endswith("v_proj")), None)
-    if k is not None and v is not None:
-        return k.out_features + v.out_features
+    if k is not None:      # Gemma-4's attention_k_eq_v: no v_proj, the cache holds the normed keys as values
+        return k.out_features + (v.out_features if v is not None else k.out_features)
     for name, m in mods.items():
         if name.endswith(("query_key_value", "qkv_proj")):   # falcon, gpt_neox, phi3: fused q, k, v
             heads = text_config.num_attention_heads
@@ -97,6 +99,8 @@ def oracle_windows(config) -> tuple[list[int | None], int]:
     for t, kw in zip(types, kwargs):
         if t in ("linear_attention", "conv"):
             linear += 1
+        elif t == "dummy":           # Gemma-4's KV-sharing layers: no cache of their own
+            continue
         elif t in ("sliding_attention", "chunked_attention"):
             windows.append(kw.get("sliding_window"))
         elif t == "full_attention":

@@ -34,7 +34,7 @@ MODEL_CARD_BILLIONS = {
     "gpt-oss-120b": "117", "llama-4-scout": "109", "mistral-small-24b": "24",
     "olmo-2-7b": "7", "smollm3-3b": "3", "aya-expanse-8b": "8", "starcoder2-3b": "3",
     "qwen1.5-moe-a2.7b": "14.3", "granite-3.1-8b": "8", "glm-4-9b": "9", "phi-3.5-moe": "42",
-    "qwen3-next-80b-a3b": "80",
+    "qwen3-next-80b-a3b": "80", "gemma-4-e2b": "5.1", "qwen3.6-35b-a3b": "35",
 }
 
 # Qwen3 model cards: "Number of Parameters (Non-Embedding)".
@@ -131,6 +131,16 @@ def test_qwen3_next_state_is_fixed_per_sequence():
 def test_pure_attention_models_have_no_recurrent_pool():
     est = estimate(get_model("llama-3.1-8b"), gpu="h100-80gb")
     assert "recurrent" not in est.budget.parts and est.to_dict()["recurrent_bytes"] == 0
+
+
+def test_gemma_4_e2b_shares_kv_across_its_last_20_layers():
+    spec = get_model("gemma-4-e2b")
+    # 35 layers, full attention every 5th; layers 15-34 reuse the caches of layers 13 (sliding) and 14 (full).
+    # Layers 0-14 cache: 12 sliding x 2 x 1 x 256 and 3 full x 2 x 1 x 512 values per token.
+    assert len(spec.layers) == 15 and spec.sliding_window_layers == 12
+    assert kv_cache_bytes_per_token(spec, "bf16") == (12 * 2 * 256 + 3 * 2 * 512) * 2 == 18_432
+    assert [c.split(":")[0] for c in spec.counted] == ["text decoder (gemma4_text)", "vision tower + projector",
+                                                        "audio tower + projector"]
 
 
 def test_multimodal_says_what_it_counted():

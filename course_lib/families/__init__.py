@@ -14,6 +14,7 @@ module             families
 ``classic``        gpt2, opt, falcon, gpt_neox
 ``hybrid``         qwen3_next, qwen3_5_text, qwen3_5_moe_text (linear-attention state)
 ``vision``         gemma3, llama4, qwen3_5, qwen3_5_moe (text_config + vision tower)
+``gemma4``         gemma4_text, gemma4 (KV sharing, per-layer head sizes, vision and audio towers)
 =================  =================================================================
 
 >>> sorted(FAMILIES)[:4]
@@ -26,7 +27,7 @@ from dataclasses import replace
 from typing import Callable
 
 from ..spec import ModelSpec
-from . import classic, dense, hybrid, mla, moe
+from . import classic, dense, gemma4, hybrid, mla, moe
 from .parts import add
 from .reader import Config
 from .vision import MULTIMODAL
@@ -39,6 +40,7 @@ FAMILIES: dict[str, Family] = {
     "deepseek_v2": mla.deepseek, "deepseek_v3": mla.deepseek,
     "gpt2": classic.gpt2, "opt": classic.opt, "falcon": classic.falcon, "gpt_neox": classic.gpt_neox,
     "qwen3_next": hybrid.qwen3_hybrid, "qwen3_5_text": hybrid.qwen3_hybrid, "qwen3_5_moe_text": hybrid.qwen3_hybrid,
+    "gemma4_text": gemma4.gemma4_text, "gemma4": gemma4.gemma4,
 }
 
 #: Where a multimodal family reads tie_word_embeddings: its top level (the lm_head sits beside the

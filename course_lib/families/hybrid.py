@@ -84,7 +84,10 @@ def qwen3_hybrid(c: Config, name: str) -> ModelSpec:
     sliding = c.optional_width("sliding_window")
     windows = [sliding if t == "sliding_attention" else None for t in full]
     state = LayerState(recurrent_values=nv * dk * dv, conv_values=(kernel - 1) * conv_dim, heads=nv)
+    mtp = c.layers("mtp_num_hidden_layers", "num_nextn_predict_layers", default=0, minimum=0)
+    notes = (f"mtp_num_hidden_layers={mtp}: the checkpoint's multi-token-prediction layers are not counted; "
+             f"serving loads them only for MTP speculative decoding",) if mtp else ()
     return finish(c, name=name, hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim, layers=n,
                   intermediate=inter or c.width("moe_intermediate_size", default=512), vocab=vocab,
                   params=params, tied=tied, cache=caches(kv_heads, head_dim, windows),
-                  states=[state] * n_linear, num_experts=experts, num_experts_per_tok=top_k)
+                  states=[state] * n_linear, num_experts=experts, num_experts_per_tok=top_k, notes=notes)
