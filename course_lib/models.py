@@ -31,11 +31,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .bounds import MAX_PARAMS, check_int
+from .checkpoint import read_checkpoint
 from .dtypes import DType, get_dtype
 from .errors import CourseInputError, check_count
 from .families import FAMILIES, build, supported
 from .families.generic import generic
 from .families.reader import Config
+from .quantization import weight_format
 from .spec import KV_GROUPS, REPLICATED_GROUPS, SHARDED_GROUPS, LayerCache, LayerState, ModelSpec
 
 __all__ = ["FAMILIES", "KV_GROUPS", "REPLICATED_GROUPS", "SHARDED_GROUPS", "LayerCache", "LayerState", "ModelSpec",
@@ -125,9 +127,6 @@ def from_hf_config(source: Mapping[str, Any] | str | Path, *, name: str | None =
     ...
     course_lib.errors.CourseInputError: model_type='mamba' is not supported; supported: ... (or give the parameter count explicitly: params_total=... / --params N, or a model folder with its safetensors)
     """
-    from .checkpoint import read_checkpoint   # local: checkpoint imports models' neighbours only
-    from .quantization import weight_format
-
     cfg = load_config(source)
     checkpoint = None
     if not isinstance(source, Mapping) and Path(source).is_dir():
