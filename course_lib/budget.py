@@ -381,8 +381,10 @@ def estimate(spec: ModelSpec, *, gpu: int | str, dtype: str | None = None, kv_dt
         windowed += f", {len(spec.layers)} of {spec.num_layers} layers cache K/V"
     tp_note = f", TP={tp}" if tp > 1 else ""
     if source == "checkpoint":
+        formula_words = (f"the formula gives {formula:,} B" if "given" not in spec.params
+                         else "no formula for this family")
         weights_note = (f"{spec.checkpoint.total_bytes:,} B read from the checkpoint ({spec.checkpoint.source})"
-                        f"{tp_note}; the formula gives {formula:,} B")
+                        f"{tp_note}; {formula_words}")
     elif fmt.quantized is not None:
         weights_note = f"{params_per_gpu(spec, tp):,} params: {fmt.describe()}{tp_note}"
     else:

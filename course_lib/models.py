@@ -37,7 +37,7 @@ from .errors import CourseInputError, check_count
 from .families import FAMILIES, build, supported
 from .families.generic import generic
 from .families.reader import Config
-from .quantization import weight_format
+from .quantization import raw_torch_dtype, weight_format
 from .spec import KV_GROUPS, REPLICATED_GROUPS, SHARDED_GROUPS, LayerCache, LayerState, ModelSpec
 
 __all__ = ["FAMILIES", "KV_GROUPS", "REPLICATED_GROUPS", "SHARDED_GROUPS", "LayerCache", "LayerState", "ModelSpec",
@@ -152,8 +152,8 @@ def from_hf_config(source: Mapping[str, Any] | str | Path, *, name: str | None =
         raise CourseInputError(f"config for model_type={model_type!r} describes {spec.params_total:.3g} parameters, "
                                f"above the bound 10^13 (20x the largest published checkpoints); "
                                f"check hidden_size, num_hidden_layers, vocab_size and the expert counts")
-    fmt = weight_format(c, spec)
-    return replace(spec, torch_dtype=fmt.compute_dtype, quantization=fmt, checkpoint=checkpoint)
+    fmt = weight_format(c)
+    return replace(spec, torch_dtype=raw_torch_dtype(cfg), quantization=fmt, checkpoint=checkpoint)
 
 
 def _override_params(spec: ModelSpec, params_total: int) -> ModelSpec:

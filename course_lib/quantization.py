@@ -181,6 +181,16 @@ def format_from_config(cfg: Mapping[str, Any], model_type: str = "") -> WeightFo
                         f"weights counted at {compute}, an overestimate", base, compute_dtype=compute)
 
 
-def weight_format(c: Any, spec: Any) -> WeightFormat:
-    """The format for a :class:`~course_lib.families.reader.Config` and its spec."""
+def weight_format(c: Any) -> WeightFormat:
+    """The format a :class:`~course_lib.families.reader.Config` describes."""
     return format_from_config(c.cfg, c.model_type)
+
+
+def raw_torch_dtype(cfg: Mapping[str, Any]) -> str | None:
+    """The config's ``torch_dtype`` / ``dtype`` as written (top level, else text_config)."""
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), Mapping) else {}
+    for where in (cfg, text):
+        for key in ("torch_dtype", "dtype"):
+            if isinstance(where.get(key), str):
+                return where[key]
+    return None

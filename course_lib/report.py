@@ -71,8 +71,10 @@ def estimate_table(est: Estimate) -> str:
     if spec.counted:
         head.append("weights count: " + "; ".join(spec.counted))
     if est.weights_source == "checkpoint":
+        formula = (f"the formula gives {est.weights_formula_bytes:,}{per_gpu}" if "given" not in spec.params
+                   else "no formula for this family")
         head.append(f"weights bytes: {spec.checkpoint.total_bytes:,} from the checkpoint ({spec.checkpoint.source}); "
-                    f"the formula gives {est.weights_formula_bytes:,}{per_gpu}")
+                    f"{formula}")
     if spec.states:
         head.append(f"recurrent state{per_gpu}: {est.recurrent_state_bytes_per_sequence:,} B per sequence "
                     f"({len(spec.states)} linear-attention layers), the same at any length")

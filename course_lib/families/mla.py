@@ -33,7 +33,7 @@ from .parts import Params, add, embeddings, finish, gated_mlp
 from .reader import Config
 
 
-def _mla_attention(c: Config, hidden: int, heads: int, v3: bool) -> tuple[int, int, int, int]:
+def _mla_attention(c: Config, hidden: int, heads: int) -> tuple[int, int, int, int]:
     """(attention, attention_kv, norms, cached values per token) of one MLA layer."""
     kv_lora = c.width("kv_lora_rank", default=512)
     rope = c.width("qk_rope_head_dim", default=64)
@@ -61,7 +61,7 @@ def deepseek(c: Config, name: str) -> ModelSpec:
     heads = c.width("num_attention_heads")
     vocab = c.width("vocab_size")
     inter = c.width("intermediate_size")
-    attn, attn_kv, attn_norms, latent = _mla_attention(c, hidden, heads, v3)
+    attn, attn_kv, attn_norms, latent = _mla_attention(c, hidden, heads)
     routed = c.width("n_routed_experts", default=256 if v3 else 64, minimum=0)
     shared = c.width("n_shared_experts", default=1 if v3 else 2, minimum=0)
     first_dense = c.layers("first_k_dense_replace", default=3 if v3 else 0, minimum=0)
