@@ -336,4 +336,20 @@ MODEL_CONFIGS: dict[str, dict[str, Any]] = {
         "vision_config": {"deepstack_visual_indexes": [], "depth": 27, "hidden_size": 1152,
                           "intermediate_size": 4304, "num_heads": 16, "out_hidden_size": 2048, "patch_size": 16,
                           "spatial_merge_size": 2, "temporal_patch_size": 2}},
+    "qwen3.5-27b": {  # Qwen/Qwen3.5-27B config.json (qwen3_5): dense Gated DeltaNet hybrid + vision; shape keys as
+        # vendored in a public test of a quantized derivative (its quantization_config left out here)
+        "model_type": "qwen3_5", "image_token_id": 248056, "video_token_id": 248057,
+        "vision_start_token_id": 248053, "vision_end_token_id": 248054, "tie_word_embeddings": False,
+        "dtype": "bfloat16",
+        "text_config": {"model_type": "qwen3_5_text", "hidden_size": 5120, "intermediate_size": 17408,
+                        "num_hidden_layers": 64, "num_attention_heads": 24, "num_key_value_heads": 4,
+                        "head_dim": 256, "full_attention_interval": 4, "linear_conv_kernel_dim": 4,
+                        "linear_key_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 48,
+                        "linear_value_head_dim": 128, "mtp_num_hidden_layers": 1, "tie_word_embeddings": False,
+                        "vocab_size": 248320, "dtype": "bfloat16",
+                        "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 16},
+        "vision_config": {"model_type": "qwen3_5_vision", "deepstack_visual_indexes": [], "depth": 27,
+                          "hidden_size": 1152, "in_channels": 3, "intermediate_size": 4304, "num_heads": 16,
+                          "num_position_embeddings": 2304, "out_hidden_size": 5120, "patch_size": 16,
+                          "spatial_merge_size": 2, "temporal_patch_size": 2}},
 }

@@ -34,7 +34,7 @@ MODEL_CARD_BILLIONS = {
     "gpt-oss-120b": "117", "llama-4-scout": "109", "mistral-small-24b": "24",
     "olmo-2-7b": "7", "smollm3-3b": "3", "aya-expanse-8b": "8", "starcoder2-3b": "3",
     "qwen1.5-moe-a2.7b": "14.3", "granite-3.1-8b": "8", "glm-4-9b": "9", "phi-3.5-moe": "42",
-    "qwen3-next-80b-a3b": "80", "gemma-4-e2b": "5.1", "qwen3.6-35b-a3b": "35",
+    "qwen3-next-80b-a3b": "80", "gemma-4-e2b": "5.1", "qwen3.6-35b-a3b": "35", "qwen3.5-27b": "27",
 }
 
 # Qwen3 model cards: "Number of Parameters (Non-Embedding)".
