@@ -34,7 +34,7 @@ from .bounds import MAX_PARAMS, check_int
 from .checkpoint import read_checkpoint
 from .dtypes import DType, get_dtype
 from .errors import CourseInputError, check_count
-from .families import FAMILIES, build, supported
+from .families import FAMILIES, build, build_text_only, supported, text_family
 from .families.generic import generic
 from .families.reader import Config
 from .quantization import raw_torch_dtype, weight_format
@@ -136,8 +136,8 @@ def from_hf_config(source: Mapping[str, Any] | str | Path, *, name: str | None =
     c = Config(cfg)
     if params_total is not None:
         params_total = check_int("params_total", params_total, 1, MAX_PARAMS)
-    if model_type in supported():
-        spec = build(c, label)
+    if model_type in supported() or text_family(c):
+        spec = build(c, label) if model_type in supported() else build_text_only(c, label)
         if params_total is not None:
             spec = _override_params(spec, params_total)
     elif params_total is not None or checkpoint is not None:

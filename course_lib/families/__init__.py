@@ -15,6 +15,8 @@ module             families
 ``hybrid``         qwen3_next, qwen3_5_text, qwen3_5_moe_text (linear-attention state)
 ``vision``         gemma3, llama4, qwen3_5, qwen3_5_moe (text_config + vision tower)
 ``gemma4``         gemma4_text, gemma4 (KV sharing, per-layer head sizes, vision and audio towers)
+(other)            a wrapper whose text_config is a known family: its decoder exactly, towers named
+                   as not counted (:func:`build_text_only`)
 =================  =================================================================
 
 >>> sorted(FAMILIES)[:4]
@@ -58,6 +60,27 @@ def build(c: Config, name: str) -> ModelSpec:
     if c.model_type in MULTIMODAL:
         return _multimodal(c, name)
     return FAMILIES[c.model_type](c, name)
+
+
+def text_family(c: Config) -> str | None:
+    """The known family of an unknown wrapper's ``text_config`` (e.g. mistral3 around a mistral), if any."""
+    text = c.cfg.get("text_config")
+    if isinstance(text, dict) and text.get("model_type") in FAMILIES:
+        return text["model_type"]
+    return None
+
+
+def build_text_only(c: Config, name: str) -> ModelSpec:
+    """An unknown multimodal wrapper around a known text family: the text decoder exactly, towers not counted."""
+    text = c.sub("text_config")
+    spec = build(Config(dict(text.cfg), text.model_type), name)
+    others = [k for k in ("vision_config", "audio_config") if c.cfg.get(k) is not None]
+    missing = f"its {' and '.join(others)} towers have no formula here and are not counted" if others else ""
+    counted = (f"text decoder ({text.model_type})",) + ((f"{c.model_type}: {missing}",) if missing else ())
+    notes = spec.notes + ((f"approximate: model_type={c.model_type!r} wraps a {text.model_type} decoder, counted "
+                           f"exactly; {missing}; a model folder's safetensors give the exact bytes",)
+                          if missing else ())
+    return replace(spec, model_type=c.model_type, counted=counted, notes=notes)
 
 
 def _multimodal(c: Config, name: str) -> ModelSpec:

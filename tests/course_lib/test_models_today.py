@@ -155,3 +155,16 @@ def test_weights_dtype_follows_the_config():
     assert est.kv_dtype == "bf16"
     forced = estimate(get_model("deepseek-v3"), gpu="b200", tensor_parallel=8, dtype="bf16")
     assert forced.budget.parts["weights"] > est.budget.parts["weights"]
+
+
+def test_unknown_wrapper_around_a_known_text_family():
+    # mistralai/Mistral-Small-3.1-24B-Instruct-2503 wraps a mistral decoder (model_type mistral3, no formula for
+    # its Pixtral tower): the decoder is counted exactly (the same 23,572,403,200 as Mistral-Small-24B), the
+    # tower is named as not counted, and the result says approximate.
+    from course_lib.model_configs import MODEL_CONFIGS
+    from course_lib.models import from_hf_config
+    text = {k: v for k, v in MODEL_CONFIGS["mistral-small-24b"].items() if k != "torch_dtype"}
+    spec = from_hf_config({"model_type": "mistral3", "text_config": text,
+                           "vision_config": {"model_type": "pixtral", "hidden_size": 1024}})
+    assert spec.params_total == 23_572_403_200
+    assert "not counted" in spec.counted[1] and any(n.startswith("approximate") for n in spec.notes)
