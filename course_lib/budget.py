@@ -10,7 +10,12 @@ workspace       fixed                activation peak of a prefill chunk + runtim
 reserve         fixed                memory we choose never to fill (safety margin)
 kv_cache        request-dependent    keys/values of every active token
 request_state   request-dependent    per-sequence logits buffer, token ids, block table
+recurrent       request-dependent    hybrids only: linear-attention state, fixed per sequence
 ==============  ===================  ==========================================
+
+A hybrid model (Qwen3-Next, Qwen3.5) adds a sixth pool: each active sequence
+holds a linear-attention state of the same size at any length. It grows with
+active sequences, not with tokens, so it is its own line.
 
 The lesson's example, checked by hand: a 24 GB device, 14 GB weights, 2 GB
 workspace and 2 GB reserve leave 24 - 14 - 2 - 2 = 6 GB for requests. At
@@ -34,12 +39,18 @@ from typing import Any
 
 from .dtypes import DType, get_dtype
 from .errors import CourseInputError, check_count
-from .models import ModelSpec, kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, params_per_gpu, replicated_params, weight_bytes
+from .models import (ModelSpec, formula_weight_bytes, kv_cache_bytes_per_sequence, kv_cache_bytes_per_token,
+                     params_per_gpu, replicated_params, state_bytes_per_sequence, weight_bytes)
+from .quantization import WeightFormat, uniform
 from .units import GB, MiB, parse_bytes
 
 FIXED = "fixed"
 REQUEST_DEPENDENT = "request-dependent"
 POOL_ORDER = ("weights", "workspace", "reserve", "kv_cache", "request_state")
+#: The sixth pool, present only for hybrid (linear-attention) models.
+RECURRENT_POOL = "recurrent"
+#: The recurrent pool's note: what sets its size.
+RECURRENT_NOTE = "grows with active sequences, not with tokens"
 
 
 @dataclass(frozen=True)
@@ -61,7 +72,8 @@ class Budget:
     """A device's memory split into pools, and what that means for concurrency.
 
     device_bytes: what the device reports in total.
-    pools: the five pools, in POOL_ORDER, at ``active_sequences``.
+    pools: the five pools in POOL_ORDER at ``active_sequences``, then RECURRENT_POOL for a
+        hybrid model (present only when it is not empty).
     used_bytes: sum of all pools (the reserve counts as used: it is budgeted, not free).
     headroom_bytes: device_bytes - used_bytes; negative means it does not fit.
     per_sequence_bytes: kv_cache + request_state of one active sequence.
@@ -74,6 +86,7 @@ class Budget:
     active_sequences: int
     per_sequence_kv_bytes: int
     per_sequence_state_bytes: int
+    per_sequence_recurrent_bytes: int = 0
 
     @property
     def parts(self) -> dict[str, int]:
@@ -102,7 +115,7 @@ class Budget:
 
     @property
     def per_sequence_bytes(self) -> int:
-        return self.per_sequence_kv_bytes + self.per_sequence_state_bytes
+        return self.per_sequence_kv_bytes + self.per_sequence_state_bytes + self.per_sequence_recurrent_bytes
 
     @property
     def max_active_sequences(self) -> int:
@@ -134,9 +147,11 @@ class Budget:
             "reserve_bytes": parts["reserve"],
             "kv_cache_bytes": parts["kv_cache"],
             "request_state_bytes": parts["request_state"],
+            "recurrent_bytes": parts.get(RECURRENT_POOL, 0),
             "per_sequence_bytes": self.per_sequence_bytes,
             "per_sequence_kv_bytes": self.per_sequence_kv_bytes,
             "per_sequence_state_bytes": self.per_sequence_state_bytes,
+            "per_sequence_recurrent_bytes": self.per_sequence_recurrent_bytes,
             "fixed_bytes": self.fixed_bytes,
             "request_budget_bytes": self.request_budget_bytes,
             "used_bytes": self.used_bytes,
@@ -183,8 +198,12 @@ def resolve_reserve(reserve: int | str | float | None, device_bytes: int) -> int
 def plan_budget(*, device_bytes: int | str, weights_bytes: int | str, workspace_bytes: int | str = 0,
                 reserve_bytes: int | str | float = 0, per_sequence_kv_bytes: int | str,
                 per_sequence_state_bytes: int | str = 0, active_sequences: int = 0,
-                notes: dict[str, str] | None = None) -> Budget:
-    """Build a :class:`Budget` from pool sizes (ints of bytes, or size strings)."""
+                notes: dict[str, str] | None = None, per_sequence_recurrent_bytes: int | str = 0) -> Budget:
+    """Build a :class:`Budget` from pool sizes (ints of bytes, or size strings).
+
+    ``per_sequence_recurrent_bytes`` is a hybrid model's linear-attention state
+    per sequence; when non-zero it becomes the recurrent pool.
+    """
     device = parse_bytes(device_bytes, name="gpu")
     if device == 0:
         raise CourseInputError("gpu=0 bytes; give the device's memory, e.g. 24GB or a preset such as rtx-4090")
@@ -193,6 +212,7 @@ def plan_budget(*, device_bytes: int | str, weights_bytes: int | str, workspace_
     reserve = resolve_reserve(reserve_bytes, device)
     kv = parse_bytes(per_sequence_kv_bytes, name="per_sequence")
     state = parse_bytes(per_sequence_state_bytes, name="request_state")
+    recurrent = parse_bytes(per_sequence_recurrent_bytes, name="recurrent")
     n = check_count("active_sequences", active_sequences, 0)
     notes = notes or {}
     pools = (
@@ -202,7 +222,10 @@ def plan_budget(*, device_bytes: int | str, weights_bytes: int | str, workspace_
         Pool("kv_cache", n * kv, REQUEST_DEPENDENT, notes.get("kv_cache", "")),
         Pool("request_state", n * state, REQUEST_DEPENDENT, notes.get("request_state", "")),
     )
-    return Budget(device, pools, n, kv, state)
+    if recurrent:
+        pools += (Pool(RECURRENT_POOL, n * recurrent, REQUEST_DEPENDENT,
+                       notes.get(RECURRENT_POOL, RECURRENT_NOTE)),)
+    return Budget(device, pools, n, kv, state, recurrent)
 
 
 # ------------------------------------------------------------------ estimates
@@ -270,6 +293,11 @@ class Estimate:
     runtime_overhead_bytes: int
     budget: Budget
     replicated: dict[str, int] = field(default_factory=dict)
+    weights_reason: str = ""
+    weights_source: str = "formula"
+    weights_formula_bytes: int = 0
+    recurrent_state_bytes_per_sequence: int = 0
+    state_dtype: str = "fp32"
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -288,32 +316,59 @@ class Estimate:
             "activation_peak_bytes": self.activation_peak_bytes,
             "runtime_overhead_bytes": self.runtime_overhead_bytes,
             "replicated_params_per_gpu": self.replicated,
+            "dtype_reason": self.weights_reason,
+            "weights_source": self.weights_source,
+            "weights_formula_bytes": self.weights_formula_bytes,
+            "counted": list(self.spec.counted),
+            "not_loaded_params": dict(self.spec.not_loaded),
+            "notes": list(self.spec.notes),
+            "recurrent_state_layers": len(self.spec.states),
+            "recurrent_state_bytes_per_sequence": self.recurrent_state_bytes_per_sequence,
+            "state_dtype": self.state_dtype,
         }
         out.update(self.budget.to_dict())
         return out
 
 
-def estimate(spec: ModelSpec, *, gpu: int | str, dtype: str = "fp16", kv_dtype: str | None = None,
+def estimate(spec: ModelSpec, *, gpu: int | str, dtype: str | None = None, kv_dtype: str | None = None,
              context_tokens: int = 4096, active_sequences: int = 1, tensor_parallel: int = 1,
              workspace: int | str | None = None, reserve: int | str | float | None = DEFAULT_RESERVE,
              prefill_chunk_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS,
-             runtime_overhead: int | str = DEFAULT_RUNTIME_OVERHEAD_BYTES, block_size: int = 16) -> Estimate:
+             runtime_overhead: int | str = DEFAULT_RUNTIME_OVERHEAD_BYTES, block_size: int = 16,
+             state_dtype: str = "fp32") -> Estimate:
     """Budget a model on a device, pool by pool, per GPU.
 
-    ``gpu`` is a preset name or a size. ``workspace`` overrides the computed
-    activation peak + runtime overhead. ``reserve`` is a size or a fraction.
+    ``gpu`` is a preset name or a size. ``dtype`` None follows the checkpoint
+    (its ``torch_dtype`` and ``quantization_config``; a model folder's exact
+    safetensors bytes when read); a name stores every weight in that dtype.
+    ``kv_dtype`` defaults to ``dtype``, or to the checkpoint's compute dtype.
+    ``workspace`` overrides the computed activation peak + runtime overhead.
+    ``reserve`` is a size or a fraction. ``state_dtype`` is a hybrid model's
+    recurrent-state dtype (its conv state uses the KV dtype).
     """
     from .presets import gpu_bytes  # local: presets imports models, not budget
 
     device = gpu_bytes(gpu)
     tp = check_count("tensor_parallel", tensor_parallel, 1)
     ctx = check_count("context_tokens", context_tokens, 1)
-    wdt = get_dtype(dtype)
-    kdt = get_dtype(kv_dtype or dtype)
-    weights = weight_bytes(spec, wdt, tp)
+    if dtype is None:
+        fmt: WeightFormat = spec.quantization or uniform("fp16", "no dtype known; fp16 assumed")
+        weights = weight_bytes(spec, None, tp)
+        kdt = get_dtype(kv_dtype or fmt.compute_dtype)
+        source = "checkpoint" if spec.checkpoint is not None else "formula"
+    else:
+        fmt = uniform(dtype, "given: --dtype overrides the config")
+        weights = weight_bytes(spec, fmt.base, tp)
+        kdt = get_dtype(kv_dtype or dtype)
+        source = "formula"
+    wdt = fmt.base if fmt.quantized is None else fmt.quantized
+    formula = formula_weight_bytes(spec, tp) if source == "checkpoint" else weights
     per_token = kv_cache_bytes_per_token(spec, kdt, tp)
     per_seq_kv = kv_cache_bytes_per_sequence(spec, ctx, kdt, tp)
-    act_dtype = wdt if wdt.bits >= 16 and not wdt.group_size else get_dtype("fp16")
+    sdt = get_dtype(state_dtype)
+    conv_dtype = kdt if kdt.bits >= 16 and not kdt.group_size else get_dtype(fmt.compute_dtype)
+    recurrent = state_bytes_per_sequence(spec, sdt, conv_dtype, tp)
+    act_dtype = get_dtype(fmt.compute_dtype)
     peak = activation_peak_bytes(spec, prefill_chunk_tokens, act_dtype, tp)
     overhead = parse_bytes(runtime_overhead, name="runtime_overhead")
     if workspace is None:
@@ -321,18 +376,34 @@ def estimate(spec: ModelSpec, *, gpu: int | str, dtype: str = "fp16", kv_dtype: 
     else:
         workspace_b, ws_note = parse_bytes(workspace, name="workspace"), "given"
     state = request_state_bytes_per_sequence(spec.vocab_size, ctx, block_size)
-    windowed = f", {spec.sliding_window_layers} of {spec.num_layers} layers capped by a sliding window" if spec.sliding_window_layers else ""
+    windowed = f", {spec.sliding_window_layers} of {spec.num_layers} layers capped by a window" if spec.sliding_window_layers else ""
+    if spec.states:
+        windowed += f", {len(spec.layers)} of {spec.num_layers} layers cache K/V"
+    tp_note = f", TP={tp}" if tp > 1 else ""
+    if source == "checkpoint":
+        formula_words = (f"the formula gives {formula:,} B" if "given" not in spec.params
+                         else "no formula for this family")
+        weights_note = (f"{spec.checkpoint.total_bytes:,} B read from the checkpoint ({spec.checkpoint.source})"
+                        f"{tp_note}; {formula_words}")
+    elif fmt.quantized is not None:
+        weights_note = f"{params_per_gpu(spec, tp):,} params: {fmt.describe()}{tp_note}"
+    else:
+        weights_note = f"{params_per_gpu(spec, tp):,} params x {fmt.base.bytes_per_value} B ({fmt.base.name}){tp_note}"
     budget = plan_budget(
         device_bytes=device, weights_bytes=weights, workspace_bytes=workspace_b,
         reserve_bytes=reserve if reserve is not None else 0, per_sequence_kv_bytes=per_seq_kv,
         per_sequence_state_bytes=state, active_sequences=active_sequences,
+        per_sequence_recurrent_bytes=recurrent,
         notes={
-            "weights": f"{params_per_gpu(spec, tp):,} params x {wdt.bytes_per_value} B ({wdt.name})" + (f", TP={tp}" if tp > 1 else ""),
+            "weights": weights_note,
             "workspace": ws_note,
             "reserve": f"{reserve}" if reserve is not None else "none",
             "kv_cache": f"{per_token:,} B/token x {ctx} tokens x sequences ({kdt.name}{windowed})",
             "request_state": "fp32 logits row + token ids + block table, per sequence",
+            RECURRENT_POOL: (f"{recurrent:,} B per sequence ({len(spec.states)} linear-attention layers, "
+                                f"{sdt.name} recurrent + {conv_dtype.name} conv state): {RECURRENT_NOTE}"),
         },
     )
     return Estimate(spec, wdt.name, kdt.name, tp, ctx, per_token, peak, overhead, budget,
-                    replicated_params(spec, tp) if tp > 1 else {})
+                    replicated_params(spec, tp) if tp > 1 else {}, fmt.describe(), source, formula,
+                    recurrent, sdt.name)

@@ -14,6 +14,7 @@ JupyterLab. Both import matplotlib / ipywidgets only when called.
 from __future__ import annotations
 
 from .budget import Budget, Estimate, estimate
+from .model_configs import MODEL_CONFIGS
 from .presets import GPU_BYTES, get_model, model_names
 from .units import GB, GiB
 
@@ -22,6 +23,27 @@ POOL_COLOURS = {
     "kv_cache": "#dd8452", "request_state": "#c44e52",
 }
 DTYPES = ["fp32", "bf16", "fp16", "fp8", "int8", "int4-g128", "int4"]
+
+
+def model_options() -> list[tuple[str, str]]:
+    """(label, preset) pairs for the model dropdown: sorted by name, each labelled with its family.
+
+    >>> ("llama-3.1-8b  [llama]", "llama-3.1-8b") in model_options()
+    True
+    """
+    def family(name: str) -> str:
+        cfg = MODEL_CONFIGS.get(name, {})
+        return str(cfg.get("model_type", "?"))
+    return [(f"{name}  [{family(name)}]", name) for name in model_names()]
+
+
+def gpu_options() -> list[tuple[str, str]]:
+    """(label, preset) pairs for the GPU dropdown, smallest device first, with the GiB it reports.
+
+    >>> gpu_options()[0]
+    ('t4 (15.0 GiB)', 't4')
+    """
+    return [(f"{name} ({GPU_BYTES[name] / GiB:.1f} GiB)", name) for name in sorted(GPU_BYTES, key=GPU_BYTES.get)]
 
 
 def explorer_budget(*, model: str, dtype: str, gpu: str, context_tokens: int, active_sequences: int,
@@ -103,9 +125,9 @@ def budget_explorer(model: str = "llama-2-7b", dtype: str = "fp16", gpu: str = "
     style = {"description_width": "170px"}
     layout = w.Layout(width="520px")
     controls = {
-        "model": w.Dropdown(options=model_names(), value=model, description="model preset", style=style, layout=layout),
+        "model": w.Dropdown(options=model_options(), value=model, description="model preset", style=style, layout=layout),
         "dtype": w.Dropdown(options=DTYPES, value=dtype, description="weights & KV dtype", style=style, layout=layout),
-        "gpu": w.Dropdown(options=list(GPU_BYTES), value=gpu, description="GPU (reported memory)", style=style, layout=layout),
+        "gpu": w.Dropdown(options=gpu_options(), value=gpu, description="GPU (reported memory)", style=style, layout=layout),
         "context_tokens": w.IntSlider(value=context_tokens, min=128, max=32768, step=128,
                                       description="context (tokens)", style=style, layout=layout),
         "active_sequences": w.IntSlider(value=active_sequences, min=1, max=128, step=1,

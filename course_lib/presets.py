@@ -16,107 +16,19 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import CourseInputError
+from .model_configs import MODEL_CONFIGS
 from .models import ModelSpec, from_hf_config
 from .units import MiB, parse_bytes
 
 # ---------------------------------------------------------------- models
-# Published parameter counts (for the tests) sit beside each config.
-MODEL_CONFIGS: dict[str, dict[str, Any]] = {
-    "llama-2-7b": {  # meta-llama/Llama-2-7b-hf: 6,738,415,616 params, MHA
-        "model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
-        "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
-        "vocab_size": 32000, "max_position_embeddings": 4096, "tie_word_embeddings": False,
-        "torch_dtype": "float16"},
-    "llama-2-13b": {  # meta-llama/Llama-2-13b-hf: 13,015,864,320 params
-        "model_type": "llama", "hidden_size": 5120, "intermediate_size": 13824,
-        "num_hidden_layers": 40, "num_attention_heads": 40, "num_key_value_heads": 40,
-        "vocab_size": 32000, "max_position_embeddings": 4096, "tie_word_embeddings": False,
-        "torch_dtype": "float16"},
-    "llama-3-8b": {  # meta-llama/Meta-Llama-3-8B: 8,030,261,248 params, GQA 32q/8kv
-        "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
-        "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-        "vocab_size": 128256, "max_position_embeddings": 8192, "tie_word_embeddings": False,
-        "torch_dtype": "bfloat16"},
-    "llama-3-70b": {  # meta-llama/Meta-Llama-3-70B: 70,553,706,496 params
-        "model_type": "llama", "hidden_size": 8192, "intermediate_size": 28672,
-        "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8,
-        "vocab_size": 128256, "max_position_embeddings": 8192, "tie_word_embeddings": False,
-        "torch_dtype": "bfloat16"},
-    "mistral-7b": {  # mistralai/Mistral-7B-v0.1: 7,241,732,096 params, window 4096 on every layer
-        "model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
-        "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-        "vocab_size": 32000, "max_position_embeddings": 32768, "sliding_window": 4096,
-        "tie_word_embeddings": False, "torch_dtype": "bfloat16"},
-    "mixtral-8x7b": {  # mistralai/Mixtral-8x7B-v0.1: 46,702,792,704 params, 8 experts top-2
-        "model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
-        "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-        "vocab_size": 32000, "max_position_embeddings": 32768, "num_local_experts": 8,
-        "num_experts_per_tok": 2, "tie_word_embeddings": False, "torch_dtype": "bfloat16"},
-    "qwen2-7b": {  # Qwen/Qwen2-7B: 7,615,616,512 params, q/k/v biases
-        "model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944,
-        "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
-        "vocab_size": 152064, "max_position_embeddings": 131072, "tie_word_embeddings": False,
-        "use_sliding_window": False, "sliding_window": 131072, "max_window_layers": 28,
-        "torch_dtype": "bfloat16"},
-    "qwen2-0.5b": {  # Qwen/Qwen2-0.5B: 494,032,768 params, tied embeddings
-        "model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864,
-        "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2,
-        "vocab_size": 151936, "max_position_embeddings": 131072, "tie_word_embeddings": True,
-        "use_sliding_window": False, "sliding_window": 131072, "max_window_layers": 24,
-        "torch_dtype": "bfloat16"},
-    "gemma-2-9b": {  # google/gemma-2-9b: 9,241,705,984 params, alternating sliding/global layers
-        "model_type": "gemma2", "hidden_size": 3584, "intermediate_size": 14336,
-        "num_hidden_layers": 42, "num_attention_heads": 16, "num_key_value_heads": 8,
-        "head_dim": 256, "vocab_size": 256000, "max_position_embeddings": 8192,
-        "sliding_window": 4096, "torch_dtype": "float32"},
-    "gemma-2-2b": {  # google/gemma-2-2b: 2,614,341,888 params
-        "model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216,
-        "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
-        "head_dim": 256, "vocab_size": 256000, "max_position_embeddings": 8192,
-        "sliding_window": 4096, "torch_dtype": "float32"},
-    "phi-3-mini": {  # microsoft/Phi-3-mini-4k-instruct: 3,821,079,552 params, MHA
-        "model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192,
-        "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
-        "vocab_size": 32064, "max_position_embeddings": 4096, "sliding_window": 2047,
-        "tie_word_embeddings": False, "torch_dtype": "bfloat16"},
-    "gpt2": {  # openai-community/gpt2: 124,439,808 params
-        "model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12,
-        "n_positions": 1024, "vocab_size": 50257},
-    "opt-125m": {  # facebook/opt-125m: 125,239,296 params
-        "model_type": "opt", "hidden_size": 768, "ffn_dim": 3072, "num_hidden_layers": 12,
-        "num_attention_heads": 12, "vocab_size": 50272, "max_position_embeddings": 2048,
-        "word_embed_proj_dim": 768, "do_layer_norm_before": True, "torch_dtype": "float16"},
-    "opt-13b": {  # facebook/opt-13b: the PagedAttention paper's model, 800 KB KV per token
-        "model_type": "opt", "hidden_size": 5120, "ffn_dim": 20480, "num_hidden_layers": 40,
-        "num_attention_heads": 40, "vocab_size": 50272, "max_position_embeddings": 2048,
-        "word_embed_proj_dim": 5120, "do_layer_norm_before": True, "torch_dtype": "float16"},
-    "falcon-7b": {  # tiiuae/falcon-7b: multi-query attention (1 KV head)
-        "model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71,
-        "num_hidden_layers": 32, "vocab_size": 65024, "multi_query": True,
-        "parallel_attn": True, "bias": False, "new_decoder_architecture": False,
-        "torch_dtype": "bfloat16"},
-    "deepseek-v2-lite": {  # deepseek-ai/DeepSeek-V2-Lite: MLA + DeepSeekMoE, 15.7B params
-        "model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944,
-        "moe_intermediate_size": 1408, "num_hidden_layers": 27, "num_attention_heads": 16,
-        "num_key_value_heads": 16, "n_shared_experts": 2, "n_routed_experts": 64,
-        "num_experts_per_tok": 6, "first_k_dense_replace": 1, "moe_layer_freq": 1,
-        "kv_lora_rank": 512, "q_lora_rank": None, "qk_rope_head_dim": 64, "v_head_dim": 128,
-        "qk_nope_head_dim": 128, "vocab_size": 102400, "max_position_embeddings": 163840,
-        "tie_word_embeddings": False, "torch_dtype": "bfloat16"},
-    # A small made-up model (not a checkpoint) for real measurements on a laptop CPU:
-    # ~0.3 B params, so weights, a KV cache and a prefill peak are each a few hundred MB.
-    "course-tiny": {
-        "model_type": "llama", "hidden_size": 1024, "intermediate_size": 2816,
-        "num_hidden_layers": 16, "num_attention_heads": 16, "num_key_value_heads": 4,
-        "vocab_size": 32000, "max_position_embeddings": 4096, "tie_word_embeddings": False,
-        "torch_dtype": "float32"},
-}
-
+# MODEL_CONFIGS (course_lib.model_configs): published configs, each with its source.
 DEFAULT_MODEL = "llama-2-7b"
 DEFAULT_GPU = "rtx-4090"
 
 # ---------------------------------------------------------------- GPUs
 # Total memory as the device reports it (nvidia-smi "MiB"); a card's "GB" means GiB.
+# Sources: shared/reference/README.md for the first seven; the rest are the totals printed by
+# nvidia-smi (or rocm-smi, in bytes) in public logs of each card.
 GPU_MIB: dict[str, int] = {
     "t4": 15_360,
     "l4": 23_034,
@@ -126,6 +38,12 @@ GPU_MIB: dict[str, int] = {
     "a100-80gb": 81_920,
     "h100-80gb": 81_559,
     "h200": 143_771,
+    "rtx-5090": 32_607,      # nvidia-smi "NVIDIA GeForce RTX 5090 ... / 32607MiB" (sold as 32 GB)
+    "l40s": 46_068,          # nvidia-smi "NVIDIA L40S ... / 46068MiB" (48 GB)
+    "h20": 97_871,           # nvidia-smi "NVIDIA H20 ... / 97871MiB" (96 GB)
+    "gh200": 97_871,         # nvidia-smi "NVIDIA GH200 480GB ... / 97871MiB": the 96 GB HBM3 Hopper of a GH200
+    "b200": 183_359,         # nvidia-smi "NVIDIA B200 ... / 183359MiB" (180 GB)
+    "mi300x": 196_288,       # rocm-smi "VRAM Total Memory (B): 205822885888" = 196,288 MiB (192 GB)
 }
 #: The lesson's simplified device: exactly 24 GB = 24 x 10^9 bytes.
 LESSON_GPU = "lesson-24gb"

@@ -52,16 +52,32 @@ def budget_table(budget: Budget, title: str | None = None) -> str:
 
 
 def estimate_table(est: Estimate) -> str:
-    """An :class:`Estimate` as a header of model facts plus its budget table."""
+    """An :class:`Estimate` as a header of model facts plus its budget table.
+
+    The header says what the weights count (text decoder, vision tower), which
+    weights dtype was used and why, and where the bytes come from (the formula
+    or a checkpoint's safetensors).
+    """
     spec = est.spec
     per_gpu = " per GPU" if est.tensor_parallel > 1 else ""
     head = [
         f"model: {spec.name} ({spec.model_type}, {spec.attention.upper()}, {spec.num_layers} layers, "
         f"{spec.num_attention_heads} heads / {spec.num_kv_heads} KV heads, head_dim {spec.head_dim})",
         f"params_total: {spec.params_total:,}",
-        f"weights dtype: {est.dtype}; KV-cache dtype: {est.kv_dtype}; tensor parallel: {est.tensor_parallel}",
+        f"weights dtype: {est.weights_reason or est.dtype}",
+        f"KV-cache dtype: {est.kv_dtype}; tensor parallel: {est.tensor_parallel}",
         f"kv_cache_bytes_per_token{per_gpu}: {est.kv_cache_bytes_per_token:,} B; context: {est.context_tokens} tokens",
     ]
+    if spec.counted:
+        head.append("weights count: " + "; ".join(spec.counted))
+    if est.weights_source == "checkpoint":
+        formula = (f"the formula gives {est.weights_formula_bytes:,}{per_gpu}" if "given" not in spec.params
+                   else "no formula for this family")
+        head.append(f"weights bytes: {spec.checkpoint.total_bytes:,} from the checkpoint ({spec.checkpoint.source}); "
+                    f"{formula}")
+    if spec.states:
+        head.append(f"recurrent state{per_gpu}: {est.recurrent_state_bytes_per_sequence:,} B per sequence "
+                    f"({len(spec.states)} linear-attention layers), the same at any length")
     if est.replicated:
         head.append("replicated on every GPU: " + ", ".join(f"{k} {v:,} params" for k, v in est.replicated.items()))
     for note in spec.notes:

@@ -38,7 +38,7 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     est = estimate(spec, gpu=args.gpu, dtype=args.dtype, kv_dtype=args.kv_dtype,
                    context_tokens=args.context_tokens, active_sequences=args.active_sequences,
                    tensor_parallel=args.tensor_parallel, workspace=args.workspace, reserve=args.reserve,
-                   prefill_chunk_tokens=args.prefill_chunk_tokens)
+                   prefill_chunk_tokens=args.prefill_chunk_tokens, state_dtype=args.state_dtype)
     if args.json:
         print_json(est.to_dict())
     else:
@@ -90,8 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("estimate", help="budget a real model config on a GPU")
     add_model_args(p)
-    p.add_argument("--dtype", default="fp16", help="weights dtype (fp32, fp16, bf16, fp8, int8, int4, int4-g128)")
-    p.add_argument("--kv-dtype", default=None, help="KV-cache dtype (default: same as --dtype)")
+    p.add_argument("--dtype", default=None,
+                   help="weights dtype (fp32, fp16, bf16, fp8, int8, int4, int4-g128); default: the config's "
+                        "torch_dtype and quantization_config")
+    p.add_argument("--kv-dtype", default=None,
+                   help="KV-cache dtype (default: --dtype, or the config's compute dtype)")
+    p.add_argument("--state-dtype", default="fp32",
+                   help="recurrent-state dtype of a hybrid model's linear-attention layers (default fp32)")
     p.add_argument("--gpu", default=DEFAULT_GPU, help=f"device size or preset (default {DEFAULT_GPU})")
     p.add_argument("--workspace", default=None, help="override the workspace (default: activation peak + runtime overhead)")
     p.add_argument("--reserve", default=DEFAULT_RESERVE, help=f"a size or a share such as 10%% (default {DEFAULT_RESERVE.replace('%', '%%')})")

@@ -1,4 +1,4 @@
-"""`import course_lib` stays light (no torch, no matplotlib), and every `>>>` example runs.
+"""`import course_lib` stays light (no torch, no matplotlib, no transformers), and every `>>>` example runs.
 
 Imports are checked in a fresh interpreter: this test process may already hold torch.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-HEAVY = ("torch", "matplotlib")
+HEAVY = ("torch", "matplotlib", "transformers", "safetensors")
 
 IMPORTS = {
     "import course_lib": "import course_lib",
@@ -23,6 +23,15 @@ IMPORTS = {
     "build the CLI parser": "import course_lib.cli; course_lib.cli.build_parser()",
     "plan a budget": "import course_lib; course_lib.plan_budget(device_bytes='24GB', weights_bytes='14GB', "
                      "per_sequence_kv_bytes='1.5GB', active_sequences=4)",
+    # every family's formula, the presets, and the estimate, with no transformers or torch behind them
+    "estimate every preset": "import course_lib as c; [c.estimate(c.get_model(m), gpu='b200') for m in c.model_names()]",
+    "read a model folder's safetensors headers": (
+        "import json, struct, tempfile, pathlib, course_lib; d = pathlib.Path(tempfile.mkdtemp()); "
+        "(d / 'config.json').write_text(json.dumps({'model_type': 'newfamily', 'hidden_size': 64, "
+        "'num_hidden_layers': 2, 'num_attention_heads': 4})); "
+        "h = json.dumps({'w': {'dtype': 'BF16', 'shape': [4], 'data_offsets': [0, 8]}}).encode(); "
+        "(d / 'model.safetensors').write_bytes(struct.pack('<Q', len(h)) + h + bytes(8)); "
+        "assert course_lib.from_hf_config(d).checkpoint.total_bytes == 8"),
 }
 
 
