@@ -7,7 +7,7 @@ a submitted notebook).
 
 >>> spec = load_source(Assignment())
 >>> len(spec.tests), spec.notebook_points, spec.max_score, spec.manual_max_score
-(14, 31.0, 34.0, 3.0)
+(19, 37.0, 40.0, 3.0)
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .collect import (ADMIT_CASES, BUDGET_CASES, ERROR, FIT_CASES, KV_CONFIGS, KV_TOTAL_CASES, NOT_PLAIN, SAFE_CASES,
-                      SEQUENCE, WEIGHT_CASES)
+from .collect import (ADMIT_CASES, BUDGET_CASES, ERROR, FIT_CASES, KV_CONFIGS, KV_TOTAL_CASES, NOT_PLAIN,
+                      PLANNABLE_CASES, SAFE_CASES, SEQUENCE, WEIGHT_CASES)
 
 GB, GiB = 10**9, 2**30
 
@@ -201,35 +201,49 @@ def _score_kv_per_token(v: dict) -> Result:
 
 # -------------------------------------------------------- 4. KV cache total
 
+CARRIED = ("consistent with your kv_bytes_per_token, which Task 3 finds off: fix that one first "
+           "(this question keeps its points)")
+
+
 def _score_kv_total(v: dict) -> Result:
-    problem = _first_problem(v)
+    problem = _first_problem({"bytes": v.get("bytes"), "lab_kv_gb": v.get("lab_kv_gb")})
     if problem:
         return Result(False, problem)
-    for (name, b, t, s), got in zip(KV_TOTAL_CASES, v["bytes"]):
+    own = v.get("own_per_token") if isinstance(v.get("own_per_token"), list) else []
+    carried = False
+    for i, ((name, b, t, s), got) in enumerate(zip(KV_TOTAL_CASES, v["bytes"])):
         per_token = KV_EXPECTED[name] // 2 * b
-        expected = per_token * t * s
-        if _close(got, expected, rel=1e-12):
+        if _close(got, per_token * t * s, rel=1e-12):
             continue
-        if _close(got, per_token * t, rel=1e-12) and s != 1:
+        # Error carried forward: right for the learner's own kv_bytes_per_token (Task 3 takes that loss).
+        mine = own[i] if i < len(own) and type(own[i]) is int and own[i] > 0 else None
+        if mine is not None and mine != per_token and _close(got, mine * t * s, rel=1e-12):
+            carried = True
+            continue
+        base = mine or per_token
+        if _close(got, base * t, rel=1e-12) and s != 1:
             return Result(False, "kv_cache_bytes does not grow with active_sequences: every active sequence "
                                  "keeps its own cache")
-        if _close(got, per_token * s, rel=1e-12) and t != 1:
+        if _close(got, base * s, rel=1e-12) and t != 1:
             return Result(False, "kv_cache_bytes does not grow with context_tokens: every cached token costs "
                                  "kv_bytes_per_token")
-        return Result(False, f"kv_cache_bytes is off for {name} at {t} tokens x {s} sequences")
+        return Result(False, f"kv_cache_bytes is off for a {name} config at {t} tokens x {s} sequences: it is "
+                             f"kv_bytes_per_token(config, bytes_per_value) x tokens x sequences")
     # Llama-2-7B, 1024 tokens, 8 sequences: 524,288 x 1024 x 8 = 4,294,967,296 B = 4.295 GB
-    if not _close(v["lab_kv_gb"], 4_294_967_296 / GB, rel=1e-3):
-        if _close(v["lab_kv_gb"], 4.0, rel=1e-3):
-            return Result(False, "lab_kv_gb: that is the figure in GiB; the lab reports GB (10^9 bytes)")
-        return Result(False, "lab_kv_gb should be kv_cache_bytes for the lab's settings, in GB")
-    return Result(True)
+    lab, right = v["lab_kv_gb"], 4_294_967_296 / GB
+    own_lab = v["bytes"][0] / GB if _is_number(v["bytes"][0]) else None   # KV_TOTAL_CASES[0] is the lab's setting
+    if not _close(lab, right, rel=1e-3) and not (carried and _close(lab, own_lab, rel=1e-3)):
+        if any(_close(lab, x * GB / GiB, rel=1e-3) for x in (right, own_lab) if x is not None):
+            return Result(False, "lab_kv_gb: that is the figure in GiB (2^30 bytes); the lab reports GB (10^9 bytes)")
+        return Result(False, "lab_kv_gb should be kv_cache_bytes for the lab's settings (Llama-2-7B, fp16, "
+                             "1,024 tokens, 8 sequences), divided by GB")
+    return Result(True, CARRIED if carried else "")
 
 
 # -------------------------------------------------------- 5. GQA and dtype
 
-
 def _score_gqa_dtype(v: dict) -> Result:
-    problem = _first_problem(v)
+    problem = _first_problem({"ratio": v.get("ratio"), "fp8": v.get("fp8")})
     if problem:
         return Result(False, problem)
     # Llama-2-7B 524,288 / Llama-3-8B 131,072 = 4 (32 KV heads vs 8)
@@ -237,12 +251,92 @@ def _score_gqa_dtype(v: dict) -> Result:
         if _close(v["ratio"], 1.0):
             return Result(False, "mha_over_gqa_ratio: the two models have the same attention heads, but do they "
                                  "cache the same number of KV heads?")
-        return Result(False, "mha_over_gqa_ratio: divide Llama-2-7B's KV bytes per token by Llama-3-8B's")
-    if not _close(v["fp8"], 2 * 32 * 8 * 128 * 1, rel=1e-12):
-        if _close(v["fp8"], 2 * 32 * 8 * 128 * 8, rel=1e-12):
+        if _close(v["ratio"], 0.25):
+            return Result(False, "mha_over_gqa_ratio is inverted: divide Llama-2-7B's (multi-head) KV bytes per "
+                                 "token by Llama-3-8B's (GQA)")
+        return Result(False, "mha_over_gqa_ratio: divide Llama-2-7B's KV bytes per token by Llama-3-8B's; what "
+                             "differs between them is the number of KV heads")
+    right, own = 2 * 32 * 8 * 128 * 1, v.get("own_fp8")     # 65,536
+    carried = type(own) is int and own != right and _close(v["fp8"], own, rel=1e-12)
+    if not _close(v["fp8"], right, rel=1e-12) and not carried:
+        if _close(v["fp8"], right * 8, rel=1e-12):
             return Result(False, "llama3_fp8_kv_bytes_per_token: fp8 means 8 bits; how many bytes is that?")
-        return Result(False, "llama3_fp8_kv_bytes_per_token: same formula, one byte per value")
-    return Result(True)
+        if _close(v["fp8"], right * 2, rel=1e-12):
+            return Result(False, "llama3_fp8_kv_bytes_per_token: that is the fp16 figure; fp8 stores 1 byte per value")
+        return Result(False, "llama3_fp8_kv_bytes_per_token: same formula as Task 3, one byte per value")
+    return Result(True, CARRIED if carried else "")
+
+
+# ---------------------------------------------------- 6-7. predict, then measure
+
+# The notebook's small llama (hidden 512, intermediate 1408, 8 layers, 8 heads, 2 KV heads of 64, vocab 8000,
+# untied), fp32, 4 sequences x 1,024 tokens, worked by hand:
+#   per layer: q, o 512x512 = 262,144 each; k, v 512x128 = 65,536 each; MLP 3 x 512 x 1408 = 2,162,688;
+#              2 norms x 512 = 1,024  ->  2,819,072;  x 8 layers = 22,552,576
+#   embedding 8000 x 512 = 4,096,000; untied head 4,096,000; final norm 512  ->  30,745,088 params x 4 B
+PREDICT_WEIGHTS = 122_980_352
+#   KV: 2 (K and V) x 8 layers x 2 KV heads x 64 x 4 B = 8,192 B per token; x 1,024 tokens x 4 sequences
+PREDICT_KV = 33_554_432
+PREDICT_PARAMS = 30_745_088
+
+
+def _score_predict_measure(v: dict) -> Result:
+    problem = _first_problem({"weights": v.get("weights"), "kv_cache": v.get("kv_cache")})
+    if problem:
+        return Result(False, problem)
+    w, kv, own = v["weights"], v["kv_cache"], v.get("own_kv_cache")
+    for name, got in (("predicted_weights_bytes", w), ("predicted_kv_cache_bytes", kv)):
+        if type(got) is not int:
+            return Result(False, f"{name} must be an int of bytes (a prediction you can check to the byte)")
+    if w != PREDICT_WEIGHTS:
+        head = 8000 * 512 * 4
+        if w == PREDICT_PARAMS:
+            return Result(False, "predicted_weights_bytes is the parameter count: how many bytes is each value?")
+        if w * 2 == PREDICT_WEIGHTS:
+            return Result(False, "predicted_weights_bytes: the setting is fp32, 4 bytes per value")
+        if w == PREDICT_WEIGHTS * 8:
+            return Result(False, "predicted_weights_bytes is 8x too large: bits or bytes per value?")
+        if w == PREDICT_WEIGHTS - head:
+            return Result(False, "predicted_weights_bytes: the output head is not tied to the embeddings here "
+                                 "(tie_word_embeddings is false): count its vocab x hidden values too")
+        if w == PREDICT_WEIGHTS - (8 * 2 * 512 + 512) * 4:
+            return Result(False, "predicted_weights_bytes: count the norms too (two per layer and a final one, "
+                                 "hidden_size values each): exact means exact")
+        if w == PREDICT_WEIGHTS + 8 * 2 * (512 * 512 - 512 * 128) * 4:
+            return Result(False, "predicted_weights_bytes: k_proj and v_proj map hidden_size to KV heads x head_dim "
+                                 "(2 x 64 here), not to hidden_size")
+        return Result(False, "predicted_weights_bytes is off: count each matrix of the config (embedding, "
+                             "q/k/v/o, the three MLP matrices, the norms, the head) x 4 bytes")
+    carried = type(own) is int and own != PREDICT_KV and kv == own   # the learner's own kv_cache_bytes (Task 4)
+    if kv != PREDICT_KV and not carried:
+        if kv * 2 == PREDICT_KV:
+            return Result(False, "predicted_kv_cache_bytes is half of it: every layer caches a key and a value, "
+                                 "4 bytes each (fp32)")
+        if kv == PREDICT_KV * 4:
+            return Result(False, "predicted_kv_cache_bytes counts the 8 attention heads: only the 2 KV heads are "
+                                 "cached")
+        if kv * 4 == PREDICT_KV:
+            return Result(False, "predicted_kv_cache_bytes: every one of the 4 sequences keeps its own cache")
+        if kv == 8192 or kv == 8192 * 4:
+            return Result(False, "predicted_kv_cache_bytes: that is per token; multiply by tokens and sequences")
+        if kv == PREDICT_KV * 8:
+            return Result(False, "predicted_kv_cache_bytes is 8x too large: bits or bytes per value?")
+        return Result(False, "predicted_kv_cache_bytes is off: 2 x layers x KV heads x head_dim x bytes, "
+                             "x tokens x sequences")
+    return Result(True, "the KV cache is " + CARRIED if carried else "")
+
+
+def _score_measured_gap(v: dict) -> Result:
+    problem = _first_problem(v)
+    if problem:
+        return Result(False, problem)
+    pool, reason = v["pool"], v["reason"]
+    if type(pool) is not str or pool not in ("weights", "kv_cache", "workspace"):
+        return Result(False, "largest_gap_pool must be one of \"weights\", \"kv_cache\" or \"workspace\"")
+    if pool != "workspace":
+        return Result(False, "largest_gap_pool: that pool follows from the config exactly (a count x bytes); "
+                             "which pool has no exact formula?")
+    return _letter(reason, "b", "gap_reason")
 
 
 # ---------------------------------------------------- 6. free is not capacity
@@ -267,6 +361,40 @@ def _score_safe_requests(v: dict) -> Result:
         if expected == 0:
             return Result(False, "safe_requests: when the reserve is larger than what is free, how many can start?")
         return Result(False, f"safe_requests({free}, {reserve}, {per}) is off")
+    return Result(True)
+
+
+# (total, free, allocated, reserved, safety reserve) -> plannable = max(0, free - safety reserve):
+# 18 - 8 = 10 GB ; 9 - 2 = 7 GB ; 3 - 4 < 0 -> 0 ; 100 - 14 = 86 GB
+PLANNABLE_EXPECTED = [10 * GB, 7 * GB, 0, 86 * GB]
+
+
+def _score_plannable(v: dict) -> Result:
+    problem = _first_problem(v)
+    if problem:
+        return Result(False, problem)
+    for (total, free, allocated, reserved, safety), expected, got in zip(PLANNABLE_CASES, PLANNABLE_EXPECTED,
+                                                                          v["bytes"]):
+        if not _whole(got):
+            return Result(False, "plannable_bytes must return a whole number of bytes")
+        if int(got) == expected:
+            continue
+        if int(got) < 0:
+            return Result(False, "plannable_bytes: when the free memory is below the safety reserve, nothing "
+                                 "may be planned (0), never a negative amount")
+        if int(got) == free:
+            return Result(False, "plannable_bytes: the safety reserve must stay unfilled, even when it is free")
+        if int(got) in (free + reserved - allocated - safety, max(0, free + reserved - allocated - safety)):
+            return Result(False, "plannable_bytes counts the pieces torch has cached (reserved - allocated): they "
+                                 "may be split into blocks too small for one large allocation; plan only with "
+                                 "what the device reports free")
+        if int(got) in (total - allocated - safety, max(0, total - allocated - safety)):
+            return Result(False, "plannable_bytes: total - allocated counts torch's cached pieces and memory "
+                                 "outside torch (the CUDA context, other processes); start from what is free")
+        if int(got) in (total - reserved - safety, max(0, total - reserved - safety)):
+            return Result(False, "plannable_bytes: total - reserved counts memory outside torch (the CUDA "
+                                 "context, other processes); start from what the device reports free")
+        return Result(False, "plannable_bytes is off: which of these bytes are guaranteed for a new allocation?")
     return Result(True)
 
 
@@ -313,25 +441,61 @@ def _score_admission(v: dict) -> Result:
 # --------------------------------------------------- 8. loading, offloading
 
 
-def _score_loading_offload(v: dict) -> Result:
+def _score_offload_step(v: dict) -> Result:
     problem = _first_problem(v)
     if problem:
         return Result(False, problem)
-    # 10 GB / 31.5 GB/s = 0.3175 s per decode step
-    if not _close(v["offload_s"], 10 / 31.5, rel=0.01):
-        if _close(v["offload_s"], 10 / 31.5 * 8, rel=0.01) or _close(v["offload_s"], 10 / 31.5 / 8, rel=0.01):
-            return Result(False, "offload_seconds_per_step: both figures are in bytes (GB and GB/s)")
-        if _close(v["offload_s"], 10 / 63, rel=0.01):
-            return Result(False, "offload_seconds_per_step: 63 GB/s is PCIe Gen5; the question is about Gen4")
-        return Result(False, "offload_seconds_per_step: time = bytes moved / bandwidth")
+    got, right = v["offload_s"], 10 / 31.5     # 10 GB / 31.5 GB/s = 0.3175 s per decode step
+    if _close(got, right, rel=0.01):
+        return Result(True)
+    if not _is_number(got):
+        return Result(False, "offload_seconds_per_step must be a number of seconds")
+    if _close(got, right * 8, rel=0.01) or _close(got, right / 8, rel=0.01):
+        return Result(False, "offload_seconds_per_step: both figures are in bytes (GB and GB/s): no factor 8")
+    if _close(got, right * GiB / GB, rel=0.005) or _close(got, right * GB / GiB, rel=0.005):
+        return Result(False, "offload_seconds_per_step: GB and GB/s here are both 10^9 bytes; a GiB (2^30) "
+                             "slipped into one of them")
+    if _close(got, 10 / 63, rel=0.01):
+        return Result(False, "offload_seconds_per_step: 63 GB/s is PCIe Gen5; the question is about Gen4")
+    if _close(got, 31.5 / 10, rel=0.01):
+        return Result(False, "offload_seconds_per_step: time = bytes moved / bandwidth, not bandwidth / bytes")
+    return Result(False, "offload_seconds_per_step: time = bytes moved / bandwidth")
+
+
+def _score_replica_ready(v: dict) -> Result:
+    problem = _first_problem(v)
+    if problem:
+        return Result(False, problem)
     # 14 GB / 2 GB/s = 7 s read + 14 GB / 25 GB/s = 0.56 s copy + 4 s init + 20 s capture + 8 s warm-up = 39.56 s
-    if not _close(v["ready_s"], 39.56, rel=0.005):
-        if _close(v["ready_s"], 7.56, rel=0.01):
-            return Result(False, "replica_ready_seconds: moving the bytes is not all of it; what else happens "
-                                 "before the first request is served?")
-        return Result(False, "replica_ready_seconds: add every phase of the readiness timeline")
-    if v["at_start"] is not False:
-        return Result(False, "ready_at_process_start must be a bool: is a replica ready when its process starts?")
+    got = v["ready_s"]
+    if _close(got, 39.56, rel=0.002):
+        return Result(True)
+    if not _is_number(got):
+        return Result(False, "replica_ready_seconds must be a number of seconds")
+    in_gib = 14 * GB / GiB                       # 13.04: the 14 GB read as GiB
+    if any(_close(got, t, rel=0.002) for t in (in_gib / 2 + in_gib / 25 + 32, 14 * GiB / GB / 2 + 14 * GiB / GB / 25 + 32)):
+        return Result(False, "replica_ready_seconds: the weights are 14 GB (10^9 bytes) and the rates GB/s: a GiB "
+                             "(2^30 bytes) slipped in")
+    if _close(got, 7.56, rel=0.01):
+        return Result(False, "replica_ready_seconds: moving the bytes is not all of it; what else happens before "
+                             "the first request is served?")
+    if _close(got, 32, rel=0.01):
+        return Result(False, "replica_ready_seconds: the weights still have to be read and copied to the GPU")
+    if _close(got, 39.0, rel=0.002) or _close(got, 32.56, rel=0.002):
+        return Result(False, "replica_ready_seconds: one phase is missing; add every phase of the timeline")
+    return Result(False, "replica_ready_seconds: add every phase of the readiness timeline")
+
+
+def _score_ready_at_start(v: dict) -> Result:
+    problem = _first_problem(v)
+    if problem:
+        return Result(False, problem)
+    got = v["at_start"]
+    if type(got) is not bool:
+        return Result(False, f"ready_at_process_start must be True or False (a bool), not a {type(got).__name__}")
+    if got:
+        return Result(False, "ready_at_process_start: a process that has just started is still reading weights, "
+                             "initialising the device and warming up; can it serve yet?")
     return Result(True)
 
 
@@ -488,9 +652,14 @@ CHECKS: dict[str, Check] = {c.grade_id: c for c in (
     Check("test_kv_per_token", _score_kv_per_token),
     Check("test_kv_cache_total", _score_kv_total),
     Check("test_gqa_dtype", _score_gqa_dtype),
+    Check("test_predict_measure", _score_predict_measure),
+    Check("test_measured_gap", _score_measured_gap),
     Check("test_safe_requests", _score_safe_requests),
+    Check("test_plannable", _score_plannable),
     Check("test_admission_rule", _score_admission),
-    Check("test_loading_offload", _score_loading_offload),
+    Check("test_offload_step", _score_offload_step),
+    Check("test_replica_ready", _score_replica_ready),
+    Check("test_ready_at_start", _score_ready_at_start),
     Check("test_pool_kinds", _score_pool_kinds),
     Check("test_predict", _score_predict),
     Check("test_lab_record", _score_lab_record),

@@ -165,14 +165,34 @@ def collect_kv_per_token(ns):
 
 
 def collect_kv_cache_total(ns):
+    # The learner's own kv_bytes_per_token on the same shapes: Task 4 is scored against it too
+    # ("error carried forward"), so a slip in Task 3 costs Task 3 only.
     return {
         "bytes": [call(ns, "kv_cache_bytes", dict(KV_CONFIGS[name]), b, t, s) for name, b, t, s in KV_TOTAL_CASES],
+        "own_per_token": [call(ns, "kv_bytes_per_token", dict(KV_CONFIGS[name]), b) for name, b, t, s in KV_TOTAL_CASES],
         "lab_kv_gb": var(ns, "lab_kv_gb"),
     }
 
 
 def collect_gqa_dtype(ns):
-    return {"ratio": var(ns, "mha_over_gqa_ratio"), "fp8": var(ns, "llama3_fp8_kv_bytes_per_token")}
+    return {"ratio": var(ns, "mha_over_gqa_ratio"), "fp8": var(ns, "llama3_fp8_kv_bytes_per_token"),
+            "own_fp8": call(ns, "kv_bytes_per_token", dict(KV_CONFIGS["llama-3-8b"]), 1)}
+
+
+# ------------------------------------------------------------------ 6-7. predict, then measure
+
+# The notebook's small llama, as the notebook shows it, and its setting (fp32: 4 B; 4 sequences x 1,024 tokens)
+TINY_LLAMA = {"model_type": "llama", "hidden_size": 512, "intermediate_size": 1408, "num_hidden_layers": 8,
+              "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 8000, "tie_word_embeddings": False}
+
+
+def collect_predict_measure(ns):
+    return {"weights": var(ns, "predicted_weights_bytes"), "kv_cache": var(ns, "predicted_kv_cache_bytes"),
+            "own_kv_cache": call(ns, "kv_cache_bytes", dict(TINY_LLAMA), 4, 1024, 4)}
+
+
+def collect_measured_gap(ns):
+    return {"pool": var(ns, "largest_gap_pool"), "reason": var(ns, "gap_reason")}
 
 
 # ------------------------------------------------------------------ 6. free is not capacity
@@ -184,6 +204,15 @@ SAFE_CASES = [(8 * GB, 2 * GB, 1_500_000_000), (20 * GB, 4 * GB, 3 * GB), (3 * G
 
 def collect_safe_requests(ns):
     return {"n": [call(ns, "safe_requests", *case) for case in SAFE_CASES]}
+
+
+# (total, free, allocated, reserved, safety reserve) of a device, in bytes
+PLANNABLE_CASES = [(80 * GB, 18 * GB, 50 * GB, 59 * GB, 8 * GB), (24 * GB, 9 * GB, 11 * GB, 14 * GB, 2 * GB),
+                   (40 * GB, 3 * GB, 30 * GB, 36 * GB, 4 * GB), (141 * GB, 100 * GB, 20 * GB, 30 * GB, 14 * GB)]
+
+
+def collect_plannable(ns):
+    return {"bytes": [call(ns, "plannable_bytes", *case) for case in PLANNABLE_CASES]}
 
 
 # ------------------------------------------------------------------ 7. admission rule
@@ -209,9 +238,16 @@ def collect_admission_rule(ns):
 
 # ------------------------------------------------------------------ 8. loading, offloading
 
-def collect_loading_offload(ns):
-    return {"offload_s": var(ns, "offload_seconds_per_step"), "ready_s": var(ns, "replica_ready_seconds"),
-            "at_start": var(ns, "ready_at_process_start")}
+def collect_offload_step(ns):
+    return {"offload_s": var(ns, "offload_seconds_per_step")}
+
+
+def collect_replica_ready(ns):
+    return {"ready_s": var(ns, "replica_ready_seconds")}
+
+
+def collect_ready_at_start(ns):
+    return {"at_start": var(ns, "ready_at_process_start")}
 
 
 # ------------------------------------------------------------------ 9. the pools
@@ -252,9 +288,14 @@ COLLECTORS = {
     "test_kv_per_token": "collect_kv_per_token",
     "test_kv_cache_total": "collect_kv_cache_total",
     "test_gqa_dtype": "collect_gqa_dtype",
+    "test_predict_measure": "collect_predict_measure",
+    "test_measured_gap": "collect_measured_gap",
     "test_safe_requests": "collect_safe_requests",
+    "test_plannable": "collect_plannable",
     "test_admission_rule": "collect_admission_rule",
-    "test_loading_offload": "collect_loading_offload",
+    "test_offload_step": "collect_offload_step",
+    "test_replica_ready": "collect_replica_ready",
+    "test_ready_at_start": "collect_ready_at_start",
     "test_pool_kinds": "collect_pool_kinds",
     "test_predict": "collect_predict",
     "test_lab_record": "collect_lab_record",

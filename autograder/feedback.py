@@ -203,7 +203,8 @@ def _joined(value) -> str:
 # ------------------------------------------------------------------ cells
 
 def _titles(nb: nbformat.NotebookNode) -> dict[str, str]:
-    """Each test cell's title: the last "**Task N" (or "## heading") above it."""
+    """Each test cell's title: its ``metadata.course.title`` (the builder writes one), else the last
+    "**Task N" (or "## heading") above it."""
     titles, current = {}, ""
     for cell in nb.cells:
         if cell.get("cell_type") == "markdown":
@@ -216,7 +217,9 @@ def _titles(nb: nbformat.NotebookNode) -> dict[str, str]:
                 current = heading[-1].strip()
         gid = cell_grade_id(cell)
         if gid and is_test(cell):
-            titles[gid] = current or gid
+            course = (cell.get("metadata") or {}).get("course")
+            title = course.get("title") if isinstance(course, dict) else None
+            titles[gid] = title if isinstance(title, str) and title else (current or gid)
     return titles
 
 

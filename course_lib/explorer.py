@@ -23,6 +23,8 @@ POOL_COLOURS = {
     "kv_cache": "#dd8452", "request_state": "#c44e52",
 }
 DTYPES = ["fp32", "bf16", "fp16", "fp8", "int8", "int4-g128", "int4"]
+#: The context slider's stops: powers of two, so 1,024 or 2,048 tokens are one step each, not a drag in 128s.
+CONTEXT_TOKENS = [2**k for k in range(7, 18)]       # 128 ... 131,072
 
 
 def model_options() -> list[tuple[str, str]]:
@@ -90,10 +92,7 @@ def budget_figure(budget: Budget, title: str = "Serving-memory budget", ax=None)
     ax.set_ylim(0, top)
     secondary = ax.secondary_yaxis("right", functions=(lambda g: g * GB / GiB, lambda g: g * GiB / GB))
     secondary.set_ylabel("memory (GiB = 2^30 bytes)")
-    verdict = "FITS" if budget.fits else "DOES NOT FIT"
-    ax.set_title(f"{title}\n{verdict}: at most {budget.max_active_sequences} sequences fit "
-                 f"(headroom {budget.headroom_bytes / GB:+.2f} GB)", fontsize=10,
-                 color="#1b5e20" if budget.fits else "#b71c1c")
+    ax.set_title(f"{title}\n{headline(budget)}", fontsize=10, color="#1b5e20" if budget.fits else "#b71c1c")
     if own_figure:
         fig.legend(loc="outside right upper", fontsize=8, frameon=False)
     else:
@@ -101,15 +100,30 @@ def budget_figure(budget: Budget, title: str = "Serving-memory budget", ax=None)
     return fig
 
 
+def headline(budget: Budget) -> str:
+    """FITS with what is to spare, or DOES NOT FIT with by how much (never a "negative headroom").
+
+    >>> from course_lib.budget import plan_budget
+    >>> headline(plan_budget(device_bytes="24GB", weights_bytes="14GB", workspace_bytes="2GB",
+    ...                      reserve_bytes="2GB", per_sequence_kv_bytes="1.5GB", active_sequences=5))
+    'DOES NOT FIT: over by 1.50 GB; at most 4 sequences fit'
+    """
+    if budget.fits:
+        return (f"FITS: {budget.headroom_bytes / GB:.2f} GB to spare; at most {budget.max_active_sequences} "
+                f"sequences fit")
+    return f"DOES NOT FIT: over by {-budget.headroom_bytes / GB:.2f} GB; at most {budget.max_active_sequences} sequences fit"
+
+
 def verdict_html(est: Estimate) -> str:
     """The explorer's verdict line as HTML (the browser tests read its text)."""
     b = est.budget
     colour = "#1b5e20" if b.fits else "#b71c1c"
     word = "fits" if b.fits else "does not fit"
+    spare = (f"{b.headroom_bytes / GB:.2f} GB ({b.headroom_bytes / GiB:.2f} GiB) to spare" if b.fits else
+             f"over by {-b.headroom_bytes / GB:.2f} GB ({-b.headroom_bytes / GiB:.2f} GiB)")
     return (f"<b style='color:{colour}' class='course-verdict'>Verdict: {word}</b> &mdash; "
-            f"{b.active_sequences} active sequences, headroom {b.headroom_bytes / GB:+.2f} GB "
-            f"({b.headroom_bytes / GiB:+.2f} GiB); at most <b>{b.max_active_sequences}</b> sequences fit "
-            f"({est.kv_cache_bytes_per_token:,} KV bytes per token)")
+            f"{b.active_sequences} active sequences, {spare}; at most <b>{b.max_active_sequences}</b> sequences "
+            f"fit ({est.kv_cache_bytes_per_token:,} KV bytes per token)")
 
 
 def budget_explorer(model: str = "llama-2-7b", dtype: str = "fp16", gpu: str = "rtx-4090",
@@ -128,8 +142,9 @@ def budget_explorer(model: str = "llama-2-7b", dtype: str = "fp16", gpu: str = "
         "model": w.Dropdown(options=model_options(), value=model, description="model preset", style=style, layout=layout),
         "dtype": w.Dropdown(options=DTYPES, value=dtype, description="weights & KV dtype", style=style, layout=layout),
         "gpu": w.Dropdown(options=gpu_options(), value=gpu, description="GPU (reported memory)", style=style, layout=layout),
-        "context_tokens": w.IntSlider(value=context_tokens, min=128, max=32768, step=128,
-                                      description="context (tokens)", style=style, layout=layout),
+        "context_tokens": w.SelectionSlider(options=[(f"{t:,}", t) for t in CONTEXT_TOKENS],
+                                            value=context_tokens if context_tokens in CONTEXT_TOKENS else 4096,
+                                            description="context (tokens)", style=style, layout=layout),
         "active_sequences": w.IntSlider(value=active_sequences, min=1, max=128, step=1,
                                         description="active sequences (count)", style=style, layout=layout),
         "reserve_percent": w.FloatSlider(value=reserve_percent, min=0, max=50, step=1,

@@ -76,14 +76,16 @@ def show_loading_and_offload(out_dir: str | Path = FIGURES) -> dict[str, Any]:
     return {"offload": off, "timeline": timeline, "rollout": plan}
 
 
-#: A small made-up llama-type model (about 31 M parameters) for a quick real measurement in a notebook cell.
+#: A small made-up llama-type model (30,745,088 parameters) for a quick real measurement in a notebook cell.
 NOTEBOOK_MEASURE_CONFIG = {
     "model_type": "llama", "hidden_size": 512, "intermediate_size": 1408, "num_hidden_layers": 8,
     "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 8000, "tie_word_embeddings": False,
 }
+#: The setting the notebook asks learners to predict, then measures: fp32, 4 sequences x 1,024 tokens.
+NOTEBOOK_MEASURE_SETTING = {"dtype": "fp32", "sequences": 4, "context_tokens": 1024}
 
 GPU_DIFFERENCES = """\
-On a GPU the same cell would show more than one number, because "free" is not one thing there:
+On a GPU the same cell shows more than one number, because "free" is not one thing there:
   - total and free device memory (cudaMemGetInfo), what nvidia-smi reports;
   - torch's allocated bytes (live tensors) vs reserved bytes (what its caching allocator holds);
     reserved - allocated is cached or fragmented memory: free to torch, not free to other processes;
@@ -91,18 +93,23 @@ On a GPU the same cell would show more than one number, because "free" is not on
     (typically a few hundred MiB before the first tensor);
   - inactive split blocks: freed pieces too small for the next large allocation.
 Here on the CPU the process's resident memory (RSS) plays the role of 'used', and the allocator (glibc)
-can keep freed memory too, so measured peaks depend on how memory is returned to the OS."""
+keeps freed memory too, as the demonstration below shows."""
 
 
-def show_device_memory(sequences: int = 4, context_tokens: int = 1024) -> Any:
-    """Snapshot this machine's device, then measure a small real model: predicted vs measured per pool."""
+def _grading(what: str) -> bool:
+    """True (and say so) while nbgrader or course-grade runs the notebook: demonstrations earn no points."""
     if os.environ.get("NBGRADER_EXECUTION"):
-        # nbgrader (and course-grade) set this while grading: the measurement is a demonstration,
-        # worth no points, and costs seconds (and a torch import) per submission.
-        print("(the measurement is skipped while grading: NBGRADER_EXECUTION is set)")
+        print(f"({what} is skipped while grading: NBGRADER_EXECUTION is set; nothing graded depends on it)")
+        return True
+    return False
+
+
+def show_device_memory() -> Any:
+    """This machine's device now, and free memory that is not capacity, with real allocations."""
+    if _grading("the measurement"):
         return None
-    from .measure import measure_pools, snapshot  # torch, in a fresh process
-    from .measure.device import TORCH_HINT, torch_available
+    from .measure import snapshot  # torch only when there is a GPU to ask
+    from .measure.fragmentation import LARGE_BYTES, held_after_free
 
     snap = snapshot()
     print("This machine, now:")
@@ -111,12 +118,57 @@ def show_device_memory(sequences: int = 4, context_tokens: int = 1024) -> Any:
     if type(snap).__name__.lower().startswith("cpu"):
         print(GPU_DIFFERENCES)
         print()
+    result = held_after_free()
+    print(f"Real allocations in a fresh process on the {result.device.upper()}:")
+    print(result.describe())
+    if result.device == "cpu":
+        freed, large = result.steps[2], result.steps[3]
+        print(f"\nHalf the blocks were freed ({freed.free_inside_bytes / 1e6:.0f} MB), yet the process still holds "
+              f"them: its RSS stayed at {freed.used_bytes / 1e6:.0f} MB. The {LARGE_BYTES // 2**20} MiB request fits "
+              f"in none of the freed holes, so it took new memory (RSS {large.used_bytes / 1e6:.0f} MB) although "
+              f"the free bytes exceeded it. Free memory is not guaranteed capacity.")
+    else:
+        freed, large = result.steps[2], result.steps[3]
+        print(f"\nAfter freeing, torch still reserves {freed.used_bytes / 1e6:.0f} MB ({freed.free_inside_bytes / 1e6:.0f}"
+              f" MB of it cached, free only to torch); the large request grew the reservation to "
+              f"{large.used_bytes / 1e6:.0f} MB although cached bytes were there.")
+    return result
+
+
+def predict_then_measure(predicted_weights_bytes: int, predicted_kv_cache_bytes: int,
+                         out_dir: str | Path = FIGURES) -> Any:
+    """Measure the notebook's small model on this machine and set it beside the learner's predictions.
+
+    Prints pool | your prediction | course_lib | measured | error, and draws one panel per pool.
+    """
+    if _grading("the measurement"):
+        return None
+    from dataclasses import replace
+
+    from .measure import measure_pools
+    from .measure.device import TORCH_HINT, torch_available
+    from .measure.plot import plot_pools  # matplotlib
+
     if not torch_available():
         print(TORCH_HINT)
         return None
     spec = from_hf_config(NOTEBOOK_MEASURE_CONFIG, name="notebook-small")
-    print(f"Measuring a {spec.params_total / 1e6:.0f} M-parameter model built here with random weights "
-          f"({sequences} sequences x {context_tokens} tokens), in a fresh process:")
-    result = measure_pools(spec, sequences, context_tokens, progress=False)
-    print(result.table())
+    s = NOTEBOOK_MEASURE_SETTING
+    print(f"Measuring a {spec.params_total:,}-parameter model built here with random weights "
+          f"({s['sequences']} sequences x {s['context_tokens']} tokens, {s['dtype']}), in a fresh process:")
+    result = measure_pools(spec, s["sequences"], s["context_tokens"], dtype=s["dtype"], progress=True)
+    yours = {"weights": predicted_weights_bytes, "kv_cache": predicted_kv_cache_bytes}
+    print(f"\n{'pool':<10} {'your prediction':>16} {'course_lib':>14} {'measured':>14} {'your error':>11}")
+    for pool in result.pools:
+        mine = yours.get(pool.name)
+        shown = f"{mine:>16,}" if isinstance(mine, int) else f"{'-':>16}"
+        err = "" if not isinstance(mine, int) or pool.measured_bytes <= 0 else \
+            f"{(mine - pool.measured_bytes) / pool.measured_bytes:>+10.2%}"
+        print(f"{pool.name:<10} {shown} {pool.predicted_bytes:>14,} {pool.measured_bytes:>14,} {err:>11}")
+    print("(course_lib predicts the workspace from the activation peak of a prefill; you were not asked to)")
+    mixed = replace(result, pools=tuple(replace(p, predicted_bytes=yours[p.name]) if isinstance(yours.get(p.name), int)
+                                        else p for p in result.pools))
+    path = plot_pools(mixed, Path(out_dir) / "predicted_vs_measured.png", include_total=False,
+                      predicted_label="predicted (yours; the workspace: course_lib's)")
+    _show_image(path)
     return result

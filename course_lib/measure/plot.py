@@ -29,7 +29,8 @@ def axis_unit(max_bytes: int) -> tuple[int, str]:
     return (GB, "GB (10^9 bytes)") if max_bytes >= GB else (MiB, "MiB (2^20 bytes)")
 
 
-def plot_pools(result: MeasureResult, path: str | Path, *, include_total: bool = True) -> Path:
+def plot_pools(result: MeasureResult, path: str | Path, *, include_total: bool = True,
+               predicted_label: str = "predicted (course_lib)") -> Path:
     """Write a PNG: one panel per pool (each with its own scale), predicted and measured bars, the % error.
 
     Returns the path written (its folder is created if needed).
@@ -45,7 +46,7 @@ def plot_pools(result: MeasureResult, path: str | Path, *, include_total: bool =
     for ax, p in zip(axes, pools):
         values = (p.predicted_bytes / scale, p.measured_bytes / scale)
         bars = ax.bar([0, 1], values, 0.7, color=[PREDICTED_COLOR, MEASURED_COLOR],
-                      edgecolor=["#4a6f8a", "#1f4e79"], label=["predicted (course_lib)", "measured (this machine)"])
+                      edgecolor=["#4a6f8a", "#1f4e79"], label=[predicted_label, "measured (this machine)"])
         digits = 3 if scale == GB else 1
         for bar, value in zip(bars, values):
             ax.annotate(f"{value:,.{digits}f}", (bar.get_x() + bar.get_width() / 2, value), xytext=(0, 3),

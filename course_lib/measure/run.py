@@ -210,7 +210,7 @@ def run_worker(request: dict[str, Any], *, steps: tuple[str, ...], desc: str, pr
     keeps quiet). A crash raises RuntimeError with the worker's last words; a
     process killed by the OS (out of memory) raises CourseInputError.
     """
-    from tqdm import tqdm
+    from tqdm.auto import tqdm   # a bar widget in a notebook, text on a terminal
 
     from .worker import PROGRESS, REFUSED_EXIT   # here, not at the top: `python -m ...worker` must not import itself first
 

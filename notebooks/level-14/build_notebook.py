@@ -46,10 +46,15 @@ def solution(grade_id: str, text: str) -> None:
     CELLS.append(nbformat.v4.new_code_cell(text.strip("\n"), metadata=_meta(grade_id, grade=False, solution=True, locked=False)))
 
 
-def test(grade_id: str, points: int, visible: str) -> None:
-    """A test cell: visible asserts, then the hidden part (collection only; scored by the grader)."""
+def test(grade_id: str, points: int, title: str, visible: str) -> None:
+    """A test cell: visible asserts, then the hidden part (collection only; scored by the grader).
+
+    ``title`` names the question in the feedback page's score table.
+    """
     body = visible.strip("\n") + "\n\n" + hidden_block(grade_id)
-    CELLS.append(nbformat.v4.new_code_cell(body, metadata=_meta(grade_id, grade=True, solution=False, locked=True, points=points)))
+    meta = _meta(grade_id, grade=True, solution=False, locked=True, points=points)
+    meta["course"] = {"title": title}
+    CELLS.append(nbformat.v4.new_code_cell(body, metadata=meta))
 
 
 def manual(grade_id: str, points: int, text: str) -> None:
@@ -60,8 +65,8 @@ def manual(grade_id: str, points: int, text: str) -> None:
 md("""
 # L14.4 — Model Loading and Memory
 
-**Points:** 31 autograded points in this notebook, 3 points for your written explanation (graded by
-hand), and 3 points for editing the lab file (checked by the autograder). **Total: 37.**
+**Points:** 37 autograded points in this notebook, 3 points for your written explanation (graded by
+hand), and 3 points for editing the lab file (checked by the autograder). **Total: 43.**
 
 Work top to bottom. Cells marked *YOUR CODE HERE* are yours; the cells below them check your answer.
 Sizes are in bytes unless a name says otherwise; **GB = 10^9 bytes and GiB = 2^30 bytes**, and the
@@ -72,7 +77,7 @@ hidden checks on other inputs, so passing the visible ones is a good sign, not a
 *Validate* button runs the visible checks only. A failing check raises an error, and *Run All* stops
 at the first error: fix that cell (or run the cells below it one by one) before you go on. To hand in,
 submit this folder as it is: this notebook **and** the lab file `l14-04-model-memory.py` beside it
-(you edit the lab in Task 11).
+(you edit the lab in Task 14).
 """, "intro")
 
 code("""
@@ -147,7 +152,7 @@ fifth_crosses = (fit_count + 1) * 1.5 > left_gb
 print(f"left for requests: {left_gb} GB; {fit_count} requests fit; the next one crosses: {fifth_crosses}")
 """)
 
-test("test_request_budget", 2, """
+test("test_request_budget", 2, "Task 1 · what is left for requests", """
 assert isinstance(left_gb, (int, float)), "left_gb should be a number of GB"
 assert isinstance(fit_count, int), "fit_count should be a whole number (int)"
 assert isinstance(fifth_crosses, bool), "fifth_crosses should be True or False"
@@ -188,7 +193,7 @@ llama3_weights_gib = weight_bytes(8_030_261_248, "fp16") / GiB
 print(f"Llama-3-8B fp16 weights: {llama3_weights_gb:.2f} GB = {llama3_weights_gib:.2f} GiB")
 """)
 
-test("test_weight_bytes", 2, """
+test("test_weight_bytes", 2, "Task 2 · weight bytes, GB and GiB", """
 assert weight_bytes(1000, "fp32") == 4000, "weight_bytes(1000, 'fp32'): 1000 values of 4 bytes"
 assert isinstance(weight_bytes(10, "fp16"), int), "weight_bytes should return an int of bytes"
 assert llama3_weights_gb > llama3_weights_gib, "a GB is smaller than a GiB, so the same bytes are more GB"
@@ -229,7 +234,7 @@ def kv_bytes_per_token(config, bytes_per_value):
 print("Llama-3-8B fp16:", kv_bytes_per_token(llama3_8b, 2), "bytes per token")
 """)
 
-test("test_kv_per_token", 3, """
+test("test_kv_per_token", 3, "Task 3 · KV bytes per token", """
 tiny = {"hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 2}
 assert kv_bytes_per_token(tiny, 1) == 16, "1 layer, 2 KV heads of 4 dims, 1 byte: count keys and values"
 """)
@@ -256,7 +261,7 @@ lab_kv_gb = kv_cache_bytes(llama2_7b, 2, 1024, 8) / GB
 print(f"lab setting: {lab_kv_gb:.3f} GB of KV cache")
 """)
 
-test("test_kv_cache_total", 2, """
+test("test_kv_cache_total", 2, "Task 4 · the KV cache of many sequences", """
 assert kv_cache_bytes(llama3_8b, 2, 2, 1) == 2 * kv_bytes_per_token(llama3_8b, 2), "two tokens cost twice one"
 assert isinstance(lab_kv_gb, float), "lab_kv_gb should be a float number of GB"
 """)
@@ -276,9 +281,11 @@ llama3_fp8_kv_bytes_per_token = kv_bytes_per_token(llama3_8b, 1)
 print(mha_over_gqa_ratio, llama3_fp8_kv_bytes_per_token)
 """)
 
-test("test_gqa_dtype", 2, """
-assert mha_over_gqa_ratio > 1, "multi-head attention caches more heads than GQA"
-assert llama3_fp8_kv_bytes_per_token < kv_bytes_per_token(llama3_8b, 2), "fp8 is smaller than fp16"
+test("test_gqa_dtype", 2, "Task 5 · GQA and an fp8 cache", """
+assert mha_over_gqa_ratio > 1, (f"mha_over_gqa_ratio is {mha_over_gqa_ratio!r}: divide Llama-2-7B's KV bytes per "
+                                "token by Llama-3-8B's; which of the two caches more KV heads?")
+assert llama3_fp8_kv_bytes_per_token < kv_bytes_per_token(llama3_8b, 2), (
+    "llama3_fp8_kv_bytes_per_token should be below the fp16 figure: fp8 stores fewer bytes per value")
 """)
 
 md("""
@@ -298,6 +305,85 @@ print()
 print("your kv_bytes_per_token agrees with the library:",
       kv_bytes_per_token(llama2_7b, 2) == kv_cache_bytes_per_token(get_model("llama-2-7b"), "fp16"))
 """, "library_budget")
+
+md("""
+### Predict, then measure on your own device
+
+Formulas are only useful if they match what a machine really allocates. Below is a small llama-style
+model (made up for this course) that the next cells build **on your machine** with random weights, so
+nothing is downloaded. The setting: weights and KV cache in **fp32** (4 bytes per value),
+**4 sequences x 1,024 tokens**.
+
+Count its parameters matrix by matrix. Each of the 8 layers has the attention projections q and o
+(`hidden x hidden` each) and k and v (`hidden x (KV heads x head_dim)` each, `head_dim = hidden /
+attention heads`), the gated MLP's three matrices (`hidden x intermediate` each) and two norms
+(`hidden` values each). Outside the layers: the token embedding (`vocab x hidden`), a final norm
+(`hidden`) and the output head (`vocab x hidden`: it is not tied to the embedding here).
+
+**Task 6.** *Before you measure anything*, predict as ints of bytes: `predicted_weights_bytes` (every
+parameter x 4 bytes) and `predicted_kv_cache_bytes` (the whole cache of the setting). Work them out
+by hand or with your own functions from Tasks 2 to 4; the library is not allowed here.
+""", "measure_intro")
+
+code("""
+# The small model's config (the shape keys a config.json would hold)
+tiny_llama = {"model_type": "llama", "hidden_size": 512, "intermediate_size": 1408, "num_hidden_layers": 8,
+              "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 8000, "tie_word_embeddings": False}
+setting = {"dtype": "fp32", "sequences": 4, "context_tokens": 1024}
+""", "measure_config")
+
+solution("answer_predict_measure", """
+### BEGIN SOLUTION
+_h, _i, _layers, _kv_width, _vocab = 512, 1408, 8, 2 * 64, 8000
+_per_layer = 2 * _h * _h + 2 * _h * _kv_width + 3 * _h * _i + 2 * _h
+_params = _layers * _per_layer + 2 * _vocab * _h + _h
+predicted_weights_bytes = _params * 4
+predicted_kv_cache_bytes = kv_cache_bytes(tiny_llama, 4, 1024, 4)
+### END SOLUTION
+print(f"predicted: weights {predicted_weights_bytes:,} B, KV cache {predicted_kv_cache_bytes:,} B")
+""")
+
+test("test_predict_measure", 2, "Task 6 · predict the small model's pools", """
+assert isinstance(predicted_weights_bytes, int) and isinstance(predicted_kv_cache_bytes, int), (
+    "give both predictions as ints of bytes")
+assert predicted_kv_cache_bytes > predicted_weights_bytes / 10, (
+    "predicted_kv_cache_bytes looks too small: 4 sequences x 1,024 tokens, every layer, keys and values")
+""")
+
+md("""
+Now measure. The cell below builds the model in a fresh process on this machine (the GPU when there
+is one, else the CPU), allocates its KV cache, runs a prefill and two decode steps, and sets what it
+measured beside your predictions, one panel per pool. It takes 10-30 s; the bar shows its steps.
+""", "measure_run_intro")
+
+code("""
+# MEASUREMENT (real numbers from this machine; your predictions above are what is graded)
+from course_lib.lesson import predict_then_measure
+measurement = predict_then_measure(predicted_weights_bytes, predicted_kv_cache_bytes)
+""", "measure_compare")
+
+md("""
+**Task 7.** Which pool's prediction is furthest from what was measured, and why? Set
+`largest_gap_pool` to `"weights"`, `"kv_cache"` or `"workspace"`, and `gap_reason` to the letter of
+the reason:
+
+* **a** — the parameter-count formula misses some of the weights
+* **b** — temporary buffers depend on the kernels that run and on how the allocator reserves and keeps
+  memory, not on a formula of the config
+* **c** — the KV-cache formula ignores how many sequences are active
+""", "gap_intro")
+
+solution("answer_measured_gap", """
+### BEGIN SOLUTION
+largest_gap_pool = "workspace"
+gap_reason = "b"
+### END SOLUTION
+""")
+
+test("test_measured_gap", 1, "Task 7 · the measured gap", """
+assert largest_gap_pool in ("weights", "kv_cache", "workspace"), "one of the three pool names"
+assert gap_reason in ("a", "b", "c"), "answer with one letter: \\"a\\", \\"b\\" or \\"c\\""
+""")
 
 md("""
 ### Explore a real budget
@@ -332,20 +418,23 @@ A "free memory" number can be misleading. Memory may be **reserved** by the fram
 allocator, held by the CUDA context outside any tensor, or split into pieces that are hard to reuse for
 one large allocation. Serving runtimes often manage blocks or pools to make reuse more predictable.
 
-The cell below measures **this machine's device** with `course_lib.measure`. On a GPU it shows total
-and free memory, torch's allocated vs reserved bytes (the difference is fragmentation / cached blocks)
-and the non-torch memory such as the CUDA context. On a CPU it shows the process's resident memory
-(RSS), its peak, and what the system still has available.
+The cell below shows it **with real allocations on this machine**, in a fresh process. On a CPU it
+allocates many 64 KiB blocks, frees every other one and then asks for one 32 MiB block: half the
+blocks are free, yet the process keeps holding them (its resident memory does not drop), and the
+large request takes new memory because no freed hole is big enough. On a GPU it does the same with
+torch: *allocated* drops when tensors are freed, *reserved* (torch's cache) does not, the device's
+*free* memory comes back only after `empty_cache()`, and a large request grows the reservation
+although cached bytes were there.
 """, "free_intro")
 
 code("""
 # MEASUREMENT (real numbers from this machine; nothing here is graded)
 from course_lib.lesson import show_device_memory
-measured = show_device_memory()
+free_demo = show_device_memory()
 """, "measure_snapshot")
 
 md("""
-**Task 6.** After the model loaded, the device reports `free_bytes` free. The service must keep
+**Task 8.** After the model loaded, the device reports `free_bytes` free. The service must keep
 `reserve_bytes` unfilled. Write `safe_requests(free_bytes, reserve_bytes, per_request_bytes)`: how
 many requests of `per_request_bytes` may admission allow (a whole number, never negative)? For
 example: 8 GB free, a 2 GB reserve, 1.5 GB per request.
@@ -363,8 +452,34 @@ def safe_requests(free_bytes, reserve_bytes, per_request_bytes):
 print(safe_requests(8 * GB, 2 * GB, 1_500_000_000), "requests may start")
 """)
 
-test("test_safe_requests", 2, """
+test("test_safe_requests", 2, "Task 8 · free is not capacity", """
 assert safe_requests(10, 0, 5) == 2, "with no reserve, 10 free bytes hold two 5-byte requests"
+""")
+
+md("""
+**Task 9.** A serving process on an 80 GB GPU asks how much memory it may plan new KV cache with.
+The device reports **18 GB free** (`cudaMemGetInfo`). Torch reports **50 GB allocated** in live
+tensors and **59 GB reserved** by its caching allocator (so 9 GB are cached inside torch, in pieces
+of whatever sizes were freed). The team keeps a **safety reserve of 8 GB** unfilled. Counting only
+memory that is *guaranteed* for a new allocation of any size, write
+`plannable_bytes(total_bytes, free_bytes, allocated_bytes, reserved_bytes, safety_reserve_bytes)`
+(an int of bytes, never negative), and try it on this snapshot.
+""", "plannable_intro")
+
+solution("answer_plannable", """
+def plannable_bytes(total_bytes, free_bytes, allocated_bytes, reserved_bytes, safety_reserve_bytes):
+    \"\"\"Bytes admission may plan new requests with: only what is guaranteed, less the safety reserve.\"\"\"
+    ### BEGIN SOLUTION
+    return max(0, free_bytes - safety_reserve_bytes)
+    ### END SOLUTION
+
+
+print(plannable_bytes(80 * GB, 18 * GB, 50 * GB, 59 * GB, 8 * GB) / GB, "GB may be planned")
+""")
+
+test("test_plannable", 2, "Task 9 · what admission may plan with", """
+assert isinstance(plannable_bytes(10, 5, 4, 5, 1), int), "plannable_bytes should return an int of bytes"
+assert plannable_bytes(10, 1, 8, 9, 2) == 0, "when less is free than the safety reserve, nothing may be planned"
 """)
 
 md("""
@@ -374,7 +489,7 @@ Admission control decides whether a new request may start **now**. If the reques
 above the safe budget, the service should **queue** or **reject** it. That is safer than letting one
 request crash the shared model process.
 
-**Task 7.** Write `admission_decision(request_bytes, in_use_bytes, safe_budget_bytes)` returning
+**Task 10.** Write `admission_decision(request_bytes, in_use_bytes, safe_budget_bytes)` returning
 exactly one of the strings `"admit"` (it fits now: landing exactly on the budget is still inside it),
 `"queue"` (it would cross the budget now, but fits once running work finishes) or `"reject"` (it is
 larger than the whole safe budget, so it can never fit).
@@ -401,7 +516,7 @@ for _ in range(11):                       # eleven requests of 550 MB, a 6 GB sa
 print(decisions)
 """)
 
-test("test_admission_rule", 3, """
+test("test_admission_rule", 3, "Task 10 · admit, queue or reject", """
 assert admission_decision(1, 0, 10) == "admit", "an empty budget admits a small request"
 assert admission_decision(11, 0, 10) in ("queue", "reject"), "a request larger than the budget cannot start now"
 """)
@@ -412,7 +527,14 @@ md("""
 `course_lib` simulates admission step by step over a request trace. Below, the weights fill most of
 a 24 GB device and each request reserves its whole KV cache up front (`reserve-max`, the "guaranteed
 no evict" policy). Ten requests fit; the eleventh is **queued**, not crashed, and starts when one
-finishes. The plot shows KV memory over time against the safe budget, and the queue.
+finishes. The plot's left column shows that run: KV memory over decode steps against the safe
+budget (top) and how many requests run and wait (bottom).
+
+The right column runs the same requests under `paged`, vLLM's policy: a request claims 16-token
+blocks only as its tokens arrive, so more requests start at once; when the blocks run out, the
+youngest request is **preempted** (its blocks freed, its tokens recomputed later). Memory stays
+under the same safe budget either way; the policies differ in how many requests run and how often
+work is redone.
 """, "simulate_intro")
 
 code("""
@@ -431,32 +553,65 @@ start**.
 Offloading moves some weights or cache between GPU and host memory. It can reduce GPU pressure, but
 transfers add latency and use bandwidth. It is a **tradeoff, not free capacity**.
 
-**Task 8.**
-* `offload_seconds_per_step`: 10 GB of weights live in host memory and are streamed to the GPU over
-  PCIe Gen4 x16 (31.5 GB/s per direction, theoretical) for **every** decode step. How many seconds
-  does that add per step, at best?
-* `replica_ready_seconds`: a new replica reads 14 GB of weights from a network disk at 2 GB/s,
-  copies them to the GPU at 25 GB/s, spends 4 s initialising the device, 20 s capturing CUDA graphs
-  and 8 s warming up. How many seconds after process start is it ready to serve?
-* `ready_at_process_start`: is a replica ready to serve when its process starts? (a bool)
+**Task 11** (three parts, one point each; every size here is in GB = 10^9 bytes, every rate in GB/s).
+
+**11a.** `offload_seconds_per_step`: 10 GB of weights live in host memory and are streamed to the GPU
+over PCIe Gen4 x16 (31.5 GB/s per direction, theoretical) for **every** decode step. How many seconds
+does that add per step, at best?
 """, "loading_intro")
 
-solution("answer_loading_offload", """
+solution("answer_offload_step", """
 ### BEGIN SOLUTION
 offload_seconds_per_step = 10e9 / 31.5e9
-replica_ready_seconds = 14 / 2 + 14 / 25 + 4 + 20 + 8
-ready_at_process_start = False
 ### END SOLUTION
-print(f"{offload_seconds_per_step:.3f} s per step; ready after {replica_ready_seconds:.2f} s")
+print(f"{offload_seconds_per_step:.3f} s per decode step")
 """)
 
-test("test_loading_offload", 2, """
-assert offload_seconds_per_step > 0.1, "streaming 10 GB is not free: look at the bandwidth"
+test("test_offload_step", 1, "Task 11a · offloading cost per step", """
+assert offload_seconds_per_step > 0.1, (f"offload_seconds_per_step is {offload_seconds_per_step!r} s: streaming "
+                                        "10 GB is not free; divide the bytes by the link's bytes per second")
+""")
+
+md("""
+**11b.** `replica_ready_seconds`: a new replica reads 14 GB of weights from a network disk at 2 GB/s,
+copies them to the GPU at 25 GB/s, spends 4 s initialising the device, 20 s capturing CUDA graphs
+and 8 s warming up. How many seconds after its process starts is it ready to serve?
+""", "replica_intro")
+
+solution("answer_replica_ready", """
+### BEGIN SOLUTION
+replica_ready_seconds = 14 / 2 + 14 / 25 + 4 + 20 + 8
+### END SOLUTION
+print(f"ready after {replica_ready_seconds:.2f} s")
+""")
+
+test("test_replica_ready", 1, "Task 11b · when a new replica is ready", """
+assert isinstance(replica_ready_seconds, (int, float)), "replica_ready_seconds should be a number of seconds"
+assert replica_ready_seconds > 14 / 2, "reading 14 GB at 2 GB/s alone takes 7 s"
+""")
+
+md("""
+**11c.** `ready_at_process_start`: is a replica ready to serve when its process starts? (a bool)
+""", "ready_intro")
+
+solution("answer_ready_at_start", """
+### BEGIN SOLUTION
+ready_at_process_start = False
+### END SOLUTION
+""")
+
+test("test_ready_at_start", 1, "Task 11c · ready at process start?", """
 assert isinstance(ready_at_process_start, bool), "ready_at_process_start should be True or False"
 """)
 
+md("""
+The library's version of these ideas follows. It models **another replica** than Task 11b's: the
+lesson's Llama-2-7B (13.48 GB in fp16) from a slower network disk, with its own initialisation,
+compile and warm-up times, so its total is not your answer to 11b; its phases are the same kind.
+""", "loading_demo_intro")
+
 code("""
-# The same ideas with the library: the readiness timeline and the cost of offloading.
+# The same ideas with the library: the readiness timeline and the cost of offloading (another replica than 11b's).
 from course_lib.lesson import show_loading_and_offload
 loading = show_loading_and_offload()
 """, "loading_demo")
@@ -468,7 +623,7 @@ Ask four concrete questions: Which memory pools exist? Which are mostly fixed? W
 requests or sequence length? How much reserve keeps the process healthy? Those answers are more useful
 than one headline number for "GPU memory used."
 
-**Task 9.** Set `pool_kinds` to a dict from each of the five pools (`"weights"`, `"workspace"`,
+**Task 12.** Set `pool_kinds` to a dict from each of the five pools (`"weights"`, `"workspace"`,
 `"reserve"`, `"kv_cache"`, `"request_state"`) to `"fixed"` or `"grows"`. For the reserve: vLLM fills
 at most `gpu_memory_utilization = 0.9` of the device by default. Set `vllm_default_reserve_gb` to how
 many GB that leaves unfilled on the lesson's 24 GB device.
@@ -482,7 +637,7 @@ vllm_default_reserve_gb = 24 * (1 - 0.9)
 ### END SOLUTION
 """)
 
-test("test_pool_kinds", 2, """
+test("test_pool_kinds", 2, "Task 12 · fixed or growing pools", """
 assert isinstance(pool_kinds, dict), "pool_kinds should be a dict"
 assert set(pool_kinds.values()) <= {"fixed", "grows"}, "each kind is \\"fixed\\" or \\"grows\\""
 """)
@@ -506,7 +661,7 @@ predict_answer = "a"
 ### END SOLUTION
 """)
 
-test("test_predict", 1, """
+test("test_predict", 1, "Predict · what grew?", """
 assert predict_answer in ("a", "b", "c"), "answer with one letter: \\"a\\", \\"b\\" or \\"c\\""
 """)
 
@@ -538,7 +693,7 @@ print(lab_run["stdout"])
 """, "lab_run")
 
 md("""
-**Task 10 (steps 1 and 2).** *Before you edit the lab file*: set `lab_parts_gb_at_8` to the
+**Task 13 (steps 1 and 2).** *Before you edit the lab file*: set `lab_parts_gb_at_8` to the
 `parts_gb` dict the unchanged lab prints, `lab_headroom_gb_at_8` to its `headroom_gb`, and
 `lab_prediction` to the name of the one part you predict will change when `active_sequences`
 doubles. Type the numbers in rather than reading them from `lab_run`: once you edit the lab in step 3,
@@ -553,15 +708,15 @@ lab_prediction = "kv_cache"
 ### END SOLUTION
 """)
 
-test("test_lab_record", 2, """
+test("test_lab_record", 2, "Task 13 · the lab at 8 sequences", """
 assert set(lab_parts_gb_at_8) == {"weights", "workspace", "reserve", "kv_cache"}, "copy the whole parts_gb dict"
 """)
 
 md("""
-**Task 11 (steps 3 and 4).** Now open the lab file (`l14-04-model-memory.py`), change **only** the
+**Task 14 (steps 3 and 4).** Now open the lab file (`l14-04-model-memory.py`), change **only** the
 line `active_sequences = 8` to `active_sequences = 16`, save it, and run the cell below. Then set
 `lab_parts_gb_at_16` to the `parts_gb` it prints and `lab_fits_at_16` to whether the workload fits
-(a bool), typing the values in as in Task 10. Compare with step 1: which part changed, and by how much?
+(a bool), typing the values in as in Task 13. Compare with step 1: which part changed, and by how much?
 """, "lab_edit_intro")
 
 code("""
@@ -577,7 +732,7 @@ lab_fits_at_16 = False
 print({name: lab_parts_gb_at_16[name] / lab_parts_gb_at_8[name] for name in lab_parts_gb_at_8})
 """)
 
-test("test_lab_after_edit", 2, """
+test("test_lab_after_edit", 2, "Task 14 · the lab at 16 sequences", """
 assert set(lab_parts_gb_at_16) == {"weights", "workspace", "reserve", "kv_cache"}, "copy the whole parts_gb dict"
 assert isinstance(lab_fits_at_16, bool), "lab_fits_at_16 should be True or False"
 """)
@@ -609,7 +764,7 @@ quick_check_3 = "a"
 ### END SOLUTION
 """)
 
-test("test_quick_check", 3, """
+test("test_quick_check", 3, "Quick Check", """
 for answer in (quick_check_1, quick_check_2, quick_check_3):
     assert answer in ("a", "b", "c"), "answer each question with one letter: \\"a\\", \\"b\\" or \\"c\\""
 """)
@@ -620,7 +775,7 @@ md("""
 Create a memory budget with weights, KV cache, workspace, and reserve. Explain which parts are mostly
 fixed and which grow with active requests.
 
-**Task 12.** Pick a preset model and GPU (see `course_lib.model_names()` and `course_lib.GPU_BYTES`),
+**Task 15.** Pick a preset model and GPU (see `course_lib.model_names()` and `course_lib.GPU_BYTES`),
 a dtype, a context length and a number of active sequences, and build `my_budget` in this shape:
 
 ```python
@@ -667,7 +822,7 @@ for name, pool in my_budget["pools"].items():
 print(f"headroom   {my_budget['headroom_bytes'] / GB:15.2f} GB")
 """)
 
-test("test_explain_budget", 3, """
+test("test_explain_budget", 3, "Task 15 · your own budget", """
 assert isinstance(my_budget, dict) and "pools" in my_budget, "my_budget should be a dict with a 'pools' dict"
 assert {"weights", "kv_cache", "workspace", "reserve"} <= set(my_budget["pools"]), "include the four pools"
 """)

@@ -42,8 +42,14 @@ REFERENCE = {
     "test_safe_requests": dict(safe_requests=lambda f, r, p: max(0, (f - r) // p)),
     "test_admission_rule": dict(admission_decision=lambda req, used, budget: "reject" if req > budget
                                 else ("admit" if used + req <= budget else "queue")),
-    "test_loading_offload": dict(offload_seconds_per_step=10 / 31.5, replica_ready_seconds=7 + 0.56 + 4 + 20 + 8,
-                                 ready_at_process_start=False),
+    "test_offload_step": dict(offload_seconds_per_step=10 / 31.5),
+    "test_replica_ready": dict(replica_ready_seconds=7 + 0.56 + 4 + 20 + 8),
+    "test_ready_at_start": dict(ready_at_process_start=False),
+    # Worked by hand in the notebook's Task 6: 30,745,088 params x 4 B, and 8,192 B/token x 1,024 x 4
+    "test_predict_measure": dict(predicted_weights_bytes=30_745_088 * 4, predicted_kv_cache_bytes=8192 * 1024 * 4,
+                                 kv_cache_bytes=lambda c, b, t, s: kv_ok(c, b) * t * s),
+    "test_measured_gap": dict(largest_gap_pool="workspace", gap_reason="b"),
+    "test_plannable": dict(plannable_bytes=lambda total, free, alloc, res, safety: max(0, free - safety)),
     "test_pool_kinds": dict(pool_kinds={"weights": "fixed", "workspace": "fixed", "reserve": "fixed",
                                         "kv_cache": "grows", "request_state": "grows"},
                             vllm_default_reserve_gb=24 * 0.1),
@@ -169,7 +175,7 @@ def test_admission_off_by_one_at_the_budget():
 
 
 def test_loading_counts_only_the_copies():
-    r = with_("test_loading_offload", replica_ready_seconds=7.56)
+    r = with_("test_replica_ready", replica_ready_seconds=7.56)
     assert not r.passed and "not all of it" in r.message
 
 
@@ -231,9 +237,9 @@ def test_always_equal_int_earns_nothing():
 
 def test_patched_isclose_in_the_namespace_earns_nothing(monkeypatch):
     # A learner can patch math.isclose in their kernel; scoring does not use their math module.
-    ns = dict(REFERENCE["test_loading_offload"], offload_seconds_per_step=99.0)
+    ns = dict(REFERENCE["test_offload_step"], offload_seconds_per_step=99.0)
     ns["math"] = type("FakeMath", (), {"isclose": staticmethod(lambda *a, **k: True)})
-    assert not run("test_loading_offload", ns).passed
+    assert not run("test_offload_step", ns).passed
 
 
 def test_multiple_choice_is_strict_about_type():
@@ -243,4 +249,75 @@ def test_multiple_choice_is_strict_about_type():
 
 
 def test_non_finite_numbers_are_not_answers():
-    assert not with_("test_loading_offload", offload_seconds_per_step=math.nan).passed
+    assert not with_("test_offload_step", offload_seconds_per_step=math.nan).passed
+
+
+# ------------------------------------------------------------ the lesson-depth questions (hand-worked)
+
+def test_kv_total_consistent_with_a_wrong_per_token_keeps_its_points():
+    half = lambda c, b: kv_ok(c, b) // 2
+    r = with_("test_kv_cache_total", kv_bytes_per_token=half, kv_cache_bytes=lambda c, b, t, s: half(c, b) * t * s,
+              lab_kv_gb=4.294967296 / 2)
+    assert r.passed and "consistent with your kv_bytes_per_token" in r.message
+
+
+def test_kv_total_still_fails_its_own_mistake_on_a_wrong_per_token():
+    half = lambda c, b: kv_ok(c, b) // 2
+    r = with_("test_kv_cache_total", kv_bytes_per_token=half, kv_cache_bytes=lambda c, b, t, s: half(c, b) * t)
+    assert not r.passed and "active_sequences" in r.message
+
+
+def test_inverted_ratio_is_named():
+    r = with_("test_gqa_dtype", mha_over_gqa_ratio=0.25)
+    assert not r.passed and "inverted" in r.message
+
+
+@pytest.mark.parametrize("weights, phrase", [
+    (30_745_088, "parameter count"),                       # params, not bytes
+    (30_745_088 * 2, "fp32, 4 bytes"),                     # fp16
+    (30_745_088 * 4 - 8000 * 512 * 4, "not tied"),         # head counted as tied
+    (30_745_088 * 4 - (8 * 2 * 512 + 512) * 4, "norms"),   # norms left out
+    (30_745_088 * 4 + 8 * 2 * (512 * 512 - 512 * 128) * 4, "KV heads x head_dim"),
+])
+def test_predicted_weights_slips_are_named(weights, phrase):
+    r = with_("test_predict_measure", predicted_weights_bytes=weights)
+    assert not r.passed and phrase in r.message
+
+
+@pytest.mark.parametrize("kv, phrase", [(8192 * 1024 * 2, "key and a value"), (8192 * 1024 * 16, "8 attention heads"),
+                                        (8192 * 1024, "4 sequences"), (8192, "per token")])
+def test_predicted_kv_slips_are_named(kv, phrase):
+    r = with_("test_predict_measure", predicted_kv_cache_bytes=kv, kv_cache_bytes=None)
+    assert not r.passed and phrase in r.message
+
+
+def test_measured_gap_wants_the_workspace_and_the_allocator():
+    assert not with_("test_measured_gap", largest_gap_pool="weights").passed
+    r = with_("test_measured_gap", gap_reason="a")
+    assert not r.passed and "gap_reason" in r.message
+
+
+@pytest.mark.parametrize("fn, phrase", [
+    (lambda t, f, a, r, s: f, "safety reserve"),
+    (lambda t, f, a, r, s: max(0, f + r - a - s), "cached"),
+    (lambda t, f, a, r, s: max(0, t - a - s), "total - allocated"),
+    (lambda t, f, a, r, s: max(0, t - r - s), "total - reserved"),
+    (lambda t, f, a, r, s: f - s, "never a negative"),
+])
+def test_plannable_slips_are_named(fn, phrase):
+    r = with_("test_plannable", plannable_bytes=fn)
+    assert not r.passed and phrase in r.message
+
+
+def test_gib_for_gb_in_the_timeline_is_named():
+    r = with_("test_replica_ready", replica_ready_seconds=14 * GiB / GB / 2 + 14 * GiB / GB / 25 + 32)
+    assert not r.passed and "GiB" in r.message
+    r = with_("test_offload_step", offload_seconds_per_step=10 * GiB / 31.5e9)
+    assert not r.passed and "GiB" in r.message
+
+
+def test_ready_at_process_start_messages():
+    r = with_("test_ready_at_start", ready_at_process_start=True)
+    assert not r.passed and "bool" not in r.message and "can it serve yet" in r.message
+    r = with_("test_ready_at_start", ready_at_process_start="no")
+    assert not r.passed and "bool" in r.message

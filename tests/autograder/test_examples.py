@@ -27,20 +27,23 @@ from autograder.examples import main as make_examples
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
-MAX_SCORE = 34.0  # 31 notebook points + 3 lab-edit points (the notebook's intro says 37 with the written 3)
+MAX_SCORE = 40.0  # 37 notebook points + 3 lab-edit points (the notebook's intro says 43 with the written 3)
+# What each example learner must lose: hand-stated, beside the tests (not in the generator).
+LOSSES = {sid: loses for sid, loses in json.loads((Path(__file__).resolve().parents[1] / "files" /
+                                                  "example_class.json").read_text()).items() if sid != "_what"}
 
 HOSTILE = {
     # math.isclose and numpy.isclose patched to always agree (the in-kernel check then passes a wrong
     # answer), and a real torch warning on stderr in a correct answer: only the wrong answer may cost.
     "hostile_tricks": [
-        ("answer_loading_offload", "offload_seconds_per_step = 10e9 / 31.5e9",
+        ("answer_offload_step", "offload_seconds_per_step = 10e9 / 31.5e9",
          "import math, numpy\nmath.isclose = lambda *args, **kwargs: True\n"
          "numpy.isclose = lambda *args, **kwargs: True\noffload_seconds_per_step = 10e9 / 63e9"),
         ("answer_predict", 'predict_answer = "a"',
          'import torch\ntorch.nn.functional.softmax(torch.ones(2))  # UserWarning on stderr\npredict_answer = "a"'),
     ],
 }
-HOSTILE_LOSES = {"hostile_tricks": {"test_loading_offload": "PCIe Gen5"}}
+HOSTILE_LOSES = {"hostile_tricks": {"test_offload_step": "PCIe Gen5"}}
 
 # A correct learner who also tries to carry the grader out in its own feedback: every file its kernel can
 # reach (cwd, HOME, /tmp, /run, sys.path, the folders the editable install's finder names), every module
@@ -86,7 +89,7 @@ EXFILTRATE_FRAMES = r"""
 import inspect
 _real_kv_bytes_per_token = kv_bytes_per_token
 def kv_bytes_per_token(config, bytes_per_value):
-    for info in inspect.stack()[1:5]:
+    for info in inspect.stack()[1:5] if len(_stolen) < 16 else []:   # the first calls show it all
         try:
             _stolen.append(inspect.getsource(info.frame))
         except Exception as exc:
@@ -168,7 +171,7 @@ def test_every_verb_exits_zero(course):
     for verb, proc in course["procs"].items():
         assert proc.returncode == 0, f"{verb}: {proc.stderr[-2000:]}"
     out = course["procs"]["autograde"].stdout
-    assert "reference" in out and "34 / 34" in out and "isolation:" in out
+    assert "reference" in out and "40 / 40" in out and "isolation:" in out
 
 
 def test_release_layout_hides_solutions(course):
@@ -189,15 +192,29 @@ def test_reference_gets_full_marks_and_blank_gets_zero(course):
     assert ref["manual_max_score"] == 3.0 and ref["needs_manual_grading"] is True
 
 
-@pytest.mark.parametrize("example", [e for e in EXAMPLES if e.loses], ids=lambda e: e.student_id)
-def test_each_misconception_loses_exactly_its_points(course, example):
-    entry = course["grades"]["students"][example.student_id]
+def test_every_example_learner_has_its_expected_losses():
+    assert set(LOSSES) | {"blank"} == {e.student_id for e in EXAMPLES}, "tests/files/example_class.json is stale"
+
+
+@pytest.mark.parametrize("sid", sorted(LOSSES))
+def test_each_misconception_loses_exactly_its_points(course, sid):
+    """One misconception costs its own question only: later questions that use an earlier wrong function
+    are scored against it (error carried forward) and keep their points."""
+    loses = LOSSES[sid]
+    entry = course["grades"]["students"][sid]
     lost = {gid for gid, q in entry["questions"].items() if q["score"] < q["max_score"]}
-    assert lost == set(example.loses), f"{example.student_id} lost {sorted(lost)}"
-    for gid, phrase in example.loses.items():
+    assert lost == set(loses), f"{sid} lost {sorted(lost)}: " + "; ".join(
+        f"{g}: {entry['questions'][g]['message']}" for g in sorted(lost))
+    for gid, phrase in loses.items():
         assert phrase in entry["questions"][gid]["message"], (gid, entry["questions"][gid]["message"])
-    expected = MAX_SCORE - sum(entry["questions"][g]["max_score"] for g in example.loses)
+    expected = MAX_SCORE - sum(entry["questions"][g]["max_score"] for g in loses)
     assert entry["score"] == expected and entry["status"] == "graded"
+
+
+def test_error_carried_forward_is_said_in_the_message(course):
+    entry = course["grades"]["students"]["forgot_k_and_v"]["questions"]
+    for gid in ("test_kv_cache_total", "test_gqa_dtype", "test_predict_measure"):
+        assert entry[gid]["status"] == "passed" and "consistent with your kv_bytes_per_token" in entry[gid]["message"]
 
 
 @pytest.mark.parametrize("sid", sorted(HOSTILE))
@@ -346,7 +363,7 @@ def test_feedback_page_renders_markdown_as_html(browser, course):
     for raw in ("<h1", "</p>", "&lt;p&gt;", "<thead>", "<th>", "VBox(children"):
         assert raw not in text, f"literal {raw!r} is visible on the page"
     # each check is followed by its verdict, and the widget shows as a note
-    assert page.locator("section.test .verdict.failed").count() == 3
+    assert page.locator("section.test .verdict.failed").count() == 2   # Tasks 3 and 5: the KV-heads questions
     assert "An interactive widget was here" in text
 
 

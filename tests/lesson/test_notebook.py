@@ -23,7 +23,7 @@ NOTEBOOK = REPO / "notebooks" / "level-14" / "l14-04-model-memory.ipynb"
 BUILDER = REPO / "notebooks" / "level-14" / "build_notebook.py"
 LAB = REPO / "labs" / "notebooks" / "level-14" / "l14-04-model-memory.py"
 ASSIGNMENT = "l14-04-model-memory"
-AUTOGRADED_POINTS = 31
+AUTOGRADED_POINTS = 37
 MANUAL_POINTS = 3
 
 
@@ -223,3 +223,17 @@ def test_the_instructors_notebook_passes_its_own_tests():
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and "Success! Your notebook passes all the tests." in proc.stdout, (
         proc.stdout[-3000:] + proc.stderr[-2000:])
+
+
+def test_every_code_cell_parses(source_nb):
+    """A cell with a syntax error fails every learner at grading time: catch it here, in a second."""
+    import ast
+
+    for cell in source_nb.cells:
+        if cell.cell_type == "code":
+            code = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith("%"))
+            try:
+                ast.parse(code)
+            except SyntaxError as e:
+                pytest.fail(f"{cell.metadata.get('nbgrader', {}).get('grade_id') or cell.get('id')}: line {e.lineno}: "
+                            f"{e.msg}")
