@@ -72,7 +72,7 @@ import math
 from bisect import bisect_right
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from itertools import accumulate, cycle, islice
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -112,7 +112,10 @@ class RequestRecord:
     preemptions: int
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields, in order, as a plain dict (the JSON's keys; all values are already plain)."""
+        return {"id": self.id, "status": self.status, "reason": self.reason, "arrival_step": self.arrival_step,
+                "admitted_step": self.admitted_step, "finished_step": self.finished_step,
+                "queued_steps": self.queued_steps, "preemptions": self.preemptions}
 
 
 @dataclass(frozen=True)
@@ -174,7 +177,8 @@ class Summary:
     mean_queue_steps: float | None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields, in order, as a plain dict (the JSON's keys)."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
 @dataclass(frozen=True)
