@@ -72,7 +72,7 @@ import math
 from bisect import bisect_right
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from itertools import accumulate, cycle, islice
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -178,7 +178,7 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         """The fields, in order, as a plain dict (the JSON's keys)."""
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -310,14 +310,6 @@ class _Series:
     active: list[int] = field(default_factory=list)
     queued: list[int] = field(default_factory=list)
 
-    def append(self, blocks_used: int, blocks_touched: int, tokens_held: int, active: int, queued: int) -> None:
-        """One step's values."""
-        self.blocks_used.append(blocks_used)
-        self.blocks_touched.append(blocks_touched)
-        self.tokens_held.append(tokens_held)
-        self.active.append(active)
-        self.queued.append(queued)
-
     def extend(self, steps: int, blocks_used: Iterable[int], blocks_touched: Iterable[int],
                tokens_held: Iterable[int], active: int, queued: int) -> None:
         """``steps`` steps' values; running and waiting counts stay the same across them."""
@@ -330,7 +322,8 @@ class _Series:
 
 def _in_arrival_order(trace: list[Request]) -> list[_Sequence]:
     """The trace as sequences sorted by (arrival_step, trace order), each knowing its place in the trace."""
-    order = sorted(range(len(trace)), key=lambda k: (trace[k].arrival_step, k))
+    arrival_steps = [r.arrival_step for r in trace]
+    order = sorted(range(len(trace)), key=arrival_steps.__getitem__)     # a stable sort: ties keep trace order
     sequences = []
     for k in order:
         r = trace[k]
@@ -609,8 +602,12 @@ class _Simulation:
 
     def record(self) -> None:
         """Phase 5: append this step's blocks, tokens, running and waiting counts to the series."""
-        self.series.append(self.blocks_used, self.blocks_touched, self.tokens_held, len(self.running),
-                           len(self.resumed) + len(self.waiting))
+        series = self.series
+        series.blocks_used.append(self.blocks_used)
+        series.blocks_touched.append(self.blocks_touched)
+        series.tokens_held.append(self.tokens_held)
+        series.active.append(len(self.running))
+        series.queued.append(len(self.resumed) + len(self.waiting))
 
     def finish(self, t: int) -> None:
         """Phase 6: requests that generated their last token this step leave; their blocks are free from ``t + 1``."""
