@@ -32,6 +32,20 @@ So a request admitted at step ``a`` that is never preempted finishes at
 ``a + output_tokens``: prefill at ``a``, one token at each of ``a + 1 ...
 a + output_tokens``. At step ``a + k`` it holds ``prompt + k`` tokens.
 
+How the code follows these rules: :class:`_Simulation` holds the state between
+steps (the cache's block counts, the running set, the queue, the per-step
+series) and has one method per phase: :meth:`~_Simulation.arrive`,
+:meth:`~_Simulation.decode`, :meth:`~_Simulation.admit`,
+:meth:`~_Simulation.apply_service_policy`, :meth:`~_Simulation.record` and
+:meth:`~_Simulation.finish`. Most steps have no event at all (no arrival, no
+finish, nothing to admit, reject or preempt): only phases 2 and 5 have work,
+and it is the same every step, so :meth:`~_Simulation.quiet_steps` does those
+two for a whole stretch of such steps at once, as running sums. Block claims
+are counted by the step at which each request's next block falls due (``t
+mod block_size``), never by looping over running requests: the work in
+Python grows with the events, and the steps between them only extend the
+per-step series.
+
 The lesson's ten/eleven case, by hand (reserve-max, 715 blocks, requests of
 608 + 512 = 1,120 tokens = 70 blocks, all arriving at step 0): ten take 700
 blocks at step 0, the eleventh needs 70 but 15 are free, so it is *queued*.
@@ -52,10 +66,15 @@ finishes at 513 + 512 = 1025.
 
 from __future__ import annotations
 
+import gc
+import heapq
 import math
+from bisect import bisect_right
 from collections import deque
-from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+from itertools import accumulate, cycle, islice
+from typing import Any, Iterable, Iterator, Sequence
 
 from .admission import (PAGED, AdmissionConfig, admit_reason, blocked_reason, cdiv, never_fits_reason,
                         queue_full_reason, usable_blocks, wait_expired_reason)
@@ -63,6 +82,8 @@ from .errors import CourseInputError
 from .trace import Request, check_unique_ids
 
 FINISHED, REJECTED = "finished", "rejected"
+#: Why a request was rejected (counted in the summary's ``rejected_*`` fields).
+NEVER_FITS, QUEUE_FULL, WAITED_TOO_LONG = "never_fits", "queue_full", "wait"
 #: The per-step series keep one value per step, so arrivals must start within this many steps.
 MAX_ARRIVAL_STEP = 10_000_000
 
@@ -91,7 +112,10 @@ class RequestRecord:
     preemptions: int
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields, in order, as a plain dict (the JSON's keys; all values are already plain)."""
+        return {"id": self.id, "status": self.status, "reason": self.reason, "arrival_step": self.arrival_step,
+                "admitted_step": self.admitted_step, "finished_step": self.finished_step,
+                "queued_steps": self.queued_steps, "preemptions": self.preemptions}
 
 
 @dataclass(frozen=True)
@@ -103,7 +127,10 @@ class Summary:
         rejected_queue_full, rejected_wait split the rejections by reason.
     preemptions: preemptions by recompute, all requests together.
     recompute_tokens: prompt + generated tokens prefilled again after preemptions.
-    steps: steps simulated (the length of every per-step series).
+    steps: how many steps were simulated, a count (the per-step series
+        themselves are :attr:`SimulationResult.series`; every one holds this
+        many values). The JSON keeps both names: ``summary.steps`` is this
+        count, the top-level ``steps`` holds the series.
     peak_kv_bytes: the most KV memory allocated (reserved or claimed) at any step.
     peak_token_bytes: the most KV memory holding actual tokens at any step.
     kv_budget_bytes: the safe KV budget (device - fixed pools); peak_kv_bytes never exceeds it.
@@ -150,7 +177,8 @@ class Summary:
     mean_queue_steps: float | None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields, in order, as a plain dict (the JSON's keys)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -159,7 +187,8 @@ class SimulationResult:
 
     The series are columns indexed by step: ``blocks_used[t]`` blocks
     allocated, ``token_counts[t]`` tokens held in them, ``active[t]`` running
-    and ``queued[t]`` waiting requests at step ``t``.
+    and ``queued[t]`` waiting requests at step ``t``. Each holds
+    ``summary.steps`` values.
     """
 
     config: AdmissionConfig
@@ -171,8 +200,12 @@ class SimulationResult:
     summary: Summary
 
     @property
-    def steps(self) -> dict[str, list[int]]:
-        """The per-step series as columns; bytes are ints (blocks x block_bytes, tokens x bytes per token)."""
+    def series(self) -> dict[str, list[int]]:
+        """The per-step series as columns, the JSON's top-level ``steps``.
+
+        Bytes are ints: ``kv_bytes`` = blocks_used x block_bytes, ``token_bytes``
+        = token_counts x kv_bytes_per_token.
+        """
         bb, bt = self.config.block_bytes, self.config.kv_bytes_per_token
         return {"kv_bytes": [b * bb for b in self.blocks_used],
                 "token_bytes": [n * bt for n in self.token_counts],
@@ -180,11 +213,16 @@ class SimulationResult:
                 "active": list(self.active),
                 "queued": list(self.queued)}
 
+    @property
+    def steps(self) -> dict[str, list[int]]:
+        """The same columns as :attr:`series`, under the JSON's name for them (not a count: see ``summary.steps``)."""
+        return self.series
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: top-level keys ``requests``, ``steps`` and ``summary`` (config inside summary)."""
+        """JSON-ready: top-level keys ``requests``, ``steps`` (the series) and ``summary`` (config inside it)."""
         summary = self.summary.to_dict()
         summary["config"] = self.config.to_dict()
-        return {"requests": [r.to_dict() for r in self.requests], "steps": self.steps, "summary": summary}
+        return {"requests": [r.to_dict() for r in self.requests], "steps": self.series, "summary": summary}
 
 
 def percentile_nearest_rank(values: Sequence[int], pct: float) -> int | None:
@@ -203,248 +241,495 @@ def simulate(requests: Iterable[Request], config: AdmissionConfig) -> Simulation
     """Run ``requests`` through an admission controller with ``config``; see the module docstring.
 
     Deterministic: the same trace and config give the same result. Requests
-    are taken in (arrival_step, trace order). Per-step work is O(1) apart
-    from events (an arrival, an admission, a finish, a preemption): block
-    claims are counted by the step at which each request's next block falls
-    due (``t mod block_size``), never by looping over running requests.
+    are taken in (arrival_step, trace order). The work grows with the events
+    (arrivals, admissions, finishes, preemptions), not with the requests
+    running; the steps between events only extend the per-step series, in
+    bulk (see :meth:`_Simulation.run`).
     """
-    trace = list(requests)
-    check_unique_ids(trace)
-    order = sorted(range(len(trace)), key=lambda k: (trace[k].arrival_step, k))
-    reqs = [trace[k] for k in order]
-    n = len(reqs)
-    arr = [r.arrival_step for r in reqs]
-    if n and arr[-1] > MAX_ARRIVAL_STEP:
-        raise CourseInputError(f"arrival_step={arr[-1]:,} (request {reqs[-1].id!r}) is beyond step "
-                               f"{MAX_ARRIVAL_STEP:,}; the per-step series hold one value per step, so shift "
-                               f"the arrivals closer to step 0")
-    P = [r.prompt_tokens for r in reqs]
-    M = [r.max_new_tokens for r in reqs]
-    O = [r.output_tokens for r in reqs]
+    with _cyclic_gc_paused():
+        return _Simulation(requests, config).run()
 
-    B = config.block_size_tokens
-    paged = config.policy == PAGED
-    wm = config.watermark_blocks
-    max_seqs = config.max_num_seqs
-    cap = config.max_queue_len
-    max_wait = config.max_wait_steps
-    usable = usable_blocks(config)
 
-    gen = [0] * n           # tokens generated before the current admission (> 0 after a preemption)
-    adm = [-1] * n          # step of the current admission
-    first_adm = [-1] * n
-    due = [-1] * n          # step at which the current admission will finish
-    end = [-1] * n          # step it finished or was rejected
-    status: list[str | None] = [None] * n
-    why: list[str] = [""] * n            # rejection reason, or how it was first admitted
-    queued_why: list[str | None] = [None] * n
-    npre = [0] * n
-    last_pre = [-1] * n
-    phase = [0] * n         # a running request claims its next block at steps t with t % B == phase
-    alloc = [0] * n         # reserve-max: blocks reserved at admission
-    kind = [""] * n         # rejection kind
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause CPython's cycle collector: a run allocates a few objects per request and frees none until it ends.
 
-    running: dict[int, None] = {}       # insertion order = admission order; the last key is the youngest
-    nphase = [0] * B                    # running requests per phase
-    resumed: deque[int] = deque()       # preempted requests, at the head of the queue
-    waiting: deque[int] = deque()       # never-admitted requests, in arrival order
-    finish_at: dict[int, list[int]] = {}
+    Those allocations set off collections that rescan every live object (the
+    trace, the records) again and again: about a fifth of a 100,000-request
+    run. The simulator makes no reference cycles, so the collector has nothing
+    to find in it; reference counting still frees everything as usual.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
-    free = config.num_blocks
-    blocks = touched = tokens = 0       # allocated blocks, blocks holding >= 1 token, tokens held
-    s_blocks: list[int] = []
-    s_tokens: list[int] = []
-    s_active: list[int] = []
-    s_queued: list[int] = []
-    s_touched: list[int] = []
-    preemptions = recompute_tokens = 0
-    ptr = t = 0
-    retry = True
 
-    while True:
-        if not running and not resumed and not waiting:
-            if ptr == n:
-                break
-            gap = arr[ptr] - t
-            if gap > 0:             # nothing runs, nothing waits: jump to the next arrival
-                zeros = [0] * gap
-                s_blocks += zeros
-                s_tokens += zeros
-                s_active += zeros
-                s_queued += zeros
-                s_touched += zeros
-                t = arr[ptr]
+# ------------------------------------------------------------------ the simulator's state and phases
 
-        # 1. arrivals
-        while ptr < n and arr[ptr] == t:
-            i = ptr
-            ptr += 1
-            if cdiv(P[i] + M[i], B) > usable:
-                status[i], end[i], kind[i] = REJECTED, t, "never_fits"
-                why[i] = never_fits_reason(config, P[i], M[i]) or ""
+@dataclass(eq=False, slots=True)
+class _Sequence:
+    """One request on its way through the simulator: its trace figures and what has happened to it so far.
+
+    Internal and mutable; compared by identity, so it can key the running set.
+    Steps are -1 until they happen.
+    """
+
+    id: str | int
+    trace_index: int                # its position in the caller's trace; records come back in that order
+    arrival_step: int
+    prompt_tokens: int
+    max_new_tokens: int
+    output_tokens: int
+    generated_tokens: int = 0       # generated before the current admission (> 0 only after a preemption)
+    admitted_step: int = -1         # step of the current admission
+    first_admitted_step: int = -1
+    due_step: int = -1              # step at which the current admission generates its last token
+    end_step: int = -1              # step it finished or was rejected
+    status: str | None = None       # FINISHED or REJECTED once it is done
+    rejection: str = ""             # NEVER_FITS, QUEUE_FULL or WAITED_TOO_LONG
+    reason: str = ""                # the rejection in words, or how it was admitted on arrival
+    queued_reason: str | None = None  # why it first had to wait, if it did
+    preemptions: int = 0
+    last_preempted_step: int = -1
+    claim_phase: int = 0            # while running, it claims a block at the steps t with t % block_size == claim_phase
+    reserved_blocks: int = 0        # reserve-max: blocks reserved at admission, freed when it finishes
+
+
+@dataclass(slots=True)
+class _Series:
+    """The per-step columns, one value per step: blocks allocated, blocks holding a token, tokens, running, waiting."""
+
+    blocks_used: list[int] = field(default_factory=list)
+    blocks_touched: list[int] = field(default_factory=list)
+    tokens_held: list[int] = field(default_factory=list)
+    active: list[int] = field(default_factory=list)
+    queued: list[int] = field(default_factory=list)
+
+    def extend(self, steps: int, blocks_used: Iterable[int], blocks_touched: Iterable[int],
+               tokens_held: Iterable[int], active: int, queued: int) -> None:
+        """``steps`` steps' values; running and waiting counts stay the same across them."""
+        self.blocks_used += blocks_used
+        self.blocks_touched += blocks_touched
+        self.tokens_held += tokens_held
+        self.active += [active] * steps
+        self.queued += [queued] * steps
+
+
+def _in_arrival_order(trace: list[Request]) -> list[_Sequence]:
+    """The trace as sequences sorted by (arrival_step, trace order), each knowing its place in the trace."""
+    arrival_steps = [r.arrival_step for r in trace]
+    order = sorted(range(len(trace)), key=arrival_steps.__getitem__)     # a stable sort: ties keep trace order
+    sequences = []
+    for k in order:
+        r = trace[k]
+        sequences.append(_Sequence(r.id, k, r.arrival_step, r.prompt_tokens, r.max_new_tokens, r.output_tokens))
+    return sequences
+
+
+class _Simulation:
+    """The state of one run between steps, and the six phases of a step as methods.
+
+    The cache: ``free_blocks + blocks_used == num_blocks``; ``blocks_touched``
+    of the used blocks hold at least one token (the rest are reserve-max's
+    reservation), and ``tokens_held`` tokens sit in them.
+
+    The requests: ``pending`` in (arrival_step, trace order), the next to
+    arrive at ``pending[next_arrival]``; ``running`` in admission order (a
+    dict used as an ordered set: the last key is the youngest); the queue is
+    ``resumed`` (preempted, at its head) then ``waiting`` (never admitted,
+    in arrival order).
+
+    Block claims without a loop over running requests: a running request
+    holding ``h`` tokens needs a new block for token ``h + 1`` when ``h`` is a
+    multiple of the block size, which falls on the steps ``t`` with ``t %
+    block_size == claim_phase``. ``claims_by_phase[c]`` counts the running
+    requests of each phase ``c``, so step ``t`` claims
+    ``claims_by_phase[t % block_size]`` blocks.
+    """
+
+    def __init__(self, requests: Iterable[Request], config: AdmissionConfig) -> None:
+        trace = list(requests)
+        check_unique_ids(trace)
+        self.pending = _in_arrival_order(trace)
+        if self.pending and self.pending[-1].arrival_step > MAX_ARRIVAL_STEP:
+            last = self.pending[-1]
+            raise CourseInputError(f"arrival_step={last.arrival_step:,} (request {last.id!r}) is beyond step "
+                                   f"{MAX_ARRIVAL_STEP:,}; the per-step series hold one value per step, so shift "
+                                   f"the arrivals closer to step 0")
+        self.config = config
+        # the config's figures, read once (the phases read them at every event)
+        self.block_size = config.block_size_tokens
+        self.paged = config.policy == PAGED
+        self.num_blocks = config.num_blocks
+        self.usable_blocks = usable_blocks(config)
+        self.watermark_blocks = config.watermark_blocks
+        self.max_num_seqs = config.max_num_seqs
+        self.max_queue_len = config.max_queue_len
+        self.max_wait_steps = config.max_wait_steps
+        # the requests
+        self.next_arrival = 0           # index into pending
+        self.next_arrival_step = self.pending[0].arrival_step if self.pending else None
+        self.running: dict[_Sequence, None] = {}
+        self.resumed: deque[_Sequence] = deque()
+        self.waiting: deque[_Sequence] = deque()
+        self.retry_admission = True     # something happened that may let the head of the queue start
+        self.finish_at: dict[int, list[_Sequence]] = {}   # step -> requests due then (stale after a preemption)
+        self.finish_steps: list[int] = []                  # finish_at's keys, as a heap
+        # the cache
+        self.free_blocks = config.num_blocks
+        self.blocks_used = 0
+        self.blocks_touched = 0
+        self.tokens_held = 0
+        self.claims_by_phase = [0] * self.block_size
+        # the totals
+        self.preemptions = 0
+        self.recompute_tokens = 0
+        self.series = _Series()
+
+    def run(self) -> SimulationResult:
+        """Step until every request has finished or been rejected; the result.
+
+        Most steps have no event: only phases 2 and 5 have work there, the same
+        work every step, so :meth:`quiet_steps` does a whole stretch of them
+        at once. At the other steps the six phases run in order; a phase with
+        nothing to do is skipped.
+        """
+        t = 0
+        while not self.drained:
+            event_step = self.next_event_step(t)
+            if event_step > t:
+                t = self.quiet_steps(t, event_step)
+            if self.next_arrival_step == t:
+                self.arrive(t)
+            preempted = self.decode(t) if self.running else False
+            if self.retry_admission and not preempted:
+                self.admit(t)
+            if self.waiting:
+                self.apply_service_policy(t)
+            self.record()
+            if self.finish_steps and self.finish_steps[0] == t:
+                self.finish(t)
+            t += 1
+        return self.result()
+
+    # -------------------------------------------------- when something happens
+
+    @property
+    def drained(self) -> bool:
+        """Every request has arrived and none runs or waits: the run is over."""
+        return self.next_arrival_step is None and not self.running and not self.resumed and not self.waiting
+
+    def next_event_step(self, t: int) -> int:
+        """The first step from ``t`` on at which a phase other than decode and record may have work.
+
+        That is ``t`` itself when admission should be retried and someone
+        waits; otherwise the earliest of the next arrival, the next step a
+        request is due to finish, and the step the head of ``waiting`` runs
+        out of ``max_wait_steps``. (A preemption is found by :meth:`quiet_steps`.)
+        """
+        if self.retry_admission and (self.resumed or self.waiting):
+            return t
+        step = self.finish_steps[0] if self.finish_steps else math.inf
+        if self.next_arrival_step is not None and self.next_arrival_step < step:
+            step = self.next_arrival_step
+        if self.max_wait_steps is not None and self.waiting:
+            step = min(step, self.waiting[0].arrival_step + self.max_wait_steps)
+        assert step != math.inf, "requests wait but nothing can ever happen to them"
+        return step  # type: ignore[return-value]
+
+    def quiet_steps(self, t: int, until: int) -> int:
+        """Phases 2 and 5 (decode, record) for the steps ``t .. until - 1``, where nothing else happens.
+
+        Every running request grows by one token each step, and the block
+        claims repeat with period block_size (``claims_by_phase``), so the
+        series over the stretch are running sums, built at once. Under paged,
+        the stretch stops early at a step whose claims would not fit (phase 2
+        must preempt there). Returns the step to run in full next.
+        """
+        gap = until - t
+        running = len(self.running)
+        if running == 0:
+            self.series.extend(gap, [self.blocks_used] * gap, [self.blocks_touched] * gap, [self.tokens_held] * gap,
+                               0, len(self.resumed) + len(self.waiting))
+            return until
+        size = self.block_size
+        phase = t % size
+        # each running request claims at most once per block_size steps: if even that fits, no step can run out
+        if self.paged and running * -(-gap // size) > self.free_blocks:
+            gap = min(gap, self._steps_before_out_of_blocks(phase))
+            if gap == 0:
+                return t
+        by_phase = self.claims_by_phase
+        claims = (by_phase[phase:phase + gap] if phase + gap <= size             # the claims at t, t + 1, ...
+                  else islice(cycle(by_phase[phase:] + by_phase[:phase]), gap))
+        touched = list(accumulate(claims, initial=self.blocks_touched))
+        del touched[0]
+        claimed = touched[-1] - self.blocks_touched
+        tokens = range(self.tokens_held + running, self.tokens_held + running * gap + 1, running)
+        if self.paged:          # paged claims exactly the blocks that hold tokens
+            used = touched
+            self.blocks_used += claimed
+            self.free_blocks -= claimed
+        else:                   # reserve-max claimed everything at admission
+            used = [self.blocks_used] * gap
+        self.blocks_touched += claimed
+        self.tokens_held += running * gap
+        self.series.extend(gap, used, touched, tokens, running, len(self.resumed) + len(self.waiting))
+        return t + gap
+
+    def _steps_before_out_of_blocks(self, phase: int) -> int:
+        """How many steps from one at ``phase`` paged can claim blocks before a step's claims exceed the free blocks.
+
+        The claims of the next block_size steps add up to the running count
+        ``R`` (each request claims once per block_size steps); let ``prefix[j]``
+        be the claims of the first ``j + 1`` of them. After ``m`` whole
+        periods and ``j + 1`` more steps the claims add up to ``m x R +
+        prefix[j]``, so the first step at which they exceed ``free`` lies after
+        ``m = free // R`` whole periods, at the first ``j`` with ``prefix[j] >
+        free % R``. By hand: 11 requests that claim at the same step of every
+        16, with 297 blocks free: 297 // 11 = 27 periods, 297 % 11 = 0, j = 0,
+        so 27 x 16 = 432 steps fit and the next one must preempt.
+        """
+        prefix = list(accumulate(self.claims_by_phase[phase:] + self.claims_by_phase[:phase]))
+        periods, rest = divmod(self.free_blocks, prefix[-1])
+        return periods * self.block_size + bisect_right(prefix, rest)
+
+    # -------------------------------------------------- the six phases of a step
+
+    def arrive(self, t: int) -> None:
+        """Phase 1: this step's arrivals join the back of the queue in trace order, or are rejected if they never fit."""
+        pending = self.pending
+        while self.next_arrival < len(pending) and pending[self.next_arrival].arrival_step == t:
+            seq = pending[self.next_arrival]
+            self.next_arrival += 1
+            if cdiv(seq.prompt_tokens + seq.max_new_tokens, self.block_size) > self.usable_blocks:
+                self._reject(seq, t, NEVER_FITS,
+                             never_fits_reason(self.config, seq.prompt_tokens, seq.max_new_tokens) or "")
             else:
-                waiting.append(i)
-                retry = True
+                self.waiting.append(seq)
+                self.retry_admission = True
+        self.next_arrival_step = pending[self.next_arrival].arrival_step if self.next_arrival < len(pending) else None
 
-        # 2. decode: every running request grows by one token
-        preempted_now = False
-        if running:
-            c = t % B
-            if paged and nphase[c] > free:
-                while nphase[c] > free:
-                    j = next(reversed(running))
-                    g = gen[j] + (t - 1 - adm[j])
-                    held = P[j] + g
-                    held_blocks = cdiv(held, B)
-                    tokens -= held
-                    touched -= held_blocks
-                    blocks -= held_blocks
-                    free += held_blocks
-                    nphase[phase[j]] -= 1
-                    del running[j]
-                    gen[j] = g
-                    npre[j] += 1
-                    last_pre[j] = t
-                    preemptions += 1
-                    resumed.appendleft(j)
-                preempted_now = True
-                retry = True
-            d = nphase[c]
-            tokens += len(running)
-            touched += d
-            if paged:
-                blocks += d
-                free -= d
+    def decode(self, t: int) -> bool:
+        """Phase 2: every running request grows by one token; paged claims the blocks that fall due.
 
-        # 3. admission, FCFS from the head of the queue
-        if retry and not preempted_now:
-            retry = False
-            while resumed or waiting:
-                i = resumed[0] if resumed else waiting[0]
-                start = P[i] + gen[i]
-                need = cdiv(start, B) if paged else cdiv(P[i] + M[i], B)
-                if len(running) >= max_seqs or free - need < wm:
-                    if queued_why[i] is None and first_adm[i] < 0:
-                        queued_why[i] = (f"queued at step {t}: " + blocked_reason(
-                            config, P[i], M[i], need, free, len(running), gen[i]).removeprefix("queue: "))
-                    break
-                if resumed:
-                    resumed.popleft()
-                    recompute_tokens += start
-                else:
-                    waiting.popleft()
-                if first_adm[i] < 0:
-                    first_adm[i] = t
-                    if queued_why[i] is None:
-                        why[i] = admit_reason(config, P[i], M[i], need, free).replace("admit:", "admitted on arrival:", 1)
-                running[i] = None
-                adm[i] = t
-                free -= need
-                blocks += need
-                touched += cdiv(start, B)
-                tokens += start
-                if not paged:
-                    alloc[i] = need
-                phase[i] = (t + 1 - start) % B
-                nphase[phase[i]] += 1
-                f = t + O[i] - gen[i]
-                due[i] = f
-                if f in finish_at:
-                    finish_at[f].append(i)
-                else:
-                    finish_at[f] = [i]
+        If too few blocks are free for this step's claims, the youngest running
+        request is preempted, again and again until the rest fit. Returns
+        whether anything was preempted (then phase 3 admits nothing this step).
+        """
+        if not self.running:
+            return False
+        phase = t % self.block_size
+        preempted = False
+        if self.paged and self.claims_by_phase[phase] > self.free_blocks:
+            while self.claims_by_phase[phase] > self.free_blocks:
+                self._preempt_youngest(t)
+            preempted = True
+            self.retry_admission = True
+        claimed = self.claims_by_phase[phase]
+        self.tokens_held += len(self.running)
+        self.blocks_touched += claimed
+        if self.paged:
+            self.blocks_used += claimed
+            self.free_blocks -= claimed
+        return preempted
 
-        # 4. service policy: queue length, then wait (new arrivals still waiting sit at the tail)
-        if waiting and arr[waiting[-1]] == t:
-            queue_len = len(resumed) + len(waiting)
-            if cap is not None:
-                while queue_len > cap and waiting and arr[waiting[-1]] == t:
-                    i = waiting.pop()
+    def admit(self, t: int) -> None:
+        """Phase 3: start the head of the queue while the policy allows it (FCFS, head-of-line blocking).
+
+        The first request that cannot start stops admission for this step; the
+        first time a never-admitted request is stopped, its reason is kept.
+        """
+        self.retry_admission = False
+        config = self.config
+        running, resumed, waiting = self.running, self.resumed, self.waiting
+        while resumed or waiting:
+            seq = resumed[0] if resumed else waiting[0]
+            start_tokens = seq.prompt_tokens + seq.generated_tokens
+            need = (cdiv(start_tokens, self.block_size) if self.paged
+                    else cdiv(seq.prompt_tokens + seq.max_new_tokens, self.block_size))
+            if len(running) >= self.max_num_seqs or self.free_blocks - need < self.watermark_blocks:
+                if seq.queued_reason is None and seq.first_admitted_step < 0:
+                    seq.queued_reason = f"queued at step {t}: " + blocked_reason(
+                        config, seq.prompt_tokens, seq.max_new_tokens, need, self.free_blocks, len(running),
+                        seq.generated_tokens).removeprefix("queue: ")
+                return
+            if resumed:
+                resumed.popleft()
+                self.recompute_tokens += start_tokens
+            else:
+                waiting.popleft()
+            if seq.first_admitted_step < 0:
+                seq.first_admitted_step = t
+                if seq.queued_reason is None:
+                    seq.reason = admit_reason(config, seq.prompt_tokens, seq.max_new_tokens, need,
+                                              self.free_blocks).replace("admit:", "admitted on arrival:", 1)
+            self._start(seq, t, start_tokens, need)
+
+    def apply_service_policy(self, t: int) -> None:
+        """Phase 4: reject this step's arrivals beyond ``max_queue_len``, then requests that waited ``max_wait_steps``.
+
+        This step's arrivals that still wait sit at the tail of ``waiting``;
+        those kept get their reason (how many waited ahead). Preempted
+        requests are exempt: they sit in ``resumed``.
+        """
+        config, waiting = self.config, self.waiting
+        if waiting and waiting[-1].arrival_step == t:
+            queue_len = len(self.resumed) + len(waiting)
+            if self.max_queue_len is not None:
+                while queue_len > self.max_queue_len and waiting and waiting[-1].arrival_step == t:
                     queue_len -= 1
-                    status[i], end[i], kind[i] = REJECTED, t, "queue_full"
-                    why[i] = queue_full_reason(config, queue_len)
-            pos = len(waiting)
-            while pos and arr[waiting[pos - 1]] == t:
-                pos -= 1
-            for ahead in range(len(resumed) + pos, queue_len):
-                i = waiting[ahead - len(resumed)]
-                if queued_why[i] is None:
-                    queued_why[i] = (f"queued at step {t}: {ahead} request(s) waited ahead of it "
-                                     f"and admission is first come, first served")
-        if max_wait is not None:
-            while waiting and t - arr[waiting[0]] >= max_wait:
-                i = waiting.popleft()
-                status[i], end[i], kind[i] = REJECTED, t, "wait"
-                why[i] = wait_expired_reason(config, t - arr[i]) + f"; {queued_why[i]}"
-                retry = True
+                    self._reject(waiting.pop(), t, QUEUE_FULL, queue_full_reason(config, queue_len))
+            first_new = len(waiting)
+            while first_new and waiting[first_new - 1].arrival_step == t:
+                first_new -= 1
+            for ahead in range(len(self.resumed) + first_new, queue_len):
+                seq = waiting[ahead - len(self.resumed)]
+                if seq.queued_reason is None:
+                    seq.queued_reason = (f"queued at step {t}: {ahead} request(s) waited ahead of it "
+                                         f"and admission is first come, first served")
+        if self.max_wait_steps is not None:
+            while waiting and t - waiting[0].arrival_step >= self.max_wait_steps:
+                seq = waiting.popleft()
+                self._reject(seq, t, WAITED_TOO_LONG,
+                             wait_expired_reason(config, t - seq.arrival_step) + f"; {seq.queued_reason}")
+                self.retry_admission = True
 
-        # 5. record
-        s_blocks.append(blocks)
-        s_tokens.append(tokens)
-        s_touched.append(touched)
-        s_active.append(len(running))
-        s_queued.append(len(resumed) + len(waiting))
+    def record(self) -> None:
+        """Phase 5: append this step's blocks, tokens, running and waiting counts to the series."""
+        series = self.series
+        series.blocks_used.append(self.blocks_used)
+        series.blocks_touched.append(self.blocks_touched)
+        series.tokens_held.append(self.tokens_held)
+        series.active.append(len(self.running))
+        series.queued.append(len(self.resumed) + len(self.waiting))
 
-        # 6. finish: free at the end of the step
-        done = finish_at.pop(t, None)
-        if done:
-            for i in done:
-                if i not in running or due[i] != t:
-                    continue            # a stale entry: it was preempted and re-admitted since
-                del running[i]
-                nphase[phase[i]] -= 1
-                total = P[i] + O[i]
-                held_blocks = cdiv(total, B)
-                tokens -= total
-                touched -= held_blocks
-                released = held_blocks if paged else alloc[i]
-                blocks -= released
-                free += released
-                status[i], end[i] = FINISHED, t
-            retry = True
-            assert 0 <= blocks <= config.num_blocks and free == config.num_blocks - blocks, "block accounting broke"
-        t += 1
-        if ptr == n and not running and not resumed and not waiting:
-            break
+    def finish(self, t: int) -> None:
+        """Phase 6: requests that generated their last token this step leave; their blocks are free from ``t + 1``."""
+        due = self.finish_at.pop(t, None)
+        if due is None:
+            return
+        assert self.finish_steps[0] == t, "finish steps out of order"
+        heapq.heappop(self.finish_steps)
+        for seq in due:
+            if seq not in self.running or seq.due_step != t:
+                continue            # a stale entry: it was preempted and re-admitted since
+            del self.running[seq]
+            self.claims_by_phase[seq.claim_phase] -= 1
+            total_tokens = seq.prompt_tokens + seq.output_tokens
+            held_blocks = cdiv(total_tokens, self.block_size)
+            self.tokens_held -= total_tokens
+            self.blocks_touched -= held_blocks
+            released = held_blocks if self.paged else seq.reserved_blocks
+            self.blocks_used -= released
+            self.free_blocks += released
+            seq.status, seq.end_step = FINISHED, t
+        self.retry_admission = True
+        assert (0 <= self.blocks_used <= self.num_blocks
+                and self.free_blocks == self.num_blocks - self.blocks_used), "block accounting broke"
 
-    records = []
-    for i in range(n):
-        if status[i] == FINISHED:
-            text = queued_why[i] or why[i]
-            if queued_why[i]:
-                text += f"; admitted at step {first_adm[i]} after {first_adm[i] - arr[i]} steps"
-            if npre[i]:
-                text += (f"; preempted {npre[i]} time(s) when the cache ran out of blocks (last at step "
-                         f"{last_pre[i]}), recomputed and re-admitted")
-            text += f"; finished at step {end[i]} after {O[i]} tokens"
-            records.append(RequestRecord(reqs[i].id, FINISHED, text, arr[i], first_adm[i], end[i],
-                                         first_adm[i] - arr[i], npre[i]))
+    # -------------------------------------------------- helpers of the phases
+
+    def _start(self, seq: _Sequence, t: int, start_tokens: int, need: int) -> None:
+        """Admit ``seq`` at step ``t``: claim ``need`` blocks, prefill ``start_tokens``, schedule its finish."""
+        self.running[seq] = None
+        seq.admitted_step = t
+        self.free_blocks -= need
+        self.blocks_used += need
+        self.blocks_touched += cdiv(start_tokens, self.block_size)
+        self.tokens_held += start_tokens
+        if not self.paged:
+            seq.reserved_blocks = need
+        # at step t + k it holds start_tokens + k; token start_tokens + k opens a block when start_tokens + k - 1
+        # is a multiple of block_size, i.e. at the steps congruent to t + 1 - start_tokens
+        seq.claim_phase = (t + 1 - start_tokens) % self.block_size
+        self.claims_by_phase[seq.claim_phase] += 1
+        seq.due_step = t + seq.output_tokens - seq.generated_tokens
+        if seq.due_step in self.finish_at:
+            self.finish_at[seq.due_step].append(seq)
         else:
-            assert status[i] == REJECTED, "a request neither finished nor was rejected"
-            records.append(RequestRecord(reqs[i].id, REJECTED, why[i], arr[i], None, None, end[i] - arr[i], npre[i]))
-    by_trace = [None] * n
-    for pos, k in enumerate(order):
-        by_trace[k] = records[pos]  # type: ignore[call-overload]
+            self.finish_at[seq.due_step] = [seq]
+            heapq.heappush(self.finish_steps, seq.due_step)
 
-    sum_blocks, sum_touched, sum_tokens = sum(s_blocks), sum(s_touched), sum(s_tokens)
-    delays = [first_adm[i] - arr[i] for i in range(n) if status[i] == FINISHED]
-    steps = len(s_blocks)
-    slots = sum_blocks * B
-    summary = Summary(
-        policy=config.policy, requests=n, completed=len(delays), rejected=n - len(delays),
-        rejected_never_fits=kind.count("never_fits"), rejected_queue_full=kind.count("queue_full"),
-        rejected_wait=kind.count("wait"), preemptions=preemptions, recompute_tokens=recompute_tokens,
-        steps=steps, peak_kv_bytes=max(s_blocks, default=0) * config.block_bytes,
-        peak_token_bytes=max(s_tokens, default=0) * config.kv_bytes_per_token,
-        kv_budget_bytes=config.kv_budget_bytes, kv_capacity_bytes=config.kv_capacity_bytes,
-        num_blocks=config.num_blocks, block_size_tokens=B, kv_bytes_per_token=config.kv_bytes_per_token,
-        max_active=max(s_active, default=0), mean_active=sum(s_active) / steps if steps else 0.0,
-        max_queued=max(s_queued, default=0),
-        kv_utilization=sum_tokens / slots if slots else None,
-        internal_fragmentation=(sum_touched * B - sum_tokens) / slots if slots else None,
-        reserved_unused=(sum_blocks - sum_touched) / sum_blocks if sum_blocks else None,
-        p50_queue_steps=percentile_nearest_rank(delays, 50), p99_queue_steps=percentile_nearest_rank(delays, 99),
-        mean_queue_steps=sum(delays) / len(delays) if delays else None,
-    )
-    return SimulationResult(config, tuple(by_trace), tuple(s_blocks), tuple(s_tokens), tuple(s_active),  # type: ignore[arg-type]
-                            tuple(s_queued), summary)
+    def _preempt_youngest(self, t: int) -> None:
+        """Preempt by recompute: free the youngest running request's blocks; it goes back to the head of the queue."""
+        seq = next(reversed(self.running))
+        generated = seq.generated_tokens + (t - 1 - seq.admitted_step)     # it has not grown at step t yet
+        held_tokens = seq.prompt_tokens + generated
+        held_blocks = cdiv(held_tokens, self.block_size)
+        self.tokens_held -= held_tokens
+        self.blocks_touched -= held_blocks
+        self.blocks_used -= held_blocks
+        self.free_blocks += held_blocks
+        self.claims_by_phase[seq.claim_phase] -= 1
+        del self.running[seq]
+        seq.generated_tokens = generated
+        seq.preemptions += 1
+        seq.last_preempted_step = t
+        self.preemptions += 1
+        self.resumed.appendleft(seq)
+
+    def _reject(self, seq: _Sequence, t: int, rejection: str, reason: str) -> None:
+        seq.status, seq.end_step, seq.rejection, seq.reason = REJECTED, t, rejection, reason
+
+    # -------------------------------------------------- the result
+
+    def result(self) -> SimulationResult:
+        """The records (back in trace order), the series and the summary of a drained run."""
+        records: list[RequestRecord | None] = [None] * len(self.pending)
+        for seq in self.pending:
+            records[seq.trace_index] = _record(seq)
+        series = self.series
+        return SimulationResult(self.config, tuple(records), tuple(series.blocks_used),  # type: ignore[arg-type]
+                                tuple(series.tokens_held), tuple(series.active), tuple(series.queued),
+                                self._summary())
+
+    def _summary(self) -> Summary:
+        config, block_size = self.config, self.block_size
+        series = self.series
+        blocks, touched, tokens = series.blocks_used, series.blocks_touched, series.tokens_held
+        sum_blocks, sum_touched, sum_tokens = sum(blocks), sum(touched), sum(tokens)
+        delays = [seq.first_admitted_step - seq.arrival_step for seq in self.pending if seq.status == FINISHED]
+        rejections = [seq.rejection for seq in self.pending if seq.status == REJECTED]
+        steps = len(blocks)
+        slots = sum_blocks * block_size
+        return Summary(
+            policy=config.policy, requests=len(self.pending), completed=len(delays),
+            rejected=len(self.pending) - len(delays), rejected_never_fits=rejections.count(NEVER_FITS),
+            rejected_queue_full=rejections.count(QUEUE_FULL), rejected_wait=rejections.count(WAITED_TOO_LONG),
+            preemptions=self.preemptions, recompute_tokens=self.recompute_tokens,
+            steps=steps, peak_kv_bytes=max(blocks, default=0) * config.block_bytes,
+            peak_token_bytes=max(tokens, default=0) * config.kv_bytes_per_token,
+            kv_budget_bytes=config.kv_budget_bytes, kv_capacity_bytes=config.kv_capacity_bytes,
+            num_blocks=config.num_blocks, block_size_tokens=block_size, kv_bytes_per_token=config.kv_bytes_per_token,
+            max_active=max(series.active, default=0), mean_active=sum(series.active) / steps if steps else 0.0,
+            max_queued=max(series.queued, default=0),
+            kv_utilization=sum_tokens / slots if slots else None,
+            internal_fragmentation=(sum_touched * block_size - sum_tokens) / slots if slots else None,
+            reserved_unused=(sum_blocks - sum_touched) / sum_blocks if sum_blocks else None,
+            p50_queue_steps=percentile_nearest_rank(delays, 50), p99_queue_steps=percentile_nearest_rank(delays, 99),
+            mean_queue_steps=sum(delays) / len(delays) if delays else None,
+        )
+
+
+def _record(seq: _Sequence) -> RequestRecord:
+    """A done request's record, its reason in words: how it was admitted or queued, preempted, finished."""
+    if seq.status == FINISHED:
+        text = seq.queued_reason or seq.reason
+        if seq.queued_reason:
+            text += (f"; admitted at step {seq.first_admitted_step} after "
+                     f"{seq.first_admitted_step - seq.arrival_step} steps")
+        if seq.preemptions:
+            text += (f"; preempted {seq.preemptions} time(s) when the cache ran out of blocks (last at step "
+                     f"{seq.last_preempted_step}), recomputed and re-admitted")
+        text += f"; finished at step {seq.end_step} after {seq.output_tokens} tokens"
+        return RequestRecord(seq.id, FINISHED, text, seq.arrival_step, seq.first_admitted_step, seq.end_step,
+                             seq.first_admitted_step - seq.arrival_step, seq.preemptions)
+    assert seq.status == REJECTED, "a request neither finished nor was rejected"
+    return RequestRecord(seq.id, REJECTED, seq.reason, seq.arrival_step, None, None,
+                         seq.end_step - seq.arrival_step, seq.preemptions)

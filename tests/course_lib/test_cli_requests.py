@@ -36,6 +36,53 @@ def test_simulate_ten_eleven_json(capsys):
     assert data["summary"]["max_active"] == 10
 
 
+def _refuse_non_json(constant):
+    raise AssertionError(f"{constant} is not JSON")
+
+
+@pytest.mark.parametrize("argv, rules", [
+    (["--policy", "paged"], {"policy": "paged"}),
+    (["--policy", "reserve-max", "--max-queue-len", "3", "--max-wait-steps", "40"],
+     {"policy": "reserve-max", "max_queue_len": 3, "max_wait_steps": 40}),
+])
+def test_simulate_json_is_the_results_to_dict(capsys, argv, rules):
+    # The CLI's JSON, loaded back, is exactly SimulationResult.to_dict() of the same run, built here without
+    # the CLI: the lesson's pools by hand (24 GB - 14 - 2 - 2), Llama-2-7B fp16's 524,288 B per token.
+    from course_lib.admission import kv_config
+    from course_lib.simulate import simulate
+    from course_lib.trace import read_trace
+
+    code, out, _ = run(capsys, "simulate", "--trace", CHAT, "--json", *argv)
+    assert code == 0
+    data = json.loads(out, parse_constant=_refuse_non_json)
+    config = kv_config(device_bytes="24GB", weights_bytes="14GB", workspace_bytes="2GB", reserve_bytes="2GB",
+                       kv_bytes_per_token=524_288, **rules)
+    expected = simulate(read_trace(CHAT), config).to_dict()
+    assert data == json.loads(json.dumps(expected))
+    assert list(data) == ["requests", "steps", "summary"] and list(data["summary"]) == list(expected["summary"])
+    if rules.get("max_queue_len") is not None:
+        assert any(r["status"] == "rejected" for r in data["requests"]), "the test should cover rejected records"
+    # the layout: one record per line, each per-step series on one line
+    lines = out.splitlines()
+    assert sum(line.lstrip().startswith('{"id": ') for line in lines) == 400
+    assert sum(line.lstrip().startswith('"kv_bytes": [') for line in lines) == 1
+
+
+def test_simulate_compare_json_holds_both_runs(capsys):
+    from course_lib.admission import kv_config
+    from course_lib.simulate import simulate
+    from course_lib.trace import read_trace
+
+    code, out, _ = run(capsys, "simulate", "--trace", TEN_ELEVEN, "--json", "--compare")
+    assert code == 0
+    data = json.loads(out, parse_constant=_refuse_non_json)
+    assert list(data) == ["runs"] and list(data["runs"]) == ["reserve-max", "paged"]
+    for policy, got in data["runs"].items():
+        config = kv_config(device_bytes="24GB", weights_bytes="14GB", workspace_bytes="2GB", reserve_bytes="2GB",
+                           kv_bytes_per_token=524_288, policy=policy)
+        assert got == json.loads(json.dumps(simulate(read_trace(TEN_ELEVEN), config).to_dict())), policy
+
+
 def test_simulate_text_names_the_queued_request(capsys):
     code, out, _ = run(capsys, "simulate", "--trace", TEN_ELEVEN)
     assert code == 0

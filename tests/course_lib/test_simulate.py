@@ -149,6 +149,17 @@ def test_json_shape():
         assert key in data["summary"], key
 
 
+def test_to_dict_keeps_the_dataclass_fields_in_order():
+    # to_dict is written out field by field (dataclasses.asdict deep-copies, ten times slower on 100k records):
+    # it must still give exactly the fields, in order
+    from dataclasses import asdict
+
+    res = simulate(eleven(), lesson_config(max_wait_steps=100))
+    for record in res.requests:
+        assert list(record.to_dict().items()) == list(asdict(record).items())
+    assert list(res.summary.to_dict().items()) == list(asdict(res.summary).items())
+
+
 def test_percentile_nearest_rank_by_hand():
     assert percentile_nearest_rank([10, 20, 30, 40], 50) == 20      # ceil(0.5 x 4) = 2nd
     assert percentile_nearest_rank([10, 20, 30, 40], 99) == 40      # ceil(0.99 x 4) = 4th
@@ -347,3 +358,69 @@ def test_far_future_arrivals_are_refused():
 
     with pytest.raises(CourseInputError, match="arrival_step=.* is beyond step"):
         simulate([Request("late", MAX_ARRIVAL_STEP + 1, 1, 1, 1)], lesson_config())
+
+
+# ------------------------------------------------------------------ the phases, one at a time, by hand
+
+def test_phases_of_the_paged_eleven_by_hand():
+    # The same run as test_paged_admits_all_eleven_then_preempts_the_youngest, phase by phase.
+    from course_lib.simulate import _Simulation
+
+    sim = _Simulation(eleven(), lesson_config(PAGED))
+    sim.arrive(0)
+    assert len(sim.waiting) == 11 and sim.next_arrival_step is None
+    assert sim.decode(0) is False                       # nothing runs yet
+    sim.admit(0)
+    # 11 prompts of 608 tokens = 38 blocks each = 418 blocks; 715 - 418 = 297 free (>= the 7-block watermark)
+    assert (len(sim.running), sim.blocks_used, sim.free_blocks, sim.tokens_held) == (11, 418, 297, 11 * 608)
+    # 608 tokens fill 38 blocks exactly, so token 609 (step 1) opens the 39th: all eleven claim at t % 16 == 1
+    assert sim.claims_by_phase[1] == 11 and sum(sim.claims_by_phase) == 11
+    sim.apply_service_policy(0)
+    sim.record()
+    sim.finish(0)
+    # all eleven are due at step 0 + 512; nothing else happens before that
+    assert sim.next_event_step(1) == 512
+    # decode alone from step 1: 11 blocks at steps 1, 17, 33, ...; 297 // 11 = 27 rounds fill the cache by
+    # step 1 + 26 x 16 = 417, so steps 1..432 pass quietly and step 433 must preempt
+    assert sim.quiet_steps(1, 512) == 433
+    assert (sim.blocks_used, sim.free_blocks) == (715, 0)
+    assert sim.tokens_held == 11 * (608 + 432)
+    assert sim.series.blocks_used[:2] == [418, 429] and sim.series.blocks_used[16:18] == [429, 440]
+    assert len(sim.series.blocks_used) == 433                  # steps 0..432 recorded
+    assert sim.decode(433) is True
+    victim = sim.resumed[0]
+    # the youngest (r10) leaves with its 432 tokens generated: 608 + 432 = 1,040 tokens = 65 blocks freed,
+    # then the ten remaining claim their 66th block each
+    assert (victim.id, victim.generated_tokens, victim.preemptions) == ("r10", 432, 1)
+    assert (sim.blocks_used, sim.free_blocks) == (10 * 66, 715 - 660)
+
+
+def test_reserve_max_quiet_steps_count_touched_blocks_apart_from_reserved():
+    # One request, prompt 16, max_new 64 (80 tokens = 5 blocks reserved), 1 B per token, 16-token blocks.
+    # It holds 16 + k tokens at step k: one block holds a token at step 0, two from step 1 (token 17).
+    from course_lib.simulate import _Simulation
+
+    sim = _Simulation([Request("only", 0, 16, 64, 16)], AdmissionConfig(kv_budget_bytes=160, kv_bytes_per_token=1))
+    sim.arrive(0)
+    sim.admit(0)
+    sim.record()
+    assert sim.quiet_steps(1, 16) == 16
+    assert sim.series.blocks_used == [5] * 16
+    assert sim.series.blocks_touched == [1] + [2] * 15
+    assert sim.series.tokens_held == list(range(16, 32))
+
+
+def test_simulate_leaves_the_garbage_collector_as_it_found_it():
+    import gc
+
+    simulate(eleven()[:2], lesson_config())
+    assert gc.isenabled()
+    with pytest.raises(CourseInputError):
+        simulate([Request("a", 0, 1, 1, 1), Request("a", 1, 1, 1, 1)], lesson_config())
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        simulate(eleven()[:2], lesson_config())
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
