@@ -8,10 +8,15 @@ notebook stays short and the same code is tested outside it.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from .loading import readiness_timeline, rollout_plan
+from .measure import measure_pools, snapshot   # light: torch only in the measuring process or for a GPU
+from .measure.device import TORCH_HINT, torch_available
+from .measure.fragmentation import LARGE_BYTES, held_after_free
+from .measure.plot import plot_pools           # light: matplotlib only when it draws
 from .models import from_hf_config, kv_cache_bytes_per_token, weight_bytes
 from .offload import offload_weights
 from .plots import plot_rollout, plot_simulation
@@ -108,9 +113,6 @@ def show_device_memory() -> Any:
     """This machine's device now, and free memory that is not capacity, with real allocations."""
     if _grading("the measurement"):
         return None
-    from .measure import snapshot  # torch only when there is a GPU to ask
-    from .measure.fragmentation import LARGE_BYTES, held_after_free
-
     snap = snapshot()
     print("This machine, now:")
     print(snap.describe())
@@ -143,12 +145,6 @@ def predict_then_measure(predicted_weights_bytes: int, predicted_kv_cache_bytes:
     """
     if _grading("the measurement"):
         return None
-    from dataclasses import replace
-
-    from .measure import measure_pools
-    from .measure.device import TORCH_HINT, torch_available
-    from .measure.plot import plot_pools  # matplotlib
-
     if not torch_available():
         print(TORCH_HINT)
         return None

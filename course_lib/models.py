@@ -195,8 +195,7 @@ def weight_bytes(spec: ModelSpec, dtype: str | DType | None = "fp16", tensor_par
 
 def formula_weight_bytes(spec: ModelSpec, tensor_parallel: int = 1) -> int:
     """The formula's bytes in the checkpoint's own format (ignoring any bytes read from safetensors)."""
-    from dataclasses import replace as _replace
-    return weight_bytes(_replace(spec, checkpoint=None), None, tensor_parallel)
+    return weight_bytes(replace(spec, checkpoint=None), None, tensor_parallel)
 
 
 def params_per_gpu_by_group(spec: ModelSpec, tensor_parallel: int = 1) -> dict[str, int]:

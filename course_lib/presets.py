@@ -13,8 +13,6 @@ in MiB: a card sold as "24 GB" reports 24,564 MiB = 25.76 GB = 23.99 GiB.
 
 from __future__ import annotations
 
-from typing import Any
-
 from .errors import CourseInputError
 from .model_configs import MODEL_CONFIGS
 from .models import ModelSpec, from_hf_config

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from .bounds import check_int
 from .dtypes import DType, get_dtype
 from .errors import CourseInputError
 
@@ -111,7 +112,6 @@ def _flag(q: Mapping[str, Any], key: str, default: bool) -> bool:
 
 
 def _int(q: Mapping[str, Any], keys: tuple[str, ...], default: int, lo: int, hi: int) -> int:
-    from .bounds import check_int
     for key in keys:
         if q.get(key) is not None:
             return check_int(f"quantization_config.{key}", q[key], lo, hi)

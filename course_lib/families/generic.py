@@ -16,6 +16,7 @@ per-layer head sizes) is why the result says "approximate".
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..spec import ModelSpec
@@ -52,5 +53,4 @@ def generic(c: Config, name: str, params_total: int | None, checkpoint: Any) -> 
                   vocab=c.width("vocab_size", default=1), params=params,
                   tied=c.flag("tie_word_embeddings", False), cache=caches(kv_heads, head_dim, windows),
                   notes=notes)
-    from dataclasses import replace
     return replace(spec, model_type=top.model_type)

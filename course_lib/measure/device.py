@@ -30,7 +30,9 @@ Nothing here imports torch unless you ask about a GPU.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import resource
 import sys
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -74,8 +76,6 @@ def peak_rss_bytes() -> int:
     value = _proc_status_bytes("VmHWM")
     if value is not None:
         return value
-    import resource
-
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(maxrss if sys.platform == "darwin" else maxrss * 1024)
 
@@ -192,8 +192,6 @@ def _mb(num_bytes: int) -> str:
 
 def torch_available() -> bool:
     """Whether torch can be imported here (without importing it)."""
-    import importlib.util
-
     return importlib.util.find_spec("torch") is not None
 
 

@@ -240,8 +240,8 @@ def run_worker(request: dict[str, Any], *, steps: tuple[str, ...], desc: str, pr
         bar.close()
         if rc in (-9, 137):
             raise CourseInputError(
-                f"the measuring process was killed by the OS (signal 9), most likely out of memory; "
-                f"use fewer --sequences or --context-tokens, or a smaller model")
+                "the measuring process was killed by the OS (signal 9), most likely out of memory; "
+                "use fewer --sequences or --context-tokens, or a smaller model")
         if rc not in (0, REFUSED_EXIT) or not os.path.exists(res_path):
             tail = "".join(other[-20:])
             raise RuntimeError(f"the measuring process failed (exit {rc}):\n{tail}")
