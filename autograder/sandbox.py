@@ -16,13 +16,16 @@ lab run both go through it.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
+import re
 import secrets
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +53,35 @@ GRADER_DIRS = (Path(__file__).resolve().parent,)
 MIN_MEMORY_BYTES = 256 * MiB
 #: The largest: a grading machine with more than 1 TiB for one notebook is not a grading machine.
 MAX_MEMORY_BYTES = TiB
+#: The smallest disk cap: a kernel writes ~1 MB (IPython's history, matplotlib's cache) before any cell.
+MIN_DISK_BYTES = 16 * MiB
+#: The largest: the scratch tmpfs lives in memory (and counts against the memory cap).
+MAX_DISK_BYTES = 64 * GiB
+
+
+def _size_option(flag: str, text: str | int, lo: int, hi: int, example: str) -> int:
+    """Bytes from a size option, read with the course's one size grammar (GB = 10^9, GiB = 2^30)."""
+    if isinstance(text, str) and re.fullmatch(r"\s*[-+]?(inf|infinity|nan)\s*[A-Za-z]*\s*", text, re.I):
+        raise AutograderError(f"{flag}={text!r} is not a finite size; use a size from {_both(lo)} to {_both(hi)}, "
+                              f"e.g. {example}")
+    if isinstance(text, str) and re.fullmatch(r"\s*[\d.eE+]+\s*[KMGTkmgt]\s*", text):
+        unit = text.strip()[-1].upper()
+        raise AutograderError(f"{flag}={text!r}: the unit {unit!r} alone is ambiguous; write {unit}B (powers of "
+                              f"1000) or {unit}iB (powers of 1024), e.g. {example}")
+    try:
+        value = parse_bytes(text, name=flag)
+    except CourseInputError as e:
+        raise AutograderError(str(e)) from None
+    if not lo <= value <= hi:
+        raise AutograderError(f"{flag}={text!r} is {format_bytes(value, 'auto')}; use a size from "
+                              f"{_both(lo)} to {_both(hi)}, e.g. {example}")
+    return value
+
+
+def _both(n: int) -> str:
+    """A size in decimal and binary units: ``268.44 MB (256 MiB)``, ``2.00 GB (1.86 GiB)``."""
+    binary = f"{n / GiB:.2f} GiB" if n >= GiB else f"{n / MiB:.0f} MiB"
+    return f"{format_bytes(n, 'auto')} ({binary})"
 
 
 def memory_limit_bytes(text: str | int) -> int:
@@ -58,15 +90,16 @@ def memory_limit_bytes(text: str | int) -> int:
     >>> memory_limit_bytes("2GB"), memory_limit_bytes("2GiB"), memory_limit_bytes("512MiB")
     (2000000000, 2147483648, 536870912)
     """
-    try:
-        value = parse_bytes(text, name="--memory-limit")
-    except CourseInputError as e:
-        raise AutograderError(str(e)) from None
-    if not MIN_MEMORY_BYTES <= value <= MAX_MEMORY_BYTES:
-        raise AutograderError(f"--memory-limit={text!r} is {format_bytes(value, 'auto')}; use a size from "
-                              f"{format_bytes(MIN_MEMORY_BYTES, 'GiB')} to {format_bytes(MAX_MEMORY_BYTES, 'GiB')}, "
-                              f"e.g. 2GB or 2GiB")
-    return value
+    return _size_option("--memory-limit", text, MIN_MEMORY_BYTES, MAX_MEMORY_BYTES, "2GB or 2GiB")
+
+
+def disk_limit_bytes(text: str | int) -> int:
+    """Bytes from ``--disk-limit``, as :func:`memory_limit_bytes` reads them.
+
+    >>> disk_limit_bytes("512MiB"), disk_limit_bytes("1GB")
+    (536870912, 1000000000)
+    """
+    return _size_option("--disk-limit", text, MIN_DISK_BYTES, MAX_DISK_BYTES, "512MiB or 1GB")
 
 
 @dataclass(frozen=True)
@@ -75,20 +108,35 @@ class Limits:
 
     memory_bytes: int = 2 * GiB
     """Memory cap: a cgroup limit (the kernel OOM-kills), else RLIMIT_AS. A kernel with torch uses ~0.5 GB."""
-
-    def memory_text(self) -> str:
-        """The memory cap in both units, as messages print it: ``2.15 GB (2.00 GiB)``."""
-        return format_bytes(self.memory_bytes)
     max_processes: int = 256
     """Processes and threads together (pids cgroup and RLIMIT_NPROC); ipykernel runs ~10 threads."""
     max_file_bytes: int = 64 * MiB
     """RLIMIT_FSIZE: the largest file learner code may write."""
+    disk_bytes: int = 512 * MiB
+    """Everything the notebook may write, together: work/, $HOME, /tmp and the kernel's sockets and log.
+    A size-capped tmpfs over the scratch folder (its pages count against the memory cap as well),
+    else a watchdog on the folder's size (see :attr:`Isolation.disk`)."""
+    max_files: int = 100_000
+    """Files and folders the notebook may create (the tmpfs's inodes; the watchdog counts them too)."""
     max_open_files: int = 1024
     """RLIMIT_NOFILE."""
     cpu_seconds: int = 900
     """RLIMIT_CPU: a backstop behind the wall-clock timeouts."""
     tmp_bytes: int = 256 * MiB
-    """Size of the private /tmp under bubblewrap (its pages also count against the memory cap)."""
+    """Size of bubblewrap's private /tmp when the scratch folder cannot be capped (else /tmp lies in it)."""
+
+    def memory_text(self) -> str:
+        """The memory cap in both units, as messages print it: ``2.15 GB (2.00 GiB)``, ``536.87 MB (512 MiB)``."""
+        return _both(self.memory_bytes)
+
+    def disk_text(self) -> str:
+        """The disk cap in both units, as messages print it: ``536.87 MB (512 MiB)``."""
+        return _both(self.disk_bytes)
+
+    def summary(self) -> str:
+        """One line for the batch report: every limit, sizes in both units."""
+        return (f"memory {self.memory_text()}, disk {self.disk_text()} and {self.max_files:,} files, "
+                f"{self.max_processes} processes, {self.max_file_bytes // MiB} MiB per file")
 
 
 @dataclass(frozen=True)
@@ -103,6 +151,10 @@ class Isolation:
     """Learner code runs as a fresh unprivileged uid (needs root to switch)."""
     network: str
     """"bubblewrap", "unshare" (an empty network namespace) or "none" (network reachable!)."""
+    disk: str = "watchdog"
+    """"tmpfs": the grader mounts a size-capped tmpfs over each scratch folder (writes past the cap
+    fail with ENOSPC); "watchdog": the folder's size is checked while cells run and the kernel is
+    stopped when it passes the cap (a fast writer can overshoot by what it writes in ~0.25 s)."""
     warnings: tuple[str, ...] = field(default=())
     """What is missing here and what is used instead, to show the instructor."""
 
@@ -112,6 +164,7 @@ class Isolation:
             f"cgroup {self.cgroup} memory+pids" if self.cgroup else "rlimits only (no cgroup)",
             "throwaway uid" if self.drop_uid else "same uid as the grader",
             {"bubblewrap": "no network", "unshare": "no network (unshare)", "none": "NETWORK REACHABLE"}[self.network],
+            "disk capped (tmpfs)" if self.disk == "tmpfs" else "disk watched (no tmpfs cap)",
         ]
         return ", ".join(parts)
 
@@ -181,6 +234,29 @@ class Cgroup:
         except (OSError, ValueError):
             return False
 
+    def counters(self) -> dict[str, int]:
+        """Cumulative event counts: ``oom_kill`` (the OOM killer acted) and ``pids_max`` (a fork or a
+        new thread failed at the process cap), and ``pids`` (how many processes there are now)."""
+        out = {"oom_kill": 0, "pids_max": 0, "pids": 0}
+        mem = self.dirs.get("memory", self.dirs.get(""))
+        pids = self.dirs.get("pids", self.dirs.get(""))
+        try:
+            if self.version == "v2":
+                text = (mem / "memory.events").read_text()
+                out["oom_kill"] = max(_field(text, "oom_kill"), _field(text, "oom"))
+            else:
+                text = (mem / "memory.oom_control").read_text()
+                out["oom_kill"] = _field(text, "oom_kill") if "oom_kill " in text else int(
+                    (mem / "memory.failcnt").read_text())
+        except (OSError, ValueError):
+            pass
+        try:
+            out["pids_max"] = _field((pids / "pids.events").read_text(), "max")
+            out["pids"] = int((pids / "pids.current").read_text())
+        except (OSError, ValueError):
+            pass
+        return out
+
     def pids(self) -> list[int]:
         out = set()
         for f in self.procs_files:
@@ -241,10 +317,112 @@ def _cgroup_version() -> str | None:
     return None
 
 
+# ---- the scratch folder: its name, its disk cap, the sweep of leftovers -------------------
+
+_MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
+#: The tmpfs's source name in /proc/self/mountinfo: how the sweep tells the grader's mounts apart.
+MOUNT_SOURCE = "course-grade"
+_SCRATCH = re.compile(r"cg-(?:lab-)?(\d+)-")
+
+
+def scratch_dir(kind: str = "") -> Path:
+    """A private scratch folder named after this process (``cg-[kind-]PID-...``), so that the
+    leftovers of a killed grader can be found and swept (:func:`sweep_leftovers`)."""
+    return Path(tempfile.mkdtemp(prefix=f"cg-{kind + '-' if kind else ''}{os.getpid()}-"))
+
+
+def mount_tmpfs(target: Path, size_bytes: int, max_files: int) -> None:
+    """Mount a tmpfs of at most ``size_bytes`` and ``max_files`` inodes over ``target`` (needs root)."""
+    options = f"size={size_bytes},nr_inodes={max_files},mode=0711".encode()
+    if ctypes.CDLL(None, use_errno=True).mount(MOUNT_SOURCE.encode(), os.fsencode(target), b"tmpfs",
+                                               _MS_NOSUID | _MS_NODEV, options) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"cannot mount a tmpfs on {target}: {os.strerror(err)}")
+
+
+def unmount(target: Path) -> None:
+    """Detach the mount at ``target``; its memory is freed when the last open file on it closes."""
+    ctypes.CDLL(None, use_errno=True).umount2(os.fsencode(target), _MNT_DETACH)
+
+
+def grader_mounts() -> list[Path]:
+    """Mount points of the grader's size-capped tmpfs folders (anyone's), from /proc/self/mountinfo."""
+    out = []
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if len(fields) >= 5 and len(tail) >= 2 and tail[0] == "tmpfs" and tail[1] == MOUNT_SOURCE:
+            out.append(Path(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])))
+    return out
+
+
+def _dead(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return False
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+
+
+def sweep_leftovers() -> None:
+    """Scratch folders, tmpfs mounts and cgroups of grader processes that were killed (SIGKILL
+    leaves them behind); those of live graders are left alone."""
+    scratch = Path(tempfile.gettempdir())
+    for mount in grader_mounts():
+        m = _SCRATCH.match(mount.name)
+        if mount.parent == scratch and m and _dead(int(m.group(1))):
+            unmount(mount)
+    for d in scratch.glob("cg-*-*"):
+        m = _SCRATCH.match(d.name)
+        if m and _dead(int(m.group(1))):
+            shutil.rmtree(d, ignore_errors=True)
+    for root in (d for parent in cgroup_parents() for d in parent.glob("course-grade-*")):
+        m = re.match(r"course-grade-(\d+)-", root.name)
+        if m and _dead(int(m.group(1))) and root.is_dir():
+            try:
+                for pid in (root / "cgroup.procs").read_text().split():
+                    os.kill(int(pid), signal.SIGKILL)
+                root.rmdir()
+            except OSError:
+                pass
+
+
+def _kill_uid(uid: int, wait_s: float = 5.0) -> None:
+    """SIGKILL every process whose real uid is ``uid`` (the sandbox's throwaway uid), until none is left."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        found = False
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                status = Path(f"/proc/{entry}/status").read_text()
+            except OSError:
+                continue
+            line = next((x for x in status.splitlines() if x.startswith("Uid:")), "")
+            if line.split()[1:2] == [str(uid)]:
+                found = True
+                try:
+                    os.kill(int(entry), signal.SIGKILL)
+                except OSError:
+                    pass
+        if not found:
+            return
+        time.sleep(0.05)
+
+
 # ---- probing -----------------------------------------------------------------------------
 
-def _bwrap_base(limits: Limits, writable: tuple[Path, ...] = (), launcher_dir: Path | None = None) -> list[str]:
-    """bubblewrap arguments: read-only system, Python and course code; ``writable`` dirs read-write.
+def _bwrap_base(limits: Limits, writable: tuple[Path, ...] = (), launcher_dir: Path | None = None,
+                tmp: Path | None = None) -> list[str]:
+    """bubblewrap arguments: read-only system, Python and course code; ``writable`` dirs read-write;
+    ``tmp`` (a folder of the capped scratch tmpfs) at /tmp, else a private tmpfs of ``limits.tmp_bytes``.
 
     Each bound path appears at its real path inside, so paths in tracebacks and in the
     kernel's connection file mean the same thing on both sides.
@@ -253,9 +431,12 @@ def _bwrap_base(limits: Limits, writable: tuple[Path, ...] = (), launcher_dir: P
     args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid",
             "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox",
             "--clearenv", "--proc", "/proc", "--dev", "/dev"]
-    # --perms and --size came with bubblewrap 0.5 / 0.6; older ones get a plain /tmp (probe() checks the rest)
-    args += (["--perms", "1777"] if "--perms" in has else []) + (
-        ["--size", str(limits.tmp_bytes)] if "--size" in has else []) + ["--tmpfs", "/tmp"]
+    if tmp is not None:
+        args += ["--bind", str(tmp), "/tmp"]
+    else:
+        # --perms and --size came with bubblewrap 0.5 / 0.6; older ones get a plain /tmp (probe() checks the rest)
+        args += (["--perms", "1777"] if "--perms" in has else []) + (
+            ["--size", str(limits.tmp_bytes)] if "--size" in has else []) + ["--tmpfs", "/tmp"]
     read_only = {d for d in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
                  if os.path.exists(d)}
     python_dirs = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
@@ -366,6 +547,22 @@ def probe() -> Isolation:
             # e.g. Python under /root (mode 700) is not executable by another uid.
             warnings.append(f"an unprivileged uid cannot run this Python ({why}); learner code runs as root.")
 
+    disk = "watchdog"
+    if is_root:
+        target = scratch_dir("probe")
+        try:
+            mount_tmpfs(target, MiB, 16)
+            unmount(target)
+            disk = "tmpfs"
+        except OSError as e:
+            warnings.append(f"{e}; the notebook's writes are capped by a watchdog on the scratch folder's "
+                            f"size instead (checked 4 times a second: a fast writer can overshoot the cap).")
+        finally:
+            shutil.rmtree(target, ignore_errors=True)
+    else:
+        warnings.append("the grader is not root, so it cannot mount a size-capped tmpfs for each notebook; "
+                        "a watchdog on the scratch folder's size caps its writes (a fast writer can overshoot).")
+
     if bubblewrap:
         network = "bubblewrap"
     else:
@@ -373,7 +570,7 @@ def probe() -> Isolation:
         network = "unshare" if ok else "none"
         if not ok:
             warnings.append(f"cannot create a network namespace ({why}): learner code CAN reach the network.")
-    return Isolation(bubblewrap=bubblewrap, cgroup=cgroup, drop_uid=drop_uid, network=network,
+    return Isolation(bubblewrap=bubblewrap, cgroup=cgroup, drop_uid=drop_uid, network=network, disk=disk,
                      warnings=tuple(warnings))
 
 
@@ -383,7 +580,9 @@ class Sandbox:
     """A scratch directory, a uid, a cgroup and a command wrapper for one submission.
 
     Layout under ``root``: ``work/`` (the learner's files; the cwd), ``home/`` ($HOME),
-    ``run/`` (kernel connection file and sockets), ``log/`` (kernel stderr; not visible inside).
+    ``run/`` (kernel connection file and sockets), ``log/`` (kernel stderr; not visible inside),
+    ``tmp/`` (/tmp under bubblewrap). Where the grader can mount, ``root`` is a tmpfs of
+    ``limits.disk_bytes``: everything the notebook writes, sockets and log included, shares that cap.
     """
 
     def __init__(self, root: Path, limits: Limits = Limits(), isolation: Isolation | None = None,
@@ -397,16 +596,27 @@ class Sandbox:
         self.run_dir = self.root / "run"
         self.log_dir = self.root / "log"
         self.launcher_dir = self.root / "launcher"
+        self.tmp = self.root / "tmp"
         self.uid = 1_000_000 + secrets.randbelow(1_000_000_000) if self.isolation.drop_uid else None
         self.cgroup: Cgroup | None = None
+        self.disk_capped = False
+        """True when ``root`` is a size-capped tmpfs (else the watchdog applies: :meth:`disk_full`)."""
 
     def __enter__(self) -> Sandbox:
-        for d in (self.work, self.home, self.run_dir, self.log_dir, self.launcher_dir):
+        self.root.mkdir(parents=True, exist_ok=True)
+        if self.isolation.disk == "tmpfs":
+            try:
+                mount_tmpfs(self.root, self.limits.disk_bytes, self.limits.max_files)
+                self.disk_capped = True
+            except OSError:  # probe() saw it work; if it fails now, the watchdog still applies
+                pass
+        for d in (self.work, self.home, self.run_dir, self.log_dir, self.launcher_dir, self.tmp):
             d.mkdir(parents=True, exist_ok=True)
         os.chmod(self.root, 0o711)
         shutil.copyfile(LAUNCHER, self.launcher_dir / "launch.py")
         os.chmod(self.launcher_dir, 0o700)  # root only: the learner's uid cannot list or read it
         os.chmod(self.log_dir, 0o700)
+        os.chmod(self.tmp, 0o1777)
         _seed_matplotlib_cache(self.home / ".matplotlib")
         if self.isolation.cgroup:
             cg = Cgroup(self.isolation.cgroup, f"course-grade-{os.getpid()}-{secrets.token_hex(4)}")
@@ -421,13 +631,56 @@ class Sandbox:
         self.close()
 
     def close(self) -> None:
+        self.kill_all()
         if self.cgroup is not None:
             self.cgroup.remove()
             self.cgroup = None
+        if self.disk_capped:
+            unmount(self.root)
+            self.disk_capped = False
         shutil.rmtree(self.root, ignore_errors=True)
+
+    def kill_all(self) -> None:
+        """Kill every process of this sandbox: the cgroup's, else those of its throwaway uid."""
+        if self.cgroup is not None:
+            self.cgroup.kill_all()
+        elif self.uid is not None:
+            _kill_uid(self.uid)
 
     def memory_exceeded(self) -> bool:
         return self.cgroup is not None and self.cgroup.oom_killed()
+
+    def counters(self) -> dict[str, int]:
+        """The cgroup's cumulative ``oom_kill`` and ``pids_max`` events and its ``pids`` (zeros without one)."""
+        return self.cgroup.counters() if self.cgroup is not None else {"oom_kill": 0, "pids_max": 0, "pids": 0}
+
+    def disk_used(self) -> tuple[int, int]:
+        """(bytes, files) the notebook has written under ``root``: the tmpfs's own count when capped,
+        else a walk that stops counting files past ``limits.max_files``."""
+        if self.disk_capped:
+            st = os.statvfs(self.root)
+            return (st.f_blocks - st.f_bfree) * st.f_frsize, st.f_files - st.f_ffree
+        used, files, stack = 0, 0, [str(self.root)]
+        while stack and files <= self.limits.max_files:
+            try:
+                with os.scandir(stack.pop()) as entries:
+                    for entry in entries:
+                        files += 1
+                        try:
+                            st = entry.stat(follow_symlinks=False)
+                        except OSError:
+                            continue
+                        used += st.st_blocks * 512
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+            except OSError:
+                continue
+        return used, files
+
+    def disk_full(self) -> bool:
+        """Has the notebook reached its disk cap (bytes or files), within a little slack?"""
+        used, files = self.disk_used()
+        return used >= self.limits.disk_bytes - 256 * KiB or files >= self.limits.max_files - 16
 
     def env(self) -> dict[str, str]:
         venv_bin = os.path.dirname(sys.executable)
@@ -477,7 +730,8 @@ class Sandbox:
                 join += ["--cgroup-procs", procs]
         if not iso.bubblewrap:
             return launch + join + inner[3:] if join else inner
-        bw = _bwrap_base(lim, writable=(self.work, self.home, self.run_dir), launcher_dir=self.launcher_dir)
+        bw = _bwrap_base(lim, writable=(self.work, self.home, self.run_dir), launcher_dir=self.launcher_dir,
+                         tmp=self.tmp if self.disk_capped else None)
         bw += ["--chdir", str(cwd), "--"]
         # bwrap's --die-with-parent ties the sandbox to bwrap, not bwrap to us: the outer
         # launcher sets PDEATHSIG (kept across exec) so that bwrap dies with the grader.

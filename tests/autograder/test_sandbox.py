@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -12,7 +13,8 @@ import pytest
 
 from autograder import sandbox
 from autograder.errors import AutograderError
-from autograder.sandbox import Limits, Sandbox, memory_limit_bytes, probe
+from autograder.sandbox import (Limits, Sandbox, cgroup_parents, disk_limit_bytes, grader_mounts, memory_limit_bytes,
+                                probe, scratch_dir)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,13 +27,63 @@ def test_memory_limit_is_read_as_the_lesson_reads_sizes(text, expected):
 
 
 @pytest.mark.parametrize("bad, why", [("lots", "not a size"), ("2X", "unknown unit"), ("", "empty"),
-                                      ("-1GB", "negative"), ("0", "from 0.25 GiB"), ("1K", "unknown unit"),
-                                      ("1KB", "from 0.25 GiB"), ("infG", "not a size|not finite"),
-                                      ("1e400GB", "above the bound"), ("2G", "unknown unit")])
+                                      ("-1GB", "negative"), ("0", r"from 268.44 MB \(256 MiB\)"),
+                                      ("1K", "'K' alone is ambiguous; write KB .* or KiB"),
+                                      ("1KB", r"is 1.00 KB; use a size from 268.44 MB \(256 MiB\) to 1.10 TB \(1024.00 GiB\)"),
+                                      ("infG", "not a finite size"), ("nan", "not a finite size"),
+                                      ("1e400G", "'G' alone is ambiguous"), ("1e400GB", "above the bound"),
+                                      ("2G", "write GB .* or GiB")])
 def test_memory_limit_refuses_with_the_fix(bad, why):
     with pytest.raises(AutograderError, match=why) as info:
         memory_limit_bytes(bad)
     assert "\n" not in str(info.value) and "--memory-limit" in str(info.value)
+
+
+def test_limits_are_shown_in_both_units():
+    assert Limits(memory_bytes=memory_limit_bytes("2GB")).memory_text() == "2.00 GB (1.86 GiB)"
+    assert Limits(memory_bytes=memory_limit_bytes("2GiB")).memory_text() == "2.15 GB (2.00 GiB)"
+    assert Limits(disk_bytes=disk_limit_bytes("64MiB")).disk_text() == "67.11 MB (64 MiB)"
+    with pytest.raises(AutograderError, match="--disk-limit='1MB' is 1.00 MB; use a size from 16.78 MB"):
+        disk_limit_bytes("1MB")
+
+
+DISK_PROBE = """
+import json, os
+def write(d, mib):
+    path = os.path.join(d, 'fill')
+    try:
+        with open(path, 'wb') as f:
+            f.write(b'x' * mib * 2**20)
+        return True
+    except OSError as e:
+        return e.errno
+dirs = (os.getcwd(), os.environ['HOME'], '/tmp', %r)
+alone = [write(d, 40) for d in dirs]             # each folder alone: over the cap
+for d in dirs:
+    os.remove(os.path.join(d, 'fill'))
+together = [write(d, 12) for d in dirs]          # 12 MiB in each: the third passes the cap
+for d in dirs:
+    os.remove(os.path.join(d, 'fill'))
+print(json.dumps([alone, together]))
+"""
+
+
+def test_the_disk_cap_covers_every_writable_folder_together():
+    if probe().disk != "tmpfs":
+        pytest.skip("no tmpfs here: the watchdog applies (tests/autograder/test_execute.py)")
+    with Sandbox(scratch_dir(), Limits(disk_bytes=32 * 2**20)) as box:
+        alone, together = _inside(box, DISK_PROBE % str(box.run_dir))
+    assert alone == [28, 28, 28, 28], "ENOSPC in work/, $HOME, /tmp and the socket folder alike"
+    assert together[:2] == [True, True] and together[2:] == [28, 28]
+
+
+def test_the_sandbox_leaves_nothing_behind():
+    with Sandbox(scratch_dir(), Limits()) as box:
+        root = box.root
+        rc, _, _ = box.run([sys.executable, "-c", "import subprocess; subprocess.Popen(['sleep', '60'], start_new_session=True)"])
+        assert rc == 0
+    assert not root.exists() and root not in grader_mounts()
+    assert not any(d.name.startswith(f"course-grade-{os.getpid()}-") for p in cgroup_parents() for d in p.iterdir())
 
 
 def test_probe_reports_every_missing_tool():
