@@ -1,15 +1,33 @@
-"""Run a notebook with nbclient, its kernel inside a :class:`~autograder.sandbox.Sandbox`.
+"""Run a notebook's code cells, one at a time, in a sandboxed kernel that may hang, flood or die.
 
 The kernel talks to us over ZeroMQ ``ipc://`` sockets in the sandbox's ``run/``
 folder: no TCP ports at all, so parallel workers never share or race for ports,
-and the kernel can live in an empty network namespace. Limits added here, on
-top of the sandbox's:
+and the kernel can live in an empty network namespace. The cells are driven
+here, by a plain loop over a ZeroMQ poller (no asyncio tasks that could outlive
+their cell), with nbclient's output model (:class:`nbclient.NotebookClient`'s
+``process_message``) turning messages into outputs.
 
-- a wall-clock timeout per cell and one for the whole notebook;
-- a cap on the notebook's total output (streams, displays, tracebacks) and on
-  any single message (ZeroMQ drops bigger ones before they reach our memory);
-- answers (:data:`~autograder.collect.ANSWER_MIME` displays) are kept apart
-  from that cap, up to a count and a size of their own.
+What a cell may do, and what the grader does then (stock nbgrader loses every
+answer after a kernel death or, with nbclient's defaults, after a timeout):
+
+===============================================  ===============================================
+The cell                                         The grader
+===============================================  ===============================================
+runs past the per-cell timeout                   interrupts it (KeyboardInterrupt) and goes on
+ignores the interrupt (catches KeyboardInterrupt, kills the kernel, starts a fresh one in the
+SIG_IGN, a long C call), or kills the kernel     same sandbox (:func:`start_kernel`), replays the
+(os._exit, the memory cap, a fork bomb), or      cells that completed before it (their outputs
+leaves the process cap exhausted                 discarded: the first run's stand), and goes on
+                                                 after it; at most ``max_restarts`` times
+runs past the notebook's time limit              stops: later cells are not run
+prints past the output cap                       keeps the first bytes, notes the cut, and drops
+                                                 the rest unparsed (a flood costs the grader ~0)
+===============================================  ===============================================
+
+Each such cell becomes a :class:`CellEvent`; the notebook's status names the
+worst (:data:`~autograder.results.SEVERITY`). Answers
+(:data:`~autograder.collect.ANSWER_MIME` displays) are kept apart from the
+output cap, up to a count and a size of their own.
 
 :func:`execute_notebook` never raises for anything the learner's code does: the
 outcome is an :class:`Execution` with a status.
@@ -21,16 +39,37 @@ import json
 import logging
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import nbformat
 
 from .collect import ANSWER_MIME
+from .cells import grade_id
+from .results import DISK_LIMIT, KERNEL_DIED, MEMORY_LIMIT, PROCESS_LIMIT, SEVERITY, TIMEOUT
 from .sandbox import KiB, MiB, Sandbox
 
 KERNEL_NAME = "course-grade-sandbox"
+#: Seconds an interrupted cell has to stop before its kernel is replaced (KeyboardInterrupt takes ms).
+INTERRUPT_GRACE_S = 3.0
+#: Seconds to wait for a cell's last outputs after its reply (nbclient's iopub_timeout).
+IOPUB_GRACE_S = 4.0
+#: Poll slice: how often the loop checks the clock, the kernel's process and (without a tmpfs) the disk.
+POLL_S = 0.25
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class CellEvent:
+    """Something a cell did that the grader had to act on."""
+
+    index: int
+    """The cell's position in the executed notebook."""
+    status: str
+    """timeout, kernel_died, memory_limit, process_limit or disk_limit (autograder.results)."""
+    message: str
+    """Which cell, what happened, and what the grader did: one line."""
 
 
 @dataclass
@@ -38,16 +77,114 @@ class Execution:
     """What happened when the notebook ran."""
 
     nb: nbformat.NotebookNode
-    """The notebook with the outputs it produced (cells after a stop keep no outputs)."""
+    """The notebook with the outputs of its first run (cells after a stop keep no outputs)."""
     status: str
-    """"completed", "timeout", "kernel_died", "memory_limit" or "grader_error"."""
+    """"completed" or the worst event: "timeout", "kernel_died", "memory_limit", "process_limit",
+    "disk_limit"; "grader_error" when the first kernel could not start."""
     message: str
     """One line for the instructor and the learner; empty when completed."""
     stopped_at: int | None
-    """Index of the cell that was running when execution stopped, if it stopped early."""
+    """Index of the cell where the run stopped for good (notebook time limit, restarts used up),
+    or None when every cell got its turn."""
     seconds: float
-    """Wall-clock time from kernel start to finish."""
+    """Wall-clock time from the first kernel's start to the end."""
+    events: list[CellEvent] = field(default_factory=list)
+    """Every cell that timed out, died, or hit a limit, in order (stopped_at's cell included)."""
+    restarts: int = 0
+    """Fresh kernels started after the first."""
 
+
+# ---- the kernel ----------------------------------------------------------------------------
+
+class Kernel:
+    """One sandboxed kernel and our sockets to it (from :func:`start_kernel`)."""
+
+    def __init__(self, km, kc, context, log_offset: int):
+        self.km, self.kc, self.context = km, kc, context
+        self.log_offset = log_offset
+        """Where this kernel's part of the sandbox's kernel.log starts."""
+        self.shell = kc.shell_channel.socket
+        self.iopub = kc.iopub_channel.socket
+
+    def alive(self) -> bool:
+        try:
+            return bool(self.km.is_alive())
+        except Exception:  # noqa: BLE001 - a manager in a bad state is a dead kernel
+            return False
+
+    def interrupt(self) -> None:
+        """An interrupt_request on the control channel: ipykernel raises KeyboardInterrupt in the cell.
+        (A SIGINT to the launched process would reach bubblewrap and kill the sandbox.)"""
+        try:
+            self.km.interrupt_kernel()
+        except Exception as e:  # noqa: BLE001
+            log.debug("interrupt failed: %s", e)
+
+    def close(self) -> None:
+        """Kill the kernel at once and close every socket (the sandbox's other processes: the caller)."""
+        try:
+            self.kc.stop_channels()
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            if self.km.has_kernel:
+                self.km.shutdown_kernel(now=True)
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            self.km.cleanup_resources()
+        except Exception:  # noqa: BLE001
+            pass
+        self.context.destroy(linger=0)
+
+
+def start_kernel(sandbox: Sandbox, *, startup_timeout: float, max_message_bytes: int,
+                 log_file: IO[bytes]) -> Kernel:
+    """Start an IPython kernel inside ``sandbox`` and wait until it answers (raises RuntimeError).
+
+    The one place that starts a kernel: the first one, and every fresh one after a failure.
+    """
+    import zmq
+    from jupyter_client import KernelManager
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec_dir = sandbox.root / "kernels" / KERNEL_NAME
+    if not (spec_dir / "kernel.json").is_file():
+        spec_dir.mkdir(parents=True, exist_ok=True)
+        argv = sandbox.command([sys.executable, "-P", "-s", "-m", "ipykernel_launcher", "-f", "{connection_file}"])
+        (spec_dir / "kernel.json").write_text(json.dumps({
+            "argv": argv, "display_name": "Python 3 (sandboxed grader)", "language": "python",
+            "interrupt_mode": "message", "metadata": {"debugger": False}}))
+    ksm = KernelSpecManager(kernel_dirs=[str(sandbox.root / "kernels")])
+    context = zmq.Context()
+    # Messages larger than this are dropped by ZeroMQ before Python ever sees them.
+    context.setsockopt(zmq.MAXMSGSIZE, max_message_bytes)
+    km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=ksm, context=context, transport="ipc",
+                       ip=str(sandbox.run_dir / "k"), connection_file=str(sandbox.run_dir / "kernel.json"))
+    log_file.flush()
+    offset = log_file.tell()
+    kc = None
+    try:
+        km.start_kernel(stdout=log_file, stderr=log_file)
+        kc = km.client()
+        kc.start_channels(hb=False)
+        kc.wait_for_ready(timeout=startup_timeout)
+    except BaseException:
+        Kernel(km, kc, context, offset).close() if kc is not None else _close_manager(km, context)
+        raise
+    return Kernel(km, kc, context, offset)
+
+
+def _close_manager(km, context) -> None:
+    try:
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
+    except Exception:  # noqa: BLE001
+        pass
+    context.destroy(linger=0)
+
+
+# ---- outputs -------------------------------------------------------------------------------
 
 def _text_size(content: dict) -> int:
     if "text" in content:
@@ -59,46 +196,35 @@ def _text_size(content: dict) -> int:
     return 0
 
 
-def _sliced(get_msg, slice_s: float = 0.25):
-    """``get_msg`` that polls in short slices: a wake-up missed by the asyncio ZeroMQ poller
-    (seen here as a reply arriving exactly one cell timeout late) costs a slice, not the timeout.
-    Each new poll first checks the socket without waiting, so a queued message is found at once.
-    """
-    from queue import Empty
-
-    async def get(timeout=None):
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            step = slice_s if deadline is None else max(0.0, min(slice_s, deadline - time.monotonic()))
-            try:
-                return await get_msg(timeout=step)
-            except Empty:
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise
-    return get
-
-
 def _make_client_class():
     from nbclient import NotebookClient
 
     class CappedClient(NotebookClient):
-        """A NotebookClient that drops output beyond a budget (answers have their own)."""
+        """nbclient's output model (display ids, clear_output, widgets) with an output budget.
+
+        Only :meth:`process_message` and what it calls are used: the cells are driven by
+        :class:`_Run`. Streams past the budget keep their first bytes; answers have a budget
+        of their own; errors are always kept, their tracebacks shortened past the budget.
+        """
 
         max_output_bytes = 1 * MiB
         max_answer_bytes = 64 * KiB
         max_answers = 64
-
-        async def async_start_new_kernel_client(self):
-            kc = await super().async_start_new_kernel_client()
-            for channel in (kc.shell_channel, kc.iopub_channel):
-                channel.get_msg = _sliced(channel.get_msg)
-            return kc
+        cell_allowance_bytes = 2 * KiB
+        """What every cell may show even once the notebook's budget is spent (a line or two)."""
 
         def reset_execution_trackers(self) -> None:
             super().reset_execution_trackers()
-            self._output_bytes = 0
+            self.output_bytes = 0
+            self._cell_bytes: dict[int, int] = {}
             self._answers = 0
             self._truncated_cells: set[int] = set()
+            self._pending_note = None
+
+        def room(self, cell_index: int) -> int:
+            """Bytes cell ``cell_index`` may still show."""
+            return max(self.max_output_bytes - self.output_bytes,
+                       self.cell_allowance_bytes - self._cell_bytes.get(cell_index, 0))
 
         def output(self, outs, msg, display_id, cell_index):
             content = msg.get("content", {})
@@ -106,26 +232,48 @@ def _make_client_class():
             data = content.get("data") or {}
             if ANSWER_MIME in data:
                 if size > self.max_answer_bytes or self._answers >= self.max_answers:
-                    self._note_truncated(outs, cell_index, "answer output dropped: too large or too many")
+                    self.note_truncated(outs, cell_index, "answer output dropped: too large or too many")
                     return None
                 self._answers += 1
                 return super().output(outs, msg, display_id, cell_index)
-            if self._output_bytes + size > self.max_output_bytes:
-                self._note_truncated(outs, cell_index, f"output truncated: the notebook printed more than "
-                                                       f"{self.max_output_bytes // KiB} KiB")
-                return None
-            self._output_bytes += size
+            room = self.room(cell_index)
+            if size > room:
+                if msg.get("msg_type") == "stream" and room > 0:
+                    content["text"] = content.get("text", "")[:room]
+                    size = len(content["text"])
+                elif msg.get("msg_type") == "error":
+                    content["traceback"] = [line[:2000] for line in content.get("traceback", [])[-3:]]
+                    size = 0  # always kept, shortened: it says why a test failed
+                else:
+                    self.note_cap(outs, cell_index)
+                    return None
+                self.note_cap(outs, cell_index, after=True)
+            self.output_bytes += size
+            self._cell_bytes[cell_index] = self._cell_bytes.get(cell_index, 0) + size
             return super().output(outs, msg, display_id, cell_index)
 
         def _update_display_id(self, display_id, msg):
             content = msg.get("content", {})
             if ANSWER_MIME in (content.get("data") or {}):
                 return  # answers are never updated in place
-            if self._output_bytes + _text_size(content) > self.max_output_bytes:
+            if _text_size(content) > self.max_output_bytes - self.output_bytes:
                 return
             super()._update_display_id(display_id, msg)
 
-        def _note_truncated(self, outs, cell_index, why):
+        def note_cap(self, outs, cell_index, after: bool = False):
+            why = f"output truncated: the notebook printed more than {self.max_output_bytes // KiB} KiB"
+            if after:  # the note follows the part that was kept
+                self._pending_note = (outs, cell_index, why)
+            else:
+                self.note_truncated(outs, cell_index, why)
+
+        def flush_note(self):
+            pending = self._pending_note
+            if pending is not None:
+                self._pending_note = None
+                self.note_truncated(*pending)
+
+        def note_truncated(self, outs, cell_index, why):
             if cell_index not in self._truncated_cells:
                 self._truncated_cells.add(cell_index)
                 outs.append(nbformat.v4.new_output("stream", name="stderr", text=f"[{why}]\n"))
@@ -133,147 +281,365 @@ def _make_client_class():
     return CappedClient
 
 
-def _kernel_manager(sandbox: Sandbox, max_message_bytes: int):
-    import zmq
-    import zmq.asyncio
-    from jupyter_client import AsyncKernelManager
-    from jupyter_client.kernelspec import KernelSpecManager
+# ---- one run of a notebook -----------------------------------------------------------------
 
-    spec_dir = sandbox.root / "kernels" / KERNEL_NAME
-    spec_dir.mkdir(parents=True, exist_ok=True)
-    argv = sandbox.command([sys.executable, "-P", "-s", "-m", "ipykernel_launcher", "-f", "{connection_file}"])
-    (spec_dir / "kernel.json").write_text(json.dumps({
-        "argv": argv, "display_name": "Python 3 (sandboxed grader)", "language": "python",
-        "interrupt_mode": "signal", "metadata": {"debugger": False}}))
-    ksm = KernelSpecManager(kernel_dirs=[str(sandbox.root / "kernels")])
-    context = zmq.asyncio.Context()
-    # Messages larger than this are dropped by ZeroMQ before Python ever sees them.
-    context.setsockopt(zmq.MAXMSGSIZE, max_message_bytes)
-    km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=ksm, context=context,
-                            transport="ipc", ip=str(sandbox.run_dir / "k"),
-                            connection_file=str(sandbox.run_dir / "kernel.json"))
-    return km, context
+class _Run:
+    def __init__(self, nb, sandbox: Sandbox, *, cell_timeout: float, notebook_timeout: float,
+                 max_output_bytes: int, max_message_bytes: int, startup_timeout: float, max_restarts: int):
+        self.nb, self.sandbox = nb, sandbox
+        self.cell_timeout, self.notebook_timeout = cell_timeout, notebook_timeout
+        self.max_message_bytes, self.startup_timeout, self.max_restarts = max_message_bytes, startup_timeout, max_restarts
+        self.client = _make_client_class()(nb, km=None)
+        self.client.max_output_bytes = max_output_bytes
+        self.client.reset_execution_trackers()
+        self.events: list[CellEvent] = []
+        self.completed: list[int] = []
+        """Cells that ran to a reply in some kernel (errors included): what a fresh kernel replays."""
+        self.restarts = 0
+        self.kernel: Kernel | None = None
+        self.deadline: float | None = None
+        self.executed = 0
+        self.stopped: int | None = None
+        self.start = time.monotonic()
+        self.log_file = open(sandbox.log_dir / "kernel.log", "ab")
+
+    # -- the clock
+    def left(self) -> float:
+        return float("inf") if self.deadline is None else self.deadline - time.monotonic()
+
+    # -- the loop over cells
+    def run(self) -> Execution:
+        try:
+            try:
+                self.kernel = self._start(self.startup_timeout)
+            except Exception as e:  # noqa: BLE001 - nothing of the learner has run yet: the grader's failure
+                return self._result(None, status="grader_error",
+                                    message=f"the sandboxed kernel did not start: {_one_line(e)}")
+            self.deadline = time.monotonic() + self.notebook_timeout  # the clock starts with the first cell
+            for index, cell in enumerate(self.nb.cells):
+                if cell.cell_type != "code" or not cell.source.strip():
+                    continue
+                if self.left() <= 0:
+                    self._stop(index, TIMEOUT, f"the notebook ran out of its {self.notebook_timeout:g} s "
+                                               f"time limit before {_cell_name(self.nb, index)}")
+                    return self._result(self.stopped)
+                before = self._snapshot()
+                outcome = self._execute(cell, index, record=True)
+                if not self._after(index, outcome, before):
+                    return self._result(self.stopped)
+            return self._result(None)
+        finally:
+            self._close_kernel()
+            self.log_file.close()
+
+    def _after(self, index: int, how: str, before: dict) -> bool:
+        """Record what cell ``index`` did, restart the kernel if it must; False: the run stops here."""
+        name, cell, lim = _cell_name(self.nb, index), self.nb.cells[index], self.sandbox.limits
+        if how == "deadline":
+            self._stop(index, TIMEOUT, f"the notebook ran out of its {self.notebook_timeout:g} s time limit in {name}")
+            return False
+        after = self._snapshot()
+        limit = _limit_hit(cell, before, after, self._kernel_log_tail() if how == "died" else "",
+                           with_cgroup=self.sandbox.cgroup is not None)
+        if how == "disk":  # the watchdog (no tmpfs here): restarting would find the disk as full
+            self._stop(index, DISK_LIMIT, _limit_message(self.sandbox, name, DISK_LIMIT)
+                       + "; the kernel was stopped: later cells were not run")
+            return False
+        if how == "done":
+            self.completed.append(index)
+            if limit:
+                self.events.append(CellEvent(index, limit, _limit_message(self.sandbox, name, limit)))
+        elif how == "interrupted":
+            self.events.append(CellEvent(index, limit or TIMEOUT, f"{name} ran longer than the {self.cell_timeout:g} s "
+                                                                  f"limit per cell and was interrupted{_why(self.sandbox, limit)}"))
+        elif how == "unresponsive":
+            self.events.append(CellEvent(index, limit or TIMEOUT, f"{name} ran longer than the {self.cell_timeout:g} s "
+                                                                  f"limit per cell and ignored the interrupt"
+                                                                  f"{_why(self.sandbox, limit)}"))
+            return self._restart(index)
+        else:  # died
+            self.events.append(CellEvent(index, limit or KERNEL_DIED, _limit_message(self.sandbox, name, limit)
+                                         if limit else f"the kernel died while running {name}"))
+            return self._restart(index)
+        if self.sandbox.cgroup is not None and after["pids"] >= lim.max_processes - 8:
+            # Its processes still fill the cap, so later cells could start none: a fresh kernel.
+            if not (self.events and self.events[-1].index == index):
+                self.events.append(CellEvent(index, PROCESS_LIMIT, _limit_message(self.sandbox, name, PROCESS_LIMIT)))
+            self.events[-1].message += " and left them running"
+            return self._restart(index)
+        return True
+
+    def _restart(self, index: int) -> bool:
+        """Replace the kernel after cell ``index`` failed: a fresh one that has replayed the completed
+        cells before it. False when the run must stop (restarts used up, time up, a kernel that won't start)."""
+        event = self.events[-1]
+        while True:
+            self._close_kernel()
+            if self.restarts >= self.max_restarts:
+                event.message += (f"; the kernel had been restarted {self.restarts} times, the most allowed, "
+                                  f"so later cells were not run")
+                self.stopped = index + 1
+                return False
+            if self.left() <= 0:
+                self._stop(index + 1, TIMEOUT, f"the notebook ran out of its {self.notebook_timeout:g} s time limit "
+                                               f"before a fresh kernel could go on")
+                return False
+            self.restarts += 1
+            try:
+                self.kernel = self._start(min(self.startup_timeout, max(1.0, self.left())))
+            except Exception as e:  # noqa: BLE001 - the learner's files (an IPython startup file) can do this
+                self._stop(index + 1, KERNEL_DIED, f"a fresh kernel did not start after {_cell_name(self.nb, index)} "
+                                                   f"({_one_line(e)}): later cells were not run")
+                return False
+            how = self._replay(index)
+            if how is None:
+                event.message += "; a fresh kernel replayed the cells before it and went on"
+                return True
+            if how == "deadline":
+                self._stop(index + 1, TIMEOUT, f"the notebook ran out of its {self.notebook_timeout:g} s time limit "
+                                               f"while a fresh kernel replayed the cells before "
+                                               f"{_cell_name(self.nb, index)}")
+                return False
+            if how == "disk":  # the watchdog again: another kernel would find the disk as full
+                self.stopped = index + 1
+                return False
+            # died or unresponsive on replay: that cell is left out (see _replay), and we try again
+
+    def _replay(self, index: int) -> str | None:
+        """Run the completed cells before ``index`` again, outputs discarded (the first run's stand).
+
+        A cell that fails now is left out of later replays, with an event; returns how the replay
+        ended when the kernel is lost (``died``, ``unresponsive``, ``disk``) or the time is up, else None.
+        """
+        for j in [c for c in self.completed if c < index]:
+            how = self._execute(self.nb.cells[j], j, record=False)
+            if how == "done":
+                continue
+            if how == "deadline":
+                return how
+            self.completed.remove(j)
+            status = KERNEL_DIED if how in ("died", "disk") else TIMEOUT
+            self.events.append(CellEvent(j, status, f"{_cell_name(self.nb, j)} completed at first but "
+                                                    f"{'was interrupted' if how == 'interrupted' else how} when a "
+                                                    f"fresh kernel replayed it, so later replays leave it out"))
+            if how != "interrupted":
+                return how
+        return None
+
+    def _start(self, timeout: float) -> Kernel:
+        t = time.monotonic()
+        kernel = start_kernel(self.sandbox, startup_timeout=timeout, max_message_bytes=self.max_message_bytes,
+                              log_file=self.log_file)
+        log.debug("kernel started in %.2f s", time.monotonic() - t)
+        return kernel
+
+    def _close_kernel(self) -> None:
+        if self.kernel is not None:
+            self.kernel.close()
+            self.kernel = None
+        self.sandbox.kill_all()  # what the kernel forked (a fork bomb's children) goes with it
+
+    def _snapshot(self) -> dict:
+        """The sandbox's event counters and whether its disk is full, to compare before/after a cell."""
+        return dict(self.sandbox.counters(), disk_full=self.sandbox.disk_full())
+
+    def _kernel_log_tail(self, n: int = 4096) -> str:
+        self.log_file.flush()
+        return _tail(self.sandbox.log_dir / "kernel.log", n, start=self.kernel.log_offset if self.kernel else 0)
+
+    # -- one execute_request
+    def _execute(self, cell, index: int, *, record: bool) -> str:
+        """Send one cell and wait for its reply and its last output, within its time; how it ended:
+
+        "done" (a reply), "interrupted" (a reply after our interrupt), "unresponsive" (none even after
+        the interrupt), "died" (the kernel's process is gone), "deadline" (the notebook's time is up),
+        "disk" (the watchdog saw the disk cap passed).
+        """
+        import zmq
+
+        kernel = self.kernel
+        kc, session = kernel.kc, kernel.kc.session
+        msg_id = kc.execute(cell.source, store_history=True, allow_stdin=False, stop_on_error=False)
+        if record:
+            cell.outputs = []
+            self.client.clear_before_next_output = False
+            self.executed += 1
+        timeout = min(self.cell_timeout, self.left())
+        cell_deadline = time.monotonic() + timeout
+        notebook_limited = self.left() < self.cell_timeout
+        reply, idle, interrupted, reply_at = None, False, False, None
+        poller = zmq.Poller()
+        poller.register(kernel.shell, zmq.POLLIN)
+        poller.register(kernel.iopub, zmq.POLLIN)
+        watch_disk = not self.sandbox.disk_capped
+        while reply is None or not idle:
+            now = time.monotonic()
+            if reply is not None and now - reply_at > IOPUB_GRACE_S:
+                break  # the reply came; its last outputs did not (nbclient: "Timeout waiting for IOPub output")
+            if reply is None and now >= cell_deadline:
+                if notebook_limited:
+                    return "deadline"
+                if interrupted:
+                    return "unresponsive"
+                kernel.interrupt()
+                interrupted = True
+                cell_deadline = now + INTERRUPT_GRACE_S
+                continue
+            wait = min(POLL_S, max(0.0, cell_deadline - now))
+            ready = dict(poller.poll(int(wait * 1000) + 1))
+            if kernel.iopub in ready:
+                for _ in range(64):  # a bounded drain: the shell socket gets its turn during a flood
+                    try:
+                        frames = kernel.iopub.recv_multipart(zmq.NOBLOCK, copy=False)
+                    except zmq.Again:
+                        break
+                    if self._on_iopub(frames, session, msg_id, cell, index, record):
+                        idle = True
+            if kernel.shell in ready and reply is None:
+                while True:
+                    try:
+                        frames = kernel.shell.recv_multipart(zmq.NOBLOCK, copy=False)
+                    except zmq.Again:
+                        break
+                    msg = _deserialize(session, frames)
+                    if msg is not None and msg["parent_header"].get("msg_id") == msg_id:
+                        reply, reply_at = msg, time.monotonic()
+                        break
+            if not ready:
+                if not kernel.alive():
+                    return "died"
+                if watch_disk and self.sandbox.disk_full():
+                    return "disk"
+        if record:
+            self.client.flush_note()
+            cell.execution_count = self.executed
+        return "interrupted" if interrupted else "done"
+
+    def _on_iopub(self, frames, session, msg_id, cell, index, record) -> bool:
+        """Handle one IOPub message; True when it says the kernel went idle after our request.
+
+        Only the small header frames are read first: a message for another request, or an output
+        past the budget, is dropped without parsing (or verifying) its content.
+        """
+        try:
+            _, parts = session.feed_identities(frames, copy=False)
+            header = json.loads(parts[1].bytes)
+            parent = json.loads(parts[2].bytes)
+        except (ValueError, IndexError, TypeError):
+            return False
+        if not isinstance(parent, dict) or parent.get("msg_id") != msg_id or not isinstance(header, dict):
+            return False
+        msg_type = header.get("msg_type")
+        content_size = len(parts[4].bytes) if len(parts) > 4 else 0
+        if msg_type != "status" and (not record or msg_type == "execute_input"):
+            return False
+        if msg_type in ("stream", "display_data", "execute_result", "update_display_data") and \
+                self.client.room(index) <= 0 and (msg_type == "stream" or content_size > 2 * self.client.max_answer_bytes):
+            self.client.note_cap(cell.outputs, index)
+            return False
+        msg = _deserialize(session, frames)
+        if msg is None:
+            return False
+        if msg_type == "status":
+            return msg["content"].get("execution_state") == "idle"
+        try:
+            self.client.process_message(msg, cell, index)
+        except Exception as e:  # noqa: BLE001 - an odd message (a forged comm, a bad display) is dropped
+            log.debug("dropped an iopub message (%s): %s", msg_type, e)
+        return False
+
+    # -- the result
+    def _stop(self, index: int, status: str, message: str) -> None:
+        """The run ends at cell ``index`` (not run, or not finished) with this event."""
+        self.events.append(CellEvent(min(index, len(self.nb.cells) - 1), status, message))
+        self.stopped = index
+
+    def _result(self, stopped: int | None, status: str | None = None, message: str | None = None) -> Execution:
+        if status is None:
+            status = max((e.status for e in self.events), key=SEVERITY.index) if self.events else "completed"
+        return Execution(nb=self.nb, status=status, message=_summary(self.events) if message is None else message,
+                         stopped_at=stopped, seconds=round(time.monotonic() - self.start, 3), events=list(self.events),
+                         restarts=self.restarts)
 
 
 def execute_notebook(nb: nbformat.NotebookNode, sandbox: Sandbox, *, cell_timeout: float = 60,
                      notebook_timeout: float = 300, max_output_bytes: int = 1 * MiB,
-                     max_message_bytes: int = 32 * MiB, startup_timeout: float = 60) -> Execution:
-    """Execute every code cell of ``nb`` (in place) in a fresh sandboxed kernel, errors allowed."""
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+                     max_message_bytes: int = 32 * MiB, startup_timeout: float = 60,
+                     max_restarts: int = 3) -> Execution:
+    """Execute every code cell of ``nb`` (in place) in sandboxed kernels, errors allowed (see the module)."""
+    return _Run(nb, sandbox, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
+                max_output_bytes=max_output_bytes, max_message_bytes=max_message_bytes,
+                startup_timeout=startup_timeout, max_restarts=max_restarts).run()
 
-    start = time.monotonic()
-    # The notebook's clock starts with its first cell; kernel start-up has startup_timeout.
-    state = {"index": None, "notebook_limited": False, "deadline": None}
 
-    def timeout_func(cell) -> int:
-        left = state["deadline"] - time.monotonic()
-        state["notebook_limited"] = left < cell_timeout
-        return max(1, int(min(cell_timeout, left) + 0.999))
+# ---- helpers -------------------------------------------------------------------------------
 
-    def on_cell_start(cell, cell_index, **_):
-        state["index"] = cell_index
-        now = time.monotonic()
-        if state["deadline"] is None:
-            state["deadline"] = now + notebook_timeout
-        log.debug("cell %d start at %.2f s", cell_index, now - start)
-        if now > state["deadline"]:
-            raise _NotebookDeadline()
-
-    def on_cell_executed(cell, cell_index, execute_reply=None, **_):
-        if log.isEnabledFor(logging.DEBUG) and execute_reply:
-            sent = execute_reply.get("header", {}).get("date")
-            log.debug("cell %d reply sent by the kernel at %s, received at %.2f s", cell_index, sent,
-                      time.monotonic() - start)
-
-    km, context = _kernel_manager(sandbox, max_message_bytes)
-    client = _make_client_class()(
-        nb, km=km, timeout_func=timeout_func, allow_errors=True, interrupt_on_timeout=False,
-        startup_timeout=int(startup_timeout), iopub_timeout=4, raise_on_iopub_timeout=False,
-        record_timing=False, shutdown_kernel="immediate", on_cell_start=on_cell_start,
-        on_cell_executed=on_cell_executed,
-        resources={"metadata": {"path": str(sandbox.work)}})
-    client.max_output_bytes = max_output_bytes
-    status, message = "completed", ""
-    kernel_log = open(sandbox.log_dir / "kernel.log", "wb")
-    log.debug("executing in %s", sandbox.root)
+def _deserialize(session, frames) -> dict | None:
+    """A verified message, or None for one that is not (a forged or torn message is dropped)."""
     try:
-        client.execute(stdout=kernel_log, stderr=kernel_log)
-    except CellTimeoutError:
-        status = "timeout"
-        where = _cell_name(nb, state["index"])
-        if state["notebook_limited"]:
-            message = f"the notebook ran out of its {notebook_timeout:g} s time limit in {where}"
-        else:
-            message = f"{where} ran longer than the {cell_timeout:g} s limit per cell"
-    except _NotebookDeadline:
-        status = "timeout"
-        message = f"the notebook ran out of its {notebook_timeout:g} s time limit before {_cell_name(nb, state['index'])}"
-    except DeadKernelError:
-        status = "kernel_died"
-        message = f"the kernel died while running {_cell_name(nb, state['index'])}"
-    except RuntimeError as e:
-        if "Kernel didn't respond" in str(e) or "Kernel died before replying" in str(e):
-            status, message = "grader_error", f"the sandboxed kernel did not start: {e}"
-        elif state["index"] is None:
-            status, message = "grader_error", f"the sandboxed kernel did not start: {e}"
-        else:
-            status, message = "kernel_died", f"the kernel stopped responding in {_cell_name(nb, state['index'])}: {e}"
-    finally:
-        log.debug("execution ended (%s) at %.2f s", status, time.monotonic() - start)
-        kernel_log.close()
-        try:
-            if client.km is not None:
-                client._cleanup_kernel()
-        except Exception:
-            pass
-        context.destroy(linger=0)
-        log.debug("kernel cleaned up at %.2f s", time.monotonic() - start)
-    if status in ("kernel_died", "completed", "timeout") and sandbox.memory_exceeded():
-        status = "memory_limit"
-        message = (f"the notebook used more than its memory limit of {sandbox.limits.memory_text()} "
-                   f"in {_cell_name(nb, state['index'])}")
-    elif status == "completed":
-        hit = _memory_error_cell(nb)
-        if hit is not None:
-            status = "memory_limit"
-            message = (f"{_cell_name(nb, hit)} ran out of memory (limit "
-                       f"{sandbox.limits.memory_text()}); later cells still ran")
-    stopped = None if status == "completed" else state["index"]
-    if status == "kernel_died":
-        tail = _tail(sandbox.log_dir / "kernel.log")
-        if "MemoryError" in tail or "bad_alloc" in tail or "Cannot allocate memory" in tail:
-            status = "memory_limit"
-            message = (f"the kernel ran out of memory (limit {sandbox.limits.memory_text()}) "
-                       f"in {_cell_name(nb, state['index'])}")
-    return Execution(nb=nb, status=status, message=message, stopped_at=stopped,
-                     seconds=round(time.monotonic() - start, 3))
+        _, parts = session.feed_identities(frames, copy=False)
+        return session.deserialize(parts, content=True, copy=False)
+    except Exception:  # noqa: BLE001 - ValueError("Invalid Signature"), TypeError, JSON errors...
+        return None
 
 
-class _NotebookDeadline(Exception):
-    pass
+def _limit_hit(cell, before: dict, after: dict, log_tail: str, *, with_cgroup: bool) -> str | None:
+    """Which sandbox limit the cell ran into, if any (the most specific first).
+
+    A limit counts for the cell that reached it: once the disk is full, the cells after the one
+    that filled it may fail to write, but they did not fill it.
+    """
+    errors = " ".join(f"{o.get('ename', '')}: {o.get('evalue', '')}" for o in cell.get("outputs", [])
+                      if o.get("output_type") == "error")
+    # A fork bomb also runs the memory out (each copy of the kernel), so the process cap comes first.
+    if after.get("pids_max", 0) > before.get("pids_max", 0) or (
+            not with_cgroup and ("BlockingIOError" in errors or "can't start new thread" in errors)):
+        return PROCESS_LIMIT
+    if after.get("oom_kill", 0) > before.get("oom_kill", 0) or "MemoryError" in errors or any(
+            word in log_tail for word in ("MemoryError", "bad_alloc", "Cannot allocate memory")):
+        return MEMORY_LIMIT
+    if not before.get("disk_full") and (after.get("disk_full") or "No space left on device" in errors
+                                        or "[Errno 28]" in errors):
+        return DISK_LIMIT
+    return None
+
+
+def _limit_message(sandbox: Sandbox, name: str, status: str) -> str:
+    lim = sandbox.limits
+    return {MEMORY_LIMIT: f"{name} used more than the memory limit of {lim.memory_text()}",
+            PROCESS_LIMIT: f"{name} hit the limit of {lim.max_processes} processes and threads",
+            DISK_LIMIT: f"{name} filled the notebook's disk space: {lim.disk_text()} or {lim.max_files:,} files"}[status]
+
+
+def _why(sandbox: Sandbox, limit: str | None) -> str:
+    return "" if limit is None else "; " + _limit_message(sandbox, "it", limit)
+
+
+def _summary(events: list[CellEvent], most: int = 4) -> str:
+    parts = [e.message for e in events[:most]]
+    if len(events) > most:
+        parts.append(f"and {len(events) - most} more")
+    return "; ".join(parts)
+
+
+def _one_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
 
 
 def _cell_name(nb, index: int | None) -> str:
     if index is None:
         return "kernel start-up"
-    cell = nb.cells[index]
-    gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+    if index >= len(nb.cells):
+        return "the end of the notebook"
+    gid = grade_id(nb.cells[index])
     return f"cell {index + 1}" + (f" ({gid})" if gid else "")
 
 
-def _memory_error_cell(nb) -> int | None:
-    for i, cell in enumerate(nb.cells):
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error" and out.get("ename") == "MemoryError":
-                return i
-    return None
-
-
-def _tail(path: Path, n: int = 4096) -> str:
+def _tail(path: Path, n: int = 4096, start: int = 0) -> str:
     try:
         with open(path, "rb") as f:
             f.seek(0, 2)
-            f.seek(max(0, f.tell() - n))
+            f.seek(max(start, f.tell() - n))
             return f.read().decode("utf-8", "replace")
     except OSError:
         return ""

@@ -10,12 +10,11 @@ therefore always describes files that exist.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
-import os
-import shutil
-import stat
-import tempfile
+import signal
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -24,18 +23,22 @@ from pathlib import Path
 import nbformat
 
 from .assignment import LAB_QUESTIONS, Assignment, SourceSpec, load_checks, load_source
-from .execute import execute_notebook
+from .cells import grade_id
+from .execute import Execution, execute_notebook
 from .feedback import write_feedback
 from .lab import check_lab, reference_lab
 from .layout import autograded_path, feedback_path, record_path
-from .restore import read_submission, restore_cells
-from .results import (GRADED, GRADER_ERROR, INVALID, KERNEL_DIED, MEMORY_LIMIT, MISSING, NOT_RUN, TIMEOUT,
-                      QuestionResult, StudentResult, write_atomic, write_json)
-from .sandbox import Limits, Sandbox, probe
+from .restore import MAX_NOTEBOOK_BYTES, Refused, read_handed_in, read_submission, restore_cells
+from .results import (GRADED, GRADER_ERROR, INVALID, MISSING, NOT_RUN, PASSED, SEVERITY, QuestionResult,
+                      StudentResult, write_atomic, write_json)
+from .sandbox import Limits, Sandbox, probe, scratch_dir
 
 log = logging.getLogger(__name__)
-EXECUTION_STATUS = {"completed": GRADED, "timeout": TIMEOUT, "kernel_died": KERNEL_DIED,
-                    "memory_limit": MEMORY_LIMIT, "grader_error": GRADER_ERROR}
+EXECUTION_STATUS = {"completed": GRADED, "grader_error": GRADER_ERROR, **{s: s for s in SEVERITY}}
+#: The largest lab file read (the released lab is ~3 KB).
+MAX_LAB_BYTES = 1_000_000
+#: Seconds the feedback page may take to render (nbconvert on a pathological notebook).
+RENDER_TIMEOUT_S = 60
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,8 @@ class Settings:
     """Text and images the notebook may print in total; the rest is dropped with a note."""
     lab_timeout: float = 60
     """Seconds the lab script may run."""
+    max_restarts: int = 3
+    """Fresh kernels a notebook may get after a cell killed or hung its kernel (each replays the cells before)."""
 
 
 @dataclass(frozen=True)
@@ -68,32 +73,28 @@ class Job:
     fingerprint: str
 
 
-def submission_files(folder: Path, assignment: Assignment) -> dict[str, Path]:
-    """The handed-in files the grader reads (regular files only: links are not followed)."""
-    out = {}
-    for name in (assignment.notebook_name, assignment.lab_name):
-        path = folder / name
+def read_files(folder: Path, assignment: Assignment) -> dict[str, bytes | Refused | None]:
+    """The handed-in notebook and lab by name: their bytes, None when absent, or why they were refused."""
+    out: dict[str, bytes | Refused | None] = {}
+    for name, cap in ((assignment.notebook_name, MAX_NOTEBOOK_BYTES), (assignment.lab_name, MAX_LAB_BYTES)):
         try:
-            mode = os.lstat(path).st_mode
-        except OSError:
-            continue
-        out[name] = path if stat.S_ISREG(mode) else None
+            out[name] = read_handed_in(folder, name, cap)
+        except Refused as e:
+            out[name] = e
     return out
 
 
-def submission_sha(folder: Path, assignment: Assignment) -> str:
+def submission_sha(folder: Path, assignment: Assignment, files: dict | None = None) -> str:
+    """Hash of the handed-in files alone (what they hold, or why they were refused)."""
     h = hashlib.sha256()
-    for name, path in sorted(submission_files(folder, assignment).items()):
+    for name, data in sorted((files or read_files(Path(folder), assignment)).items()):
         h.update(name.encode() + b"\0")
-        if path is None:
-            h.update(b"<not a regular file>")
-            continue
-        try:
-            with open(path, "rb") as f:
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    h.update(chunk)
-        except OSError as e:
-            h.update(f"<unreadable {e}>".encode())
+        if isinstance(data, Refused):
+            h.update(b"<refused: " + str(data).encode() + b">")
+        elif data is None:
+            h.update(b"<absent>")
+        else:
+            h.update(hashlib.sha256(data).digest())
     return h.hexdigest()
 
 
@@ -111,36 +112,29 @@ def new_sandbox(settings: Settings):
     return make
 
 
-def scratch_dir() -> Path:
-    """A private scratch folder, named after this process so leftovers of a killed run can be found."""
-    return Path(tempfile.mkdtemp(prefix=f"cg-{os.getpid()}-"))
-
-
-def _grade(job: Job) -> tuple[StudentResult, nbformat.NotebookNode | None]:
+def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentResult, nbformat.NotebookNode | None]:
     a, settings = job.assignment, job.settings
     spec = load_source(a)
     checks = load_checks(a.checks)
     folder = Path(job.folder)
-    if folder.is_symlink() or folder.parent.is_symlink():
-        return blank_result(job, spec, INVALID, "the submission folder is a link; hand in real files"), None
-    if not folder.is_dir():
-        return blank_result(job, spec, MISSING, f"no folder {job.student_id}/{a.name}/ was handed in"), None
-    files = submission_files(folder, a)
-    nb_path = files.get(a.notebook_name, "absent")
-    if nb_path == "absent":
-        found = sorted(p.name for p in folder.glob("*.ipynb"))
-        extra = f" (found: {', '.join(found)})" if found else ""
+    notebook = files[a.notebook_name]
+    if isinstance(notebook, Refused):
+        return blank_result(job, spec, INVALID, str(notebook)), None
+    if notebook is None:
+        if not folder.is_dir():
+            return blank_result(job, spec, MISSING, f"no folder {job.student_id}/{a.name}/ was handed in"), None
+        others = sum(1 for p in folder.glob("*.ipynb"))
+        extra = f" (the folder holds {others} other .ipynb file{'s' * (others != 1)}; keep the released name)" \
+            if others else ""
         return blank_result(job, spec, MISSING, f"{a.notebook_name} is not in the submission{extra}"), None
-    if nb_path is None:
-        return blank_result(job, spec, INVALID, f"{a.notebook_name} is not a regular file (a link?)"), None
     try:
-        submitted = read_submission(nb_path)
-    except (ValueError, OSError) as e:
+        submitted = read_submission(notebook)
+    except Refused as e:
         return blank_result(job, spec, INVALID, f"{a.notebook_name} cannot be read: {e}"), None
 
     nb, notes = restore_cells(submitted, spec)
     make_sandbox = new_sandbox(settings)
-    lab_path = files.get(a.lab_name)
+    lab = files[a.lab_name]
     with make_sandbox(scratch_dir()) as sandbox:
         # The scratch copy holds only what the release holds: nothing else of the submission.
         nbformat.write(nb, sandbox.work / a.notebook_name)
@@ -150,17 +144,22 @@ def _grade(job: Job) -> tuple[StudentResult, nbformat.NotebookNode | None]:
         reference = reference_lab(Path(a.lab).read_text(encoding="utf-8"))
         if reference is not None:
             (sandbox.work / a.lab_name).write_text(reference, encoding="utf-8")
-        elif lab_path is not None:
-            shutil.copyfile(lab_path, sandbox.work / a.lab_name)
+        elif isinstance(lab, bytes):
+            (sandbox.work / a.lab_name).write_bytes(lab)
         execution = execute_notebook(nb, sandbox, cell_timeout=settings.cell_timeout,
                                      notebook_timeout=settings.notebook_timeout,
-                                     max_output_bytes=settings.max_output_bytes)
+                                     max_output_bytes=settings.max_output_bytes, max_restarts=settings.max_restarts)
         log.debug("%s executed: %s in %.2f s", job.student_id, execution.status, execution.seconds)
 
     from .scoring import score_tests  # after execution: keeps the import cost off the critical path
     questions = score_tests(execution, spec, checks)
+    _explain_events(questions, execution, spec)
     released_lab = Path(a.lab).read_text(encoding="utf-8")
-    questions.update(check_lab(lab_path, released_lab, a.lab_name, job.lab_baseline, make_sandbox))
+    if isinstance(lab, Refused):
+        questions.update({gid: QuestionResult(0.0, pts, NOT_RUN, f"the lab file cannot be read: {lab}")
+                          for gid, pts in LAB_QUESTIONS.items()})
+    else:
+        questions.update(check_lab(lab, released_lab, a.lab_name, job.lab_baseline, make_sandbox))
     log.debug("%s lab checked", job.student_id)
     status = EXECUTION_STATUS[execution.status]
     if status == GRADER_ERROR:
@@ -171,6 +170,26 @@ def _grade(job: Job) -> tuple[StudentResult, nbformat.NotebookNode | None]:
         manual_max_score=spec.manual_max_score, needs_manual_grading=bool(spec.manual),
         questions=questions, message=execution.message, fingerprint=job.fingerprint, notes=notes)
     return result, _with_lab_cells(execution.nb, questions)
+
+
+def _explain_events(questions: dict[str, QuestionResult], execution: Execution, spec: SourceSpec) -> None:
+    """Say in each failed question's message which cell before its test (since the previous test)
+    timed out, died or hit a limit, and why: the event most likely cost it."""
+    tests = {t.grade_id for t in spec.tests}
+    positions = [(i, gid) for i, c in enumerate(execution.nb.cells) if (gid := grade_id(c)) in tests]
+    blamed: dict[str, list[str]] = {}
+    for event in execution.events:
+        owner = next((gid for i, gid in positions if i >= event.index), None)
+        if owner is not None:
+            blamed.setdefault(owner, []).append(event.message)
+    for gid, messages in blamed.items():
+        q = questions.get(gid)
+        if q is None or q.status == PASSED:
+            continue
+        new = [m for m in messages if m not in q.message]
+        if new:
+            shown = "; ".join(new[:3]) + (f"; and {len(new) - 3} more" if len(new) > 3 else "")
+            q.message = f"{q.message} (because {shown})"
 
 
 def _with_lab_cells(nb: nbformat.NotebookNode, questions: dict[str, QuestionResult]) -> nbformat.NotebookNode:
@@ -187,6 +206,39 @@ def _with_lab_cells(nb: nbformat.NotebookNode, questions: dict[str, QuestionResu
     return nb
 
 
+@contextlib.contextmanager
+def _time_limit(seconds: float):
+    """Raise TimeoutError in this (the main) thread after ``seconds``; no limit in other threads."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum, frame):
+        raise TimeoutError(f"took longer than {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _write_files(job: Job, result: StudentResult, executed: nbformat.NotebookNode | None,
+                 nb_out: Path) -> None:
+    results_dir, a = Path(job.results_dir), job.assignment
+    if executed is not None:
+        write_atomic(nb_out, nbformat.writes(executed))
+    try:
+        with _time_limit(RENDER_TIMEOUT_S):
+            write_feedback(results_dir, result, executed, a.name, a.notebook_name)
+    except Exception as e:  # noqa: BLE001 - a page that cannot be rendered: the summary alone, and say so
+        log.debug("%s: feedback fell back to the summary: %s", job.student_id, e)
+        result.notes.append(f"the feedback page shows the scores only: the notebook could not be rendered ({e})")
+        write_feedback(results_dir, result, None, a.name, a.notebook_name)
+
+
 def grade_submission(job: Job) -> StudentResult:
     """Grade one submission and write its files; returns the result (never raises)."""
     start = time.monotonic()
@@ -201,20 +253,34 @@ def grade_submission(job: Job) -> StudentResult:
         except FileNotFoundError:
             pass
     log.debug("grading %s", job.student_id)
+    files = read_files(Path(job.folder), job.assignment)  # once: what is graded is what is hashed
     try:
-        result, executed = _grade(job)
+        result, executed = _grade(job, files)
     except Exception as e:  # noqa: BLE001 - a bug or a broken machine, never the learner's fault
-        spec = load_source(job.assignment)
-        detail = traceback.format_exception_only(type(e), e)[-1].strip()
-        result, executed = blank_result(job, spec, GRADER_ERROR, f"the grader failed: {detail}"), None
+        result, executed = _failed(job, f"the grader failed: {_one_line(e)}"), None
     result.seconds = round(time.monotonic() - start, 3)
-    result.submission_sha = submission_sha(Path(job.folder), job.assignment) if Path(job.folder).is_dir() else ""
+    result.submission_sha = submission_sha(Path(job.folder), job.assignment, files)
     try:
-        if executed is not None:
-            write_atomic(nb_out, nbformat.writes(executed))
-        write_feedback(results_dir, result, executed, job.assignment.name, job.assignment.notebook_name)
+        _write_files(job, result, executed, nb_out)
     except Exception as e:  # noqa: BLE001
-        result.status, result.message = GRADER_ERROR, f"could not write the results: {e}"
+        # No half result: the scores and the files must agree, so the student is the grader's to rerun.
+        nb_out.unlink(missing_ok=True)
+        result = _failed(job, f"could not write the results: {_one_line(e)}", seconds=result.seconds,
+                         sha=result.submission_sha)
+        try:
+            write_feedback(results_dir, result, None, job.assignment.name, job.assignment.notebook_name)
+        except Exception:  # noqa: BLE001
+            fb_out.unlink(missing_ok=True)
     write_json(record, result.to_json())
     log.debug("graded %s: %s %.1f in %.2f s", job.student_id, result.status, result.score, time.monotonic() - start)
     return result
+
+
+def _failed(job: Job, message: str, seconds: float = 0.0, sha: str = "") -> StudentResult:
+    result = blank_result(job, load_source(job.assignment), GRADER_ERROR, message)
+    result.seconds, result.submission_sha = seconds, sha
+    return result
+
+
+def _one_line(e: BaseException) -> str:
+    return traceback.format_exception_only(type(e), e)[-1].strip()[:300]

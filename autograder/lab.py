@@ -119,9 +119,9 @@ def lab_baseline(released_text: str, lab_name: str, new_sandbox: Callable[[Path]
     return out
 
 
-def check_lab(submitted: Path | None, released_text: str, lab_name: str, baseline: dict,
+def check_lab(submitted: Path | bytes | None, released_text: str, lab_name: str, baseline: dict,
               new_sandbox: Callable[[Path], Sandbox]) -> dict[str, QuestionResult]:
-    """The three lab sub-questions for one submission."""
+    """The three lab sub-questions for one submission (its lab file, or the bytes the grader read of it)."""
     ids = list(LAB_QUESTIONS)
     results: dict[str, QuestionResult] = {}
 
@@ -130,12 +130,12 @@ def check_lab(submitted: Path | None, released_text: str, lab_name: str, baselin
         results[gid] = QuestionResult(score=pts if ok else 0.0, max_score=pts,
                                       status=status or (PASSED if ok else FAILED), message=message)
 
-    if submitted is None or not submitted.is_file():
+    if submitted is None or (not isinstance(submitted, bytes) and not submitted.is_file()):
         for gid in ids:
             put(gid, False, f"the lab file {lab_name} is missing from the submission", NOT_RUN)
         return results
     try:
-        raw = submitted.read_bytes()
+        raw = submitted if isinstance(submitted, bytes) else submitted.read_bytes()
         if len(raw) > 1_000_000:
             raise ValueError("over 1 MB")
         text = raw.decode("utf-8")

@@ -3,17 +3,105 @@
 Everything that decides a grade comes from the instructor source, never from a
 submission: :func:`restore_cells` replaces every locked cell (tests included) by
 grade_id, wherever the learner edited, moved or deleted it, and clears every output.
+
+Reading a hand-in (:func:`read_handed_in`) trusts nothing about it: the grader may run as
+root, so a file is opened without following links (``O_PATH | O_NOFOLLOW``, folder by
+folder), checked on its descriptor (a regular file, one hard link, owned by its folder's
+owner, under a size cap) and only then read, so that a link to ``/etc/shadow`` is refused
+rather than graded. No message ever quotes a submission's bytes: they would end up in
+grades.json, the CSV, the Gradescope JSON and the feedback page.
 """
 
 from __future__ import annotations
 
 import copy
+import errno
+import json
+import os
+import stat
+import warnings
 from pathlib import Path
 
 import nbformat
+import nbformat.reader
 
 from .assignment import SourceSpec
 from .cells import grade_id as _grade_id
+from .cells import has_nbgrader
+
+#: The largest notebook file read (the released notebook is ~50 KB).
+MAX_NOTEBOOK_BYTES = 20 * 2**20
+#: Cells in a submitted notebook (the released one has ~60; restore and feedback are linear in this).
+MAX_CELLS = 2_000
+#: Characters of source in all cells together (the released notebook has ~26,000).
+MAX_SOURCE_CHARS = 2_000_000
+
+
+class Refused(ValueError):
+    """A handed-in file the grader will not read; the message says why, never what it holds."""
+
+
+def read_handed_in(folder: Path, name: str, max_bytes: int) -> bytes | None:
+    """The bytes of ``folder/name`` (a hand-in), None when it is absent; :class:`Refused` otherwise.
+
+    ``folder`` is ``SUBMITTED_DIR/<student>/<assignment>``: the last two components must be real
+    folders (not links), and the file a regular file with a single link, owned by the folder's
+    owner, of at most ``max_bytes``.
+    """
+    folder = Path(folder)
+    dir_flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+    fds = []
+    try:
+        try:
+            fds.append(os.open(folder.parent.parent, dir_flags))
+            for part in (folder.parent.name, folder.name):
+                fds.append(os.open(part, dir_flags | os.O_NOFOLLOW, dir_fd=fds[-1]))
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise Refused("the submission folder is a link or not a folder; hand in real files") from None
+            raise Refused(f"the submission folder cannot be opened ({os.strerror(e.errno)})") from None
+        owner = os.fstat(fds[-1]).st_uid
+        try:  # O_PATH: nothing is opened for reading yet (a FIFO or a device has no say)
+            fds.append(os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fds[-1]))
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise Refused(f"{name} cannot be opened ({os.strerror(e.errno)})") from None
+        st = os.fstat(fds[-1])
+        if stat.S_ISLNK(st.st_mode):
+            raise Refused(f"{name} is a link; hand in the file itself")
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused(f"{name} is not a regular file")
+        if st.st_nlink != 1:
+            raise Refused(f"{name} has {st.st_nlink} hard links (it is another file too); hand in a plain copy")
+        if st.st_uid != owner:
+            raise Refused(f"{name} is owned by uid {st.st_uid}, not by the owner of its folder (uid {owner}); "
+                          f"hand in your own copy")
+        if st.st_size > max_bytes:
+            raise Refused(f"{name} is {st.st_size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.0f} MiB limit")
+        try:
+            fd = os.open(f"/proc/self/fd/{fds[-1]}", os.O_RDONLY | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK)
+        except OSError as e:
+            raise Refused(f"{name} cannot be read ({os.strerror(e.errno)})") from None
+        fds.append(fd)
+        again = os.fstat(fd)
+        if (again.st_dev, again.st_ino) != (st.st_dev, st.st_ino):  # pragma: no cover - defence in depth
+            raise Refused(f"{name} changed while it was read")
+        chunks, size = [], 0
+        while size <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > max_bytes:
+            raise Refused(f"{name} is over the {max_bytes / 2**20:.0f} MiB limit")
+        return b"".join(chunks)
+    finally:
+        for fd in reversed(fds):
+            os.close(fd)
 
 
 def restore_cells(submitted: nbformat.NotebookNode, spec: SourceSpec) -> tuple[nbformat.NotebookNode, list[str]]:
@@ -22,16 +110,23 @@ def restore_cells(submitted: nbformat.NotebookNode, spec: SourceSpec) -> tuple[n
     - test cells and read-only cells are replaced, by grade_id, with the instructor's cell
       (hidden tests included), and re-inserted where the source has them if deleted;
     - answer cells keep the learner's text but take their nbgrader metadata (points) from the source;
-    - any other cell claiming nbgrader metadata (a copied or invented grade_id) loses it;
+    - any other cell claiming nbgrader metadata (a copied or invented grade_id, or metadata of any
+      shape nbgrader does not write: ``null``, a list, a string, a list as grade_id...) loses it, so a
+      locked cell whose metadata was broken is re-inserted from the source like a deleted one;
     - every output is cleared, so nothing from the submitted file can pass as an answer.
+
+    After this, every nbgrader metadata in the notebook is the instructor's.
 
     Returns the notebook and a list of notes on what was restored.
     """
     source_cells = {_grade_id(c): c for c in spec.nb.cells if _grade_id(c)}
     out, notes, taken = [], [], set()
-    for cell in submitted.cells:
+    for position, cell in enumerate(submitted.cells):
         cell = copy.deepcopy(cell)
         gid = _grade_id(cell)
+        if gid is None and has_nbgrader(cell):
+            cell.metadata.pop("nbgrader", None)
+            notes.append(f"cell {position + 1} had nbgrader metadata of an unknown shape; it was treated as a plain cell")
         if gid is not None and (gid in taken or gid not in source_cells):
             cell.metadata.pop("nbgrader", None)  # a duplicate or an invented grade cell
             if gid in taken:
@@ -50,7 +145,9 @@ def restore_cells(submitted: nbformat.NotebookNode, spec: SourceSpec) -> tuple[n
             taken.add(gid)
         out.append(cell)
 
-    # Re-insert deleted locked cells after the nearest preceding source cell that is present.
+    # Re-insert deleted locked cells after the nearest preceding source cell that is present and the
+    # learner's own cells after it (they may define what the test needs, e.g. an answer cell whose
+    # metadata was broken), that is, before the next cell that carries a grade_id.
     order = [_grade_id(c) for c in spec.nb.cells if _grade_id(c)]
     for pos, gid in enumerate(order):
         if gid in taken or gid not in spec.locked_ids:
@@ -60,6 +157,8 @@ def restore_cells(submitted: nbformat.NotebookNode, spec: SourceSpec) -> tuple[n
             at = 0
         else:
             at = next(i for i, c in enumerate(out) if _grade_id(c) == anchor) + 1
+            while at < len(out) and _grade_id(out[at]) is None:
+                at += 1
         out.insert(at, _fresh(source_cells[gid]))
         taken.add(gid)
         notes.append(f"{gid} was deleted; re-inserted from the instructor source")
@@ -83,21 +182,56 @@ def _fresh(cell, source: str | None = None) -> nbformat.NotebookNode:
     return new
 
 
-def read_submission(path: Path, max_bytes: int = 20 * 2**20) -> nbformat.NotebookNode:
-    """Read and validate a submitted notebook; raises ValueError with a reason if it is not one."""
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise ValueError(f"the notebook is {size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.0f} MiB limit")
+def read_submission(data: bytes, max_cells: int = MAX_CELLS,
+                    max_source_chars: int = MAX_SOURCE_CHARS) -> nbformat.NotebookNode:
+    """Parse and validate a submitted notebook's bytes; raises :class:`Refused` with a reason if it is not one.
+
+    The size of the work is bounded before nbformat sees it: the cell count and the total source.
+    """
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise ValueError("the notebook is not UTF-8 text") from None
+        raise Refused("the notebook is not UTF-8 text") from None
     try:
-        nb = nbformat.reads(text, as_version=4)
-    except Exception as e:  # NotJSONError, ValueError, KeyError...
-        raise ValueError(f"the notebook is not valid JSON: {str(e).splitlines()[0][:200]}") from None
-    try:
-        nbformat.validate(nb)
-    except nbformat.ValidationError as e:
-        raise ValueError(f"the notebook does not follow the notebook format: {e.message[:200]}") from None
+        raw = json.loads(text)
+    except RecursionError:
+        raise Refused("the notebook is not valid JSON (nested too deeply)") from None
+    except ValueError as e:  # JSONDecodeError: its msg is the parser's phrase, never the file's text
+        where = f" (line {e.lineno}, column {e.colno}: {e.msg})" if isinstance(e, json.JSONDecodeError) else ""
+        raise Refused(f"the notebook is not valid JSON{where}") from None
+    if not isinstance(raw, dict):
+        raise Refused("the notebook is not a JSON object; it should be an .ipynb file")
+    cells = raw.get("cells")
+    if not isinstance(cells, list):
+        raise Refused("the notebook has no list of cells (is it nbformat 4?)")
+    if len(cells) > max_cells:
+        raise Refused(f"the notebook has {len(cells):,} cells, over the limit of {max_cells:,}; delete scratch cells")
+    chars = sum(_source_chars(c.get("source")) for c in cells if isinstance(c, dict))
+    if chars > max_source_chars:
+        raise Refused(f"the notebook's cells hold {chars:,} characters of source, over the limit of "
+                      f"{max_source_chars:,}; delete scratch cells")
+    # nbformat's own texts quote the file (and it logs them): read quietly, say only where.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # e.g. MissingIDFieldWarning for nbformat 4.4 files
+        try:
+            nb = nbformat.reader.reads(text)
+            nb = nbformat.convert(nb, 4)
+        except Exception:  # noqa: BLE001 - NBFormatError, ValidationError, KeyError...
+            raise Refused("the notebook does not follow the notebook format (nbformat 4)") from None
+        try:
+            nbformat.validate(nb)
+        except nbformat.ValidationError as e:
+            path = list(getattr(e, "absolute_path", None) or getattr(e, "path", None) or [])
+            where = f" in cell {path[1] + 1}" if len(path) > 1 and path[0] == "cells" and type(path[1]) is int else ""
+            raise Refused(f"the notebook does not follow the notebook format (nbformat 4){where}") from None
+        except Exception:  # noqa: BLE001
+            raise Refused("the notebook does not follow the notebook format (nbformat 4)") from None
     return nb
+
+
+def _source_chars(source) -> int:
+    if isinstance(source, str):
+        return len(source)
+    if isinstance(source, list):
+        return sum(len(line) for line in source if isinstance(line, str))
+    return 0

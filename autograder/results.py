@@ -21,15 +21,31 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-# Submission statuses. Only "graded" means the notebook ran to its end.
+# Submission statuses. Only "graded" means every cell ran to its end, within every limit. The
+# others that come from running the notebook name the worst thing a cell did (SEVERITY); each
+# question is still scored on its own, since the grader interrupts a slow cell and replaces a dead
+# kernel (autograder.execute), so such a status costs only the questions its cells broke.
 GRADED = "graded"
 TIMEOUT = "timeout"
-KERNEL_DIED = "kernel_died"
+"""A cell ran past the per-cell timeout (interrupted), or the notebook past its time limit (stopped)."""
+DISK_LIMIT = "disk_limit"
+"""A cell filled the notebook's disk space (Limits.disk_bytes / max_files)."""
+PROCESS_LIMIT = "process_limit"
+"""A cell tried to run more processes and threads than Limits.max_processes (a fork bomb)."""
 MEMORY_LIMIT = "memory_limit"
+"""A cell used more memory than Limits.memory_bytes (the kernel was killed, or got MemoryError)."""
+KERNEL_DIED = "kernel_died"
+"""The kernel died (os._exit, a crash) or a fresh one could not start after a failure."""
 INVALID = "invalid_submission"
+"""The notebook could not be read (not a notebook, too large, a link, malformed beyond repair)."""
 MISSING = "missing_submission"
 GRADER_ERROR = "grader_error"
-STATUSES = (GRADED, TIMEOUT, KERNEL_DIED, MEMORY_LIMIT, INVALID, MISSING, GRADER_ERROR)
+"""The grader itself failed: never the learner's doing; rerun the batch."""
+STATUSES = (GRADED, TIMEOUT, DISK_LIMIT, PROCESS_LIMIT, MEMORY_LIMIT, KERNEL_DIED, INVALID, MISSING, GRADER_ERROR)
+#: Execution statuses from the least to the most severe: the notebook's status is the worst of its cells'.
+SEVERITY = (TIMEOUT, DISK_LIMIT, PROCESS_LIMIT, MEMORY_LIMIT, KERNEL_DIED)
+#: Statuses of a notebook that ran (its executed copy exists): scored question by question.
+RAN = (GRADED,) + SEVERITY
 
 # Question statuses.
 PASSED, FAILED, NOT_RUN = "passed", "failed", "not_run"
@@ -119,6 +135,8 @@ class BatchResult:
     reused: list[str] = field(default_factory=list)
     """Students whose unchanged result was kept from an earlier (interrupted) run."""
     seconds: float = 0.0
+    limits: str = ""
+    """What each submission could use (autograder.sandbox.Limits.summary), sizes in both units."""
 
     def grades_json(self) -> dict[str, Any]:
         return {"assignment": self.assignment,

@@ -1,0 +1,82 @@
+"""The cell driver on its own (autograder.execute): tiny notebooks, real sandboxed kernels, no scoring.
+
+What the hardening batch shows per submission, shown here cell by cell: a run goes on after a
+timeout, a death or a limit, replays without duplicating, stops when it must, and a flood costs
+the grader next to nothing. About 30 s on 2 cores.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.execute import execute_notebook
+from autograder.sandbox import Limits, Sandbox, probe, scratch_dir
+
+pytestmark = pytest.mark.slow
+
+
+def _run(*sources: str, isolation=None, limits: Limits = Limits(), **kw):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    kw = {"cell_timeout": 5, "notebook_timeout": 60, **kw}
+    with Sandbox(scratch_dir(), limits, isolation or probe()) as box:
+        start = time.process_time()
+        execution = execute_notebook(nb, box, **kw)
+        execution.grader_cpu_s = time.process_time() - start
+    return execution
+
+
+def _stdout(execution, index: int) -> str:
+    return "".join(o.get("text", "") for o in execution.nb.cells[index].outputs if o.get("name") == "stdout")
+
+
+def test_restarts_are_capped_and_then_the_run_stops():
+    die = "import os; os._exit(1)"
+    ex = _run("x = 1; print('first')", die, die, die, die, "print('never')", max_restarts=3)
+    assert ex.status == "kernel_died" and ex.restarts == 3
+    assert ex.stopped_at == 5 and ex.nb.cells[5].outputs == []
+    assert "restarted 3 times, the most allowed" in ex.message
+    assert _stdout(ex, 0) == "first\n", "replays print nothing into the notebook"
+
+
+def test_a_fresh_kernel_has_what_the_completed_cells_made_and_nothing_of_the_failed_one():
+    ex = _run("a = 1", "b = 2\nimport os; os._exit(1)", "print(a, 'b' in dir())")
+    assert ex.status == "kernel_died" and _stdout(ex, 2) == "1 False\n"
+
+
+def test_a_fork_bomb_is_stopped_and_the_run_goes_on():
+    ex = _run("x = 41", "import os\nwhile True:\n    os.fork()",
+              "import subprocess\nprint(x + 1, subprocess.run(['echo', 'ok'], capture_output=True).stdout)")
+    assert ex.status in ("process_limit", "memory_limit"), ex.message  # whichever cap the copies reach first
+    assert _stdout(ex, 2) == "42 b'ok\\n'\n", "later cells can start processes again"
+
+
+def test_a_learner_startup_file_that_kills_every_kernel_stops_the_run_but_keeps_what_ran():
+    plant = ("import os, pathlib\nd = pathlib.Path(os.environ['IPYTHONDIR'], 'profile_default', 'startup')\n"
+             "d.mkdir(parents=True, exist_ok=True)\n(d / '00.py').write_text('import os; os._exit(1)')\nprint('planted')")
+    ex = _run(plant, "import os; os._exit(1)", "print('never')")
+    assert ex.status == "kernel_died" and ex.stopped_at == 2
+    assert "a fresh kernel did not start" in ex.message and _stdout(ex, 0) == "planted\n"
+
+
+def test_the_disk_watchdog_stops_a_writer_where_no_tmpfs_can_be_mounted():
+    iso = dataclasses.replace(probe(), disk="watchdog")
+    writer = "i = 0\nwhile True:\n    open(f'f{i}', 'wb').write(b'x' * 2**20)\n    i += 1"
+    ex = _run("print('before')", writer, "print('after')", isolation=iso, limits=Limits(disk_bytes=32 * 2**20))
+    assert ex.status == "disk_limit" and "filled the notebook's disk space" in ex.message
+    assert ex.stopped_at == 1 and _stdout(ex, 0) == "before\n" and ex.nb.cells[2].outputs == []
+
+
+def test_a_flood_is_cut_cheaply_and_later_cells_still_show_their_output():
+    flood = "s = 'x' * 1000\nfor i in range(200_000):\n    print(s)"  # 200 MB through the kernel's stdout
+    ex = _run(flood, "print('after')", cell_timeout=30)
+    assert ex.status == "completed"
+    kept = sum(len(o.get("text", "")) for o in ex.nb.cells[0].outputs)
+    assert kept <= 2**20 + 4096 and "output truncated" in ex.nb.cells[0].outputs[-1]["text"]
+    assert _stdout(ex, 1) == "after\n"
+    # Past the cap, messages are dropped unparsed: the grader's CPU is a fraction of the kernel's time.
+    assert ex.grader_cpu_s < 0.35 * ex.seconds, (ex.grader_cpu_s, ex.seconds)

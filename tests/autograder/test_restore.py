@@ -1,0 +1,129 @@
+"""Reading and restoring a hand-in (autograder.restore), without a kernel: fast, every shape.
+
+The hardening batch grades one submission per bad-metadata shape (all four cells at once); here
+each of the 28 (shape, cell) pairs goes alone through read, restore, scoring and the feedback page, and the file reader meets links, FIFOs, foreign owners and oversized files.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograder"))
+import hostile  # noqa: E402
+
+from autograder.assignment import Assignment, load_source  # noqa: E402
+from autograder.cells import has_nbgrader, nbgrader_meta  # noqa: E402
+from autograder.execute import Execution  # noqa: E402
+from autograder.feedback import feedback_html  # noqa: E402
+from autograder.restore import MAX_CELLS, Refused, read_handed_in, read_submission, restore_cells  # noqa: E402
+from autograder.results import StudentResult  # noqa: E402
+from autograder.scoring import score_tests  # noqa: E402
+from autograder.assignment import load_checks  # noqa: E402
+
+SPEC = load_source(Assignment(notebook=hostile.FIXTURE, checks=str(hostile.FIXTURE_CHECKS)))
+PAIRS = list(itertools.product(hostile.BAD_METADATA, hostile.BAD_METADATA_CELLS))
+
+
+def test_there_are_28_shapes():
+    assert len(PAIRS) == 28
+
+
+@pytest.mark.parametrize("shape, cell", PAIRS, ids=[f"{s}-{c}" for s, c in PAIRS])
+def test_every_bad_metadata_shape_is_restored_from_the_source(shape, cell):
+    nb = hostile.bad_metadata(hostile.BAD_METADATA[shape], cells=(cell,))
+    submitted = read_submission(nbformat.writes(nb).encode())
+    restored, notes = restore_cells(submitted, SPEC)
+    assert any("unknown shape" in n for n in notes), notes
+    source = {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"] for c in SPEC.nb.cells if has_nbgrader(c)}
+    for c in restored.cells:  # every nbgrader metadata left is the instructor's, word for word
+        if has_nbgrader(c):
+            meta = nbgrader_meta(c)
+            assert meta == source[meta["grade_id"]]
+    ids = [nbgrader_meta(c).get("grade_id") for c in restored.cells]
+    assert all(t.grade_id in ids for t in SPEC.tests), "every test is there"
+    if cell == "test_kv_per_token":  # re-inserted after the answer it tests, not before it
+        assert ids.index("test_kv_per_token") > ids.index("kv_per_token")
+    # What scoring and the feedback page do with it must not raise either.
+    execution = Execution(nb=restored, status="completed", message="", stopped_at=None, seconds=0.0)
+    questions = score_tests(execution, SPEC, load_checks(str(hostile.FIXTURE_CHECKS)))
+    result = StudentResult("x", "graded", 0.0, 8.0, 2.0, True, questions)
+    assert "Autograded score" in feedback_html(restored, result)
+
+
+def _hand_in(tmp_path: Path, data: bytes | None = None) -> Path:
+    folder = tmp_path / "submitted" / "alice" / hostile.ASSIGNMENT
+    folder.mkdir(parents=True)
+    if data is not None:
+        (folder / hostile.NOTEBOOK).write_bytes(data)
+    return folder
+
+
+def test_the_reader_takes_a_plain_file_and_says_absent_for_none(tmp_path):
+    folder = _hand_in(tmp_path, b"{}")
+    assert read_handed_in(folder, hostile.NOTEBOOK, 100) == b"{}"
+    assert read_handed_in(folder, "other.py", 100) is None
+    assert read_handed_in(tmp_path / "submitted" / "bob" / hostile.ASSIGNMENT, hostile.NOTEBOOK, 100) is None
+
+
+@pytest.mark.parametrize("how, why", [
+    ("hardlink", "2 hard links"), ("symlink", "is a link"), ("fifo", "not a regular file"),
+    ("folder", "not a regular file"), ("big", "over the"), ("owner", "owned by uid 4242"),
+    ("linked_folder", "submission folder is a link")])
+def test_the_reader_refuses_without_reading(tmp_path, how, why):
+    secret = tmp_path / "secret"
+    secret.write_text(hostile.SECRET)
+    os.chmod(secret, 0o600)
+    folder = _hand_in(tmp_path)
+    target = folder / hostile.NOTEBOOK
+    if how == "hardlink":
+        os.link(secret, target)
+    elif how == "symlink":
+        target.symlink_to(secret)
+    elif how == "fifo":
+        os.mkfifo(target)
+    elif how == "folder":
+        target.mkdir()
+    elif how == "big":
+        target.write_bytes(b" " * 101)
+    elif how == "owner":
+        if os.geteuid() != 0:
+            pytest.skip("chown needs root")
+        target.write_text("{}")
+        os.chown(target, 4242, 4242)
+    elif how == "linked_folder":
+        real = tmp_path / "elsewhere"
+        real.mkdir()
+        (real / hostile.NOTEBOOK).write_text("{}")
+        folder.rmdir()
+        folder.symlink_to(real)
+    with pytest.raises(Refused, match=why) as info:
+        read_handed_in(folder, hostile.NOTEBOOK, 100)
+    assert hostile.SECRET not in str(info.value)
+
+
+@pytest.mark.parametrize("data", [
+    hostile.SECRET.encode() + b" {", b'{"cells": "' + hostile.SECRET.encode() + b'"}',
+    b'{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"cell_type": "' + hostile.SECRET.encode()
+    + b'", "metadata": {}, "source": ""}]}', b"\xff" + hostile.SECRET.encode()])
+def test_refusals_never_quote_the_file(data):
+    with pytest.raises(Refused) as info:
+        read_submission(data)
+    assert hostile.SECRET not in str(info.value) and "d41d8" not in str(info.value)
+
+
+def test_the_cell_count_and_source_size_are_bounded_before_nbformat_sees_them():
+    nb = json.loads(nbformat.writes(hostile.learner_notebook()))
+    nb["cells"] += [{"cell_type": "markdown", "metadata": {}, "source": "x"}] * MAX_CELLS
+    with pytest.raises(Refused, match="cells, over the limit"):
+        read_submission(json.dumps(nb).encode())
+    nb = json.loads(nbformat.writes(hostile.learner_notebook()))
+    nb["cells"][1]["source"] = "#" * 3_000_000
+    with pytest.raises(Refused, match="characters of source"):
+        read_submission(json.dumps(nb).encode())
