@@ -26,13 +26,16 @@ import hashlib
 import json
 import multiprocessing
 import os
-import re
+
 import shutil
 import signal
 import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
+
+from course_lib.bounds import check_int, check_number
+from course_lib.errors import CourseInputError
 
 from .assignment import Assignment, checks_source_sha, load_checks, load_source, validate_checks
 from .course import build_gradebook
@@ -42,8 +45,8 @@ from .grade import Job, Settings, blank_result, grade_submission, new_sandbox, s
 from .gradebook import add_lab_cells, manual_scores, merge
 from .lab import lab_baseline
 from .layout import autograded_path, load_records, record_path, remove_student_files, write_batch
-from .results import GRADER_ERROR, BatchResult, StudentResult, write_json
-from .sandbox import Limits, cgroup_parents, memory_limit_bytes, probe
+from .results import GRADER_ERROR, RAN, BatchResult, StudentResult, write_json
+from .sandbox import Limits, disk_limit_bytes, memory_limit_bytes, probe, sweep_leftovers
 
 GRADER_VERSION = "course-grade 1"
 REPO = Path(__file__).resolve().parents[1]
@@ -68,13 +71,18 @@ def batch_fingerprint(assignment: Assignment, settings: Settings) -> str:
     return h.hexdigest()
 
 
-def list_students(submitted_dir: Path) -> list[str]:
+def list_students(submitted_dir: Path) -> tuple[list[str], list[str]]:
+    """The student ids (every folder's name, as in nbgrader; hidden ones excepted) and, for the
+    report, the folders skipped because their name is not printable (a tab, a newline...)."""
     if not submitted_dir.is_dir():
         raise AutograderError(f"SUBMITTED_DIR {submitted_dir} is not a folder; it should hold "
                               f"<student_id>/<assignment>/ folders")
-    # Every folder is a student (hidden ones excepted); its name is the student id, as in nbgrader.
-    return sorted(p.name for p in submitted_dir.iterdir()
-                  if (p.is_dir() or p.is_symlink()) and not p.name.startswith(".") and p.name.isprintable())
+    students, skipped = [], []
+    for p in submitted_dir.iterdir():
+        if not (p.is_dir() or p.is_symlink()) or p.name.startswith("."):
+            continue
+        (students if p.name.isprintable() else skipped).append(p.name)
+    return sorted(students), sorted(skipped)
 
 
 def _ensure_course(results_dir: Path, assignment: Assignment) -> None:
@@ -127,34 +135,6 @@ def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _cleanup_leftovers() -> None:
-    """Scratch folders and cgroups of grader processes that were killed (SIGKILL leaves them)."""
-    import tempfile
-
-    def dead(pid: int) -> bool:
-        try:
-            os.kill(pid, 0)
-            return False
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-
-    for d in Path(tempfile.gettempdir()).glob("cg-*-*"):
-        m = re.match(r"cg-(?:lab-)?(\d+)-", d.name)
-        if m and dead(int(m.group(1))):
-            shutil.rmtree(d, ignore_errors=True)
-    for root in (d for parent in cgroup_parents() for d in parent.glob("course-grade-*")):
-        m = re.match(r"course-grade-(\d+)-", root.name)
-        if m and dead(int(m.group(1))) and root.is_dir():
-            try:
-                for pid in (root / "cgroup.procs").read_text().split():
-                    os.kill(int(pid), signal.SIGKILL)
-                root.rmdir()
-            except OSError:
-                pass
-
-
 def _progress(total: int, enabled: bool | None):
     from tqdm import tqdm
 
@@ -171,9 +151,47 @@ def default_workers() -> int:
     return (os.cpu_count() or 1) + 1
 
 
+#: The longest timeout accepted, per cell or per notebook: a day.
+MAX_TIMEOUT_S = 86_400
+#: Worker processes: more than this is more kernels than any grading machine runs at once.
+MAX_WORKERS = 512
+
+
+def check_options(cell_timeout: object, notebook_timeout: object, workers: object) -> tuple[float, float, int]:
+    """The timeouts and worker count, checked; one AutograderError line naming the flag otherwise.
+
+    >>> check_options(60, 300, 2)
+    (60.0, 300.0, 2)
+    >>> check_options(float("nan"), 300, 2)
+    Traceback (most recent call last):
+    ...
+    autograder.errors.AutograderError: --cell-timeout=nan is not a finite number; use a number above 0 and at most 86,400
+    """
+    try:
+        return (check_number("--cell-timeout", cell_timeout, 0, MAX_TIMEOUT_S, lo_open=True),
+                check_number("--notebook-timeout", notebook_timeout, 0, MAX_TIMEOUT_S, lo_open=True),
+                check_int("--workers", workers, 1, MAX_WORKERS))
+    except CourseInputError as e:
+        raise AutograderError(str(e)) from None
+
+
+def _results_folder(results_dir: Path) -> None:
+    """Create RESULTS_DIR, or say in one line why it cannot be one."""
+    if results_dir.exists() and not results_dir.is_dir():
+        raise AutograderError(f"--out {results_dir} exists and is not a folder; give a folder for the results")
+    try:
+        results_dir.mkdir(parents=True, exist_ok=True)
+        probe_file = results_dir / ".write-test"
+        probe_file.write_text("")
+        probe_file.unlink()
+    except OSError as e:
+        raise AutograderError(f"--out {results_dir} cannot be used as the results folder "
+                              f"({e.strerror or e}); give a folder you can write") from None
+
+
 def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | None = None,
          cell_timeout: float = 60, notebook_timeout: float = 300, memory_limit: str | int = "2GiB",
-         regrade: bool = False, progress: bool | None = None,
+         disk_limit: str | int = "512MiB", regrade: bool = False, progress: bool | None = None,
          assignment: Assignment = Assignment()) -> BatchResult:
     """Grade every ``SUBMITTED_DIR/<student>/<assignment>/`` into ``out``; returns the batch result.
 
@@ -182,26 +200,27 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     """
     start = time.monotonic()
     submitted_dir, results_dir = Path(submitted_dir).resolve(), Path(out).resolve()
-    if cell_timeout <= 0 or notebook_timeout <= 0:
-        raise AutograderError("--cell-timeout and --notebook-timeout must be positive seconds")
-    workers = workers or default_workers()
-    if workers < 1:
-        raise AutograderError(f"--workers must be at least 1, got {workers}")
+    cell_timeout, notebook_timeout, workers = check_options(
+        cell_timeout, notebook_timeout, default_workers() if workers is None else workers)
     if results_dir == submitted_dir or submitted_dir in results_dir.parents:
         raise AutograderError("RESULTS_DIR must not be inside SUBMITTED_DIR (it would look like a student)")
     settings = Settings(cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
-                        limits=Limits(memory_bytes=memory_limit_bytes(memory_limit)))
+                        limits=Limits(memory_bytes=memory_limit_bytes(memory_limit),
+                                      disk_bytes=disk_limit_bytes(disk_limit)))
     original = assignment
-    results_dir.mkdir(parents=True, exist_ok=True)
+    _results_folder(results_dir)
     lock = _lock(results_dir)  # noqa: F841 - held until this function returns
     # One batch, one version of the instructor files: workers read this snapshot, not files
     # that someone may be editing while the batch runs.
     assignment = _snapshot(assignment, results_dir)
     spec = load_source(assignment)
     validate_checks(spec, load_checks(assignment.checks), assignment.checks)
-    students = list_students(submitted_dir)
+    students, skipped = list_students(submitted_dir)
     isolation = probe()
-    _cleanup_leftovers()
+    warnings = list(isolation.warnings) + [
+        f"skipped the folder {name!r} in SUBMITTED_DIR: its name is not printable (a tab, a newline...), "
+        f"so it cannot be a student id; rename it and run again" for name in skipped]
+    sweep_leftovers()
     baseline = lab_baseline(Path(assignment.lab).read_text(encoding="utf-8"), assignment.lab_name,
                             new_sandbox(settings))
     fingerprint = batch_fingerprint(assignment, settings)
@@ -209,7 +228,8 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
         "assignment": assignment.name, "notebook_name": assignment.notebook_name,
         "notebook": str(assignment.notebook), "lab": str(assignment.lab), "checks": assignment.checks,
         "instructor_files": [str(original.notebook), str(original.lab)],
-        "settings": asdict(settings), "isolation": isolation.summary(), "warnings": list(isolation.warnings)})
+        "settings": asdict(settings), "limits": settings.limits.summary(), "isolation": isolation.summary(),
+        "warnings": warnings, "skipped": skipped})
 
     existing = load_records(results_dir)
     jobs, results, reused = [], {}, []
@@ -219,8 +239,7 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
                                                   else "<missing>")).encode()).hexdigest()
         old = existing.get(sid)
         if (not regrade and old is not None and old.fingerprint == fp and old.status != GRADER_ERROR
-                and (old.status not in ("graded", "timeout", "kernel_died", "memory_limit")
-                     or autograded_path(results_dir, sid, assignment).is_file())):
+                and (old.status not in RAN or autograded_path(results_dir, sid, assignment).is_file())):
             results[sid] = old
             reused.append(sid)
             continue
@@ -238,7 +257,7 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
         remove_student_files(results_dir, sid, assignment)
     batch = BatchResult(assignment=assignment.name, students=dict(sorted(results.items())),
                         results_dir=str(results_dir), isolation=isolation.summary(),
-                        warnings=list(isolation.warnings), reused=reused)
+                        warnings=warnings, reused=reused, limits=settings.limits.summary())
     merge(results_dir, assignment, spec, batch.students, remove=gone)
     write_json(results_dir / "grades.json", batch.grades_json())
     write_exports(results_dir, batch.students, manual_scores(results_dir, assignment, spec))
@@ -333,9 +352,9 @@ def _run_jobs(jobs: list[Job], workers: int, progress: bool | None,
 
 def _preimport() -> None:
     """Import what every worker needs once, here, so forked workers start with it (~1 s each)."""
-    import jupyter_client  # noqa: F401
+    import jupyter_client.blocking  # noqa: F401
     import nbclient  # noqa: F401
-    import zmq.asyncio  # noqa: F401
+    import zmq  # noqa: F401
 
     from . import execute, scoring  # noqa: F401
     from .feedback import _highlighter, _markdown, sanitize
@@ -366,4 +385,4 @@ def _kill_workers(executor: cf.ProcessPoolExecutor) -> None:
             proc.join(timeout=5)
         except (OSError, AttributeError, AssertionError):
             pass
-    _cleanup_leftovers()
+    sweep_leftovers()

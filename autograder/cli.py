@@ -47,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds per notebook (default: %(default)s)")
     p.add_argument("--memory-limit", default=_default(m, "memory_limit"), metavar="SIZE",
                    help="memory per submission, e.g. 2GB (2 x 10^9 bytes) or 2GiB (2^31) (default: %(default)s)")
+    p.add_argument("--disk-limit", default=_default(m, "disk_limit"), metavar="SIZE",
+                   help="what one notebook may write to disk, all files together (default: %(default)s)")
     p.add_argument("--regrade", action="store_true", help="grade everyone again, even unchanged submissions")
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
 
@@ -70,6 +72,8 @@ def print_batch(batch) -> None:
     resumed = f"; {len(batch.reused)} unchanged, kept from the last run" if batch.reused else ""
     print(f"\n{len(batch.students)} submissions ({counts}){resumed} in {batch.seconds:.1f} s; "
           f"isolation: {batch.isolation}")
+    if batch.limits:
+        print(f"limits per submission: {batch.limits}")
     print(f"results: {batch.results_dir}/grades.json, grades.csv, gradescope/, feedback/, gradebook.db")
 
 
@@ -91,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.verb == "autograde":
             batch = autograde.main(args.submitted_dir, out=args.out, workers=args.workers,
                                    cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
-                                   memory_limit=args.memory_limit, regrade=args.regrade,
+                                   memory_limit=args.memory_limit, disk_limit=args.disk_limit, regrade=args.regrade,
                                    progress=False if args.no_progress else None)
             print_batch(batch)
         elif args.verb == "feedback":
@@ -100,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
                   + (f"; {len(result.failed)} could not be rendered: {', '.join(result.failed)}" if result.failed else ""))
         elif args.verb == "export":
             result = export.main(args.results_dir)
+            for line in result.failed:
+                print(f"warning: no Gradescope file for {line}", file=sys.stderr)
             print(f"wrote {result.csv} and {len(result.gradescope)} Gradescope file(s)")
     except AutograderError as e:
         print(f"course-grade {args.verb}: {e}", file=sys.stderr)

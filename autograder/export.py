@@ -16,7 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .assignment import load_source
@@ -27,6 +27,20 @@ from .results import GRADED, StudentResult, write_atomic, write_json
 
 CSV_FIELDS = ["student_id", "status", "score", "max_score", "manual_score", "manual_max_score",
               "needs_manual_grading", "total_score", "total_max_score", "message"]
+#: What makes a spreadsheet read a cell as a formula (OWASP, "CSV Injection").
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(value):
+    """A CSV field that no spreadsheet runs: text starting with ``= + - @``, a tab or a CR gets a leading
+    single quote, as OWASP's CSV-injection guidance says (the quote shows; the formula never runs).
+
+    >>> csv_safe("=1+2"), csv_safe("alice"), csv_safe(-1.0)
+    ("'=1+2", 'alice', -1.0)
+    """
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
 
 
 @dataclass
@@ -37,6 +51,8 @@ class ExportResult:
     """RESULTS_DIR/grades.csv: one row per student, one column per question."""
     gradescope: list[str]
     """RESULTS_DIR/gradescope/<student>.json, one per student."""
+    failed: list[str] = field(default_factory=list)
+    """Students whose Gradescope file could not be written, with why (the others were)."""
 
 
 def gradescope_json(r: StudentResult, manual_score: float | None) -> dict:
@@ -62,7 +78,8 @@ def csv_text(results: dict[str, StudentResult], manual: dict[str, float | None])
             if gid not in question_ids:
                 question_ids.append(gid)
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS + question_ids, lineterminator="\n")
+    fields = CSV_FIELDS + question_ids
+    writer = csv.DictWriter(buf, fieldnames=[csv_safe(f) for f in fields], lineterminator="\n")
     writer.writeheader()
     for sid, r in sorted(results.items()):
         m = manual.get(sid)
@@ -72,19 +89,24 @@ def csv_text(results: dict[str, StudentResult], manual: dict[str, float | None])
                "total_score": r.score + (m or 0.0), "total_max_score": r.max_score + r.manual_max_score,
                "message": r.message if r.status != GRADED else ""}
         row.update({gid: q.score for gid, q in r.questions.items()})
-        writer.writerow(row)
+        # Every field a learner can reach (the id is a folder name, the message may quote the notebook).
+        writer.writerow({csv_safe(k): csv_safe(v) for k, v in row.items()})
     return buf.getvalue()
 
 
 def write_exports(results_dir: Path, results: dict[str, StudentResult], manual: dict[str, float | None]) -> ExportResult:
     results_dir = Path(results_dir)
     write_atomic(results_dir / GRADES_CSV, csv_text(results, manual))
-    files = []
+    files, failed = [], []
     for sid, r in sorted(results.items()):
         path = gradescope_path(results_dir, sid)
-        write_json(path, gradescope_json(r, manual.get(sid)))
+        try:
+            write_json(path, gradescope_json(r, manual.get(sid)))
+        except Exception as e:  # noqa: BLE001 - one odd record never stops the class's export
+            failed.append(f"{sid}: {type(e).__name__}: {e}"[:300])
+            continue
         files.append(str(path))
-    return ExportResult(csv=str(results_dir / GRADES_CSV), gradescope=files)
+    return ExportResult(csv=str(results_dir / GRADES_CSV), gradescope=files, failed=failed)
 
 
 def main(results_dir: str | Path = "results") -> ExportResult:

@@ -51,6 +51,8 @@ STATUS_WORDS = {
     "timeout": "a cell ran out of time (only its question lost points)",
     "kernel_died": "the kernel died once (restarted; only the question whose cell failed lost points)",
     "memory_limit": "memory limit reached",
+    "process_limit": "process limit reached",
+    "disk_limit": "disk space limit reached",
     "invalid_submission": "not graded: the notebook could not be read",
     "missing_submission": "not graded: nothing was handed in",
     "grader_error": "not graded: the grader failed (your instructor will rerun it)",

@@ -70,12 +70,14 @@ def test_regrade_never_keeps_a_stale_score(tmp_path):
     _grade(submitted, results)
     assert _gradebook_scores(results)["alice"] == 10.0
 
-    # ...but alice hands in a notebook whose kernel dies at once: every earlier point is gone.
-    _hand_in(submitted, "alice", nb=hostile.insert_after(hostile.learner_notebook(), "intro", "import os; os._exit(1)"))
+    # ...but alice hands in a wrong answer and one that kills its kernel: no earlier point survives.
+    changed = hostile.set_answer(hostile.set_answer(hostile.learner_notebook(), "kv_per_token", hostile.WRONG_KV),
+                                 "weights", "import os; os._exit(1)")
+    _hand_in(submitted, "alice", nb=changed)
     died = _grade(submitted, results)
     alice = died.students["alice"]
-    assert (alice.status, alice.score) == ("kernel_died", 3.0)  # the lab-edit points only
-    assert _gradebook_scores(results)["alice"] == 3.0, "no stale auto or manual score"
+    assert (alice.status, alice.score) == ("kernel_died", 5.0)  # test_max_sequences (2) and the lab (3)
+    assert _gradebook_scores(results)["alice"] == 5.0, "no stale auto or manual score"
     assert died.reused == ["bob"]
 
     # A corrupt hand-in: no submission in the gradebook, no stale feedback or notebook on disk.
@@ -166,6 +168,33 @@ def test_bad_input_is_one_clear_error(tmp_path):
     with pytest.raises(AutograderError, match="no trusted check"):
         autograde(tmp_path / "sub", out=tmp_path / "r",
                   assignment=Assignment(notebook=hostile.FIXTURE, checks="autograder.checks"))
+
+
+@pytest.mark.parametrize("args, why", [
+    (["--cell-timeout", "nan"], "--cell-timeout=nan is not a finite number"),
+    (["--cell-timeout", "0"], "--cell-timeout=0 is below the bound 0"),
+    (["--notebook-timeout", "nan"], "--notebook-timeout=nan is not a finite number"),
+    (["--notebook-timeout", "inf"], "--notebook-timeout=inf is not a finite number"),
+    (["--workers", "0"], "--workers=0 is below the bound 1"),
+    (["--memory-limit", "infG"], "--memory-limit='infG' is not a finite size"),
+    (["--memory-limit", "1e400G"], "'G' alone is ambiguous"),
+    (["--memory-limit", "1K"], "'K' alone is ambiguous"),
+    (["--disk-limit", "1MB"], "--disk-limit='1MB' is 1.00 MB"),
+    (["--out", "/etc/passwd"], "--out /etc/passwd exists and is not a folder"),
+])
+def test_bad_options_exit_2_with_one_line(tmp_path, capsys, args, why):
+    from autograder import cli
+
+    (tmp_path / "sub").mkdir()
+    argv = ["autograde", str(tmp_path / "sub"), "--out", str(tmp_path / "r")] + args
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        assert cli.main(argv) == 2
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    err = capsys.readouterr().err
+    assert why in err and err.count("\n") == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "r" / "batch.json").exists()
 
 
 def test_one_batch_per_results_dir(tmp_path):

@@ -170,6 +170,8 @@ def course(tmp_path_factory):
 def test_every_verb_exits_zero(course):
     for verb, proc in course["procs"].items():
         assert proc.returncode == 0, f"{verb}: {proc.stderr[-2000:]}"
+        # nothing an instructor would read as a crash (nbclient's "Task exception was never retrieved")
+        assert "Traceback" not in proc.stderr and "Task exception" not in proc.stderr, f"{verb}: {proc.stderr[-2000:]}"
     out = course["procs"]["autograde"].stdout
     assert "reference" in out and "40 / 40" in out and "isolation:" in out
 

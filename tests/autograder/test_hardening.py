@@ -2,13 +2,16 @@
 
 One batch grades the whole crafted class once (module fixture, ~1 minute on 2 cores); each test
 reads its case from the results. The fixture notebook is small (no torch), so the time goes to
-the cases themselves (a 5 s cell timeout, a 12 s notebook timeout, a 512 MiB memory cap).
+the cases themselves (hostile.BATCH: a 5 s cell timeout, a 20 s notebook timeout, a 512 MiB
+memory cap, 64 MiB of disk).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import shutil
 import socket
 import sys
@@ -26,7 +29,7 @@ import hostile  # noqa: E402
 from autograder.assignment import Assignment  # noqa: E402
 from autograder.autograde import main as autograde  # noqa: E402
 from autograder.collect import ANSWER_MIME  # noqa: E402
-from autograder.sandbox import Limits, probe  # noqa: E402
+from autograder.sandbox import Limits, cgroup_parents, grader_mounts, probe  # noqa: E402
 
 pytestmark = pytest.mark.slow
 CASES = {c.student_id: c for c in hostile.CASES}
@@ -55,13 +58,25 @@ def graded(tmp_path_factory):
 
     targets = {"other_learner": str(submitted / "ref" / hostile.ASSIGNMENT / hostile.NOTEBOOK),
                "results": str(results / "grades.json"), "instructor": str(notebook)}
-    hostile.write_class(submitted, {"port": server.getsockname()[1], "targets": targets})
+    # Files outside the class that hand-ins link to: a secret (root only, as /etc/shadow is) and a notebook.
+    outside = root / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text(hostile.SECRET + "\n")
+    os.chmod(outside / "secret", 0o600)
+    nbformat.write(hostile.learner_notebook(), outside / "copy.ipynb")
+    hostile.write_class(submitted, {"port": server.getsockname()[1], "targets": targets,
+                                    "secret": str(outside / "secret"), "outside_notebook": str(outside / "copy.ipynb")})
+    tab = submitted / "a\tb" / hostile.ASSIGNMENT  # not a printable name: skipped, and the report says so
+    tab.mkdir(parents=True)
+    shutil.copy(submitted / "ref" / hostile.ASSIGNMENT / hostile.NOTEBOOK, tab)
     before = {name: _sha(Path(p)) for name, p in targets.items()}
-    batch = autograde(submitted, out=results, workers=2, cell_timeout=5, notebook_timeout=12,
-                      memory_limit="512MiB", progress=False, assignment=assignment)
+    start = time.monotonic()
+    batch = autograde(submitted, out=results, workers=2, progress=False, assignment=assignment, **hostile.BATCH)
+    seconds = time.monotonic() - start
     server.close()
     after = {name: _sha(Path(p)) for name, p in targets.items() if name != "results"}
-    return {"batch": batch, "results": results, "before": before, "after": after, "assignment": assignment}
+    return {"batch": batch, "results": results, "before": before, "after": after, "assignment": assignment,
+            "seconds": seconds}
 
 
 def _out_text(graded, sid: str) -> str:
@@ -95,38 +110,67 @@ def test_failures_never_look_like_a_plain_zero(graded):
                    for q in entry["questions"].values())
     rows = (graded["results"] / "grades.csv").read_text().splitlines()
     assert rows[0].startswith("student_id,status,score,max_score")
-    assert any(r.startswith("kernel_dies,kernel_died,5.0,8.0") for r in rows)
+    assert any(r.startswith("kernel_dies,kernel_died,8.0,8.0") for r in rows)
+    assert any(r.startswith("dies_in_answer,kernel_died,7.0,8.0") for r in rows)
 
 
-def test_kernel_death_keeps_earlier_points_and_says_so(graded):
+def test_kernel_death_costs_only_the_questions_it_breaks(graded):
     r = graded["batch"].students["kernel_dies"]
-    assert "kernel died" in r.message
-    assert "kernel died" in r.questions["test_weights_bytes"].message
+    assert "kernel died while running cell 5" in r.message and "fresh kernel" in r.message
     gs = json.loads((graded["results"] / "gradescope" / "kernel_dies.json").read_text())
-    assert gs["score"] == 5.0 and gs["extra_data"]["status"] == "kernel_died"
+    assert gs["score"] == 8.0 and gs["extra_data"]["status"] == "kernel_died"
+    q = graded["batch"].students["dies_in_answer"].questions["test_weights_bytes"]
+    assert "NameError" in q.message and "the kernel died while running cell 5 (weights)" in q.message, q.message
 
 
 def test_memory_cap_is_enforced_by_the_os(graded):
     r = graded["batch"].students["memory_hog"]
-    assert r.status == "memory_limit" and "memory" in r.message
-    if probe().cgroup:  # the cgroup OOM-kills the kernel: later answers are not run
-        assert r.score == 5.0 and r.questions["test_weights_bytes"].status == "not_run"
-    else:  # RLIMIT_AS: the allocation fails with MemoryError, later cells still run
-        assert r.score == 8.0
+    assert r.status == "memory_limit" and "memory limit of 536.87 MB (512 MiB)" in r.message, r.message
+    # cgroup: the OOM killer ends the kernel and a fresh one goes on; RLIMIT_AS: MemoryError, the cells go on
+    assert r.score == 8.0
 
 
-def test_cell_and_notebook_timeouts(graded):
-    assert "5 s limit per cell" in graded["batch"].students["infinite_loop"].message
-    assert "12 s time limit" in graded["batch"].students["slow_notebook"].message
+def test_slow_cells_are_interrupted_and_the_rest_runs(graded):
+    students = graded["batch"].students
+    assert "cell 5 ran longer than the 5 s limit per cell and was interrupted" in students["infinite_loop"].message
+    q = students["loop_in_first_answer"].questions["test_kv_per_token"]
+    assert "cell 3 (kv_per_token) ran longer than the 5 s limit per cell and was interrupted" in q.message, q.message
+    for sid, cell in (("ignores_interrupt", "cell 4 (kv_per_token)"), ("catches_interrupt", "cell 5 (weights)")):
+        message = next(q.message for q in students[sid].questions.values() if q.status == "failed")
+        assert f"{cell} ran longer than the 5 s limit per cell and ignored the interrupt" in message, message
+        assert "a fresh kernel replayed the cells before it and went on" in message
+    assert "20 s time limit" in students["slow_notebook"].message
+
+
+def test_replayed_cells_add_no_outputs_or_answers(graded):
+    nb = nbformat.read(graded["results"] / "autograded" / "ignores_interrupt" / hostile.ASSIGNMENT / hostile.NOTEBOOK,
+                       as_version=4)
+    assert _out_text(graded, "ignores_interrupt").count("printed once") == 1
+    answers = [o for c in nb.cells for o in c.get("outputs", []) if ANSWER_MIME in (o.get("data") or {})]
+    assert len(answers) == 2, "one per test that ran after the restart, none from the replay"
 
 
 def test_process_cap(graded):
     out = _out_text(graded, "fork_bomb")
     forks = int(out.split("FORKS")[1].split()[0])
     assert 0 < forks < Limits().max_processes, out[:200]
+    for sid in ("fork_bomb", "forks_left_running"):
+        assert f"hit the limit of {Limits().max_processes} processes" in graded["batch"].students[sid].message
+    # its children still filled the cap after the cell: a fresh kernel went on (with cgroups; else rlimits)
+    if probe().cgroup:
+        assert "left them running; a fresh kernel" in graded["batch"].students["forks_left_running"].message
 
 
-def test_no_learner_process_outlives_the_batch(graded):
+def test_disk_is_capped_as_a_whole(graded):
+    r = graded["batch"].students["disk_hog"]
+    assert "filled the notebook's disk space: 67.11 MB (64 MiB)" in r.message, r.message
+    if probe().disk == "watchdog":
+        assert any("watchdog" in w for w in graded["batch"].warnings)
+    else:
+        assert "disk capped" in graded["batch"].isolation
+
+
+def test_nothing_is_left_behind(graded):
     time.sleep(1)
     ours = str(Path(sys.executable).parent)   # this checkout's sandboxes, not another suite's on this machine
     leftovers = [p.info for p in psutil.process_iter(["pid", "uids", "cmdline", "environ"])
@@ -134,6 +178,11 @@ def test_no_learner_process_outlives_the_batch(graded):
                  and ((p.info["cmdline"] or [""])[0].startswith(ours)
                       or (p.info["environ"] or {}).get("PATH", "").startswith(ours))]
     assert leftovers == []
+    mine = lambda name: (m := re.search(r"-(\d+)-", name)) and (int(m.group(1)) == os.getpid()
+                                                                or not psutil.pid_exists(int(m.group(1))))
+    assert [m for m in grader_mounts() if mine(m.name)] == [], "tmpfs mounts of the batch are gone"
+    assert [d for d in Path("/tmp").glob("cg-*") if mine(d.name)] == [], "scratch folders are gone"
+    assert [d for p in cgroup_parents() for d in p.glob("course-grade-*") if mine(d.name)] == []
 
 
 def test_no_network(graded):
@@ -144,9 +193,57 @@ def test_no_network(graded):
 
 
 def test_output_is_capped(graded):
-    path = graded["results"] / "autograded" / "output_flood" / hostile.ASSIGNMENT / hostile.NOTEBOOK
-    assert path.stat().st_size < 3 * 2**20
-    assert "output truncated" in _out_text(graded, "output_flood")
+    for sid in ("output_flood", "flood_in_answer"):
+        path = graded["results"] / "autograded" / sid / hostile.ASSIGNMENT / hostile.NOTEBOOK
+        assert path.stat().st_size < 3 * 2**20
+        assert "output truncated" in _out_text(graded, sid)
+        assert graded["batch"].students[sid].score == 8.0, "a flood never costs points by itself"
+
+
+def test_links_and_odd_files_are_refused_and_never_quoted(graded):
+    students = graded["batch"].students
+    assert "2 hard links" in students["hardlinked_secret"].message
+    assert "2 hard links" in students["hardlinked_copy"].message
+    assert "not a regular file" in students["fifo_notebook"].message
+    assert "owned by uid 4242" in students["foreign_owner"].message or "hard links" in students["foreign_owner"].message
+    for path in graded["results"].rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".csv", ".html", ".ipynb"):
+            assert hostile.SECRET not in path.read_text(errors="replace"), path
+
+
+def test_huge_notebook_is_refused_before_any_work(graded):
+    r = graded["batch"].students["huge_notebook"]
+    assert "has 250,009 cells, over the limit of 2,000" in r.message, r.message
+    assert r.seconds < 10
+
+
+def test_malformed_nbgrader_metadata_is_restored_and_every_verb_goes_on(graded):
+    from autograder.export import main as export
+    from autograder.feedback import main as feedback
+
+    for name in hostile.BAD_METADATA:
+        r = graded["batch"].students[f"meta_{name}"]
+        assert any("unknown shape" in n or "was deleted" in n for n in r.notes), r.notes
+    # An autograded notebook with broken metadata (an older grader wrote it, or a disk went bad):
+    # the feedback verb renders that student's scores alone and everyone else in full.
+    broken = graded["results"] / "autograded" / "meta_null" / hostile.ASSIGNMENT / hostile.NOTEBOOK
+    nb = json.loads(broken.read_text())
+    for cell in nb["cells"]:
+        cell["metadata"]["nbgrader"] = None
+    broken.write_text(json.dumps(nb))
+    result = feedback(graded["results"])
+    assert result.failed in ([], ["meta_null"]), result.failed  # rendered defensively, or skipped alone
+    assert len(result.files) + len(result.failed) == len(graded["batch"].students)
+    assert export(graded["results"]).failed == []
+
+
+def test_names_are_reported_and_csv_fields_cannot_be_formulas(graded):
+    batch = graded["batch"]
+    assert "a\tb" not in batch.students
+    assert any("'a\\tb'" in w and "not printable" in w for w in batch.warnings), batch.warnings
+    rows = (graded["results"] / "grades.csv").read_text().splitlines()
+    assert any(r.startswith("'=1+2,graded,8.0") for r in rows)
+    assert not any(r.startswith(("=", "+", "-", "@")) for r in rows)
 
 
 def test_submission_cannot_touch_other_files(graded):
@@ -192,7 +289,8 @@ def test_gradebook_matches_and_failed_submissions_have_no_stale_entry(graded):
 
     with Gradebook("sqlite:///" + str(graded["results"] / "gradebook.db")) as gb:
         assert gb.find_submission(hostile.ASSIGNMENT, "ref").score == 8.0
-        assert gb.find_submission(hostile.ASSIGNMENT, "kernel_dies").score == 5.0
+        assert gb.find_submission(hostile.ASSIGNMENT, "kernel_dies").score == 8.0
+        assert gb.find_submission(hostile.ASSIGNMENT, "dies_in_answer").score == 7.0
         with pytest.raises(MissingEntry):
             gb.find_submission(hostile.ASSIGNMENT, "corrupt_json")
 

@@ -2,12 +2,15 @@
 
 The fixture's max score is 5 notebook points (2 + 1 + 2) plus 3 lab points = 8.
 Each case says what the grader must decide: status, score, and per-question status.
+The batch runs them with a 5 s cell timeout, a 20 s notebook timeout, 512 MiB of memory
+and 64 MiB of disk (see :data:`BATCH`).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +27,10 @@ ASSIGNMENT = "l14-04-model-memory"
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.S)
 ANSWER_MIME = "application/vnd.course-answer+json"
+#: The limits the hardening batch grades under (tests/autograder/test_hardening.py).
+BATCH = {"cell_timeout": 5, "notebook_timeout": 20, "memory_limit": "512MiB", "disk_limit": "64MiB"}
+#: A file outside the class that a hand-in links to; its text must never reach any result.
+SECRET = "SECRET-d41d8cd98f00b204"
 CORRECT = {"test_kv_per_token": [327_680, 28_672], "test_weights_bytes": [14_000_000_000, 4_015_000_000],
            "test_max_sequences": [17]}
 
@@ -95,8 +102,9 @@ get_ipython().events.register('post_run_cell', _forge)
 @dataclass
 class Case:
     student_id: str
-    build: Callable[[dict], nbformat.NotebookNode | bytes | None]
-    """Given the test's context (paths, port), the notebook, raw bytes, or None (no notebook)."""
+    build: Callable[[dict], nbformat.NotebookNode | bytes | Callable | str | None]
+    """Given the test's context (paths, port): the notebook, raw bytes, None (no notebook), "symlink",
+    "no-folder", or a function that makes the notebook's path itself (links, FIFOs)."""
     status: str
     score: float | None
     """Expected autograded score, or None when it depends on the isolation (checked by the test)."""
@@ -159,22 +167,95 @@ def network_probe(port: int) -> str:
     )
 
 
+KV_ANSWER = ("def kv_bytes_per_token(num_layers, num_kv_heads, head_dim, bytes_per_value):\n"
+             "    return 2 * num_layers * num_kv_heads * head_dim * bytes_per_value\n")
+WEIGHTS_ANSWER = "def weights_bytes(num_params, bits_per_value):\n    return num_params * bits_per_value // 8\n"
+# Loops that run before the answer's definition, so the answer is lost with the cell.
+IGNORES_SIGINT = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n"
+CATCHES_INTERRUPT = "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass\n"
+DISK_HOG = ("i = 0\nwhile True:  # 12 GB in 20 s on a bare host folder\n"
+            "    with open(f'fill-{i}.bin', 'wb') as f:\n        f.write(b'x' * (8 * 2**20))\n    i += 1\n")
+# Forks until the cap and leaves every child running: later cells could start no process at all.
+FORKS_LEFT_RUNNING = "import os\nwhile True:\n    if os.fork() == 0:\n        os.execv('/bin/sleep', ['sleep', '600'])\n"
+# Every shape of metadata.nbgrader that is not what nbgrader writes (7), each applied to an
+# answer cell, a test cell, a locked markdown cell and the hand-graded answer: 28 (shape, cell) pairs.
+BAD_METADATA = {"null": None, "list": [], "string": "x", "number": 5, "true": True,
+                "gid_list": {"grade": True, "grade_id": ["test_kv_per_token"], "locked": True, "points": 2},
+                "gid_dict": {"grade": True, "grade_id": {"id": "test_kv_per_token"}, "locked": True, "points": 2}}
+BAD_METADATA_CELLS = ("kv_per_token", "test_kv_per_token", "intro", "explain_budget")
+
+
+def bad_metadata(shape, cells=BAD_METADATA_CELLS) -> nbformat.NotebookNode:
+    nb = learner_notebook()
+    for i in [_index(nb, gid) for gid in cells]:
+        nb.cells[i].metadata["nbgrader"] = copy.deepcopy(shape)
+    return nb
+
+
+def huge_notebook(cells: int = 250_000) -> bytes:
+    """250,000 markdown cells: 15.9 MiB, under the file size cap (written as JSON: nbformat is slow here)."""
+    nb = json.loads(nbformat.writes(learner_notebook()))
+    nb["cells"] += [{"cell_type": "markdown", "id": f"m{i}", "metadata": {}, "source": "scratch"}
+                    for i in range(cells)]
+    return json.dumps(nb, separators=(",", ":")).encode()
+
+
+def hard_link_to(target: str):
+    def make(path: Path) -> None:
+        os.link(target, path)
+    return make
+
+
+def fifo(path: Path) -> None:
+    os.mkfifo(path)  # a naive reader blocks here forever
+
+
+def foreign_owner(path: Path) -> None:
+    nbformat.write(learner_notebook(), path)
+    if os.geteuid() == 0:
+        os.chown(path, 4242, 4242)
+    else:  # cannot chown without root: a second link makes it refused all the same
+        os.link(path, path.with_suffix(".bak"))
+
+
 CASES = [
     Case("ref", lambda ctx: learner_notebook(), "graded", 8.0,
          {"test_kv_per_token": "passed", "test_weights_bytes": "passed", "test_max_sequences": "passed"}),
     # ---- limits
+    # A cell that dies, hangs or hits a limit costs only the questions it breaks: the kernel is
+    # interrupted, or replaced by a fresh one that replays the cells before, and the rest runs.
     Case("kernel_dies", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", "import os; os._exit(1)"),
-         "kernel_died", 5.0,
-         {"test_kv_per_token": "passed", "test_weights_bytes": "not_run", "test_max_sequences": "not_run"}),
+         "kernel_died", 8.0,
+         {"test_kv_per_token": "passed", "test_weights_bytes": "passed", "test_max_sequences": "passed"}),
+    Case("dies_in_answer", lambda ctx: set_answer(learner_notebook(), "weights", "import os; os._exit(1)\n" + WEIGHTS_ANSWER),
+         "kernel_died", 7.0,
+         {"test_kv_per_token": "passed", "test_weights_bytes": "failed", "test_max_sequences": "passed"}),
     Case("memory_hog", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token",
                                                 "hog = b'x' * (3 * 2**30)"),
-         "memory_limit", None, {"test_kv_per_token": "passed"}),
+         "memory_limit", 8.0, {"test_kv_per_token": "passed", "test_weights_bytes": "passed"}),
     Case("infinite_loop", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", "while True:\n    pass"),
-         "timeout", 5.0, {"test_kv_per_token": "passed", "test_weights_bytes": "not_run"}),
+         "timeout", 8.0, {"test_kv_per_token": "passed", "test_weights_bytes": "passed"}),
+    Case("loop_in_first_answer", lambda ctx: set_answer(learner_notebook(), "kv_per_token",
+                                                        "while True:\n    pass\n" + KV_ANSWER),
+         "timeout", 6.0, {"test_kv_per_token": "failed", "test_weights_bytes": "passed", "test_max_sequences": "passed"}),
+    Case("ignores_interrupt", lambda ctx: insert_after(set_answer(learner_notebook(), "kv_per_token",
+                                                                  IGNORES_SIGINT + KV_ANSWER), "intro",
+                                                       "print('printed once')"),
+         "timeout", 6.0, {"test_kv_per_token": "failed", "test_weights_bytes": "passed", "test_max_sequences": "passed"}),
+    Case("catches_interrupt", lambda ctx: set_answer(learner_notebook(), "weights", CATCHES_INTERRUPT + WEIGHTS_ANSWER),
+         "timeout", 7.0, {"test_kv_per_token": "passed", "test_weights_bytes": "failed", "test_max_sequences": "passed"}),
     Case("slow_notebook", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token",
-                                                   *["import time; time.sleep(3.5)"] * 5),
+                                                   *["import time; time.sleep(3.5)"] * 7),
          "timeout", 5.0, {"test_kv_per_token": "passed", "test_max_sequences": "not_run"}),
-    Case("fork_bomb", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", FORK_BOMB), "graded", 8.0),
+    Case("fork_bomb", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", FORK_BOMB),
+         "process_limit", 8.0),
+    Case("forks_left_running", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", FORKS_LEFT_RUNNING),
+         "process_limit", 8.0, {"test_kv_per_token": "passed", "test_weights_bytes": "passed"}),
+    Case("disk_hog", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", DISK_HOG),
+         "disk_limit", 8.0, {"test_kv_per_token": "passed", "test_weights_bytes": "passed"}),
+    Case("flood_in_answer", lambda ctx: set_answer(learner_notebook(), "kv_per_token",
+                                                   KV_ANSWER + "for i in range(300_000):\n    print(i)\n"),
+         "graded", 8.0),
     Case("network", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", network_probe(ctx["port"])),
          "graded", 8.0),
     Case("output_flood", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token",
@@ -224,6 +305,17 @@ CASES = [
     Case("missing_notebook", lambda ctx: None, "missing_submission", 0.0),
     Case("missing_folder", lambda ctx: "no-folder", "missing_submission", 0.0, lab=None),
     Case("symlinked_notebook", lambda ctx: "symlink", "invalid_submission", 0.0),
+    Case("hardlinked_secret", lambda ctx: hard_link_to(ctx["secret"]), "invalid_submission", 0.0),
+    Case("hardlinked_copy", lambda ctx: hard_link_to(ctx["outside_notebook"]), "invalid_submission", 0.0),
+    Case("fifo_notebook", lambda ctx: fifo, "invalid_submission", 0.0),
+    Case("foreign_owner", lambda ctx: foreign_owner, "invalid_submission", 0.0),
+    Case("huge_notebook", lambda ctx: huge_notebook(), "invalid_submission", 0.0),
+    # ---- malformed nbgrader metadata: restored from the source, graded as usual
+    *[Case(f"meta_{name}", lambda ctx, shape=shape: bad_metadata(shape), "graded", 8.0,
+           {"test_kv_per_token": "passed", "test_weights_bytes": "passed", "test_max_sequences": "passed"})
+      for name, shape in BAD_METADATA.items()],
+    # ---- names
+    Case("=1+2", lambda ctx: learner_notebook(), "graded", 8.0),
     # ---- the lab file
     Case("no_lab_file", lambda ctx: learner_notebook(), "graded", 5.0, lab=None),
 ]
@@ -248,6 +340,8 @@ def write_class(submitted: Path, ctx: dict, cases=CASES) -> None:
         folder.mkdir(parents=True)
         if built == "symlink":
             (folder / NOTEBOOK).symlink_to(submitted / "ref" / ASSIGNMENT / NOTEBOOK)
+        elif callable(built):
+            built(folder / NOTEBOOK)
         elif isinstance(built, bytes):
             (folder / NOTEBOOK).write_bytes(built)
         elif built is not None:
