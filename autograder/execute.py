@@ -52,7 +52,7 @@ from .sandbox import KiB, MiB, Sandbox
 
 KERNEL_NAME = "course-grade-sandbox"
 #: Seconds an interrupted cell has to stop before its kernel is replaced (KeyboardInterrupt takes ms).
-INTERRUPT_GRACE_S = 3.0
+INTERRUPT_GRACE_S = 2.0
 #: Seconds to wait for a cell's last outputs after its reply (nbclient's iopub_timeout).
 IOPUB_GRACE_S = 4.0
 #: Poll slice: how often the loop checks the clock, the kernel's process and (without a tmpfs) the disk.

@@ -2,7 +2,7 @@
 
 One batch grades the whole crafted class once (module fixture, ~1 minute on 2 cores); each test
 reads its case from the results. The fixture notebook is small (no torch), so the time goes to
-the cases themselves (hostile.BATCH: a 5 s cell timeout, a 20 s notebook timeout, a 512 MiB
+the cases themselves (hostile.BATCH: a 5 s cell timeout, a 15 s notebook timeout, a 512 MiB
 memory cap, 64 MiB of disk).
 """
 
@@ -139,7 +139,7 @@ def test_slow_cells_are_interrupted_and_the_rest_runs(graded):
         message = next(q.message for q in students[sid].questions.values() if q.status == "failed")
         assert f"{cell} ran longer than the 5 s limit per cell and ignored the interrupt" in message, message
         assert "a fresh kernel replayed the cells before it and went on" in message
-    assert "20 s time limit" in students["slow_notebook"].message
+    assert "15 s time limit" in students["slow_notebook"].message
 
 
 def test_replayed_cells_add_no_outputs_or_answers(graded):
@@ -180,9 +180,14 @@ def test_nothing_is_left_behind(graded):
     assert leftovers == []
     mine = lambda name: (m := re.search(r"-(\d+)-", name)) and (int(m.group(1)) == os.getpid()
                                                                 or not psutil.pid_exists(int(m.group(1))))
-    assert [m for m in grader_mounts() if mine(m.name)] == [], "tmpfs mounts of the batch are gone"
-    assert [d for d in Path("/tmp").glob("cg-*") if mine(d.name)] == [], "scratch folders are gone"
-    assert [d for p in cgroup_parents() for d in p.glob("course-grade-*") if mine(d.name)] == []
+    # Named after this process or a dead one (its workers); a concurrent suite killed elsewhere on the
+    # machine can leave some too until its next run sweeps them: rerun before chasing one.
+    mounts = [m for m in grader_mounts() if mine(m.name)]
+    assert mounts == [], f"tmpfs mounts of the batch are gone: {mounts}"
+    scratch = [d.name for d in Path("/tmp").glob("cg-*") if mine(d.name)]
+    assert scratch == [], f"scratch folders are gone: {scratch}"
+    cgroups = [d for p in cgroup_parents() for d in p.glob("course-grade-*") if mine(d.name)]
+    assert cgroups == [], f"cgroups are gone: {cgroups}"
 
 
 def test_no_network(graded):

@@ -2,7 +2,7 @@
 
 The fixture's max score is 5 notebook points (2 + 1 + 2) plus 3 lab points = 8.
 Each case says what the grader must decide: status, score, and per-question status.
-The batch runs them with a 5 s cell timeout, a 20 s notebook timeout, 512 MiB of memory
+The batch runs them with a 5 s cell timeout, a 15 s notebook timeout, 512 MiB of memory
 and 64 MiB of disk (see :data:`BATCH`).
 """
 
@@ -28,7 +28,7 @@ NOTEBOOK = f"{ASSIGNMENT}.ipynb"
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.S)
 ANSWER_MIME = "application/vnd.course-answer+json"
 #: The limits the hardening batch grades under (tests/autograder/test_hardening.py).
-BATCH = {"cell_timeout": 5, "notebook_timeout": 20, "memory_limit": "512MiB", "disk_limit": "64MiB"}
+BATCH = {"cell_timeout": 5, "notebook_timeout": 15, "memory_limit": "512MiB", "disk_limit": "64MiB"}
 #: A file outside the class that a hand-in links to; its text must never reach any result.
 SECRET = "SECRET-d41d8cd98f00b204"
 CORRECT = {"test_kv_per_token": [327_680, 28_672], "test_weights_bytes": [14_000_000_000, 4_015_000_000],
@@ -245,7 +245,7 @@ CASES = [
     Case("catches_interrupt", lambda ctx: set_answer(learner_notebook(), "weights", CATCHES_INTERRUPT + WEIGHTS_ANSWER),
          "timeout", 7.0, {"test_kv_per_token": "passed", "test_weights_bytes": "failed", "test_max_sequences": "passed"}),
     Case("slow_notebook", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token",
-                                                   *["import time; time.sleep(3.5)"] * 7),
+                                                   *["import time; time.sleep(3)"] * 6),
          "timeout", 5.0, {"test_kv_per_token": "passed", "test_max_sequences": "not_run"}),
     Case("fork_bomb", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", FORK_BOMB),
          "process_limit", 8.0),
