@@ -322,7 +322,8 @@ def _cgroup_version() -> str | None:
 _MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
 #: The tmpfs's source name in /proc/self/mountinfo: how the sweep tells the grader's mounts apart.
 MOUNT_SOURCE = "course-grade"
-_SCRATCH = re.compile(r"cg-(?:lab-)?(\d+)-")
+#: The names scratch_dir() (and lab.py) give: cg-[lab-|probe-]PID-<mkdtemp's 8 characters>.
+_SCRATCH = re.compile(r"cg-(?:lab-|probe-)?(\d+)-[a-z0-9_]{8}")
 
 
 def scratch_dir(kind: str = "") -> Path:
@@ -375,11 +376,11 @@ def sweep_leftovers() -> None:
     leaves them behind); those of live graders are left alone."""
     scratch = Path(tempfile.gettempdir())
     for mount in grader_mounts():
-        m = _SCRATCH.match(mount.name)
+        m = _SCRATCH.fullmatch(mount.name)
         if mount.parent == scratch and m and _dead(int(m.group(1))):
             unmount(mount)
     for d in scratch.glob("cg-*-*"):
-        m = _SCRATCH.match(d.name)
+        m = _SCRATCH.fullmatch(d.name)
         if m and _dead(int(m.group(1))):
             shutil.rmtree(d, ignore_errors=True)
     for root in (d for parent in cgroup_parents() for d in parent.glob("course-grade-*")):

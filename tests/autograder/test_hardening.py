@@ -178,10 +178,11 @@ def test_nothing_is_left_behind(graded):
                  and ((p.info["cmdline"] or [""])[0].startswith(ours)
                       or (p.info["environ"] or {}).get("PATH", "").startswith(ours))]
     assert leftovers == []
-    mine = lambda name: (m := re.search(r"-(\d+)-", name)) and (int(m.group(1)) == os.getpid()
-                                                                or not psutil.pid_exists(int(m.group(1))))
-    # Named after this process or a dead one (its workers); a concurrent suite killed elsewhere on the
-    # machine can leave some too until its next run sweeps them: rerun before chasing one.
+    # Named as this grader names them, after this process or a dead one (its workers); a concurrent
+    # suite killed elsewhere on the machine can leave some too until its next run sweeps them.
+    names = re.compile(r"(?:cg-(?:lab-|probe-)?|course-grade-)(\d+)-[a-z0-9_]{8}")
+    mine = lambda name: (m := names.fullmatch(name)) and (int(m.group(1)) == os.getpid()
+                                                          or not psutil.pid_exists(int(m.group(1))))
     mounts = [m for m in grader_mounts() if mine(m.name)]
     assert mounts == [], f"tmpfs mounts of the batch are gone: {mounts}"
     scratch = [d.name for d in Path("/tmp").glob("cg-*") if mine(d.name)]
