@@ -34,6 +34,7 @@ import venv
 from pathlib import Path
 
 from .errors import AutograderError
+from .learner_env import write_learner_install
 from .release import main as release
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,6 +73,12 @@ def build_workspace(root: str | Path = DEFAULT_DIR, *, quiet: bool = False) -> P
     root = Path(root).resolve()
     folder = root / ASSIGNMENT
     say = (lambda *_: None) if quiet else (lambda msg: print(msg, file=sys.stderr))
+    if (folder / NOTEBOOK_NAME).is_file() and (folder / LAB_NAME).is_file():
+        # Nothing of the learner's to add: only the learner install is refreshed (a zip of course_lib,
+        # no nbgrader run), so a newer course library reaches the workspace's Python on the next start.
+        write_learner_install(root)
+        say(f"workspace: keeping your work in {folder}")
+        return folder
     with tempfile.TemporaryDirectory(prefix="course-release-") as tmp:
         released = release_to(Path(tmp))
         folder.mkdir(parents=True, exist_ok=True)
