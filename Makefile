@@ -44,8 +44,10 @@ sandbox-deps:
 	      || echo "warning: could not install bubblewrap; the autograder falls back to weaker isolation"; \
 	  else echo "warning: bwrap not found and cannot apt-get it; the autograder falls back to weaker isolation"; fi; }
 
+# The learner's workspace gets a Python of its own from the release (no grader in it); torch as for
+# .venv: the pinned CPU build, or the base interpreter's own torch when it has one.
 lab: $(STAMP)
-	$(BIN)/python -m autograder.workspace --serve
+	$(BIN)/python -m autograder.workspace --serve $(if $(VENV_FLAGS),--system-site-packages,--torch "$(TORCH_SPEC)")
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -101,10 +101,14 @@ def learner_python(root: str | Path = DEFAULT_DIR) -> Path:
     return Path(root).resolve() / ENV_DIR / "bin" / "python"
 
 
-def ensure_learner_env(root: str | Path = DEFAULT_DIR, *, quiet: bool = False) -> Path:
+def ensure_learner_env(root: str | Path = DEFAULT_DIR, *, quiet: bool = False, torch: str | None = None,
+                       system_site_packages: bool = False) -> Path:
     """The workspace's own Python, made from ``root/requirements.txt`` on first use; returns it.
 
     When the release's wheel changed since (a newer course library), only the wheel is reinstalled.
+    ``torch``: a pip requirement (``make lab`` passes its pinned CPU build) installed when the
+    learner's Python has no torch, so the measurement cells run; ``system_site_packages``: see
+    the base interpreter's packages instead (a user whose Python already has a CUDA torch).
     """
     root = Path(root).resolve()
     requirements = root / "requirements.txt"
@@ -119,18 +123,30 @@ def ensure_learner_env(root: str | Path = DEFAULT_DIR, *, quiet: bool = False) -
         if not quiet:
             print(f"workspace: creating the learner's Python in {root / ENV_DIR} (first run: a minute or two)",
                   file=sys.stderr, flush=True)
-        venv.EnvBuilder(with_pip=True, clear=True).create(root / ENV_DIR)
+        venv.EnvBuilder(with_pip=True, clear=True, system_site_packages=system_site_packages).create(root / ENV_DIR)
         step = pip + ["install", "-q", "-r", str(requirements)]
     elif not stamp.is_file() or stamp.read_text() != wheel_sha:
         step = pip + ["install", "-q", "--no-deps", "--force-reinstall", *map(str, wheels)]
     else:
+        step = None
+    if step is None and not torch:
         return python
+    if step is not None:
+        _pip(step, root, out)
+        stamp.write_text(wheel_sha)
+    if torch and subprocess.run([str(python), "-c", "import torch"], capture_output=True).returncode != 0:
+        if not quiet:
+            print(f"workspace: adding {torch} to the learner's Python (for the measurement cells)", file=sys.stderr,
+                  flush=True)
+        _pip(pip + ["install", "-q", torch], root, out)
+    return python
+
+
+def _pip(step: list[str], root: Path, out) -> None:
     proc = subprocess.run(step, cwd=root, stdout=out, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         raise WorkspaceError(f"installing the learner environment failed ({' '.join(step[3:6])}...): "
                              f"{(proc.stderr.strip().splitlines() or ['no output'])[-1]}")
-    stamp.write_text(wheel_sha)
-    return python
 
 
 def server_env(base: dict | None = None, python: str | Path | None = None) -> dict:
@@ -177,10 +193,11 @@ def _has_display() -> bool:
     return sys.platform in ("darwin", "win32") or bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def serve(root: str | Path = DEFAULT_DIR, *, port: int | None = None, open_browser: bool | None = None) -> None:
+def serve(root: str | Path = DEFAULT_DIR, *, port: int | None = None, open_browser: bool | None = None,
+          torch: str | None = None, system_site_packages: bool = False) -> None:
     """Build the workspace and its Python if needed, then replace this process with JupyterLab on it."""
     folder = build_workspace(root)
-    python = ensure_learner_env(root)
+    python = ensure_learner_env(root, torch=torch, system_site_packages=system_site_packages)
     root = Path(root).resolve()
     argv = lab_argv(root, python, open_path=f"{folder.name}/{NOTEBOOK_NAME}", port=port,
                     open_browser=_has_display() if open_browser is None else open_browser)
@@ -201,13 +218,18 @@ def main(argv: list[str] | None = None) -> int:
     browser.add_argument("--browser", dest="open_browser", action="store_true", default=None,
                          help="open a web browser (default: only when a display is available)")
     browser.add_argument("--no-browser", dest="open_browser", action="store_false")
+    parser.add_argument("--torch", metavar="REQUIREMENT", default=None,
+                        help="install this torch into the learner's Python when it has none (make lab: its pinned CPU build)")
+    parser.add_argument("--system-site-packages", action="store_true",
+                        help="let the learner's Python see the base interpreter's packages (a CUDA torch already there)")
     args = parser.parse_args(argv)
     try:
         if args.serve:
-            serve(args.dir, port=args.port, open_browser=args.open_browser)
+            serve(args.dir, port=args.port, open_browser=args.open_browser, torch=args.torch,
+                  system_site_packages=args.system_site_packages)
         else:
             folder = build_workspace(args.dir)
-            ensure_learner_env(args.dir)
+            ensure_learner_env(args.dir, torch=args.torch, system_site_packages=args.system_site_packages)
             print(folder)
     except WorkspaceError as exc:
         print(f"workspace: {exc}", file=sys.stderr)

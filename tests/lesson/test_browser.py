@@ -390,3 +390,33 @@ def test_no_instructor_panels_or_news_but_validate(session):
     validate = page.locator(".jp-NotebookPanel-toolbar").get_by_text("Validate")
     assert validate.count() >= 1, "the Validate button stays"
     session.shot("10-learner-lab-toolbar", page.locator(".jp-NotebookPanel-toolbar").first)
+
+
+def _fake_torch_wheel(folder: Path) -> Path:
+    """A wheel named torch holding nothing: stands in for the pinned CPU build, which takes 30 s to unpack."""
+    import base64
+    import hashlib
+    import zipfile
+
+    files = {"torch/__init__.py": b"FAKE = True\n",
+             "torch-0.0.1.dist-info/METADATA": b"Metadata-Version: 2.1\nName: torch\nVersion: 0.0.1\n",
+             "torch-0.0.1.dist-info/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = "".join(f"{p},sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()},{len(d)}\n"
+                     for p, d in files.items()) + "torch-0.0.1.dist-info/RECORD,,\n"
+    path = folder / "torch-0.0.1-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        for p, d in [*files.items(), ("torch-0.0.1.dist-info/RECORD", record.encode())]:
+            zf.writestr(p, d)
+    return path
+
+
+def test_make_lab_adds_torch_only_when_the_learner_python_has_none(tmp_path):
+    (tmp_path / "requirements.txt").write_text("# nothing else: this test is about torch\n")
+    wheel = _fake_torch_wheel(tmp_path)
+    python = workspace.ensure_learner_env(tmp_path, quiet=True, torch=str(wheel))
+    probe = [str(python), "-c", "import torch; print(torch.FAKE, torch.__file__)"]
+    first = subprocess.run(probe, capture_output=True, text=True, check=True).stdout.split()
+    assert first[0] == "True", "the requirement was installed"
+    before = Path(first[1]).stat().st_mtime_ns
+    workspace.ensure_learner_env(tmp_path, quiet=True, torch=str(wheel))
+    assert Path(first[1]).stat().st_mtime_ns == before, "a Python that has torch keeps it"
