@@ -2,7 +2,7 @@
 
 A bound is not a guess at what is typical: it is a value no real device, model,
 trace or link comes near, chosen so that the work it allows stays small (a
-trace of 10^6 requests, a simulation of 10^6 steps, a rollout of 10^5 replicas)
+trace of 10^5 requests, a simulation of 10^6 steps, a rollout of 10^5 replicas)
 and so that every figure derived from it stays a finite float. A refusal names
 the value, the bound and the flag or key (see :func:`check_int` and
 :func:`check_number`); the CLI passes the flag as the user typed it.
@@ -20,7 +20,7 @@ course_lib.errors.CourseInputError: --efficiency=nan is not a finite number; use
 >>> parse_int_text("--requests", "9" * 5000, 1, MAX_TRACE_REQUESTS)
 Traceback (most recent call last):
 ...
-course_lib.errors.CourseInputError: --requests=<a 5000-digit number> is above the bound 1,000,000 (10^6 requests per trace); use a whole number from 1 to 1,000,000
+course_lib.errors.CourseInputError: --requests=<a 5000-digit number> is above the bound 100,000 (10^5 requests per trace); use a whole number from 1 to 100,000
 """
 
 from __future__ import annotations
@@ -70,12 +70,13 @@ MAX_CONFIG_FILE_BYTES = Bound(10**7, "10 MB; a config.json is a few kB")
 MAX_CONTEXT_TOKENS = Bound(10**8, "10^8 tokens, 100x today's longest contexts")
 #: Active sequences on one device or simulation: 10^7 (vLLM's default batch cap is 256).
 MAX_SEQUENCES = Bound(10**7, "10^7 sequences; vLLM's default cap is 256")
-#: Requests in one trace: 10^6, a day of a busy endpoint at 10 requests/s (864,000). Measured on
-#: 2 cores: generating 10^6 takes ~2 s, writing ~2 s, reading back ~4 s and ~0.9 GB; 10^7 would
-#: take ~80 s and ~9 GB.
-MAX_TRACE_REQUESTS = Bound(10**6, "10^6 requests per trace")
-#: A trace file: 10^6 requests at up to 200 bytes a line (the example traces use ~90).
-MAX_TRACE_FILE_BYTES = Bound(2 * 10**8, "200 MB, 10^6 requests of 200 bytes")
+#: Requests in one trace: 10^5, three hours of a busy endpoint at 10 requests/s, what the 10^6
+#: steps of one simulation hold at the lesson's 0.1 requests per step (the benchmark's trace is
+#: 10^5 too). Measured on 2 cores, the worst case (10^5 requests at once, simulate --json --compare)
+#: takes ~10 s and 0.2 GB; 10^6 took ~50 s and 1 GB, 10^7 would take ~10 minutes and ~10 GB.
+MAX_TRACE_REQUESTS = Bound(10**5, "10^5 requests per trace")
+#: A trace file: 10^5 requests at up to 200 bytes a line (the example traces use ~90).
+MAX_TRACE_FILE_BYTES = Bound(2 * 10**7, "20 MB, 10^5 requests of 200 bytes")
 #: Tokens per KV block: vLLM uses 16; 2^16 is far beyond any paged runtime (the simulator keeps
 #: one counter per token position in a block).
 MAX_BLOCK_SIZE_TOKENS = Bound(2**16, "tokens per KV block; vLLM uses 16")
