@@ -173,6 +173,7 @@ REFUSALS = [
     (["estimate", "--config", ""], "--config='' is empty"),
     (["estimate", "--model", ""], "--model='' is not a preset"),
     (["estimate", "--model", "gpt2", "--kv-dtype", "fp12"], "--kv-dtype='fp12' is unknown"),
+    (["estimate", "--model", "gpt2", "--state-dtype", "fp12"], "--state-dtype='fp12' is unknown"),
     (["estimate", "--model", "gpt2", "--dtype", "int4-g" + DIGITS], "--dtype='int4-g"),
     (["offload", "--bytes", "-1GB"], "--bytes='-1GB' is negative"),
     (["simulate", "--trace", TEN_ELEVEN, "--config", ""], "--config='' is empty"),

@@ -329,7 +329,7 @@ def _argv_for(draw, verb: str, scratch: Scratch) -> list[str]:
         flags = {"--gpu": SIZES, "--workspace": SIZES, "--reserve": SIZES,
                  "--context-tokens": whole(1, B.MAX_CONTEXT_TOKENS), "--active-sequences": whole(0, B.MAX_SEQUENCES),
                  "--tensor-parallel": whole(1, B.MAX_TENSOR_PARALLEL),
-                 "--prefill-chunk-tokens": whole(1, B.MAX_CONTEXT_TOKENS), **MODEL_FLAGS}
+                 "--prefill-chunk-tokens": whole(1, B.MAX_CONTEXT_TOKENS), "--state-dtype": DTYPES, **MODEL_FLAGS}
         return [verb, *model(True), *_flags(draw, flags)]
     if verb == "presets":
         return [verb, *_flags(draw, {})]
