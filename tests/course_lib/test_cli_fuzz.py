@@ -51,7 +51,7 @@ from course_lib.presets import model_names
 
 #: Examples per verb (COURSE_FUZZ_EXAMPLES overrides it for a longer hunt). The whole fuzzer stays
 #: well under a minute on 2 cores.
-EXAMPLES = int(os.environ.get("COURSE_FUZZ_EXAMPLES", "200"))
+EXAMPLES = int(os.environ.get("COURSE_FUZZ_EXAMPLES", "150"))
 #: Each example must finish within this (typical ones take milliseconds, a plot half a second);
 #: beyond it a bound is too loose.
 EXAMPLE_SECONDS = 30
