@@ -48,6 +48,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .bounds import (MAX_BLOCK_SIZE_TOKENS, MAX_DEVICE_BYTES, MAX_KV_BYTES_PER_TOKEN, MAX_SEQUENCES,
+                     MAX_SIMULATED_STEPS, MAX_TRACE_REQUESTS, check_int)
 from .budget import Budget, plan_budget
 from .errors import CourseInputError, check_count
 from .units import GB
@@ -102,19 +104,21 @@ class AdmissionConfig:
     max_wait_steps: int | None = None
 
     def __post_init__(self) -> None:
-        check_count("kv_budget_bytes", self.kv_budget_bytes, 0)
-        check_count("kv_bytes_per_token", self.kv_bytes_per_token, 1)
-        check_count("block_size_tokens", self.block_size_tokens, 1)
-        check_count("max_num_seqs", self.max_num_seqs, 1)
+        # Bounds (course_lib.bounds): the simulator keeps one counter per token position in a
+        # block, and every count below stays an exact integer.
+        check_int("kv_budget_bytes", self.kv_budget_bytes, 0, MAX_DEVICE_BYTES)
+        check_int("kv_bytes_per_token", self.kv_bytes_per_token, 1, MAX_KV_BYTES_PER_TOKEN)
+        check_int("block_size_tokens", self.block_size_tokens, 1, MAX_BLOCK_SIZE_TOKENS)
+        check_int("max_num_seqs", self.max_num_seqs, 1, MAX_SEQUENCES)
         if self.policy not in POLICIES:
             raise CourseInputError(f"policy={self.policy!r} is unknown; use one of {', '.join(POLICIES)}")
         w = self.watermark
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w < 1:
             raise CourseInputError(f"watermark={w!r} is not a share in [0, 1); vLLM uses 0.01")
         if self.max_queue_len is not None:
-            check_count("max_queue_len", self.max_queue_len, 0)
+            check_int("max_queue_len", self.max_queue_len, 0, MAX_TRACE_REQUESTS)
         if self.max_wait_steps is not None:
-            check_count("max_wait_steps", self.max_wait_steps, 0)
+            check_int("max_wait_steps", self.max_wait_steps, 0, MAX_SIMULATED_STEPS)
         if self.num_blocks < 1:
             raise CourseInputError(
                 f"kv_budget_bytes={self.kv_budget_bytes:,} holds no {self.block_size_tokens}-token block of "

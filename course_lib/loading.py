@@ -37,9 +37,10 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .bounds import MAX_REPLICAS, MAX_SECONDS, MIN_BYTES_PER_S, check_int, check_number
 from .errors import CourseInputError, check_count
 from .offload import DEFAULT_EFFICIENCY, DEFAULT_LINK, Link, get_link, transfer_seconds
-from .units import GB, parse_bytes
+from .units import GB, SIZE_LIKE, parse_bytes
 
 #: Typical sequential read rates, bytes/s (typical figures, not measured here).
 STORAGE_BYTES_PER_S: dict[str, int] = {
@@ -95,10 +96,10 @@ class ReadinessTimeline:
                 "phases": [dict(asdict(p), seconds=p.seconds) for p in self.phases], "ready_s": self.ready_s}
 
 
-def _seconds(name: str, value: float) -> float:
+def _seconds(name: str, value: float, most: float = MAX_SECONDS) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise CourseInputError(f"{name}={value!r} is not a duration; give seconds >= 0")
-    return float(value)
+    return check_number(name, value, 0, most)
 
 
 def storage_rate(storage: str | int) -> tuple[str, int]:
@@ -113,10 +114,15 @@ def storage_rate(storage: str | int) -> tuple[str, int]:
     try:
         rate = parse_bytes(storage, name="storage")
     except CourseInputError:
+        if isinstance(storage, str) and SIZE_LIKE.match(storage):
+            raise  # it reads as a rate: the size error says what is wrong with it
         raise CourseInputError(f"storage={storage!r} is neither a preset ({', '.join(STORAGE_BYTES_PER_S)}) "
                                f"nor a read rate per second such as 2GB") from None
     if rate == 0:
         raise CourseInputError(f"storage={storage!r} reads nothing; give a rate such as 2GB or a preset")
+    if rate < MIN_BYTES_PER_S:   # bounds.py: slower disks make every figure a day or more
+        raise CourseInputError(f"storage={storage!r} is {rate:,} B/s, below the bound of {MIN_BYTES_PER_S:,} B/s "
+                               f"(1 kB/s); give a rate such as 2GB or a preset")
     return f"{rate / GB:g} GB/s", rate
 
 
@@ -220,9 +226,9 @@ def rollout_plan(replicas: int, replica_ready_s: float, *, max_unavailable: int 
     >>> one.capacity_at(10.0), one.capacity_at(59.9), one.capacity_at(60.0)
     (0, 0, 1)
     """
-    n = check_count("replicas", replicas, 1)
+    n = check_int("replicas", replicas, 1, MAX_REPLICAS)
     k = check_count("max_unavailable", max_unavailable, 1)
-    ready = _seconds("replica_ready_s", replica_ready_s)
+    ready = _seconds("replica_ready_s", replica_ready_s, float("inf"))   # derived: reading 1 PB at 1 kB/s is 10^12 s
     drain = _seconds("drain_s", drain_s)
     if k > n:
         raise CourseInputError(f"max_unavailable={k} exceeds replicas={n}; use 1..{n}")

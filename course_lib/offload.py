@@ -34,8 +34,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .bounds import MAX_FLOPS, MIN_BYTES_PER_S, MIN_FLOPS, MIN_SHARE, check_number
 from .errors import CourseInputError, check_count
-from .units import GB, parse_bytes
+from .units import GB, SIZE_LIKE, parse_bytes
 
 
 @dataclass(frozen=True)
@@ -104,17 +105,23 @@ def get_link(link: str | Link | int) -> Link:
     try:
         rate = parse_bytes(link, name="link")
     except CourseInputError:
+        if isinstance(link, str) and SIZE_LIKE.match(link):
+            raise  # it reads as a rate: the size error says what is wrong with it
         raise CourseInputError(f"link={link!r} is neither a preset ({', '.join(LINKS)}) nor a bandwidth per "
                                f"second such as 25GB") from None
     if rate == 0:
         raise CourseInputError(f"link={link!r} has no bandwidth; give a preset ({', '.join(LINKS)}) or e.g. 25GB")
+    if rate < MIN_BYTES_PER_S:   # bounds.py: slower links make every figure a day or more
+        raise CourseInputError(f"link={link!r} is {rate:,} B/s, below the bound of {MIN_BYTES_PER_S:,} B/s "
+                               f"(1 kB/s); give a preset ({', '.join(LINKS)}) or e.g. 25GB")
     return Link(f"{rate / GB:g} GB/s", rate, "given")
 
 
 def _share(name: str, value: float) -> float:
+    """A share of a theoretical rate in [0.001, 1] (bounds.MIN_SHARE: below it every time is absurd or infinite)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
         raise CourseInputError(f"{name}={value!r} is not a share in (0, 1]; e.g. 0.8 for 80%")
-    return float(value)
+    return check_number(name, value, MIN_SHARE, 1.0)
 
 
 def effective_bytes_per_s(link: str | Link | int = DEFAULT_LINK, efficiency: float = DEFAULT_EFFICIENCY) -> float:
@@ -165,7 +172,7 @@ def _flops(flops: str | float) -> float:
         value = float(flops)
     if not value > 0 or value == float("inf"):
         raise CourseInputError(f"flops={flops!r} is not a positive FLOP/s figure; e.g. 312e12 or a100")
-    return value
+    return check_number("flops", value, MIN_FLOPS, MAX_FLOPS)
 
 
 def prefill_flops(params: int, tokens: int) -> int:
@@ -287,7 +294,7 @@ def offload_weights(offloaded_bytes: int | str, *, link: str | Link | int = DEFA
     >>> round(w.added_step_s_ideal, 3), round(w.added_step_s, 3), w.kv_tokens_freed
     (0.317, 0.397, 76293)
     """
-    size = parse_bytes(offloaded_bytes, name="offload")
+    size = parse_bytes(offloaded_bytes, name="offloaded_bytes")
     ln = get_link(link)
     key = hbm.strip().lower()
     if key not in HBM_BYTES_PER_S:

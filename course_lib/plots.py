@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence, Union
 
 from .errors import CourseInputError
+from .output import check_output_file
 from .units import GB, GiB
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -24,18 +25,19 @@ if TYPE_CHECKING:  # pragma: no cover
 FORMATS = (".png", ".svg", ".pdf")
 #: Long runs are drawn as the max over buckets of steps, so peaks stay visible.
 MAX_POINTS = 8000
+#: A rollout shades each wave's drain and loading (three artists a wave) for at most this many waves:
+#: 10^4 shaded waves take matplotlib over a minute; the step function still shows every wave.
+MAX_SHADED_WAVES = 100
 
 _UNITS = {"GB": (GB, "GB (10^9 bytes)"), "GiB": (GiB, "GiB (2^30 bytes)")}
 
 
-def check_plot_path(path: str | Path) -> Path:
-    """The output path, if its folder exists and its suffix is an image format; else CourseInputError."""
-    path = Path(path)
-    if path.suffix.lower() not in FORMATS:
-        raise CourseInputError(f"plot={str(path)!r} has no image suffix; end it in {', '.join(FORMATS)}")
-    if not path.parent.is_dir():
-        raise CourseInputError(f"plot={str(path)!r}: folder {str(path.parent)!r} does not exist; create it first")
-    return path
+def check_plot_path(path: str | Path, *, name: str = "plot") -> Path:
+    """The output path, checked before any work: an image suffix, a writable file in an existing folder.
+
+    ``name`` is what a refusal calls it (the CLI passes ``--plot``); see :func:`course_lib.output.check_output_file`.
+    """
+    return check_output_file(name, path, suffixes=FORMATS)
 
 
 def _unit(unit: str) -> tuple[int, str]:
@@ -163,7 +165,8 @@ def plot_rollout(plan: "RolloutPlan", timeline: "ReadinessTimeline", path: str |
                 label="wrong: counting a replica at process start")
     bottom.axhline(plan.replicas, color="tab:gray", linestyle=":", linewidth=1,
                    label=f"all {plan.replicas} replicas")
-    for i, (start, ready) in enumerate(zip(plan.process_starts_s, plan.ready_s)):
+    waves = list(zip(plan.process_starts_s, plan.ready_s))
+    for i, (start, ready) in enumerate(waves[:MAX_SHADED_WAVES]):
         if plan.drain_s:
             bottom.axvspan(start - plan.drain_s, start, color="tab:gray", alpha=0.15,
                            label="old replica draining" if i == 0 else None)
@@ -175,9 +178,10 @@ def plot_rollout(plan: "RolloutPlan", timeline: "ReadinessTimeline", path: str |
     bottom.set_xlim(0, end)
     bottom.set_xlabel("seconds since the rollout started")
     bottom.set_ylabel("replicas serving (ready)")
+    shaded = f"; the first {MAX_SHADED_WAVES} of {len(waves):,} waves shaded" if len(waves) > MAX_SHADED_WAVES else ""
     bottom.set_title(f"Rolling {plan.replicas} replicas, {plan.max_unavailable} at a time: "
                      f"{plan.total_s:.0f} s, never fewer than {plan.min_capacity} serving, "
-                     f"{plan.replica_seconds_lost:.0f} replica-seconds of capacity lost", fontsize=10)
+                     f"{plan.replica_seconds_lost:.0f} replica-seconds of capacity lost{shaded}", fontsize=10)
     bottom.legend(loc="lower right", fontsize=8)
     bottom.grid(True, alpha=0.3)
     fig.suptitle(title or "Loading, warm-up and rollout: a replica counts only once it is ready", fontsize=12)

@@ -237,8 +237,12 @@ def percentile_nearest_rank(values: Sequence[int], pct: float) -> int | None:
     return ordered[max(1, math.ceil(pct / 100 * len(ordered))) - 1]
 
 
-def simulate(requests: Iterable[Request], config: AdmissionConfig) -> SimulationResult:
+def simulate(requests: Iterable[Request], config: AdmissionConfig, *,
+             max_steps: int | None = None) -> SimulationResult:
     """Run ``requests`` through an admission controller with ``config``; see the module docstring.
+
+    ``max_steps``: refuse (CourseInputError) a run that would record more steps than this, before
+    the steps are built; the CLI passes :data:`course_lib.bounds.MAX_SIMULATED_STEPS`. None: no bound.
 
     Deterministic: the same trace and config give the same result. Requests
     are taken in (arrival_step, trace order). The work grows with the events
@@ -247,7 +251,7 @@ def simulate(requests: Iterable[Request], config: AdmissionConfig) -> Simulation
     bulk (see :meth:`_Simulation.run`).
     """
     with _cyclic_gc_paused():
-        return _Simulation(requests, config).run()
+        return _Simulation(requests, config, max_steps).run()
 
 
 @contextmanager
@@ -352,10 +356,16 @@ class _Simulation:
     ``claims_by_phase[t % block_size]`` blocks.
     """
 
-    def __init__(self, requests: Iterable[Request], config: AdmissionConfig) -> None:
+    def __init__(self, requests: Iterable[Request], config: AdmissionConfig, max_steps: int | None = None) -> None:
         trace = list(requests)
         check_unique_ids(trace)
         self.pending = _in_arrival_order(trace)
+        self.max_steps = max_steps
+        if max_steps is not None and self.pending and self.pending[-1].arrival_step >= max_steps:
+            last = self.pending[-1]
+            raise CourseInputError(f"arrival_step={last.arrival_step:,} (request {last.id!r}) is at or past step "
+                                   f"{max_steps:,}, the most steps a simulation runs here; shift the arrivals "
+                                   f"closer to step 0")
         if self.pending and self.pending[-1].arrival_step > MAX_ARRIVAL_STEP:
             last = self.pending[-1]
             raise CourseInputError(f"arrival_step={last.arrival_step:,} (request {last.id!r}) is beyond step "
@@ -402,6 +412,8 @@ class _Simulation:
         t = 0
         while not self.drained:
             event_step = self.next_event_step(t)
+            if self.max_steps is not None and event_step >= self.max_steps:   # checked before a stretch is built
+                raise CourseInputError(_too_many_steps(self.max_steps, self.requests_left))
             if event_step > t:
                 t = self.quiet_steps(t, event_step)
             if self.next_arrival_step == t:
@@ -418,6 +430,11 @@ class _Simulation:
         return self.result()
 
     # -------------------------------------------------- when something happens
+
+    @property
+    def requests_left(self) -> int:
+        """Requests yet to arrive, running or waiting."""
+        return len(self.pending) - self.next_arrival + len(self.running) + len(self.resumed) + len(self.waiting)
 
     @property
     def drained(self) -> bool:
@@ -733,3 +750,9 @@ def _record(seq: _Sequence) -> RequestRecord:
     assert seq.status == REJECTED, "a request neither finished nor was rejected"
     return RequestRecord(seq.id, REJECTED, seq.reason, seq.arrival_step, None, None,
                          seq.end_step - seq.arrival_step, seq.preemptions)
+
+
+def _too_many_steps(max_steps: int, left: int) -> str:
+    return (f"the simulation reached step {max_steps:,}, the most steps it runs here, with {left:,} request(s) "
+            f"still running, waiting or yet to arrive; shorten the trace (fewer requests, shorter outputs) or "
+            f"free KV memory so more of them run at once")

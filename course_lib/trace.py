@@ -32,7 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from .errors import CourseInputError, check_count
+from .bounds import (MAX_ARRIVAL_RATE, MAX_CONTEXT_TOKENS, MAX_SEED, MAX_SIMULATED_STEPS, MAX_TRACE_FILE_BYTES,
+                     MAX_TRACE_REQUESTS, MIN_ARRIVAL_RATE, check_int, check_number)
+from .errors import CourseInputError
+from .output import check_output_file, write_failed
 
 FIELDS = ("id", "arrival_step", "prompt_tokens", "max_new_tokens", "output_tokens")
 
@@ -79,12 +82,18 @@ def make_request(data: Any, where: str = "request") -> Request:
     if isinstance(rid, bool) or not isinstance(rid, (str, int)):
         raise CourseInputError(f"{where}: id={rid!r} is not a string or an integer")
     try:
-        arrival = check_count("arrival_step", data["arrival_step"], 0)
-        prompt = check_count("prompt_tokens", data["prompt_tokens"], 1)
-        max_new = check_count("max_new_tokens", data["max_new_tokens"], 1)
-        output = check_count("output_tokens", data["output_tokens"], 1)
+        # Bounds (course_lib.bounds): arrivals inside the steps one simulation may run, and
+        # prompt + max_new_tokens no longer than the longest context we model.
+        arrival = check_int("arrival_step", data["arrival_step"], 0, MAX_SIMULATED_STEPS)
+        prompt = check_int("prompt_tokens", data["prompt_tokens"], 1, MAX_CONTEXT_TOKENS)
+        max_new = check_int("max_new_tokens", data["max_new_tokens"], 1, MAX_CONTEXT_TOKENS)
+        output = check_int("output_tokens", data["output_tokens"], 1, MAX_CONTEXT_TOKENS)
     except CourseInputError as exc:
         raise CourseInputError(f"{where}: {exc}") from None
+    if prompt + max_new > MAX_CONTEXT_TOKENS:
+        raise CourseInputError(f"{where}: prompt_tokens={prompt:,} + max_new_tokens={max_new:,} = "
+                               f"{prompt + max_new:,} tokens is above the bound {MAX_CONTEXT_TOKENS:,} "
+                               f"({MAX_CONTEXT_TOKENS.why}); shorten the request")
     if output > max_new:
         raise CourseInputError(f"{where}: output_tokens={output} > max_new_tokens={max_new}; output_tokens is "
                                f"the real length and cannot exceed max_new_tokens")
@@ -105,20 +114,29 @@ def to_json_line(request: Request) -> str:
     return json.dumps(request.to_dict())
 
 
-def write_trace(requests: Iterable[Request], path: str | Path) -> Path:
-    """Write ``requests`` as JSONL to ``path`` (its folder must exist); return the path."""
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise CourseInputError(f"out={str(path)!r}: folder {str(path.parent)!r} does not exist; create it first")
-    with path.open("w", encoding="utf-8") as fh:
-        for r in requests:
-            fh.write(to_json_line(r))
-            fh.write("\n")
+def write_trace(requests: Iterable[Request], path: str | Path, *, name: str = "out") -> Path:
+    """Write ``requests`` as JSONL to ``path`` (its folder must exist); return the path.
+
+    The path is checked first (:func:`course_lib.output.check_output_file`); ``name`` is what a
+    refusal calls it (the CLI passes ``--out``).
+    """
+    path = check_output_file(name, path)
+    try:
+        with path.open("w", encoding="utf-8") as fh:
+            for r in requests:
+                fh.write(to_json_line(r))
+                fh.write("\n")
+    except OSError as exc:
+        raise write_failed(name, path, exc) from None
     return path
 
 
 def parse_trace(lines: Iterable[str], source: str = "trace") -> list[Request]:
-    """Parse JSONL lines (blank lines skipped) into requests, naming the bad line on error."""
+    """Parse JSONL lines (blank lines skipped) into requests, naming the bad line on error.
+
+    At most :data:`~course_lib.bounds.MAX_TRACE_REQUESTS` requests; a number of more than
+    4,300 digits or a line nested too deeply for the JSON reader is refused by its line.
+    """
     out: list[Request] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -128,24 +146,48 @@ def parse_trace(lines: Iterable[str], source: str = "trace") -> list[Request]:
         except json.JSONDecodeError as exc:
             raise CourseInputError(f"{source} line {number}: not JSON ({exc.msg}); "
                                    f"write one JSON object per line") from None
+        except ValueError:      # int() refuses more than 4,300 digits
+            raise CourseInputError(f"{source} line {number}: holds a number of more than 4,300 digits; "
+                                   f"write one JSON object per line with whole numbers of tokens") from None
+        except RecursionError:
+            raise CourseInputError(f"{source} line {number}: nested too deeply to read; "
+                                   f"write one flat JSON object per line") from None
+        if len(out) == MAX_TRACE_REQUESTS:
+            raise CourseInputError(f"{source}: more than {MAX_TRACE_REQUESTS:,} requests "
+                                   f"({MAX_TRACE_REQUESTS.why}); split the trace")
         out.append(make_request(data, where=f"{source} line {number}"))
     check_unique_ids(out)
     return out
 
 
-def read_trace(path: str | Path) -> list[Request]:
-    """Read a JSONL trace file (see the module docstring for the format)."""
+def read_trace(path: str | Path, *, name: str = "trace") -> list[Request]:
+    """Read a JSONL trace file (see the module docstring for the format).
+
+    ``name`` is what a refusal calls the path (the CLI passes ``--trace``). Files above
+    :data:`~course_lib.bounds.MAX_TRACE_FILE_BYTES` are refused before they are read.
+    """
+    text = str(path)
+    hint = "make one with `course-memory trace --requests 100 --out PATH`"
+    if not text.strip() or "\x00" in text:
+        raise CourseInputError(f"{name}={text!r} is not a file; give a JSONL trace ({hint})")
     path = Path(path)
     if not path.is_file():
-        raise CourseInputError(f"trace={str(path)!r} is not a file; give a JSONL trace "
-                               f"(make one with `course-memory trace --requests 100 --out PATH`)")
+        raise CourseInputError(f"{name}={text!r} is not a file; give a JSONL trace ({hint})")
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as fh:     # /proc files report size 0: read at most one byte past the bound
+            raw = fh.read(MAX_TRACE_FILE_BYTES + 1)
+    except OSError as exc:
+        raise CourseInputError(f"{name}={text!r} cannot be read ({exc.strerror or exc}); give a JSONL trace") from None
+    if len(raw) > MAX_TRACE_FILE_BYTES:
+        raise CourseInputError(f"{name}={text!r} is larger than {MAX_TRACE_FILE_BYTES:,} bytes "
+                               f"({MAX_TRACE_FILE_BYTES.why}); split the trace")
+    try:
+        content = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise CourseInputError(f"trace={str(path)!r} is not UTF-8 text; give a JSONL trace") from None
-    requests = parse_trace(text.splitlines(), source=str(path))
+        raise CourseInputError(f"{name}={text!r} is not UTF-8 text; give a JSONL trace") from None
+    requests = parse_trace(content.splitlines(), source=text)
     if not requests:
-        raise CourseInputError(f"trace={str(path)!r} holds no requests; give at least one JSON line")
+        raise CourseInputError(f"{name}={text!r} holds no requests; give at least one JSON line")
     return requests
 
 
@@ -173,17 +215,19 @@ def synthetic_trace(num_requests: int, seed: int = 0, *, arrival_rate: float = 0
     [{'id': 'r0', 'arrival_step': 0, 'prompt_tokens': 193, 'max_new_tokens': 100, 'output_tokens': 38},
      {'id': 'r1', 'arrival_step': 2, 'prompt_tokens': 309, 'max_new_tokens': 100, 'output_tokens': 14}]
     """
-    n = check_count("requests", num_requests, 1)
-    seed = check_count("seed", seed, 0)
-    lo, hi = (check_count("prompt_tokens_min", prompt_tokens[0], 1),
-              check_count("prompt_tokens_max", prompt_tokens[1], 1))
+    n = check_int("requests", num_requests, 1, MAX_TRACE_REQUESTS)
+    seed = check_int("seed", seed, 0, MAX_SEED)
+    lo, hi = (check_int("prompt_tokens_min", prompt_tokens[0], 1, MAX_CONTEXT_TOKENS),
+              check_int("prompt_tokens_max", prompt_tokens[1], 1, MAX_CONTEXT_TOKENS))
     if lo > hi:
         raise CourseInputError(f"prompt_tokens=({lo}, {hi}): the minimum exceeds the maximum; give (min, max)")
-    max_new = check_count("max_new_tokens", max_new_tokens, 1)
-    if not (isinstance(arrival_rate, (int, float)) and math.isfinite(arrival_rate) and arrival_rate > 0):
-        raise CourseInputError(f"arrival_rate={arrival_rate!r} is not a positive number; use requests per step, e.g. 0.5")
-    if not (isinstance(mean_output_tokens, (int, float)) and math.isfinite(mean_output_tokens) and mean_output_tokens > 0):
-        raise CourseInputError(f"mean_output_tokens={mean_output_tokens!r} is not a positive number; e.g. 128")
+    max_new = check_int("max_new_tokens", max_new_tokens, 1, MAX_CONTEXT_TOKENS)
+    if hi + max_new > MAX_CONTEXT_TOKENS:
+        raise CourseInputError(f"prompt_tokens_max={hi:,} + max_new_tokens={max_new:,} is above the bound "
+                               f"{MAX_CONTEXT_TOKENS:,} ({MAX_CONTEXT_TOKENS.why}); shorten the requests")
+    # 1 / arrival_rate and every arrival stay finite inside these bounds (course_lib.bounds).
+    arrival_rate = check_number("arrival_rate", arrival_rate, MIN_ARRIVAL_RATE, MAX_ARRIVAL_RATE)
+    mean_output_tokens = check_number("mean_output_tokens", mean_output_tokens, 0, MAX_CONTEXT_TOKENS, lo_open=True)
     rng = random.Random(seed)
     clock = 0.0
     out = []

@@ -36,6 +36,8 @@ UNITS: dict[str, int] = {
     "KiB": KiB, "MiB": MiB, "GiB": GiB, "TiB": TiB,
 }
 
+#: Text that reads as a number of bytes (so its own refusal explains it) rather than a preset name.
+SIZE_LIKE = re.compile(r"^\s*[+-]?(\d|\.\d|inf|nan)", re.IGNORECASE)
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
 VALID_SIZES = 'a byte count such as 1500000000, or a size such as "24GB", "24GiB", "512MiB", "1.5 GB"'
@@ -58,63 +60,65 @@ def parse_bytes(value: object, *, name: str = "size") -> int:
     ...
     course_lib.errors.CourseInputError: size='24XB' has an unknown unit 'XB'; use a byte count such as 1500000000, or a size such as "24GB", "24GiB", "512MiB", "1.5 GB" (units: B, KB, MB, GB, TB, kB, KiB, MiB, GiB, TiB)
     """
+    shown = _show(value)
     if isinstance(value, bool):
-        raise CourseInputError(f"{name}={value!r} is a bool, not a size; use {VALID_SIZES}")
+        raise CourseInputError(f"{name}={shown} is a bool, not a size; use {VALID_SIZES}")
     if isinstance(value, int):
         if value < 0:
             raise CourseInputError(f"{name}={value} is negative; use {VALID_SIZES}")
         return _bounded(name, value, value)
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
-            raise CourseInputError(f"{name}={value!r} is not finite; use {VALID_SIZES}")
+            raise CourseInputError(f"{name}={shown} is not finite; use {VALID_SIZES}")
         if value < 0:
-            raise CourseInputError(f"{name}={value!r} is negative; use {VALID_SIZES}")
+            raise CourseInputError(f"{name}={shown} is negative; use {VALID_SIZES}")
         if not value.is_integer():
             raise CourseInputError(
-                f"{name}={value!r} is not a whole number of bytes; give a unit, e.g. \"{value}GB\""
+                f"{name}={shown} is not a whole number of bytes; give a unit, e.g. \"{value}GB\""
             )
         return _bounded(name, value, int(value))
     if not isinstance(value, str):
-        raise CourseInputError(f"{name}={value!r} is a {type(value).__name__}; use {VALID_SIZES}")
+        raise CourseInputError(f"{name}={shown} is a {type(value).__name__}; use {VALID_SIZES}")
     text = value.strip()
     if not text:
-        raise CourseInputError(f"{name}={value!r} is empty; use {VALID_SIZES}")
-    if text.lower() in {"nan", "inf", "-inf", "+inf", "infinity", "-infinity"}:
-        raise CourseInputError(f"{name}={value!r} is not finite; use {VALID_SIZES}")
+        raise CourseInputError(f"{name}={shown} is empty; use {VALID_SIZES}")
+    if text.lower() in {"nan", "-nan", "+nan", "inf", "-inf", "+inf", "infinity", "-infinity", "+infinity"}:
+        raise CourseInputError(f"{name}={shown} is not finite; use {VALID_SIZES}")
     if text.startswith("-"):
-        raise CourseInputError(f"{name}={value!r} is negative; use {VALID_SIZES}")
+        raise CourseInputError(f"{name}={shown} is negative; use {VALID_SIZES}")
     match = _SIZE.match(text)
     if not match:
-        raise CourseInputError(f"{name}={value!r} is not a size; use {VALID_SIZES}")
+        raise CourseInputError(f"{name}={shown} is not a size; use {VALID_SIZES}")
     number, unit = match.groups()
     unit = unit or "B"
+    hint = number if len(number) <= 30 else "N"     # a 5,000-digit number is not repeated in the hint
     if unit not in UNITS:
         near = [u for u in UNITS if u.lower() == unit.lower()]
         if near and unit[-1] == "b" and unit[:-1] != unit[:-1].lower():
             raise CourseInputError(
-                f"{name}={value!r}: {unit!r} would mean bits; sizes are in bytes: use {number}{near[0]} "
+                f"{name}={shown}: {unit!r} would mean bits; sizes are in bytes: use {hint}{near[0]} "
                 f"(units: {', '.join(UNITS)})"
             )
         if near:
             raise CourseInputError(
-                f"{name}={value!r} has unit {unit!r}; use {number}{near[0]} (units: {', '.join(UNITS)})"
+                f"{name}={shown} has unit {unit!r}; use {hint}{near[0]} (units: {', '.join(UNITS)})"
             )
         raise CourseInputError(
-            f"{name}={value!r} has an unknown unit {unit!r}; use {VALID_SIZES} "
+            f"{name}={shown} has an unknown unit {unit!r}; use {VALID_SIZES} "
             f"(units: {', '.join(UNITS)})"
         )
     try:
         exact = Decimal(number)
         if exact.adjusted() > 30:  # far above any bound; checked before the multiplication can overflow
-            raise CourseInputError(f"{name}={value!r} is above the bound of {MAX_SIZE_TEXT}; use {VALID_SIZES}")
+            raise CourseInputError(f"{name}={shown} is above the bound of {MAX_SIZE_TEXT}; use {VALID_SIZES}")
         exact *= UNITS[unit]
     except (InvalidOperation, ArithmeticError):  # pragma: no cover - the regex already vetted it
-        raise CourseInputError(f"{name}={value!r} is not a size; use {VALID_SIZES}") from None
+        raise CourseInputError(f"{name}={shown} is not a size; use {VALID_SIZES}") from None
     if not exact.is_finite():
-        raise CourseInputError(f"{name}={value!r} is not finite; use {VALID_SIZES}")
+        raise CourseInputError(f"{name}={shown} is not finite; use {VALID_SIZES}")
     whole = _bounded(name, value, int(exact.to_integral_value()))
     if exact != whole and exact < 1:
-        raise CourseInputError(f"{name}={value!r} is less than one byte; use {VALID_SIZES}")
+        raise CourseInputError(f"{name}={shown} is less than one byte; use {VALID_SIZES}")
     return whole
 
 
@@ -125,10 +129,21 @@ MAX_SIZE_TEXT = "1 PB (10^15 bytes; no device comes near it)"
 
 def _bounded(name: str, shown: object, value: int) -> int:
     if value > MAX_SIZE_BYTES:
-        text = shown if isinstance(shown, str) else (
+        text = _show(shown) if isinstance(shown, str) else repr(
             f"{shown:.3e}" if isinstance(shown, float) else f"<a {value.bit_length() * 30103 // 100000 + 1}-digit number>")
-        raise CourseInputError(f"{name}={text!r} is above the bound of {MAX_SIZE_TEXT}; use {VALID_SIZES}")
+        raise CourseInputError(f"{name}={text} is above the bound of {MAX_SIZE_TEXT}; use {VALID_SIZES}")
     return value
+
+
+def _show(value: object) -> str:
+    """``repr(value)``, cut short for a string of more than 60 characters (a 5,000-digit count).
+
+    >>> _show("9" * 5000)
+    "'99999999999999999999...' (5,000 characters)"
+    """
+    if isinstance(value, str) and len(value) > 60:
+        return f"{repr(value[:20])[:-1]}...' ({len(value):,} characters)"
+    return repr(value)
 
 
 def to_gb(num_bytes: int) -> float:

@@ -5,8 +5,11 @@ Generic on purpose; add your own fixtures below, one per need.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import resource
+import signal
 import sys
 from pathlib import Path
 
@@ -83,3 +86,35 @@ def python_env() -> dict[str, str]:
 def python_exe() -> str:
     """The interpreter running the tests (the venv's python under .venv/bin/pytest)."""
     return sys.executable
+
+
+class Hang(Exception):
+    """Code under :func:`guarded` ran past its time: some bound lets the work grow too far."""
+
+
+@contextlib.contextmanager
+def guarded(seconds: float, extra_bytes: int):
+    """Fail the code inside that runs past ``seconds`` (Hang) or grows the address space by more than
+    ``extra_bytes`` (MemoryError), instead of letting it hang or swap the machine. Main thread only."""
+    def alarm(signum, frame):
+        raise Hang(f"ran past {seconds} s: a bound lets the work grow too far")
+
+    with open("/proc/self/statm") as fh:
+        held = int(fh.read().split()[0]) * resource.getpagesize()
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = held + extra_bytes if hard == resource.RLIM_INFINITY else min(held + extra_bytes, hard)
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture(scope="session")
+def resource_guard():
+    """:func:`guarded`: ``with resource_guard(seconds, extra_bytes): ...`` fails a hang or a memory blow-up."""
+    return guarded

@@ -1,19 +1,41 @@
-"""What every ``course-memory`` verb shares: the one-line-error parser, model flags, JSON output."""
+"""What every ``course-memory`` verb shares: the one-line-error parser, bounded flags, model flags, JSON output.
+
+Every numeric flag is parsed by :func:`whole` or :func:`number`, which refuse a value outside its
+bound (:mod:`course_lib.bounds`) by the flag's name, as the user typed it; sizes go through
+:func:`size` (one parser, :func:`course_lib.units.parse_bytes`). So a refusal reads
+``--context-tokens=0 is below the bound 1; use a whole number from 1 to 100,000,000``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import stat
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
-from ..bounds import MAX_PARAMS, check_int
+from ..bounds import MAX_CONFIG_FILE_BYTES, MAX_PARAMS, parse_int_text, parse_number_text
+from ..errors import CourseInputError
 from ..models import ModelSpec, _override_params, from_hf_config
-from ..presets import get_model
+from ..presets import MODEL_CONFIGS, get_model, model_names
+from ..units import SIZE_LIKE, parse_bytes
 
 PROG = "course-memory"
+
+#: Characters that would start a new line on a terminal or for ``str.splitlines``.
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def one_line(text: str) -> str:
+    """``text`` with every line break written as an escape, so a refusal stays one line.
+
+    >>> one_line("--gpu='24\\nGB' is not a size")
+    "--gpu='24\\\\nGB' is not a size"
+    """
+    return "".join(repr(ch)[1:-1] if ch in _LINE_BREAKS else ch for ch in str(text))
 
 
 class Parser(argparse.ArgumentParser):
@@ -21,13 +43,104 @@ class Parser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # Let "--per-sequence -1GB" reach the value checks (which name it) instead of
-        # argparse's "expected one argument": anything like "-1", "-1GB", "-.5" is a value.
-        self._negative_number_matcher = re.compile(r"^-\.?\d")
+        # Let "--per-sequence -1GB" or "--gpu -inf" reach the value checks (which name them) instead of
+        # argparse's "expected one argument": anything like "-1", "-1GB", "-.5", "-inf", "-nan" is a value.
+        self._negative_number_matcher = re.compile(r"^-(\.?\d|inf|nan)", re.IGNORECASE)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
+        # A bounded flag's refusal already starts with the flag: drop argparse's "argument --x: " before it.
+        message = re.sub(r"^argument (-[-\w]+): (?=\1=)", "", message)
+        sys.stderr.write(one_line(f"{self.prog}: error: {message} (see --help)") + "\n")
         raise SystemExit(2)
+
+
+def _flag_type(flag: str, parse: Callable[[str], Any], label: str) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except CourseInputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    convert.__name__ = label        # argparse names the type in some messages
+    return convert
+
+
+def whole(flag: str, lo: int, hi: int) -> Callable[[str], int]:
+    """An argparse ``type`` for a whole number in ``[lo, hi]``, refused by ``flag``'s name."""
+    return _flag_type(flag, lambda text: parse_int_text(flag, text, lo, hi), "whole number")
+
+
+def number(flag: str, lo: float, hi: float, *, lo_open: bool = False, hi_open: bool = False) -> Callable[[str], float]:
+    """An argparse ``type`` for a finite number in ``[lo, hi]`` (open ends on request), refused by ``flag``'s name."""
+    return _flag_type(flag, lambda text: parse_number_text(flag, text, lo, hi, lo_open=lo_open, hi_open=hi_open),
+                      "number")
+
+
+def size(flag: str, value: str | int, presets: Mapping[str, int] | None = None, *, what: str = "size") -> int:
+    """Bytes of a size flag ("24GB", "24GiB", a byte count) or of a preset name, refused by ``flag``'s name.
+
+    >>> size("--gpu", "24GB")
+    24000000000
+    >>> size("--bytes", "-1GB")
+    Traceback (most recent call last):
+    ...
+    course_lib.errors.CourseInputError: --bytes='-1GB' is negative; use a byte count such as 1500000000, or a size such as "24GB", "24GiB", "512MiB", "1.5 GB"
+    """
+    if presets and isinstance(value, str) and value.strip().lower() in presets:
+        return presets[value.strip().lower()]
+    try:
+        return parse_bytes(value, name=flag)
+    except CourseInputError:
+        if presets and isinstance(value, str) and not SIZE_LIKE.match(value):
+            raise CourseInputError(f"{flag}={value!r} is neither a preset ({', '.join(presets)}) nor a {what} "
+                                   f"such as 24GB") from None
+        raise  # it looks like a size: the size error says what is wrong with it
+
+
+def device_size(flag: str, value: str) -> int:
+    """Bytes of a --gpu flag (a preset or a size), refused by the flag's name; 0 bytes is no device."""
+    from ..presets import GPU_BYTES
+
+    device = size(flag, value, GPU_BYTES)
+    if device == 0:
+        raise CourseInputError(f"{flag}={value!r} is 0 bytes; give the device's memory, e.g. 24GB or a preset "
+                               f"such as rtx-4090")
+    return device
+
+
+def reserve(flag: str, value: str | int) -> None:
+    """Refuse a bad reserve by ``flag``'s name: a share such as "10%" (0% to below 100%) or a size."""
+    if isinstance(value, str) and value.strip().endswith("%"):
+        try:
+            share = float(value.strip()[:-1])
+        except ValueError:
+            raise CourseInputError(f"{flag}={value!r} is not a percentage; use e.g. 10% or a size such as 2GB") from None
+        if not 0 <= share < 100:       # also refuses nan and inf
+            raise CourseInputError(f"{flag}={value!r} is outside 0%..100%; use e.g. 10% or a size such as 2GB")
+        return
+    size(flag, value)
+
+
+def dtype_name(flag: str, value: str | None, allowed: tuple[str, ...] = ()) -> None:
+    """Refuse a bad dtype name by ``flag``'s name (and, given ``allowed``, one outside it)."""
+    from ..dtypes import VALID, get_dtype
+
+    if value is None:
+        return
+    if len(value) > 40:    # the longest real name, "int4-g128-fp32", has 14 characters
+        raise CourseInputError(f"{flag}={value[:40] + '...'!r} is not a dtype name; use {VALID}")
+    try:
+        name = get_dtype(value).name
+    except CourseInputError as exc:
+        raise renamed(exc, "dtype", flag) from None
+    if allowed and name not in allowed:
+        names = ", ".join(allowed[:-1]) + f" or {allowed[-1]}" if len(allowed) > 1 else allowed[0]
+        raise CourseInputError(f"{flag}={value!r} cannot be measured: the model computes in {names}; use one of those")
+
+
+def renamed(exc: CourseInputError, name: str, flag: str) -> CourseInputError:
+    """The library's refusal of ``name=...`` as a refusal of ``flag=...`` (the flag the user typed)."""
+    text = str(exc)
+    return CourseInputError(flag + text[len(name):] if text.startswith(f"{name}=") else text)
 
 
 def print_json(data: Any) -> None:
@@ -94,7 +207,42 @@ def add_model_args(p: argparse.ArgumentParser, required: bool = True) -> None:
                    help="a Hugging Face config.json, or a model folder (config.json beside its safetensors, "
                         "whose headers give the exact weight bytes)")
     g.add_argument("--model", metavar="PRESET", help="a preset model (see `course-memory presets`)")
-    p.add_argument("--params", type=int, metavar="N", help="parameter count, for a model_type course_lib does not know")
+    p.add_argument("--params", type=whole("--params", 1, MAX_PARAMS), metavar="N",
+                   help="parameter count, for a model_type course_lib does not know")
+
+
+def check_config_path(flag: str, text: str) -> Path:
+    """A config path that names a regular, readable file of at most 10 MB (bounds.MAX_CONFIG_FILE_BYTES),
+    or a model folder holding one as config.json. Checked here, by the flag's name, before the config
+    reader opens it (a folder's safetensors headers are the checkpoint reader's to check).
+    """
+    what = "give a model folder or the path of a Hugging Face config.json"
+    if not text.strip():
+        raise CourseInputError(f"{flag}={text!r} is empty; {what}")
+    if "\x00" in text:
+        raise CourseInputError(f"{flag}={text!r} holds a NUL character; {what}")
+    try:
+        mode = os.stat(text).st_mode
+    except OSError:
+        raise CourseInputError(f"{flag}={text!r} is not a file; {what}") from None
+    config = text
+    if stat.S_ISDIR(mode):
+        config = os.path.join(text, "config.json")
+        try:
+            mode = os.stat(config).st_mode
+        except OSError:
+            raise CourseInputError(f"{flag}={text!r} is a folder without config.json; {what}") from None
+    if not stat.S_ISREG(mode):
+        raise CourseInputError(f"{flag}={config!r} is not a regular file (a device, pipe or socket); {what}")
+    try:
+        with open(config, "rb") as fh:    # /proc files report size 0: read at most one byte past the bound
+            size_read = len(fh.read(MAX_CONFIG_FILE_BYTES + 1))
+    except OSError as exc:
+        raise CourseInputError(f"{flag}={config!r} cannot be read ({exc.strerror or exc}); {what}") from None
+    if size_read > MAX_CONFIG_FILE_BYTES:
+        raise CourseInputError(f"{flag}={config!r} is larger than {MAX_CONFIG_FILE_BYTES:,} bytes "
+                               f"({MAX_CONFIG_FILE_BYTES.why}); {what}")
+    return Path(text)
 
 
 def _config_name(path: Path) -> str:
@@ -106,10 +254,14 @@ def _config_name(path: Path) -> str:
 
 
 def model_from_args(args: argparse.Namespace) -> ModelSpec:
-    params = None if args.params is None else check_int("--params", args.params, 1, MAX_PARAMS)
-    if args.config:
-        return from_hf_config(args.config, name=_config_name(Path(args.config)), params_total=params)
+    if args.config is not None:
+        path = check_config_path("--config", args.config)
+        return from_hf_config(path, name=_config_name(path), params_total=args.params)
+    if args.model is not None and str(args.model).strip().lower() not in MODEL_CONFIGS:
+        raise CourseInputError(f"--model={args.model!r} is not a preset; use one of {', '.join(model_names())}, "
+                               f"or --config PATH")
     spec = get_model(args.model)
-    if params is not None:
-        spec = _override_params(spec, params)
+    if args.params is not None:
+        spec = _override_params(spec, args.params)
     return spec
+

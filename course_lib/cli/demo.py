@@ -14,6 +14,7 @@ from typing import Callable
 
 from ..budget import estimate, plan_budget
 from ..labfile import REPO, REPO_LAB, edit_knob, run_lab_source
+from ..output import check_output_dir
 from ..plots import plot_simulation
 from ..presets import DEFAULT_GPU, DEFAULT_MODEL, get_model
 from ..report import banner, budget_table, comparison_table, estimate_table, simulation_report
@@ -92,11 +93,14 @@ def section_measure(out: Path) -> None:
 SECTIONS: tuple[Callable[[Path], None], ...] = (section_lab, section_budget, section_admission, section_measure)
 
 
-def run_demo(out_dir: str | Path = "out", sections: tuple[Callable[[Path], None], ...] = SECTIONS) -> int:
-    """Run ``sections`` in order, writing plots and results under ``out_dir``."""
-    out = Path(out_dir)
+def run_demo(out_dir: str | Path = "out", sections: tuple[Callable[[Path], None], ...] | None = None) -> int:
+    """Run ``sections`` (default :data:`SECTIONS`) in order, writing plots and results under ``out_dir``.
+
+    ``out_dir`` is checked first (a folder, or one that can be created, that can be written).
+    """
+    out = check_output_dir("out", out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for section in sections:
+    for section in SECTIONS if sections is None else sections:
         section(out)
     print()
     print(f"demo done; files (plots, results) are under {out.resolve()}")

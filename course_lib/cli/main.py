@@ -10,19 +10,27 @@ import argparse
 import sys
 from typing import Sequence
 
+from ..bounds import MAX_CONTEXT_TOKENS, MAX_SEQUENCES, MAX_TENSOR_PARALLEL
 from ..budget import DEFAULT_PREFILL_CHUNK_TOKENS, DEFAULT_RESERVE, estimate, plan_budget
 from ..errors import CourseInputError
 from ..models import kv_cache_bytes_per_token
-from ..presets import DEFAULT_GPU, GPU_BYTES, get_model, gpu_bytes, model_names
+from ..output import check_output_dir
+from ..presets import DEFAULT_GPU, GPU_BYTES, get_model, model_names
 from ..report import budget_table, estimate_table
 from ..units import GB, GiB
 from . import measure as measure_verb
 from . import requests as request_verbs
-from .args import PROG, Parser, add_model_args, model_from_args, print_json
+from .args import (PROG, Parser, add_model_args, device_size, dtype_name, model_from_args, one_line, print_json,
+                   reserve, size, whole)
 
 
 def _cmd_budget(args: argparse.Namespace) -> int:
-    budget = plan_budget(device_bytes=gpu_bytes(args.gpu), weights_bytes=args.weights,
+    device = device_size("--gpu", args.gpu)
+    for flag, value in (("--weights", args.weights), ("--workspace", args.workspace),
+                        ("--per-sequence", args.per_sequence), ("--request-state", args.request_state)):
+        size(flag, value)
+    reserve("--reserve", args.reserve)
+    budget = plan_budget(device_bytes=device, weights_bytes=args.weights,
                          workspace_bytes=args.workspace, reserve_bytes=args.reserve,
                          per_sequence_kv_bytes=args.per_sequence, per_sequence_state_bytes=args.request_state,
                          active_sequences=args.active_sequences)
@@ -34,6 +42,13 @@ def _cmd_budget(args: argparse.Namespace) -> int:
 
 
 def _cmd_estimate(args: argparse.Namespace) -> int:
+    device_size("--gpu", args.gpu)
+    dtype_name("--dtype", args.dtype)
+    dtype_name("--kv-dtype", args.kv_dtype)
+    dtype_name("--state-dtype", args.state_dtype)
+    if args.workspace is not None:
+        size("--workspace", args.workspace)
+    reserve("--reserve", args.reserve)
     spec = model_from_args(args)
     est = estimate(spec, gpu=args.gpu, dtype=args.dtype, kv_dtype=args.kv_dtype,
                    context_tokens=args.context_tokens, active_sequences=args.active_sequences,
@@ -69,8 +84,9 @@ def _cmd_presets(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    out = check_output_dir("--out", args.out)
     from .demo import run_demo  # the demo's sections import the plotting and measuring modules
-    return run_demo(out_dir=args.out)
+    return run_demo(out_dir=out)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reserve", default="2GB", help="safety reserve: a size, or a share such as 10%% (default 2GB)")
     p.add_argument("--per-sequence", default="1.5GB", help="request-dependent bytes per active sequence (default 1.5GB)")
     p.add_argument("--request-state", default="0", help="extra per-sequence state besides the KV cache (default 0)")
-    p.add_argument("--active-sequences", type=int, default=4, help="active sequences (default 4)")
+    p.add_argument("--active-sequences", type=whole("--active-sequences", 0, MAX_SEQUENCES), default=4,
+                   help="active sequences (default 4)")
     p.add_argument("--json", action="store_true", help="print JSON (integers of bytes)")
     p.set_defaults(func=_cmd_budget)
 
@@ -100,10 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu", default=DEFAULT_GPU, help=f"device size or preset (default {DEFAULT_GPU})")
     p.add_argument("--workspace", default=None, help="override the workspace (default: activation peak + runtime overhead)")
     p.add_argument("--reserve", default=DEFAULT_RESERVE, help=f"a size or a share such as 10%% (default {DEFAULT_RESERVE.replace('%', '%%')})")
-    p.add_argument("--context-tokens", type=int, default=4096, help="tokens per sequence (default 4096)")
-    p.add_argument("--active-sequences", type=int, default=1, help="active sequences (default 1)")
-    p.add_argument("--tensor-parallel", type=int, default=1, help="GPUs the model is split over (default 1)")
-    p.add_argument("--prefill-chunk-tokens", type=int, default=DEFAULT_PREFILL_CHUNK_TOKENS,
+    p.add_argument("--context-tokens", type=whole("--context-tokens", 1, MAX_CONTEXT_TOKENS), default=4096,
+                   help="tokens per sequence (default 4096)")
+    p.add_argument("--active-sequences", type=whole("--active-sequences", 0, MAX_SEQUENCES), default=1,
+                   help="active sequences (default 1)")
+    p.add_argument("--tensor-parallel", type=whole("--tensor-parallel", 1, MAX_TENSOR_PARALLEL), default=1,
+                   help="GPUs the model is split over (default 1)")
+    p.add_argument("--prefill-chunk-tokens", type=whole("--prefill-chunk-tokens", 1, MAX_CONTEXT_TOKENS),
+                   default=DEFAULT_PREFILL_CHUNK_TOKENS,
                    help=f"tokens per prefill chunk, for the activation peak (default {DEFAULT_PREFILL_CHUNK_TOKENS})")
     p.add_argument("--json", action="store_true", help="print JSON (integers of bytes)")
     p.set_defaults(func=_cmd_estimate)
@@ -128,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except CourseInputError as exc:
-        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        sys.stderr.write(one_line(f"{PROG}: error: {exc}") + "\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")

@@ -20,38 +20,47 @@ from typing import Any
 
 from ..admission import (DEFAULT_BLOCK_SIZE_TOKENS, DEFAULT_MAX_NUM_SEQS, DEFAULT_WATERMARK, POLICIES,
                          kv_config_for)
+from ..bounds import (MAX_BLOCK_SIZE_TOKENS, MAX_CONTEXT_TOKENS, MAX_DEVICE_BYTES, MAX_KV_BYTES_PER_TOKEN,
+                      MAX_REPLICAS, MAX_SECONDS, MAX_SEED, MAX_SEQUENCES, MAX_SIMULATED_STEPS, MAX_TRACE_REQUESTS,
+                      MAX_ARRIVAL_RATE, MIN_ARRIVAL_RATE, MIN_SHARE)
 from ..budget import Budget, plan_budget
-from ..errors import CourseInputError, check_count
+from ..errors import CourseInputError
 from ..loading import (DEFAULT_COMPILE_S, DEFAULT_DEVICE_INIT_S, DEFAULT_STORAGE, DEFAULT_WARMUP_S,
-                       STORAGE_BYTES_PER_S, readiness_timeline, rollout_plan)
+                       STORAGE_BYTES_PER_S, readiness_timeline, rollout_plan, storage_rate)
 from ..models import kv_cache_bytes_per_token, weight_bytes
 from ..plots import check_plot_path, plot_rollout, plot_simulation
 from ..offload import (DEFAULT_EFFICIENCY, DEFAULT_FLOPS, DEFAULT_HBM, DEFAULT_LINK, DEFAULT_MFU, GPU_FLOPS,
-                       HBM_BYTES_PER_S, LINKS, offload_weights, swap_vs_recompute)
-from ..presets import DEFAULT_MODEL, get_model, gpu_bytes
+                       HBM_BYTES_PER_S, LINKS, _flops, get_link, offload_weights, swap_vs_recompute)
+from ..output import check_output_file
+from ..presets import DEFAULT_MODEL, get_model
 from ..report import comparison_table, offload_report, rollout_report, simulation_report
 from ..scenario import (LESSON_GPU, LESSON_KV_BYTES_PER_TOKEN, LESSON_KV_SOURCE, LESSON_RESERVE, LESSON_WEIGHTS,
                         LESSON_WORKSPACE)
 from ..simulate import simulate
 from ..trace import read_trace, synthetic_trace, to_json_line, write_trace
-from .args import add_model_args, model_from_args, print_json
-
-
-def _float(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+from .args import (add_model_args, device_size, dtype_name, model_from_args, number, print_json, renamed, reserve,
+                   size, whole)
 
 
 def _spec_or_none(args: argparse.Namespace):
-    if getattr(args, "model", None) or getattr(args, "config", None):
+    if getattr(args, "model", None) is not None or getattr(args, "config", None) is not None:
+        dtype_name("--dtype", args.dtype)
+        dtype_name("--kv-dtype", getattr(args, "kv_dtype", None))
         return model_from_args(args)
     return None
 
 
 def _plot_path(args: argparse.Namespace) -> Path | None:
-    return check_plot_path(args.plot) if getattr(args, "plot", None) else None
+    """--plot, checked before any work (suffix, folder, writable)."""
+    return check_plot_path(args.plot, name="--plot") if getattr(args, "plot", None) is not None else None
+
+
+def _link(flag: str, value: str) -> None:
+    """Refuse a bad --link by its flag: a preset, or at least 1 kB/s (course_lib.bounds.MIN_BYTES_PER_S)."""
+    try:
+        get_link(value)
+    except CourseInputError as exc:
+        raise renamed(exc, "link", flag) from None
 
 
 # ------------------------------------------------------------------ simulate
@@ -61,19 +70,23 @@ def pools_from_args(args: argparse.Namespace) -> tuple[Budget, int, str]:
 
     From --gpu/--weights/--workspace/--reserve and --model/--config/--kv-bytes-per-token.
     """
+    device = device_size("--gpu", args.gpu)
+    if args.weights is not None:
+        size("--weights", args.weights)
+    size("--workspace", args.workspace)
+    reserve("--reserve", args.reserve)
     spec = _spec_or_none(args)
     if spec is not None and args.kv_bytes_per_token is not None:
         raise CourseInputError("--kv-bytes-per-token and --model/--config both set the KV size; give one of them")
     if spec is None:
-        kv = LESSON_KV_BYTES_PER_TOKEN if args.kv_bytes_per_token is None else check_count(
-            "kv_bytes_per_token", args.kv_bytes_per_token, 1)
+        kv = LESSON_KV_BYTES_PER_TOKEN if args.kv_bytes_per_token is None else args.kv_bytes_per_token
         source = "--kv-bytes-per-token" if args.kv_bytes_per_token is not None else LESSON_KV_SOURCE
         weights = args.weights if args.weights is not None else LESSON_WEIGHTS
     else:
         kv = kv_cache_bytes_per_token(spec, args.kv_dtype or args.dtype)
         source = f"{spec.name} ({args.kv_dtype or args.dtype})"
         weights = args.weights if args.weights is not None else weight_bytes(spec, args.dtype)
-    budget = plan_budget(device_bytes=gpu_bytes(args.gpu), weights_bytes=weights, workspace_bytes=args.workspace,
+    budget = plan_budget(device_bytes=device, weights_bytes=weights, workspace_bytes=args.workspace,
                          reserve_bytes=args.reserve, per_sequence_kv_bytes=0)
     return budget, kv, source
 
@@ -86,10 +99,12 @@ def _rules(args: argparse.Namespace, policy: str) -> dict[str, Any]:
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
     plot = _plot_path(args)
-    requests = read_trace(args.trace)
+    requests = read_trace(args.trace, name="--trace")
     budget, kv, source = pools_from_args(args)
     policies = list(POLICIES) if args.compare else [args.policy]
-    results = [(p, simulate(requests, kv_config_for(budget, kv, **_rules(args, p)))) for p in policies]
+    configs = [(p, kv_config_for(budget, kv, **_rules(args, p))) for p in policies]
+    # At most MAX_SIMULATED_STEPS steps (course_lib.bounds): the per-step series stay ~0.2 GB.
+    results = [(p, simulate(requests, cfg, max_steps=MAX_SIMULATED_STEPS)) for p, cfg in configs]
     if args.json:
         if args.compare:
             print_json({"runs": {p: res.to_dict() for p, res in results}})
@@ -112,11 +127,19 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------ trace
 
 def _cmd_trace(args: argparse.Namespace) -> int:
+    if args.prompt_min > args.prompt_max:
+        raise CourseInputError(f"--prompt-min={args.prompt_min} exceeds --prompt-max={args.prompt_max}; "
+                               f"use a minimum no larger than the maximum")
+    if args.prompt_max + args.max_new_tokens > MAX_CONTEXT_TOKENS:
+        raise CourseInputError(f"--prompt-max={args.prompt_max:,} + --max-new-tokens={args.max_new_tokens:,} is "
+                               f"above the bound {MAX_CONTEXT_TOKENS:,} tokens per request "
+                               f"({MAX_CONTEXT_TOKENS.why}); use shorter requests")
+    out = check_output_file("--out", args.out) if args.out is not None else None
     reqs = synthetic_trace(args.requests, args.seed, arrival_rate=args.arrival_rate,
                            prompt_tokens=(args.prompt_min, args.prompt_max), max_new_tokens=args.max_new_tokens,
                            mean_output_tokens=args.mean_output_tokens)
-    if args.out:
-        path = write_trace(reqs, args.out)
+    if out is not None:
+        path = write_trace(reqs, out, name="--out")
         mean_out = sum(r.output_tokens for r in reqs) / len(reqs)
         print(f"wrote {len(reqs):,} requests to {path}: arrivals at steps {reqs[0].arrival_step}.."
               f"{reqs[-1].arrival_step}, prompts {args.prompt_min}..{args.prompt_max} tokens, max_new_tokens "
@@ -130,8 +153,19 @@ def _cmd_trace(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------ offload
 
 def _cmd_offload(args: argparse.Namespace) -> int:
+    size("--bytes", args.bytes)
+    _link("--link", args.link)
+    try:
+        _flops(args.flops)
+    except CourseInputError as exc:
+        raise renamed(exc, "flops", "--flops") from None
+    dtype_name("--dtype", args.dtype)
+    dtype_name("--kv-dtype", args.kv_dtype)
     spec = _spec_or_none(args) or get_model(DEFAULT_MODEL)
     kv = kv_cache_bytes_per_token(spec, args.kv_dtype or args.dtype)
+    if args.tokens * kv > MAX_DEVICE_BYTES:
+        raise CourseInputError(f"--tokens={args.tokens:,} x {kv:,} B/token ({spec.name}) = {args.tokens * kv:,} B of KV "
+                               f"is above the bound of 1 PB ({MAX_DEVICE_BYTES.why}); use fewer --tokens")
     weights = offload_weights(args.bytes, link=args.link, efficiency=args.efficiency, hbm=args.hbm,
                               kv_bytes_per_token=kv)
     swap = swap_vs_recompute(args.tokens, kv, spec.params_total, link=args.link, efficiency=args.efficiency,
@@ -146,8 +180,15 @@ def _cmd_offload(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------ rollout
 
 def _cmd_rollout(args: argparse.Namespace) -> int:
-
     plot = _plot_path(args)
+    if args.weights is not None:
+        size("--weights", args.weights)
+    _link("--link", args.link)
+    try:
+        storage_rate(args.storage)
+    except CourseInputError as exc:
+        raise renamed(exc, "storage", "--storage") from None
+    dtype_name("--dtype", args.dtype)
     spec = _spec_or_none(args)
     if args.weights is not None and spec is not None:
         raise CourseInputError("--weights and --model/--config both set the weights; give one of them")
@@ -155,6 +196,9 @@ def _cmd_rollout(args: argparse.Namespace) -> int:
     timeline = readiness_timeline(weights, storage=args.storage, link=args.link, efficiency=args.efficiency,
                                   device_init_s=args.device_init, compile_s=args.compile, warmup_s=args.warmup,
                                   overlap_copy=args.overlap_copy)
+    if args.max_unavailable > args.replicas:
+        raise CourseInputError(f"--max-unavailable={args.max_unavailable} exceeds --replicas={args.replicas}; "
+                               f"use 1..{args.replicas}")
     plan = rollout_plan(args.replicas, timeline.ready_s, max_unavailable=args.max_unavailable, drain_s=args.drain)
     if args.json:
         print_json({"timeline": timeline.to_dict(), "rollout": plan.to_dict()})
@@ -174,7 +218,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("simulate", help="replay a request trace through admission control, step by step")
     p.add_argument("--trace", required=True, metavar="PATH", help="JSONL trace (see `course-memory trace`)")
     add_model_args(p, required=False)
-    p.add_argument("--kv-bytes-per-token", type=int, metavar="N",
+    p.add_argument("--kv-bytes-per-token", type=whole("--kv-bytes-per-token", 1, MAX_KV_BYTES_PER_TOKEN), metavar="N",
                    help=f"KV bytes per token instead of a model (default {LESSON_KV_BYTES_PER_TOKEN:,}, Llama-2-7B fp16)")
     p.add_argument("--dtype", default="fp16", help="weights dtype when --model/--config sets the weights (default fp16)")
     p.add_argument("--kv-dtype", default=None, help="KV-cache dtype (default: same as --dtype)")
@@ -186,26 +230,27 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"safety reserve: a size or a share such as 10%% (default {LESSON_RESERVE})")
     p.add_argument("--policy", choices=POLICIES, default="reserve-max", help="admission policy (default reserve-max)")
     p.add_argument("--compare", action="store_true", help="run both policies on the trace and compare them")
-    p.add_argument("--block-size", type=int, default=DEFAULT_BLOCK_SIZE_TOKENS,
+    p.add_argument("--block-size", type=whole("--block-size", 1, MAX_BLOCK_SIZE_TOKENS), default=DEFAULT_BLOCK_SIZE_TOKENS,
                    help=f"tokens per KV block (default {DEFAULT_BLOCK_SIZE_TOKENS}, as vLLM)")
-    p.add_argument("--watermark", type=_float, default=DEFAULT_WATERMARK,
+    p.add_argument("--watermark", type=number("--watermark", 0, 1, hi_open=True), default=DEFAULT_WATERMARK,
                    help=f"paged: share of blocks kept free when admitting (default {DEFAULT_WATERMARK}, as vLLM)")
-    p.add_argument("--max-num-seqs", type=int, default=DEFAULT_MAX_NUM_SEQS,
+    p.add_argument("--max-num-seqs", type=whole("--max-num-seqs", 1, MAX_SEQUENCES), default=DEFAULT_MAX_NUM_SEQS,
                    help=f"most requests running at once (default {DEFAULT_MAX_NUM_SEQS}, as vLLM)")
-    p.add_argument("--max-queue-len", type=int, default=None, help="reject arrivals beyond this many waiting")
-    p.add_argument("--max-wait-steps", type=int, default=None, help="reject requests still waiting after N steps")
+    p.add_argument("--max-queue-len", type=whole("--max-queue-len", 0, MAX_TRACE_REQUESTS), default=None, help="reject arrivals beyond this many waiting")
+    p.add_argument("--max-wait-steps", type=whole("--max-wait-steps", 0, MAX_SIMULATED_STEPS), default=None, help="reject requests still waiting after N steps")
     p.add_argument("--json", action="store_true", help="print JSON: requests, steps and summary")
     p.add_argument("--plot", metavar="PATH", help="write a PNG: KV memory over steps and queue length")
     p.set_defaults(func=_cmd_simulate)
 
     p = sub.add_parser("trace", help="write a synthetic request trace (JSONL)")
-    p.add_argument("--requests", type=int, required=True, metavar="N", help="number of requests")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0); same seed, same trace")
-    p.add_argument("--arrival-rate", type=_float, default=0.5, help="mean requests per step (default 0.5)")
-    p.add_argument("--prompt-min", type=int, default=64, help="shortest prompt, tokens (default 64)")
-    p.add_argument("--prompt-max", type=int, default=1024, help="longest prompt, tokens (default 1024)")
-    p.add_argument("--max-new-tokens", type=int, default=512, help="max_new_tokens of every request (default 512)")
-    p.add_argument("--mean-output-tokens", type=_float, default=128.0,
+    p.add_argument("--requests", type=whole("--requests", 1, MAX_TRACE_REQUESTS), required=True, metavar="N", help="number of requests")
+    p.add_argument("--seed", type=whole("--seed", 0, MAX_SEED), default=0, help="random seed (default 0); same seed, same trace")
+    p.add_argument("--arrival-rate", type=number("--arrival-rate", MIN_ARRIVAL_RATE, MAX_ARRIVAL_RATE), default=0.5, help="mean requests per step (default 0.5)")
+    p.add_argument("--prompt-min", type=whole("--prompt-min", 1, MAX_CONTEXT_TOKENS), default=64, help="shortest prompt, tokens (default 64)")
+    p.add_argument("--prompt-max", type=whole("--prompt-max", 1, MAX_CONTEXT_TOKENS), default=1024, help="longest prompt, tokens (default 1024)")
+    p.add_argument("--max-new-tokens", type=whole("--max-new-tokens", 1, MAX_CONTEXT_TOKENS), default=512, help="max_new_tokens of every request (default 512)")
+    p.add_argument("--mean-output-tokens", type=number("--mean-output-tokens", 0, MAX_CONTEXT_TOKENS, lo_open=True),
+                   default=128.0,
                    help="mean real output length, tokens (default 128; exponential, capped at max_new_tokens)")
     p.add_argument("--out", metavar="PATH", help="write here instead of stdout")
     p.set_defaults(func=_cmd_trace)
@@ -216,14 +261,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kv-dtype", default=None, help="KV-cache dtype (default: same as --dtype)")
     p.add_argument("--bytes", default="10GB", help="weights offloaded and streamed every step (default 10GB)")
     p.add_argument("--link", default=DEFAULT_LINK, help=f"{', '.join(LINKS)}, or GB/s such as 25GB (default {DEFAULT_LINK})")
-    p.add_argument("--efficiency", type=_float, default=DEFAULT_EFFICIENCY,
+    p.add_argument("--efficiency", type=number("--efficiency", MIN_SHARE, 1), default=DEFAULT_EFFICIENCY,
                    help=f"share of the theoretical rate reached (default {DEFAULT_EFFICIENCY}, an assumption)")
     p.add_argument("--hbm", default=DEFAULT_HBM, choices=sorted(HBM_BYTES_PER_S),
                    help=f"device memory to compare with (default {DEFAULT_HBM})")
-    p.add_argument("--tokens", type=int, default=2048, help="tokens of the preempted sequence (default 2048)")
+    p.add_argument("--tokens", type=whole("--tokens", 1, MAX_CONTEXT_TOKENS), default=2048, help="tokens of the preempted sequence (default 2048)")
     p.add_argument("--flops", default=DEFAULT_FLOPS,
                    help=f"GPU peak FLOP/s for recompute: {', '.join(GPU_FLOPS)} or a number (default {DEFAULT_FLOPS})")
-    p.add_argument("--mfu", type=_float, default=DEFAULT_MFU,
+    p.add_argument("--mfu", type=number("--mfu", MIN_SHARE, 1), default=DEFAULT_MFU,
                    help=f"share of peak FLOP/s a prefill reaches (default {DEFAULT_MFU}, an assumption)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_offload)
@@ -232,18 +277,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_args(p, required=False)
     p.add_argument("--dtype", default="fp16", help="weights dtype (default fp16)")
     p.add_argument("--weights", default=None, help=f"weights size (default: from the model, {DEFAULT_MODEL})")
-    p.add_argument("--replicas", type=int, default=4, help="replicas to replace (default 4)")
-    p.add_argument("--max-unavailable", type=int, default=1, help="replicas replaced at a time (default 1)")
-    p.add_argument("--drain", type=_float, default=10.0, help="seconds an old replica drains (default 10)")
+    p.add_argument("--replicas", type=whole("--replicas", 1, MAX_REPLICAS), default=4, help="replicas to replace (default 4)")
+    p.add_argument("--max-unavailable", type=whole("--max-unavailable", 1, MAX_REPLICAS), default=1, help="replicas replaced at a time (default 1)")
+    p.add_argument("--drain", type=number("--drain", 0, MAX_SECONDS), default=10.0, help="seconds an old replica drains (default 10)")
     p.add_argument("--storage", default=DEFAULT_STORAGE,
                    help=f"{', '.join(STORAGE_BYTES_PER_S)}, or GB/s such as 2GB (default {DEFAULT_STORAGE})")
     p.add_argument("--link", default=DEFAULT_LINK, help=f"host->device link (default {DEFAULT_LINK})")
-    p.add_argument("--efficiency", type=_float, default=DEFAULT_EFFICIENCY, help="share of the link rate reached")
-    p.add_argument("--device-init", type=_float, default=DEFAULT_DEVICE_INIT_S,
+    p.add_argument("--efficiency", type=number("--efficiency", MIN_SHARE, 1), default=DEFAULT_EFFICIENCY,
+                   help="share of the link rate reached")
+    p.add_argument("--device-init", type=number("--device-init", 0, MAX_SECONDS), default=DEFAULT_DEVICE_INIT_S,
                    help=f"seconds of CUDA/runtime init (default {DEFAULT_DEVICE_INIT_S}, assumed)")
-    p.add_argument("--compile", type=_float, default=DEFAULT_COMPILE_S,
+    p.add_argument("--compile", type=number("--compile", 0, MAX_SECONDS), default=DEFAULT_COMPILE_S,
                    help=f"seconds of compile / graph capture (default {DEFAULT_COMPILE_S}, assumed; 0 for eager)")
-    p.add_argument("--warmup", type=_float, default=DEFAULT_WARMUP_S,
+    p.add_argument("--warmup", type=number("--warmup", 0, MAX_SECONDS), default=DEFAULT_WARMUP_S,
                    help=f"seconds of warm-up (default {DEFAULT_WARMUP_S}, assumed)")
     p.add_argument("--overlap-copy", action="store_true", help="copy to the device while reading")
     p.add_argument("--json", action="store_true")

@@ -84,8 +84,10 @@ class PoolComparison:
         return round((self.predicted_bytes - self.measured_bytes) / self.measured_bytes * 100, 4)
 
     def to_dict(self) -> dict[str, Any]:
+        error = self.error_pct
         return {"predicted_bytes": self.predicted_bytes, "measured_bytes": self.measured_bytes,
-                "error_pct": self.error_pct, "predicted_how": self.note}
+                "error_pct": None if error != error else error,     # JSON has no NaN: null when nothing was measured
+                "predicted_how": self.note}
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,11 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def run(capsys, *argv):
-    code = main([str(a) for a in argv])
+    """(exit code, stdout, stderr); a refused flag exits through argparse (SystemExit), like any usage error."""
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exc:
+        code = exc.code
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -144,7 +148,7 @@ def test_rollout_verb(capsys, tmp_path):
     (["simulate", "--trace", str(TEN_ELEVEN), "--model", "llama-2-7b", "--kv-bytes-per-token", "5"], "give one"),
     (["simulate", "--trace", str(TEN_ELEVEN), "--weights", "30GB"], "leaving no KV budget"),
     (["offload", "--link", "pcie9"], "link='pcie9'"),
-    (["rollout", "--max-unavailable", "9"], "exceeds replicas"),
+    (["rollout", "--max-unavailable", "9"], "--max-unavailable=9 exceeds --replicas=4"),
     (["trace", "--requests", "0"], "requests=0"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, words):

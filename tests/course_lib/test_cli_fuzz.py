@@ -1,0 +1,479 @@
+"""A fuzzer for ``course-memory``: random argv for every verb, random config and trace files, in process.
+
+The contract (bad input never crashes ``course-memory``) is checked on every example, through
+``course_lib.cli.main(argv)``:
+
+- exit 0: under ``--json``, stdout is valid JSON (``NaN``/``Infinity`` refused) with no absurd
+  number in it (the 410-digit kind); without it, anything but a traceback;
+- exit 2: exactly one line on stderr, no traceback, nothing on stdout (a refusal comes before the report);
+- nothing else: no exception escapes, no other exit code.
+
+A guard makes a bound that is too loose fail here instead of hanging the suite: every example runs
+under an alarm (:data:`EXAMPLE_SECONDS`) and an address-space limit (:data:`EXAMPLE_MEMORY_BYTES`
+above what the process already holds).
+
+``measure`` and ``demo`` do minutes of real work when their arguments are valid. Here the measuring
+process (``course_lib.measure.run.run_worker``), the load-time measurement and the demo's sections
+are replaced by fast stand-ins, so everything *before* them (the argument checks, the prediction,
+the memory admission check) and after them (the report, --json, --plot) runs for real. Their real
+runs are tested elsewhere (test_measure_cli.py, test_cli_requests.py, ``make demo``).
+
+Budget: :data:`EXAMPLES` examples per verb. The values are drawn from small typical ones, each flag's
+own bounds (and one past them), huge digit strings, non-finite floats and junk, so the refusals and
+the work at the bounds are both exercised; the one bound whose worst case takes seconds (10^5
+replicas, plotted) is probed just past it here, and its worst case run once in test_cli_bad_input.py
+(``test_the_worst_case_of_each_costly_bound``), with the other costly ones.
+Configs are generated too (every supported family, model folders with good and broken safetensors);
+a crash the fuzzer finds in the config reader (the families branch's work) is recorded in
+test_cli_bad_input.py (a strict xfail until that branch fixes it) and kept out of the generator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import json
+import math
+import os
+import struct
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from conftest import Hang
+from course_lib import bounds as B
+from course_lib.cli import main
+from course_lib.families import supported
+from course_lib.presets import model_names
+
+#: Examples per verb (COURSE_FUZZ_EXAMPLES overrides it for a longer hunt). The whole fuzzer stays
+#: well under a minute on 2 cores.
+EXAMPLES = int(os.environ.get("COURSE_FUZZ_EXAMPLES", "150"))
+#: Each example must finish within this (typical ones take milliseconds, a plot half a second);
+#: beyond it a bound is too loose.
+EXAMPLE_SECONDS = 30
+#: ...and allocate at most this much address space beyond what the process already holds.
+EXAMPLE_MEMORY_BYTES = 3 * 2**30
+#: No figure a valid input can produce has 40 digits (1 PB is 16; a 10^7 x 10^8-token KV cache 25).
+MAX_JSON_INT = 10**40
+
+
+# ------------------------------------------------------------------ values
+
+def _text(max_size: int = 12) -> st.SearchStrategy[str]:
+    return st.text(st.characters(blacklist_categories=("Cs",)), max_size=max_size)
+
+
+def _digits() -> st.SearchStrategy[str]:
+    return st.builds(lambda sign, n: sign + "9" * n, st.sampled_from(["", "-"]), st.sampled_from([20, 400, 4301, 5000]))
+
+
+def mostly(valid: st.SearchStrategy, invalid: st.SearchStrategy, percent: int = 75) -> st.SearchStrategy:
+    """``valid`` about ``percent``% of the time, else ``invalid``: most examples get past the checks."""
+    return st.integers(0, 99).flatmap(lambda k: valid if k < percent else invalid)
+
+
+def whole(lo: int, hi: int, most: int | None = None) -> st.SearchStrategy[str]:
+    """A flag's text: mostly small valid values (and the bound itself), else one past a bound, huge, or junk.
+
+    ``most``: valid values stay at or below it, for a flag whose work at the bound takes seconds
+    (10^5 replicas, plotted); that worst case is run once in test_cli_bad_input.py instead.
+    """
+    top = hi if most is None else most
+    return mostly(
+        st.one_of(st.integers(lo, min(top, lo + 64)).map(str), st.integers(lo, top).map(str),
+                  st.sampled_from([lo, top]).map(str)),
+        st.one_of(st.integers(-10**20, 10**20).map(str), st.sampled_from([lo - 1, hi + 1]).map(str), _digits(),
+                  st.sampled_from(["2.5", "1e3", "0x10", " 7 ", "+3", "1_000", "", "nan", "-inf", "٣"]), _text()))
+
+
+def number(lo: float, hi: float) -> st.SearchStrategy[str]:
+    return mostly(
+        st.one_of(st.floats(min_value=lo, max_value=hi).map(repr), st.sampled_from([repr(lo), repr(hi)])),
+        st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr),
+                  st.sampled_from(["5e-324", "1e-320", "1e308", "1e400", "-0.0", "0", "1", "nan", "-inf", "inf",
+                                   "9" * 400]), _text()))
+
+
+SIZE_UNITS = ["", "B", "KB", "kB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", " GB", "gb", "Gb", "XB", "PB"]
+VALID_SIZES = st.one_of(
+    st.sampled_from(["24GB", "24GiB", "14GB", "2GB", "0", "1", "1.5 GB", "512MiB", "80GB", "1000TB", "rtx-4090",
+                     "h200", "lesson-24gb", "10%", "0%"]),
+    st.builds(lambda n, u: f"{n}{u}", st.integers(0, 10**4), st.sampled_from(["B", "MB", "GB", "GiB", "TB"])))
+SIZES = mostly(VALID_SIZES, st.one_of(
+    st.sampled_from(["1001TB", "1e400GB", "1e1000000GB", "1e5000B", "-1GB", "-inf", "inf", "nan", "", "  ", "24XB",
+                     "24Gb", "0.5B", "1e-320GB", "150%", "nan%", "1e400%", "-10%"]),
+    st.builds(lambda n, u: f"{n}{u}", st.one_of(st.integers(-10**3, 10**20), st.floats(0, 1e20).map(repr)),
+              st.sampled_from(SIZE_UNITS)),
+    st.builds(lambda d, u: d + u, _digits(), st.sampled_from(SIZE_UNITS)),
+    _text()), 60)
+DTYPES = mostly(st.sampled_from(["fp32", "fp16", "bf16", "fp8", "int8", "int4", "int4-g128", "int4-g64-fp32",
+                                  "float16", "torch.bfloat16"]),
+                st.one_of(st.sampled_from(["int4-g0", "fp12", ""]), _text(),
+                          st.builds(lambda n: f"int4-g{n}", st.sampled_from(["1", "7", "9" * 30, "9" * 5000]))))
+MODELS = mostly(st.one_of(st.sampled_from(model_names()), st.just(" GPT2 ")),
+                st.one_of(st.sampled_from(["nosuchmodel", ""]), _text()), 85)
+LINKS = mostly(st.sampled_from(["pcie-gen4-x16", "nvlink-h100", "25GB", "1kB", "1000TB"]),
+               st.one_of(st.sampled_from(["999B", "0", "1e400GB", "-1GB", "pcie9"]), SIZES))
+STORAGE = mostly(st.sampled_from(["nvme", "network-disk", "page-cache", "2GB", "1kB", "1000TB"]),
+                 st.one_of(st.sampled_from(["1B", "0", "tape"]), SIZES))
+FLOPS = mostly(st.sampled_from(["a100", "h100-sxm", "312e12", "1e6", "1e18"]),
+               st.one_of(st.sampled_from(["1e5", "1e19", "5e-324", "0", "-1", "nan", "inf", "abc"]),
+                         number(B.MIN_FLOPS, B.MAX_FLOPS)))
+
+
+# ------------------------------------------------------------------ files
+
+LLAMA_TEXT = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256}
+#: Config keys the families read: small real values, each family's bounds and past them, every JSON type.
+HUGE = "__HUGE__"          # replaced by a 5,000-digit number in the JSON text (json.dumps cannot write one)
+CONFIG_INT = st.one_of(st.integers(-2, 64), st.sampled_from([128, 256, 4096, 11008, 32000, 10**6, 10**7 + 1, 10**8,
+                                                             10**30, HUGE]),
+                       st.integers(0, 10**12), st.booleans(), st.none(), st.floats(0, 64), _text(4),
+                       st.lists(st.integers(0, 3), max_size=3))
+LAYER_COUNT = st.one_of(st.integers(-1, 64), st.sampled_from([0, 1, 1000, 10**6, 10**6 + 1, 10**8, HUGE]),
+                        st.booleans(), st.none(), _text(3))
+CONFIG_KEYS = {
+    "hidden_size": CONFIG_INT, "intermediate_size": CONFIG_INT, "num_hidden_layers": LAYER_COUNT,
+    "num_attention_heads": CONFIG_INT, "num_key_value_heads": CONFIG_INT, "vocab_size": CONFIG_INT,
+    "head_dim": CONFIG_INT, "max_position_embeddings": CONFIG_INT, "sliding_window": CONFIG_INT,
+    "n_embd": CONFIG_INT, "n_layer": LAYER_COUNT, "n_head": CONFIG_INT, "n_positions": CONFIG_INT,
+    "ffn_dim": CONFIG_INT, "num_local_experts": CONFIG_INT, "num_experts_per_tok": CONFIG_INT,
+    "num_experts": CONFIG_INT, "moe_intermediate_size": CONFIG_INT,
+    "tie_word_embeddings": st.one_of(st.booleans(), st.none(), _text(4)), "torch_dtype": DTYPES,
+    "kv_lora_rank": CONFIG_INT, "qk_rope_head_dim": CONFIG_INT, "qk_nope_head_dim": CONFIG_INT,
+    "v_head_dim": CONFIG_INT, "n_routed_experts": CONFIG_INT, "first_k_dense_replace": CONFIG_INT,
+    "multi_query": st.booleans(), "new_decoder_architecture": st.booleans(),
+    "layer_types": st.one_of(st.lists(st.sampled_from(["sliding_attention", "full_attention", "linear_attention", 3]),
+                                      max_size=4), _text(3), CONFIG_INT),
+    "quantization_config": st.one_of(st.none(), st.fixed_dictionaries({"quant_method": st.sampled_from(
+        ["gptq", "awq", "fp8", "bitsandbytes", "nosuch"]), "bits": CONFIG_INT})),
+    "text_config": st.one_of(st.none(), st.just({}), st.builds(dict, st.just(LLAMA_TEXT))),
+}
+MODEL_TYPES = st.one_of(st.sampled_from(sorted(supported())), st.sampled_from(["mamba", "", None, 7, "llama "]))
+LLAMA = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256}
+
+
+@st.composite
+def config_text(draw) -> str:
+    if draw(st.integers(0, 9)) == 9:    # not a config at all
+        return draw(st.sampled_from(["", "[]", "{", "null", "1e999", '{"model_type": "llama"}', "\x00", "\ufeff{}",
+                                     "[" * 100_000, '{"a": ' * 5000, "9" * 5000, '{"hidden_size": NaN}']))
+    base = dict(LLAMA) if draw(st.integers(0, 9)) < 8 else {}
+    base["model_type"] = draw(MODEL_TYPES)
+    keys = draw(st.lists(st.sampled_from(sorted(CONFIG_KEYS)), max_size=6, unique=True))
+    for key in keys:
+        base[key] = draw(CONFIG_KEYS[key])
+    return json.dumps(base).replace(f'"{HUGE}"', "9" * 5000)
+
+
+@st.composite
+def model_folder(draw, scratch: "Scratch") -> str:
+    """A model folder: config.json beside a safetensors file that may be anything from valid to garbage."""
+    folder = scratch.root / "model"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text(draw(config_text()), encoding="utf-8")
+    kind = draw(st.integers(0, 4))
+    if kind == 0:
+        return str(folder)
+    if kind == 1:
+        header = json.dumps({"w": {"dtype": draw(st.sampled_from(["F16", "BF16", "F32", "I8", "X9"])),
+                                   "shape": draw(st.lists(st.integers(0, 64), max_size=3)),
+                                   "data_offsets": [0, draw(st.integers(0, 64))]}}).encode()
+        body = struct.pack("<Q", len(header)) + header + bytes(draw(st.integers(0, 64)))
+    elif kind == 2:
+        body = struct.pack("<Q", draw(st.sampled_from([0, 8, 2**20, 2**63]))) + draw(st.binary(max_size=32))
+    elif kind == 3:
+        body = draw(st.binary(max_size=16))
+    else:
+        (folder / "model.safetensors.index.json").write_text(draw(st.sampled_from(
+            ['{"metadata": {"total_size": 1000}}', '{"metadata": {"total_size": -1}}', "{}", "[",
+             '{"metadata": {"total_size": 1e400}}', '{"metadata": {"total_size": ' + "9" * 5000 + "}}"])))
+        return str(folder)
+    (folder / "model.safetensors").write_bytes(body)
+    return str(folder)
+
+
+TRACE_INT = st.one_of(st.integers(0, 600), st.integers(1, 3000),
+                      st.sampled_from([-1, 0, 1, B.MAX_SIMULATED_STEPS, B.MAX_SIMULATED_STEPS + 1,
+                                       B.MAX_CONTEXT_TOKENS, B.MAX_CONTEXT_TOKENS + 1, 10**9, 2**63, 10**30]),
+                      st.floats(allow_nan=True, allow_infinity=True), st.booleans(), st.none(), _text(4))
+
+
+def _valid_request(draw, i: int) -> dict:
+    prompt, new = draw(st.integers(1, 700)), draw(st.integers(1, 600))
+    return {"id": draw(st.sampled_from([f"r{i}", i])), "arrival_step": draw(st.integers(0, 50)),
+            "prompt_tokens": prompt, "max_new_tokens": new, "output_tokens": draw(st.integers(1, new))}
+
+
+@st.composite
+def trace_text(draw) -> str:
+    """A JSONL trace: about 60% of traces are all valid requests (so the simulation itself runs), the
+    rest mix in broken lines, fields of every JSON type and values at and past the bounds."""
+    count = draw(st.integers(1, 6)) if draw(st.integers(0, 19)) < 19 else 0
+    broken = draw(st.integers(0, 9)) >= 6
+    lines = []
+    for i in range(count):
+        if not broken:
+            lines.append(json.dumps(_valid_request(draw, i)))
+            continue
+        kind = draw(st.integers(0, 9))
+        if kind == 9:
+            lines.append(draw(st.sampled_from(["", "   ", "{", "[1, 2]", "null", "9" * 5000, "[" * 5000,
+                                               '{"id": 1}', "NaN", "\ufeff{}"])))
+            continue
+        req = _valid_request(draw, i)
+        for key in draw(st.lists(st.sampled_from(sorted(req)), min_size=1, max_size=2, unique=True)):
+            if kind == 8:
+                req.pop(key)
+            else:
+                req[key] = draw(TRACE_INT) if key != "id" else draw(st.one_of(_text(3), st.none(), st.booleans(),
+                                                                                st.integers(-3, 3)))
+        lines.append(json.dumps(req))
+    return "\n".join(lines) + draw(st.sampled_from(["", "\n"]))
+
+
+# ------------------------------------------------------------------ paths
+
+
+class Scratch:
+    """A folder per example: the config and trace files it writes, and the places it may write to."""
+
+    counter = itertools.count()
+
+    def __init__(self, root: Path):
+        self.root = root / f"ex{next(self.counter)}"
+        self.root.mkdir()
+        (self.root / "existing.txt").write_text("x")
+        (self.root / "folder").mkdir()
+
+    def file(self, name: str, text: str) -> str:
+        path = self.root / name
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        return str(path)
+
+
+def out_paths(scratch: Scratch, suffix: str, percent: int = 60) -> st.SearchStrategy[str]:
+    """Where a verb may write: a good path ``percent``% of the time (plots: fewer, each takes ~0.4 s)."""
+    r = scratch.root
+    bad = [str(r / "folder"), str(r), str(r / "existing.txt"), str(r / "no" / "such" / f"x{suffix}"), "/dev/full",
+           f"/proc/nope/x{suffix}", "/proc/self/status", str(r / "x.bmp"), str(r / "X.PNG"), "",
+           str(r / "existing.txt" / f"x{suffix}"), "out", str(r / ("n" * 300 + suffix))]
+    return mostly(st.sampled_from([str(r / f"out{suffix}"), f"rel{suffix}"]), st.sampled_from(bad), percent)
+
+
+# ------------------------------------------------------------------ argv per verb
+
+def _flags(draw, table: dict[str, st.SearchStrategy[str] | None], max_flags: int = 6) -> list[str]:
+    argv: list[str] = []
+    chosen = draw(st.lists(st.sampled_from(sorted(table)), max_size=max_flags, unique=True)) if table else []
+    for flag in chosen:
+        strategy = table[flag]
+        if strategy is None:
+            argv.append(flag)
+        elif draw(st.integers(0, 9)) == 9:
+            argv.append(f"{flag}={draw(strategy)}")
+        else:
+            argv += [flag, draw(strategy)]
+    if draw(st.integers(0, 19)) == 19:    # a stray token
+        argv.insert(draw(st.integers(0, len(argv))), draw(st.one_of(_text(6), st.sampled_from(
+            ["--", "-", "--nosuch", "-x", "--json=1", "--js", "--gp", "-1"]))))
+    return argv
+
+
+def _model(draw, scratch: Scratch, required: bool) -> list[str]:
+    pick = draw(st.integers(0, 9 if required else 12))
+    if pick <= 4:
+        return ["--model", draw(MODELS)]
+    if pick <= 7:
+        return ["--config", scratch.file("c.json", draw(config_text()))]
+    if pick == 8:
+        return ["--config", draw(model_folder(scratch))]
+    if pick == 9:
+        return ["--config", draw(st.sampled_from(["", str(scratch.root), "/dev/null", "/proc/self/mem", "no.json",
+                                                  str(scratch.root / "existing.txt")]))]
+    return []
+
+
+MODEL_FLAGS = {"--params": whole(1, B.MAX_PARAMS), "--dtype": DTYPES, "--kv-dtype": DTYPES}
+
+VERBS = ("budget", "estimate", "presets", "demo", "simulate", "trace", "offload", "rollout", "measure")
+
+
+JSON_VERBS = ("budget", "estimate", "presets", "simulate", "offload", "rollout", "measure")
+
+
+@st.composite
+def argv_for(draw, verb: str, scratch: Scratch) -> list[str]:
+    """argv for ``verb``: half of them with --json (where the verb has it), so the JSON is checked too."""
+    argv = draw(_argv_for(verb, scratch))
+    if verb in JSON_VERBS and draw(st.booleans()):
+        argv.insert(draw(st.sampled_from([1, len(argv)])), "--json")
+    return argv
+
+
+@st.composite
+def _argv_for(draw, verb: str, scratch: Scratch) -> list[str]:
+    model = lambda required: _model(draw, scratch, required)   # noqa: E731
+    if verb == "budget":
+        flags = {"--gpu": SIZES, "--weights": SIZES, "--workspace": SIZES, "--reserve": SIZES,
+                 "--per-sequence": SIZES, "--request-state": SIZES,
+                 "--active-sequences": whole(0, B.MAX_SEQUENCES)}
+        return [verb, *_flags(draw, flags)]
+    if verb == "estimate":
+        flags = {"--gpu": SIZES, "--workspace": SIZES, "--reserve": SIZES,
+                 "--context-tokens": whole(1, B.MAX_CONTEXT_TOKENS), "--active-sequences": whole(0, B.MAX_SEQUENCES),
+                 "--tensor-parallel": whole(1, B.MAX_TENSOR_PARALLEL),
+                 "--prefill-chunk-tokens": whole(1, B.MAX_CONTEXT_TOKENS), "--state-dtype": DTYPES, **MODEL_FLAGS}
+        return [verb, *model(True), *_flags(draw, flags)]
+    if verb == "presets":
+        return [verb, *_flags(draw, {})]
+    if verb == "demo":
+        return [verb, *_flags(draw, {"--out": out_paths(scratch, "")})]
+    if verb == "simulate":
+        trace = draw(mostly(st.just(scratch.file("t.jsonl", draw(trace_text()))),
+                            st.sampled_from(["", "/dev/null", "/proc/self/mem", str(scratch.root), "no.jsonl"]), 90))
+        flags = {"--gpu": SIZES, "--weights": SIZES, "--workspace": SIZES, "--reserve": SIZES,
+                 "--kv-bytes-per-token": whole(1, B.MAX_KV_BYTES_PER_TOKEN),
+                 "--policy": mostly(st.sampled_from(["paged", "reserve-max"]), st.just("lru"), 90), "--compare": None,
+                 "--block-size": whole(1, B.MAX_BLOCK_SIZE_TOKENS), "--watermark": number(0, 0.999),
+                 "--max-num-seqs": whole(1, B.MAX_SEQUENCES), "--max-queue-len": whole(0, B.MAX_TRACE_REQUESTS),
+                 "--max-wait-steps": whole(0, B.MAX_SIMULATED_STEPS),
+                 "--plot": out_paths(scratch, ".png", 30), **MODEL_FLAGS}
+        return [verb, "--trace", trace, *model(False), *_flags(draw, flags)]
+    if verb == "trace":
+        flags = {"--seed": whole(0, B.MAX_SEED), "--arrival-rate": number(B.MIN_ARRIVAL_RATE, B.MAX_ARRIVAL_RATE),
+                 "--prompt-min": whole(1, B.MAX_CONTEXT_TOKENS), "--prompt-max": whole(1, B.MAX_CONTEXT_TOKENS),
+                 "--max-new-tokens": whole(1, B.MAX_CONTEXT_TOKENS),
+                 "--mean-output-tokens": number(0, B.MAX_CONTEXT_TOKENS), "--out": out_paths(scratch, ".jsonl")}
+        requests = draw(mostly(st.integers(1, 50).map(str), whole(1, B.MAX_TRACE_REQUESTS), 70))
+        return [verb, "--requests", requests, *_flags(draw, flags)]
+    if verb == "offload":
+        flags = {"--bytes": SIZES, "--link": LINKS, "--efficiency": number(B.MIN_SHARE, 1),
+                 "--hbm": st.sampled_from(["a100-80gb", "l4", "hbm9"]), "--tokens": whole(1, B.MAX_CONTEXT_TOKENS),
+                 "--flops": FLOPS, "--mfu": number(B.MIN_SHARE, 1), **MODEL_FLAGS}
+        return [verb, *model(False), *_flags(draw, flags)]
+    if verb == "rollout":
+        flags = {"--weights": SIZES, "--replicas": whole(1, B.MAX_REPLICAS, most=10**3),
+                 "--max-unavailable": whole(1, B.MAX_REPLICAS, most=10**3), "--drain": number(0, B.MAX_SECONDS),
+                 "--storage": STORAGE, "--link": LINKS, "--efficiency": number(B.MIN_SHARE, 1),
+                 "--device-init": number(0, B.MAX_SECONDS), "--compile": number(0, B.MAX_SECONDS),
+                 "--warmup": number(0, B.MAX_SECONDS), "--overlap-copy": None,
+                 "--plot": out_paths(scratch, ".png", 30), "--dtype": DTYPES, "--params": whole(1, B.MAX_PARAMS)}
+        return [verb, *model(False), *_flags(draw, flags)]
+    if verb == "measure":
+        flags = {"--sequences": whole(1, B.MAX_SEQUENCES), "--context-tokens": whole(1, B.MAX_CONTEXT_TOKENS),
+                 "--device": st.sampled_from(["auto", "cpu", "cuda", "tpu"]), "--decode-tokens": whole(0, 64),
+                 "--prefill-chunk-tokens": whole(1, B.MAX_CONTEXT_TOKENS), "--threads": whole(1, B.MAX_THREADS),
+                 "--malloc": st.sampled_from(["mmap", "default", "tcmalloc"]), "--no-load-time": None,
+                 "--plot": out_paths(scratch, ".png", 30), **MODEL_FLAGS}
+        # half on the one preset small enough to pass the memory check, so the report and --json run too
+        chosen = ["--model", "course-tiny"] if draw(st.booleans()) else model(True)
+        return [verb, *chosen, "--quiet", *_flags(draw, flags, max_flags=4)]
+    raise AssertionError(verb)
+
+
+# ------------------------------------------------------------------ stand-ins and guards
+
+def _fake_worker(request: dict, **_: object) -> tuple[int, dict]:
+    """Stand-in for the measuring process (argument checks have passed): plausible figures, no torch run."""
+    from course_lib.measure.device import CpuSnapshot
+
+    mib = 2**20
+    snap = CpuSnapshot(400 * mib, 900 * mib, 20 * 2**30, 24 * 2**30).to_dict()
+    return 0, {"weights_bytes": 300 * mib, "kv_cache_bytes": 200 * mib, "workspace_bytes": 50 * mib,
+               "peak_total_bytes": 560 * mib, "snapshot": snap, "baseline_bytes": 350 * mib}
+
+
+@pytest.fixture(scope="module")
+def stand_ins():
+    """measure and demo: fast stand-ins for the real minutes of work (see the module docstring)."""
+    import course_lib.cli.demo as demo
+    import course_lib.measure.report as report
+    import course_lib.measure.run as run
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(run, "run_worker", _fake_worker)
+        mp.setattr(report, "measure_load_time", lambda *a, **k: None)
+        mp.setattr(demo, "SECTIONS", ())
+        yield
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _check_numbers(value: object, where: str = "$") -> None:
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return
+    if isinstance(value, int):
+        assert abs(value) < MAX_JSON_INT, f"{where} = {value} is absurdly large: some bound is missing"
+    elif isinstance(value, float):
+        assert math.isfinite(value), f"{where} = {value} is not finite"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_numbers(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value[:10_000]):
+            _check_numbers(item, f"{where}[{i}]")
+
+
+def run_contract(argv: list[str], cwd: Path, guard) -> None:
+    """Run ``main(argv)`` in ``cwd`` under ``guard`` and assert the contract (see the module docstring)."""
+    out, err = io.StringIO(), io.StringIO()
+    where = f"course-memory {' '.join(repr(a) if not a or ' ' in a else a for a in argv)[:400]}"
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with guard(EXAMPLE_SECONDS, EXAMPLE_MEMORY_BYTES), contextlib.redirect_stdout(out), \
+                contextlib.redirect_stderr(err):
+            try:
+                rc = main(argv)
+            except SystemExit as exc:
+                rc = exc.code
+    except (Hang, MemoryError) as exc:   # the guard: a bound too loose fails here instead of hanging
+        pytest.fail(f"{where}: {type(exc).__name__}: {exc}")
+    finally:
+        os.chdir(old)
+    stdout, stderr = out.getvalue(), err.getvalue()
+    event(f"exit {rc}" + (" --json" if "--json" in argv else ""))
+    assert "Traceback" not in stderr, f"{where}: printed a traceback:\n{stderr}"
+    if rc == 2:
+        lines = stderr.splitlines()
+        assert len(lines) == 1 and stderr.endswith("\n"), f"{where}: a refusal is one line, got {len(lines)}:\n{stderr}"
+        assert stdout == "", f"{where}: a refusal prints nothing on stdout, got:\n{stdout[:500]}"
+        return
+    assert rc == 0, f"{where}: exit {rc!r}, expected 0 or 2; stderr:\n{stderr}"
+    if stdout.startswith("usage:"):        # --help (or -h, --he...) somewhere in argv
+        return
+    if any(len(a) > 2 and "--json".startswith(a) for a in argv):     # --json, or an abbreviation of it
+        data = json.loads(stdout, parse_constant=_no_constant)
+        _check_numbers(data)
+
+
+@pytest.fixture(scope="module")
+def fuzz_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("fuzz")
+
+
+def _fuzz(verb: str):
+    @settings(max_examples=EXAMPLES, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(data=st.data())
+    def test(data, fuzz_root, stand_ins, resource_guard):
+        scratch = Scratch(fuzz_root)
+        argv = data.draw(argv_for(verb, scratch), label="argv")
+        run_contract(argv, scratch.root, resource_guard)
+
+    test.__name__ = f"test_fuzz_{verb}"
+    test.__doc__ = f"Random argv for `course-memory {verb}`: exit 0 with valid JSON, or exit 2 with one line."
+    return test
+
+
+for _verb in VERBS:
+    globals()[f"test_fuzz_{_verb}"] = _fuzz(_verb)
