@@ -109,6 +109,9 @@ def get_dtype(name: str | DType) -> DType:
         return _BASE[key]
     match = _GROUPED.match(key)
     if match:
+        if len(match.group(2)) > 7:   # read the digits only when they can be a group size (up to 10^7 values)
+            raise CourseInputError(f"dtype={name[:24]!r}... has a group size of {len(match.group(2))} digits; use a "
+                                   f"group of 1 to 10,000,000 values, e.g. int4-g128")
         bits, group, scale = int(match.group(1)), int(match.group(2)), match.group(3) or "fp16"
         if group < 1:
             raise CourseInputError(f"dtype={name!r} has group size 0; use a group of 1 or more, e.g. int4-g128")

@@ -4,7 +4,7 @@ Each case runs ``course_lib.cli.main`` in process and checks the exact refusal: 
 one line on stderr naming the value and its bound (or what is valid), no traceback, nothing on
 stdout. Then: ``--help`` works for every verb, output paths are checked before any work starts,
 the bounds themselves are valid input, and what the fuzzer found in the config reader (the families
-branch's) is kept: fixed there since, except one strict xfail.
+branch's) is kept: every one fixed since.
 """
 
 from __future__ import annotations
@@ -354,9 +354,8 @@ def test_config_reader_bounds_the_layer_count(tmp_path, capsys, resource_guard):
     check_refusal(rc, out, err, ["estimate", "--config", path], "num_hidden_layers=100000000 is above the bound")
 
 
-@pytest.mark.xfail(strict=True, reason="config reader: owned by the families branch")
 def test_dtype_reader_refuses_a_5000_digit_group_size():
-    """The CLI refuses dtype names over 40 characters itself; the library's reader raises ValueError."""
+    """The CLI refuses dtype names over 40 characters itself; the library's reader refuses it too."""
     from course_lib.dtypes import get_dtype
     from course_lib.errors import CourseInputError
 

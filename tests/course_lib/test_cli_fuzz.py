@@ -25,7 +25,7 @@ replicas, plotted) is probed just past it here, and its worst case run once in t
 (``test_the_worst_case_of_each_costly_bound``), with the other costly ones.
 Configs are generated too (every supported family, model folders with good and broken safetensors);
 a crash the fuzzer finds in the config reader (the families branch's work) is recorded in
-test_cli_bad_input.py (a strict xfail until that branch fixes it) and kept out of the generator.
+test_cli_bad_input.py and kept out of the generator.
 """
 
 from __future__ import annotations
