@@ -105,6 +105,39 @@ class Kernel:
         """Where this kernel's part of the sandbox's kernel.log starts."""
         self.shell = kc.shell_channel.socket
         self.iopub = kc.iopub_channel.socket
+        self.iopub_monitor = None
+        """Tells when ZeroMQ dropped the IOPub connection (a message over the size limit): see
+        :meth:`reconnect_iopub`."""
+
+    def watch_iopub(self) -> None:
+        import zmq
+        self.iopub_monitor = self.iopub.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+
+    def iopub_dropped(self) -> bool:
+        """True when the monitor says the IOPub connection was dropped (reads its pending events)."""
+        import zmq
+        from zmq.utils.monitor import recv_monitor_message
+
+        dropped = False
+        while self.iopub_monitor is not None and self.iopub_monitor.poll(0):
+            try:
+                dropped |= recv_monitor_message(self.iopub_monitor, zmq.NOBLOCK)["event"] == zmq.EVENT_DISCONNECTED
+            except zmq.ZMQError:
+                break
+        return dropped
+
+    def reconnect_iopub(self) -> None:
+        """A fresh IOPub socket: ZeroMQ never reconnects one that dropped a message over the size limit."""
+        old = self.iopub
+        try:
+            old.disable_monitor()
+        except Exception:  # noqa: BLE001
+            pass
+        if self.iopub_monitor is not None:
+            self.iopub_monitor.close(linger=0)
+        old.close(linger=0)
+        self.iopub = self.kc.connect_iopub(identity=self.kc.session.bsession)
+        self.watch_iopub()
 
     def alive(self) -> bool:
         try:
@@ -135,6 +168,8 @@ class Kernel:
             self.km.cleanup_resources()
         except Exception:  # noqa: BLE001
             pass
+        if self.iopub_monitor is not None:
+            self.iopub_monitor.close(linger=0)
         self.context.destroy(linger=0)
 
 
@@ -166,13 +201,15 @@ def start_kernel(sandbox: Sandbox, *, startup_timeout: float, max_message_bytes:
     kc = None
     try:
         km.start_kernel(stdout=log_file, stderr=log_file)
-        kc = km.client()
+        kc = km.client(context=context)   # our context: its message size limit applies to the client's sockets
         kc.start_channels(hb=False)
         kc.wait_for_ready(timeout=startup_timeout)
     except BaseException:
         Kernel(km, kc, context, offset).close() if kc is not None else _close_manager(km, context)
         raise
-    return Kernel(km, kc, context, offset)
+    kernel = Kernel(km, kc, context, offset)
+    kernel.watch_iopub()
+    return kernel
 
 
 def _close_manager(km, context) -> None:
@@ -266,6 +303,11 @@ def _make_client_class():
                 self._pending_note = (outs, cell_index, why)
             else:
                 self.note_truncated(outs, cell_index, why)
+
+        def note_later(self, outs, cell_index, why):
+            """A note that goes after what the cell shows (at most one per cell)."""
+            if self._pending_note is None:
+                self._pending_note = (outs, cell_index, why)
 
         def flush_note(self):
             pending = self._pending_note
@@ -469,8 +511,8 @@ class _Run:
         notebook_limited = self.left() < self.cell_timeout
         reply, idle, interrupted, reply_at = None, False, False, None
         poller = zmq.Poller()
-        poller.register(kernel.shell, zmq.POLLIN)
-        poller.register(kernel.iopub, zmq.POLLIN)
+        for sock in (kernel.shell, kernel.iopub, kernel.iopub_monitor):
+            poller.register(sock, zmq.POLLIN)
         watch_disk = not self.sandbox.disk_capped
         while reply is None or not idle:
             now = time.monotonic()
@@ -487,6 +529,23 @@ class _Run:
                 continue
             wait = min(POLL_S, max(0.0, cell_deadline - now))
             ready = dict(poller.poll(int(wait * 1000) + 1))
+            if kernel.iopub_monitor in ready and kernel.iopub_dropped():
+                # The kernel died, or sent a message over the size limit: ZeroMQ dropped it unread, and
+                # the connection with it (a death takes the monitor and the init a moment to show).
+                if _gone(kernel, 0.5):
+                    return "died"
+                for sock in (kernel.iopub, kernel.iopub_monitor):
+                    poller.unregister(sock)
+                kernel.reconnect_iopub()
+                for sock in (kernel.iopub, kernel.iopub_monitor):
+                    poller.register(sock, zmq.POLLIN)
+                if record:
+                    self.client.note_later(cell.outputs, index, f"output truncated: a message over "
+                                           f"{self.max_message_bytes // MiB} MiB was dropped unread")
+                self._resync_iopub()
+                if reply is not None:
+                    break   # its idle status may have gone with the connection
+                continue
             if kernel.iopub in ready:
                 for _ in range(64):  # a bounded drain: the shell socket gets its turn during a flood
                     try:
@@ -514,6 +573,36 @@ class _Run:
             self.client.flush_note()
             cell.execution_count = self.executed
         return "interrupted" if interrupted else "done"
+
+    def _resync_iopub(self, timeout: float = 5.0) -> bool:
+        """Wait until a fresh IOPub socket delivers (a SUB socket misses what is sent before its
+        subscription reaches the kernel). Proof: a status message for a kernel_info request sent on
+        the control channel, which the kernel answers even while a cell runs. False if none came
+        within ``timeout``."""
+        import zmq
+
+        kernel = self.kernel
+        deadline = time.monotonic() + max(0.0, min(timeout, self.left()))
+        while time.monotonic() < deadline and kernel.alive():
+            msg = kernel.kc.session.msg("kernel_info_request", content={})
+            kernel.kc.control_channel.send(msg)
+            request = msg["header"]["msg_id"]
+            until = min(deadline, time.monotonic() + 0.5)
+            while time.monotonic() < until:
+                if not kernel.iopub.poll(int(POLL_S * 1000)):
+                    continue
+                for _ in range(64):
+                    try:
+                        frames = kernel.iopub.recv_multipart(zmq.NOBLOCK, copy=False)
+                    except zmq.Again:
+                        break
+                    try:
+                        _, parts = kernel.kc.session.feed_identities(frames, copy=False)
+                        if json.loads(parts[2].bytes).get("msg_id") == request:
+                            return True
+                    except (ValueError, IndexError, TypeError, AttributeError):
+                        continue
+        return False
 
     def _on_iopub(self, frames, session, msg_id, cell, index, record) -> bool:
         """Handle one IOPub message; True when it says the kernel went idle after our request.
@@ -573,6 +662,16 @@ def execute_notebook(nb: nbformat.NotebookNode, sandbox: Sandbox, *, cell_timeou
 
 
 # ---- helpers -------------------------------------------------------------------------------
+
+def _gone(kernel: Kernel, within: float) -> bool:
+    """True once the kernel's process has exited, waiting at most ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while kernel.alive():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
 
 def _deserialize(session, frames) -> dict | None:
     """A verified message, or None for one that is not (a forged or torn message is dropped)."""
