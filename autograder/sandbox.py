@@ -420,36 +420,31 @@ def _kill_uid(uid: int, wait_s: float = 5.0) -> None:
 
 # ---- probing -----------------------------------------------------------------------------
 
-def _bwrap_base(limits: Limits, writable: tuple[Path, ...] = (), launcher_dir: Path | None = None,
-                tmp: Path | None = None) -> list[str]:
-    """bubblewrap arguments: read-only system, Python and course code; ``writable`` dirs read-write;
-    ``tmp`` (a folder of the capped scratch tmpfs) at /tmp, else a private tmpfs of ``limits.tmp_bytes``.
+def mount_plan(limits: Limits, writable: tuple[Path, ...] = (), read_only: tuple[Path, ...] = (),
+               launcher_dir: Path | None = None, tmp: Path | None = None, launcher: bool = True) -> list[tuple]:
+    """What a sandbox's file system holds, in the order it is made: read-only system, Python and
+    course code (and ``read_only``); ``writable`` dirs read-write; ``tmp`` (a folder of the capped
+    scratch tmpfs) at /tmp, else a private tmpfs of ``limits.tmp_bytes``; a fresh /proc and /dev.
 
+    Steps: ``("proc", path)``, ``("dev", path)``, ``("tmpfs", path, size_bytes | None, mode)``,
+    ``("dir", path, mode)``, ``("bind" | "ro-bind", source, path)``. bubblewrap is given them as
+    options (:func:`_bwrap_base`); the kernel fork server (``_zygote.py``) makes them itself.
     Each bound path appears at its real path inside, so paths in tracebacks and in the
     kernel's connection file mean the same thing on both sides.
     """
-    has = _bwrap_options()
-    args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid",
-            "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox",
-            "--clearenv", "--proc", "/proc", "--dev", "/dev"]
-    if tmp is not None:
-        args += ["--bind", str(tmp), "/tmp"]
-    else:
-        # --perms and --size came with bubblewrap 0.5 / 0.6; older ones get a plain /tmp (probe() checks the rest)
-        args += (["--perms", "1777"] if "--perms" in has else []) + (
-            ["--size", str(limits.tmp_bytes)] if "--size" in has else []) + ["--tmpfs", "/tmp"]
-    read_only = {d for d in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
-                 if os.path.exists(d)}
+    plan: list[tuple] = [("proc", "/proc"), ("dev", "/dev")]
+    plan.append(("bind", str(tmp), "/tmp") if tmp is not None else ("tmpfs", "/tmp", limits.tmp_bytes, 0o1777))
+    ro = {d for d in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc") if os.path.exists(d)}
     python_dirs = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
     try:
         import site
         python_dirs.update(site.getsitepackages())
     except Exception:  # pragma: no cover - unusual site modules
         pass
-    read_only |= {p for d in python_dirs for p in (d, os.path.realpath(d)) if os.path.isdir(p)}
-    read_only |= {str(d) for d in TRUSTED_DIRS}
-    binds = [(p, "--ro-bind") for p in _outermost(read_only)]
-    binds += [(str(p), "--bind") for p in writable]
+    ro |= {p for d in python_dirs for p in (d, os.path.realpath(d)) if os.path.isdir(p)}
+    ro |= {str(d) for d in TRUSTED_DIRS}
+    binds = [(p, "ro-bind") for p in _outermost(ro)] + [(str(p), "ro-bind") for p in read_only]
+    binds += [(str(p), "bind") for p in writable]
     # Parents that bwrap would otherwise create with mode 0700 (unusable by the dropped uid).
     bound = {p for p, _ in binds}
     parents = set()
@@ -458,17 +453,37 @@ def _bwrap_base(limits: Limits, writable: tuple[Path, ...] = (), launcher_dir: P
         while parent not in ("/", "", "/tmp") and not any(_within(parent, b) for b in bound):
             parents.add(parent)
             parent = os.path.dirname(parent)
-    for d in sorted(parents, key=lambda x: x.count("/")):
-        args += (["--perms", "0755"] if "--perms" in has else []) + ["--dir", d]
-    for p, how in sorted(binds, key=lambda b: b[0].count("/")):
-        args += [how, p, p]
+    plan += [("dir", d, 0o755) for d in sorted(parents, key=lambda x: x.count("/"))]
+    plan += [(how, p, p) for p, how in sorted(binds, key=lambda b: b[0].count("/"))]
     for secret in GRADER_DIRS:  # mounted after the binds, so it covers the grader wherever it is bound
         if any(_within(str(secret), p) for p, _ in binds):
-            args += ["--tmpfs", str(secret)]
+            plan.append(("tmpfs", str(secret), None, 0o755))
     if launcher_dir is not None:   # a root-only folder holding a copy of the launcher (see Sandbox.__enter__)
-        args += ["--ro-bind", str(launcher_dir), INNER_LAUNCHER_DIR]
-    else:                          # the probe: nothing of a learner runs there
-        args += ["--ro-bind", str(LAUNCHER), INNER_LAUNCHER]
+        plan.append(("ro-bind", str(launcher_dir), INNER_LAUNCHER_DIR))
+    elif launcher:                 # the probe: nothing of a learner runs there
+        plan.append(("ro-bind", str(LAUNCHER), INNER_LAUNCHER))
+    return plan
+
+
+def _bwrap_base(limits: Limits, writable: tuple[Path, ...] = (), launcher_dir: Path | None = None,
+                tmp: Path | None = None, read_only: tuple[Path, ...] = ()) -> list[str]:
+    """bubblewrap's command line for :func:`mount_plan` (and its namespaces, session and hostname)."""
+    has = _bwrap_options()
+    args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid",
+            "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox", "--clearenv"]
+    for step in mount_plan(limits, writable, read_only, launcher_dir, tmp):
+        kind, path = step[0], step[-1] if step[0] in ("bind", "ro-bind") else step[1]
+        if kind in ("proc", "dev"):
+            args += [f"--{kind}", path]
+        elif kind == "tmpfs":
+            # --perms and --size came with bubblewrap 0.5 / 0.6; older ones get a plain /tmp (probe() checks the rest)
+            size, mode = step[2], step[3]
+            args += (["--perms", f"{mode:04o}"] if mode != 0o755 and "--perms" in has else []) + (
+                ["--size", str(size)] if size and "--size" in has else []) + ["--tmpfs", path]
+        elif kind == "dir":
+            args += (["--perms", f"{step[2]:04o}"] if "--perms" in has else []) + ["--dir", path]
+        else:
+            args += [f"--{kind}", step[1], path]
     return args
 
 
