@@ -96,6 +96,14 @@ class Execution:
 
 # ---- the kernel ----------------------------------------------------------------------------
 
+def kernel_args(sandbox: Sandbox) -> list[str]:
+    """What every grading kernel is started with: no history database (nothing of it is graded, and
+    it costs a sqlite write per cell), and IPython's files from the sandbox's $IPYTHONDIR, which is
+    the grader's and read-only inside (see Sandbox): no startup file or config of a learner runs."""
+    return ["--HistoryManager.enabled=False", "--InteractiveShellApp.exec_PYTHONSTARTUP=False",
+            f"--ipython-dir={sandbox.ipython_dir}"]
+
+
 class Kernel:
     """One sandboxed kernel and our sockets to it (from :func:`start_kernel`)."""
 
@@ -186,7 +194,8 @@ def start_kernel(sandbox: Sandbox, *, startup_timeout: float, max_message_bytes:
     spec_dir = sandbox.root / "kernels" / KERNEL_NAME
     if not (spec_dir / "kernel.json").is_file():
         spec_dir.mkdir(parents=True, exist_ok=True)
-        argv = sandbox.command([sys.executable, "-P", "-s", "-m", "ipykernel_launcher", "-f", "{connection_file}"])
+        argv = sandbox.command([sys.executable, "-P", "-s", "-m", "ipykernel_launcher", *kernel_args(sandbox),
+                                "-f", "{connection_file}"])
         (spec_dir / "kernel.json").write_text(json.dumps({
             "argv": argv, "display_name": "Python 3 (sandboxed grader)", "language": "python",
             "interrupt_mode": "message", "metadata": {"debugger": False}}))

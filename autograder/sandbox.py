@@ -597,8 +597,10 @@ class Sandbox:
 
     Layout under ``root``: ``work/`` (the learner's files; the cwd), ``home/`` ($HOME),
     ``run/`` (kernel connection file and sockets), ``log/`` (kernel stderr; not visible inside),
-    ``tmp/`` (/tmp under bubblewrap). Where the grader can mount, ``root`` is a tmpfs of
-    ``limits.disk_bytes``: everything the notebook writes, sockets and log included, shares that cap.
+    ``tmp/`` (/tmp under bubblewrap), ``ipython/`` ($IPYTHONDIR: the grader's, read-only inside, so
+    no learner file there, a startup file or a config, can run in a fresh kernel). Where the grader
+    can mount, ``root`` is a tmpfs of ``limits.disk_bytes``: everything the notebook writes,
+    sockets and log included, shares that cap.
     """
 
     def __init__(self, root: Path, limits: Limits = Limits(), isolation: Isolation | None = None,
@@ -613,6 +615,7 @@ class Sandbox:
         self.log_dir = self.root / "log"
         self.launcher_dir = self.root / "launcher"
         self.tmp = self.root / "tmp"
+        self.ipython_dir = self.root / "ipython"
         self.uid = 1_000_000 + secrets.randbelow(1_000_000_000) if self.isolation.drop_uid else None
         self.cgroup: Cgroup | None = None
         self.disk_capped = False
@@ -628,6 +631,7 @@ class Sandbox:
                 pass
         for d in (self.work, self.home, self.run_dir, self.log_dir, self.launcher_dir, self.tmp):
             d.mkdir(parents=True, exist_ok=True)
+        _ipython_dir(self.ipython_dir)
         os.chmod(self.root, 0o711)
         shutil.copyfile(LAUNCHER, self.launcher_dir / "launch.py")
         os.chmod(self.launcher_dir, 0o700)  # root only: the learner's uid cannot list or read it
@@ -707,7 +711,7 @@ class Sandbox:
             "PYTHONPATH": self.pythonpath,
             "PYTHONNOUSERSITE": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
-            "IPYTHONDIR": str(self.home / ".ipython"),
+            "IPYTHONDIR": str(self.ipython_dir),
             "MPLCONFIGDIR": str(self.home / ".matplotlib"),
             "OMP_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1",
@@ -747,7 +751,7 @@ class Sandbox:
         if not iso.bubblewrap:
             return launch + join + inner[3:] if join else inner
         bw = _bwrap_base(lim, writable=(self.work, self.home, self.run_dir), launcher_dir=self.launcher_dir,
-                         tmp=self.tmp if self.disk_capped else None)
+                         tmp=self.tmp if self.disk_capped else None, read_only=(self.ipython_dir,))
         bw += ["--chdir", str(cwd), "--"]
         # bwrap's --die-with-parent ties the sandbox to bwrap, not bwrap to us: the outer
         # launcher sets PDEATHSIG (kept across exec) so that bwrap dies with the grader.
@@ -769,6 +773,21 @@ class Sandbox:
         if self.cgroup is not None:
             self.cgroup.kill_all()
         return rc, _head(out_path, max_output_bytes), _head(err_path, max_output_bytes)
+
+
+def _ipython_dir(path: Path) -> None:
+    """$IPYTHONDIR for the sandbox's kernels: the grader's, with the folders IPython wants, and
+    nothing a learner could add (a startup file or a config that kills every fresh kernel)."""
+    profile = path / "profile_default"
+    for d in (profile / "startup", profile / "log", profile / "db", profile / "security", profile / "pid"):
+        d.mkdir(parents=True, exist_ok=True)
+    readme = profile / "startup" / "README"
+    if not readme.exists():
+        readme.write_text("This IPython profile belongs to the grader; learner files cannot be added here.\n")
+    for d in (path, profile, profile / "startup", profile / "log", profile / "db"):
+        os.chmod(d, 0o755)
+    for d in (profile / "security", profile / "pid"):   # the modes IPython checks (it never writes there)
+        os.chmod(d, 0o700)
 
 
 def _seed_matplotlib_cache(target: Path) -> None:

@@ -56,12 +56,34 @@ def test_a_fork_bomb_is_stopped_and_the_run_goes_on():
     assert _stdout(ex, 2) == "42 b'ok\\n'\n", "later cells can start processes again"
 
 
-def test_a_learner_startup_file_that_kills_every_kernel_stops_the_run_but_keeps_what_ran():
-    plant = ("import os, pathlib\nd = pathlib.Path(os.environ['IPYTHONDIR'], 'profile_default', 'startup')\n"
-             "d.mkdir(parents=True, exist_ok=True)\n(d / '00.py').write_text('import os; os._exit(1)')\nprint('planted')")
-    ex = _run(plant, "import os; os._exit(1)", "print('never')")
-    assert ex.status == "kernel_died" and ex.stopped_at == 2
-    assert "a fresh kernel did not start" in ex.message and _stdout(ex, 0) == "planted\n"
+# Files a fresh kernel could run before any cell, each one os._exit(1): IPython's startup folder and
+# configs in $IPYTHONDIR, in a profile under $HOME, in the working folder, and Jupyter's config folder.
+PLANT = """
+import os, pathlib
+kill = 'import os; os._exit(1)\\n'
+ipython, home, cwd = pathlib.Path(os.environ['IPYTHONDIR']), pathlib.Path(os.environ['HOME']), pathlib.Path.cwd()
+targets = [ipython / 'profile_default' / 'startup' / '00.py', ipython / 'profile_default' / 'ipython_kernel_config.py',
+           ipython / 'profile_default' / 'ipython_config.py', home / '.ipython' / 'profile_default' / 'startup' / '00.py',
+           home / '.ipython' / 'profile_default' / 'ipython_kernel_config.py', cwd / 'ipython_kernel_config.py',
+           cwd / 'ipython_config.py', home / '.jupyter' / 'jupyter_config.py', cwd / 'sitecustomize.py']
+planted = []
+for path in targets:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(kill)
+        planted.append(str(path))
+    except OSError:
+        pass
+print('planted', len(planted), 'in IPYTHONDIR', any(p.startswith(str(ipython)) for p in planted))
+"""
+
+
+def test_a_learner_startup_file_or_config_cannot_stop_fresh_kernels():
+    ex = _run(PLANT, "import os; os._exit(1)", "print('went on')")
+    assert _stdout(ex, 0).startswith("planted ") and _stdout(ex, 0).endswith(" in IPYTHONDIR False\n"), _stdout(ex, 0)
+    assert ex.status == "kernel_died" and ex.restarts == 1 and ex.stopped_at is None, ex.message
+    assert "a fresh kernel replayed the cells before it and went on" in ex.message
+    assert _stdout(ex, 2) == "went on\n", "the fresh kernel ignored every planted file"
 
 
 def test_the_disk_watchdog_stops_a_writer_where_no_tmpfs_can_be_mounted():
