@@ -48,7 +48,8 @@ import nbformat
 from .collect import ANSWER_MIME
 from .cells import grade_id
 from .results import DISK_LIMIT, KERNEL_DIED, MEMORY_LIMIT, PROCESS_LIMIT, SEVERITY, TIMEOUT
-from .sandbox import KiB, MiB, Sandbox
+from .forkserver import ForkedProcess, ForkServerError
+from .sandbox import KiB, MiB, Sandbox, fork_server
 
 KERNEL_NAME = "course-grade-sandbox"
 #: Seconds an interrupted cell has to stop before its kernel is replaced (KeyboardInterrupt takes ms).
@@ -105,14 +106,18 @@ def kernel_args(sandbox: Sandbox) -> list[str]:
 
 
 class Kernel:
-    """One sandboxed kernel and our sockets to it (from :func:`start_kernel`)."""
+    """One sandboxed kernel and our sockets to it (from :func:`start_kernel`).
 
-    def __init__(self, km, kc, context, log_offset: int):
-        self.km, self.kc, self.context = km, kc, context
+    ``process`` is what started it: jupyter_client's KernelManager (a fresh Python under
+    bubblewrap) or a :class:`~autograder.forkserver.ForkedProcess` (forked by the fork server).
+    """
+
+    def __init__(self, km, kc, context, log_offset: int, process=None):
+        self.km, self.kc, self.context, self.process = km, kc, context, process
         self.log_offset = log_offset
         """Where this kernel's part of the sandbox's kernel.log starts."""
-        self.shell = kc.shell_channel.socket
-        self.iopub = kc.iopub_channel.socket
+        self.shell = kc.shell_channel.socket if kc is not None else None
+        self.iopub = kc.iopub_channel.socket if kc is not None else None
         self.iopub_monitor = None
         """Tells when ZeroMQ dropped the IOPub connection (a message over the size limit): see
         :meth:`reconnect_iopub`."""
@@ -149,7 +154,7 @@ class Kernel:
 
     def alive(self) -> bool:
         try:
-            return bool(self.km.is_alive())
+            return self.process.alive() if self.process is not None else bool(self.km.is_alive())
         except Exception:  # noqa: BLE001 - a manager in a bad state is a dead kernel
             return False
 
@@ -157,18 +162,21 @@ class Kernel:
         """An interrupt_request on the control channel: ipykernel raises KeyboardInterrupt in the cell.
         (A SIGINT to the launched process would reach bubblewrap and kill the sandbox.)"""
         try:
-            self.km.interrupt_kernel()
+            self.kc.control_channel.send(self.kc.session.msg("interrupt_request", content={}))
         except Exception as e:  # noqa: BLE001
             log.debug("interrupt failed: %s", e)
 
     def close(self) -> None:
         """Kill the kernel at once and close every socket (the sandbox's other processes: the caller)."""
         try:
-            self.kc.stop_channels()
+            if self.kc is not None:
+                self.kc.stop_channels()
         except Exception:  # noqa: BLE001
             pass
         try:
-            if self.km.has_kernel:
+            if self.process is not None:
+                self.process.close()
+            elif self.km.has_kernel:
                 self.km.shutdown_kernel(now=True)
         except Exception:  # noqa: BLE001
             pass
@@ -186,8 +194,39 @@ def start_kernel(sandbox: Sandbox, *, startup_timeout: float, max_message_bytes:
     """Start an IPython kernel inside ``sandbox`` and wait until it answers (raises RuntimeError).
 
     The one place that starts a kernel: the first one, and every fresh one after a failure.
+    Where the probe found the fork server works (``sandbox.isolation.kernels == "fork"``), the
+    kernel is forked from this batch's server; else (or if the server is gone) it is a fresh
+    Python under bubblewrap. Either way it runs with :func:`kernel_args`, in the same isolation.
     """
     import zmq
+    from jupyter_client import KernelManager
+
+    context = zmq.Context()
+    # Messages larger than this are dropped by ZeroMQ before Python ever sees them.
+    context.setsockopt(zmq.MAXMSGSIZE, max_message_bytes)
+    log_file.flush()
+    offset = log_file.tell()
+    server = fork_server(sandbox.pythonpath) if sandbox.isolation.kernels == "fork" else None
+    if server is not None:
+        km = KernelManager(context=context, transport="ipc", ip=str(sandbox.run_dir / "k"),
+                           connection_file=str(sandbox.run_dir / "kernel.json"))
+        km.write_connection_file()
+        try:
+            process = ForkedProcess(*server.spawn(sandbox.fork_request([*kernel_args(sandbox), "-f", km.connection_file]),
+                                                  log_file.fileno()))
+        except ForkServerError as e:
+            log.warning("the fork server could not fork a kernel (%s); starting a fresh Python instead", e)
+            km.cleanup_resources()
+        else:
+            from jupyter_client.blocking import BlockingKernelClient
+            kc = BlockingKernelClient(context=context, session=km.session)
+            kc.load_connection_info(km.get_connection_info())
+            return _ready(Kernel(km, kc, context, offset, process), startup_timeout)
+    return _start_exec(sandbox, context, offset, startup_timeout, log_file)
+
+
+def _start_exec(sandbox: Sandbox, context, offset: int, startup_timeout: float, log_file: IO[bytes]) -> Kernel:
+    """A fresh Python under bubblewrap and the launcher, through jupyter_client's KernelManager."""
     from jupyter_client import KernelManager
     from jupyter_client.kernelspec import KernelSpecManager
 
@@ -200,34 +239,47 @@ def start_kernel(sandbox: Sandbox, *, startup_timeout: float, max_message_bytes:
             "argv": argv, "display_name": "Python 3 (sandboxed grader)", "language": "python",
             "interrupt_mode": "message", "metadata": {"debugger": False}}))
     ksm = KernelSpecManager(kernel_dirs=[str(sandbox.root / "kernels")])
-    context = zmq.Context()
-    # Messages larger than this are dropped by ZeroMQ before Python ever sees them.
-    context.setsockopt(zmq.MAXMSGSIZE, max_message_bytes)
     km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=ksm, context=context, transport="ipc",
                        ip=str(sandbox.run_dir / "k"), connection_file=str(sandbox.run_dir / "kernel.json"))
-    log_file.flush()
-    offset = log_file.tell()
-    kc = None
     try:
         km.start_kernel(stdout=log_file, stderr=log_file)
-        kc = km.client(context=context)   # our context: its message size limit applies to the client's sockets
-        kc.start_channels(hb=False)
-        kc.wait_for_ready(timeout=startup_timeout)
     except BaseException:
-        Kernel(km, kc, context, offset).close() if kc is not None else _close_manager(km, context)
+        Kernel(km, None, context, offset).close()
         raise
-    kernel = Kernel(km, kc, context, offset)
-    kernel.watch_iopub()
-    return kernel
+    return _ready(Kernel(km, km.client(context=context), context, offset), startup_timeout)
 
 
-def _close_manager(km, context) -> None:
+def _ready(kernel: Kernel, timeout: float) -> Kernel:
+    """Start ``kernel``'s channels and wait for its kernel_info reply and a first IOPub message, as
+    jupyter_client's wait_for_ready does, but asking :meth:`Kernel.alive` whether it died meanwhile."""
+    from queue import Empty
+
     try:
-        if km.has_kernel:
-            km.shutdown_kernel(now=True)
-    except Exception:  # noqa: BLE001
-        pass
-    context.destroy(linger=0)
+        kc = kernel.kc
+        kc.start_channels(hb=False)
+        deadline = time.monotonic() + timeout
+        while True:
+            kc.kernel_info()
+            try:
+                msg = kc.get_shell_msg(timeout=min(1.0, max(0.05, deadline - time.monotonic())))
+            except Empty:
+                pass
+            else:
+                if msg["msg_type"] == "kernel_info_reply":
+                    try:
+                        kc.get_iopub_msg(timeout=0.2)   # IOPub is connected too
+                    except Empty:
+                        pass
+                    else:
+                        kernel.watch_iopub()
+                        return kernel
+            if not kernel.alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
+    except BaseException:
+        kernel.close()
+        raise
 
 
 # ---- outputs -------------------------------------------------------------------------------
@@ -526,7 +578,9 @@ class _Run:
         while reply is None or not idle:
             now = time.monotonic()
             if reply is not None and now - reply_at > IOPUB_GRACE_S:
-                break  # the reply came; its last outputs did not (nbclient: "Timeout waiting for IOPub output")
+                # The reply came; its last outputs did not (nbclient: "Timeout waiting for IOPub output"):
+                # late, or dropped unread with everything after them (a message over max_message_bytes).
+                break
             if reply is None and now >= cell_deadline:
                 if notebook_limited:
                     return "deadline"

@@ -78,8 +78,18 @@ print('planted', len(planted), 'in IPYTHONDIR', any(p.startswith(str(ipython)) f
 """
 
 
-def test_a_learner_startup_file_or_config_cannot_stop_fresh_kernels():
-    ex = _run(PLANT, "import os; os._exit(1)", "print('went on')")
+def _kernel_starts():
+    """The ways kernels start on this machine: forked from the fork server (where it runs) and exec'd."""
+    iso = probe()
+    return [pytest.param(k, marks=pytest.mark.skipif(k == "fork" and iso.kernels != "fork",
+                                                     reason="no kernel fork server here (the probe says why)"))
+            for k in ("fork", "exec")]
+
+
+@pytest.mark.parametrize("kernels", _kernel_starts())
+def test_a_learner_startup_file_or_config_cannot_stop_fresh_kernels(kernels):
+    iso = dataclasses.replace(probe(), kernels=kernels)
+    ex = _run(PLANT, "import os; os._exit(1)", "print('went on')", isolation=iso)
     assert _stdout(ex, 0).startswith("planted ") and _stdout(ex, 0).endswith(" in IPYTHONDIR False\n"), _stdout(ex, 0)
     assert ex.status == "kernel_died" and ex.restarts == 1 and ex.stopped_at is None, ex.message
     assert "a fresh kernel replayed the cells before it and went on" in ex.message
