@@ -7,7 +7,8 @@ This file is run as a script, as root, by :mod:`autograder.forkserver`::
 
 with the environment a sandboxed kernel starts with. It listens on the Unix socket SOCKET (in a
 root-only folder), imports the MODULEs, freezes them for the cycle collector (forked kernels then
-share those pages instead of copying them) and serves the requests that came meanwhile and later. It imports nothing of the
+share those pages instead of copying them), prints ``ready`` and serves the requests that came
+meanwhile and later. It imports nothing of the
 grader and is never given anything a learner may not see: no answers, no other hand-in, only
 where a sandbox is and what it may use (see the request below). It stops at end of input on its
 stdin (every grader process that holds the pipe is gone), at an ``exit`` request, or when its
@@ -33,11 +34,13 @@ step bubblewrap and ``_launch.py`` take is taken again here, before any learner 
 A step that fails writes ``sandbox launcher: ...`` to the kernel's log and exits with status 97,
 as the launcher does.
 
-Request (JSON, one datagram; SCM_RIGHTS: the file descriptor for the program's stdout and stderr)::
+Request (JSON, one datagram, with file descriptors by SCM_RIGHTS, named by ``fds``: ``output``
+for the program's stdout and stderr, or ``stdout`` and ``stderr``, and optionally ``status``, a
+pipe to which the monitor writes the program's returncode as subprocess gives it)::
 
-    {"mode": "kernel" | "exec", "argv": [...], "cgroup_procs": [...], "plan": [[op, ...], ...],
-     "stage": ROOT/mnt, "hostname": "sandbox", "chown": [...], "uid": N | null,
-     "rlimits": [[NAME, VALUE], ...], "env": {...}, "cwd": DIR, "loopback": true}
+    {"mode": "kernel" | "exec", "argv": [...], "fds": ["output"], "cgroup_procs": [...],
+     "plan": [[op, ...], ...], "stage": ROOT/mnt, "hostname": "sandbox", "chown": [...],
+     "uid": N | null, "rlimits": [[NAME, VALUE], ...], "env": {...}, "cwd": DIR, "loopback": true}
 
 Reply: ``{"pid": MONITOR_PID}`` with a pidfd of the monitor (SCM_RIGHTS), or ``{"error": "..."}``.
 """
@@ -74,6 +77,8 @@ DEV_LINKS = {"stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": 
 #: What bubblewrap's --proc covers read-only.
 PROC_COVERED = ("sys", "sysrq-trigger", "irq", "bus")
 MAX_REQUEST_BYTES = 1 << 20
+#: What the preloaded modules set in os.environ as they were imported (ipykernel's debugger sets one).
+_PRELOAD_ENVIRON = {}
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -213,8 +218,13 @@ def _close_fds(keep):
                 pass
 
 
+def _exit_code(status):
+    """subprocess's returncode: the exit status, or minus the signal that ended the process."""
+    return os.waitstatus_to_exitcode(status)
+
+
 def _exit_like(status):
-    os._exit(os.waitstatus_to_exitcode(status) % 256 if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
 
 def _oom_score_adj(value):
@@ -226,15 +236,19 @@ def _oom_score_adj(value):
         pass
 
 
-def _monitor(req, log_fd, server_pid):
-    """Step 1 (see the module): cgroups, namespaces, the init; exits with the init's status."""
+def _monitor(req, fds, server_pid):
+    """Step 1 (see the module): cgroups, namespaces, the init; exits with the init's status (and
+    writes it to the request's status pipe, if it has one)."""
     signal.set_wakeup_fd(-1)            # the server's, on a descriptor closed below
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    os.dup2(log_fd, 1)
-    os.dup2(log_fd, 2)
+    stdout, stderr, status_fd = fds["stdout"], fds["stderr"], fds.get("status")
+    os.dup2(stdout, 1)
+    os.dup2(stderr, 2)
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
-    _close_fds(keep=())
+    if status_fd is not None:
+        status_fd = os.dup2(status_fd, 3)
+    _close_fds(keep=(3,) if status_fd is not None else ())
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != server_pid:
         os._exit(FAILED)
@@ -254,6 +268,8 @@ def _monitor(req, log_fd, server_pid):
     pid = os.fork()
     if pid == 0:
         os.close(alive_w)
+        if status_fd is not None:
+            os.close(status_fd)
         _run(_init, req, alive_r)
     os.close(alive_r)
     while True:
@@ -261,6 +277,11 @@ def _monitor(req, log_fd, server_pid):
             _, status = os.waitpid(pid, 0)
         except InterruptedError:
             continue
+        if status_fd is not None:
+            try:
+                os.write(status_fd, str(_exit_code(status)).encode())
+            except OSError:
+                pass
         _exit_like(status)
 
 
@@ -347,6 +368,7 @@ def _kernel(req):
             _fail(f"could not run {argv[0]}: {e}")
     os.environ.clear()
     os.environ.update(env)
+    os.environ.update(_PRELOAD_ENVIRON)   # as the imports would have set them in a fresh kernel
     _fresh_process_state()
     import importlib.util
     sys.argv = [importlib.util.find_spec("ipykernel_launcher").origin] + argv
@@ -449,11 +471,17 @@ class Server:
                 self.running = False
                 conn.send(b'{"ok": true}')
                 return
-            if len(fds) != 1:
-                raise ValueError("a request carries one file descriptor: the program's output")
+            names = req.get("fds", ["output"])
+            if len(fds) != len(names) or not set(names) <= {"output", "stdout", "stderr", "status"}:
+                raise ValueError(f"the request names {names} but carries {len(fds)} file descriptors")
+            given = dict(zip(names, fds))
+            given.setdefault("stdout", given.get("output"))
+            given.setdefault("stderr", given.get("output"))
+            if given["stdout"] is None or given["stderr"] is None:
+                raise ValueError("a request carries the program's output: 'output', or 'stdout' and 'stderr'")
             pid = os.fork()
             if pid == 0:
-                _run(_monitor, req, fds[0], self.pid)
+                _run(_monitor, req, given, self.pid)
             pidfd = os.pidfd_open(pid)
             self.children[pid] = (pidfd, conn)
             socket.send_fds(conn, [json.dumps({"pid": pid}).encode()], [pidfd])
@@ -496,13 +524,17 @@ def main(argv):
         return 2
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1)   # orphaned inits are reaped here, not left as zombies
     server = Server(argv[0])                 # clients may connect now; their requests wait for the imports
+    environ = dict(os.environ)
     for name in argv[1:]:
         try:
             importlib.import_module(name)
         except Exception as e:  # noqa: BLE001 - a kernel that needs it imports it (and fails) itself
             sys.stderr.write(f"fork server: could not preload {name}: {type(e).__name__}: {e}\n")
+    _PRELOAD_ENVIRON.update({k: v for k, v in os.environ.items() if environ.get(k) != v})
     gc.collect()
     gc.freeze()    # preloaded objects stay out of every later collection: forked kernels share their pages
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
     server.serve()
     return 0
 

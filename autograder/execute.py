@@ -213,7 +213,7 @@ def start_kernel(sandbox: Sandbox, *, startup_timeout: float, max_message_bytes:
         km.write_connection_file()
         try:
             process = ForkedProcess(*server.spawn(sandbox.fork_request([*kernel_args(sandbox), "-f", km.connection_file]),
-                                                  log_file.fileno()))
+                                                  [log_file.fileno()]))
         except ForkServerError as e:
             log.warning("the fork server could not fork a kernel (%s); starting a fresh Python instead", e)
             km.cleanup_resources()

@@ -632,7 +632,7 @@ def _fork_server_works(iso: Isolation) -> tuple[bool, str]:
             out = box.log_dir / "probe.out"
             with open(out, "wb") as f:
                 proc = ForkedProcess(*server.spawn(box.fork_request([sys.executable, "-I", "-c", _PROBE_PROGRAM],
-                                                                    mode="exec"), f.fileno()))
+                                                                    mode="exec"), [f.fileno()]))
             exited = proc.wait(20)
             proc.close()
             text = out.read_text(errors="replace").strip()
@@ -877,13 +877,14 @@ class Sandbox:
             out["AS"] = lim.memory_bytes
         return out
 
-    def fork_request(self, argv: list[str], cwd: Path | None = None, mode: str = "kernel") -> dict:
+    def fork_request(self, argv: list[str], cwd: Path | None = None, mode: str = "kernel",
+                     fds: tuple[str, ...] = ("output",)) -> dict:
         """What the kernel fork server needs to fork a program into this sandbox (``_zygote.py``):
         every step that :meth:`command` gives bubblewrap and the launcher, as data. ``mode`` "kernel":
         ipykernel with the arguments ``argv``, in the forked process; "exec": the program ``argv``."""
         plan = mount_plan(self.limits, writable=(self.work, self.home, self.run_dir), read_only=(self.ipython_dir,),
                           tmp=self.tmp if self.disk_capped else None, launcher=False)
-        return {"mode": mode, "argv": [str(a) for a in argv], "plan": plan, "stage": str(self.stage),
+        return {"mode": mode, "argv": [str(a) for a in argv], "fds": list(fds), "plan": plan, "stage": str(self.stage),
                 "cgroup_procs": self.cgroup.procs_files if self.cgroup is not None else [],
                 "hostname": "sandbox", "loopback": True, "uid": self.uid,
                 "chown": [str(d) for d in (self.work, self.home, self.run_dir)] if self.uid is not None else [],
@@ -894,16 +895,45 @@ class Sandbox:
         """Run a command to completion in the sandbox: (returncode or None on timeout, stdout, stderr)."""
         out_path, err_path = self.log_dir / "run.out", self.log_dir / "run.err"
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            proc = subprocess.Popen(self.command(argv, cwd), stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=err, start_new_session=True)
-            try:
-                rc: int | None = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                rc = None
-                _kill_group(proc)
+            rc = self._run_forked(argv, cwd, timeout, out, err)
+            if rc == "no server":
+                proc = subprocess.Popen(self.command(argv, cwd), stdin=subprocess.DEVNULL, stdout=out,
+                                        stderr=err, start_new_session=True)
+                try:
+                    rc = proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    rc = None
+                    _kill_group(proc)
         if self.cgroup is not None:
             self.cgroup.kill_all()
         return rc, _head(out_path, max_output_bytes), _head(err_path, max_output_bytes)
+
+    def _run_forked(self, argv, cwd, timeout, out, err) -> int | None | str:
+        """:meth:`run` through the fork server (the very sandbox, without starting bubblewrap and two
+        launchers): the returncode, None on timeout, or "no server" where there is none or it is
+        still importing (bubblewrap is quicker then)."""
+        server = fork_server(self.pythonpath) if self.isolation.kernels == "fork" else None
+        if server is None or not server.ready():
+            return "no server"
+        status_r, status_w = os.pipe()
+        try:
+            try:
+                proc = ForkedProcess(*server.spawn(self.fork_request(argv, cwd, mode="exec",
+                                                                     fds=("stdout", "stderr", "status")),
+                                                   [out.fileno(), err.fileno(), status_w]))
+            except ForkServerError as e:
+                logging.getLogger(__name__).warning("%s; running it under bubblewrap instead", e)
+                return "no server"
+            finally:
+                os.close(status_w)
+            exited = proc.wait(timeout)
+            proc.close()   # kills it if it is still running: its namespaces go with it
+            if not exited:
+                return None
+            code = os.read(status_r, 64).strip()
+            return int(code) if code.lstrip(b"-").isdigit() else -signal.SIGKILL   # killed before it could say
+        finally:
+            os.close(status_r)
 
 
 def _ipython_dir(path: Path) -> None:

@@ -113,3 +113,33 @@ def test_a_flood_is_cut_cheaply_and_later_cells_still_show_their_output():
     assert _stdout(ex, 1) == "after\n"
     # Past the cap, messages are dropped unparsed: the grader's CPU is a fraction of the kernel's time.
     assert ex.grader_cpu_s < 0.35 * ex.seconds, (ex.grader_cpu_s, ex.seconds)
+
+
+def _reference_run(kernels: str) -> list:
+    """The reference submission, restored and run as grade.py runs it: each code cell's outputs as
+    (type, MIME keys, text), widget ids and figure bytes left out."""
+    from autograder.assignment import Assignment, load_source
+    from autograder.lab import reference_lab
+    from autograder.restore import read_submission, restore_cells
+
+    a = Assignment()
+    folder = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "reference" / a.name
+    nb, _ = restore_cells(read_submission((folder / a.notebook_name).read_bytes()), load_source(a))
+    with Sandbox(scratch_dir(), Limits(), dataclasses.replace(probe(), kernels=kernels)) as box:
+        nbformat.write(nb, box.work / a.notebook_name)
+        (box.work / a.lab_name).write_text(reference_lab(a.lab.read_text()))
+        ex = execute_notebook(nb, box)
+        assert ex.status == "completed", ex.message
+        return [[(o.output_type, sorted(o.get("data", {})), o.get("text", "").replace(str(box.root), "ROOT"),
+                  o.get("data", {}).get("application/vnd.course-answer+json"))
+                 for o in c.outputs] for c in ex.nb.cells if c.cell_type == "code"]
+
+
+def test_the_reference_notebook_shows_the_same_forked_as_exec_d():
+    if probe().kernels != "fork":
+        pytest.skip("no kernel fork server here (the probe says why)")
+    forked, execd = _reference_run("fork"), _reference_run("exec")
+    assert forked == execd
+    kinds = {kind for cell in forked for kind, *_ in cell}
+    assert {"stream", "display_data", "execute_result"} <= kinds
+    assert sum("image/png" in mimes for cell in forked for _, mimes, *_ in cell) >= 3, "the figures were drawn"

@@ -234,3 +234,25 @@ def test_a_forked_kernel_runs_in_the_same_sandbox_as_one_under_bubblewrap():
     for view in (forked, execd):
         view.pop("mounts")
     assert forked == execd
+
+
+def test_commands_run_through_the_fork_server_as_under_bubblewrap():
+    import time
+
+    if probe().kernels != "fork":
+        pytest.skip("no kernel fork server here (the probe says why)")
+    server = sandbox.fork_server(str(REPO))
+    deadline = time.monotonic() + 120
+    while not server.ready():   # Sandbox.run takes bubblewrap while the server still imports
+        assert time.monotonic() < deadline, server.log_tail()
+        time.sleep(0.1)
+    with Sandbox(scratch_dir(), Limits()) as box:
+        code = "import os, sys; print(os.getpid(), os.path.exists('/run/course-grade')); sys.stderr.write('e'); sys.exit(3)"
+        assert box.run([sys.executable, "-c", code]) == (3, "2 False\n", "e"), "forked: no launcher folder inside"
+        start = time.monotonic()
+        assert box.run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=1)[0] is None
+        assert time.monotonic() - start < 10
+        got = _inside(box, REPORT)
+    assert got["nproc"] == Limits().max_processes and got["fsize"] == Limits().max_file_bytes
+    assert got["uid"] >= 1_000_000 and got["repo_notebooks"] is False
+    assert got["course_lib"] == str(REPO / "course_lib" / "__init__.py")
