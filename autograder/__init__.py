@@ -11,7 +11,9 @@ An instructor's round trip (each verb is a module with a ``main(**kwargs)``; the
 
 What stock nbgrader gets wrong and where it is fixed:
 
-- one notebook at a time -> worker processes, kernels on ipc sockets (autograde.py, execute.py);
+- one notebook at a time -> worker processes, kernels on ipc sockets (autograde.py, execute.py),
+  each forked from a server that imported ipykernel, numpy, matplotlib and the course library
+  once per batch, into a sandbox of its own (forkserver.py, _zygote.py);
 - learner code in the grader's trust -> a sandbox per submission: bubblewrap namespaces, a
   memory + pids cgroup, a throwaway uid, rlimits (sandbox.py, _launch.py);
 - scores decided in the learner's kernel -> plain answers recorded by the test cells
