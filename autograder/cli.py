@@ -7,6 +7,7 @@ grader itself failed, 130 when interrupted.
 
     course-grade release --out release
     course-grade autograde submitted --out results --workers 2
+    course-grade autograde submitted --out results --scheduler tcp://grader0:8786
     course-grade feedback results
     course-grade export results
 """
@@ -51,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what one notebook may write to disk, all files together (default: %(default)s)")
     p.add_argument("--regrade", action="store_true", help="grade everyone again, even unchanged submissions")
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+    p.add_argument("--scheduler", default=_default(m, "scheduler"), metavar="ADDRESS",
+                   help="grade on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786, or a scheduler "
+                        "file), or on local:N Dask worker processes here (default: local worker processes)")
 
     p = verbs.add_parser("feedback", help="re-render feedback HTML from an autograde run")
     p.add_argument("results_dir", metavar="RESULTS_DIR", nargs="?", default=str(_default(feedback.main, "results_dir")))
@@ -96,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             batch = autograde.main(args.submitted_dir, out=args.out, workers=args.workers,
                                    cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
                                    memory_limit=args.memory_limit, disk_limit=args.disk_limit, regrade=args.regrade,
-                                   progress=False if args.no_progress else None)
+                                   progress=False if args.no_progress else None, scheduler=args.scheduler)
             print_batch(batch)
         elif args.verb == "feedback":
             result = feedback.main(args.results_dir, students=args.students)
