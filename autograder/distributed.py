@@ -46,7 +46,6 @@ import os
 import re
 import shutil
 import socket
-import stat
 import tempfile
 import time
 from collections import deque
@@ -57,6 +56,7 @@ from .assignment import Assignment, load_source
 from .environment import differences, digest, digest_bytes, environment
 from .errors import AutograderError
 from .grade import Job, blank_result, grade_submission, submission_sha
+from .handin import HandIn
 from .layout import autograded_path, feedback_path, record_path
 from .results import GRADER_ERROR, StudentResult, write_atomic, write_json
 from .sandbox import probe
@@ -75,11 +75,6 @@ POLL_S = 0.05
 ADMIT_EVERY_S = 1.0
 #: Refusals of one task (its worker turned out not to hold the batch's files) before it is an error.
 MAX_REFUSALS = 3
-#: The largest hand-in file put in a task; a larger one travels as its size (the grader refuses it
-#: by size, or reads zeros: either way it cannot be a notebook of this course).
-MAX_FILE_BYTES = 64 * 2**20
-#: Names of other notebooks in a hand-in carried for the grader's message, at most.
-MAX_OTHER_NAMES = 100
 LOCAL = re.compile(r"local:(\d+)")
 
 
@@ -119,94 +114,6 @@ def parse_scheduler(text: str) -> tuple[str, str | int]:
 
 
 # ---- what a task carries, and what it brings back ---------------------------------------------
-
-@dataclass(frozen=True)
-class HandIn:
-    """One submission's files as the client found them, to be laid out again on a worker.
-
-    The grader reads ``<student>/<assignment>/`` by its own rules (regular files only; a link, a
-    folder that is a link, a missing folder each have their own status), so the hand-in keeps
-    exactly what those rules look at: what each path *is*, and the bytes of regular files.
-    """
-
-    student: str
-    """What ``SUBMITTED_DIR/<student>`` is: "dir" or "link"."""
-    folder: str
-    """What ``<student>/<assignment>`` is: "dir", "link", "file" or "missing"."""
-    files: dict[str, tuple[str, bytes | int]] = field(default_factory=dict)
-    """The notebook and the lab by name: ("file", bytes), ("large", size), ("link", 0), ("special", 0)."""
-    others: tuple[str, ...] = ()
-    """Other ``*.ipynb`` names in the folder (the grader names them when the notebook is missing)."""
-
-    @classmethod
-    def read(cls, folder: Path, assignment: Assignment) -> HandIn:
-        folder = Path(folder)
-        if folder.parent.is_symlink():
-            return cls("link", "missing")
-        kind = _kind(folder)
-        if kind != "dir":
-            return cls("dir", kind)
-        files: dict[str, tuple[str, bytes | int]] = {}
-        for name in (assignment.notebook_name, assignment.lab_name):
-            path = folder / name
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            if stat.S_ISLNK(st.st_mode):
-                files[name] = ("link", 0)
-            elif not stat.S_ISREG(st.st_mode):
-                files[name] = ("special", 0)
-            elif st.st_size > MAX_FILE_BYTES:
-                files[name] = ("large", st.st_size)
-            else:
-                try:
-                    files[name] = ("file", path.read_bytes())
-                except OSError:
-                    files[name] = ("special", 0)
-        others = sorted(p.name for p in folder.glob("*.ipynb") if p.name not in files)[:MAX_OTHER_NAMES]
-        return cls("dir", "dir", files, tuple(others))
-
-    def lay_out(self, root: Path, student_id: str, assignment_name: str) -> Path:
-        """Recreate ``<student>/<assignment>/`` under ``root`` (a private folder); returns its path."""
-        student, elsewhere = root / student_id, root / ".elsewhere"
-        elsewhere.mkdir(parents=True, exist_ok=True)
-        folder = student / assignment_name
-        if self.student == "link":
-            student.symlink_to(elsewhere)
-            return folder
-        student.mkdir(parents=True)
-        if self.folder == "link":
-            folder.symlink_to(elsewhere)
-        elif self.folder == "file":
-            folder.write_bytes(b"")
-        elif self.folder == "dir":
-            folder.mkdir()
-            for name, (kind, data) in self.files.items():
-                path = folder / name
-                if kind == "file":
-                    path.write_bytes(data)
-                elif kind == "large":
-                    with open(path, "wb") as f:
-                        f.truncate(int(data))
-                elif kind == "link":
-                    path.symlink_to(elsewhere / name)
-                else:
-                    os.mkfifo(path)
-            for name in self.others:
-                (folder / name).write_bytes(b"")
-        return folder
-
-
-def _kind(path: Path) -> str:
-    try:
-        mode = os.lstat(path).st_mode
-    except OSError:
-        return "missing"
-    if stat.S_ISLNK(mode):
-        return "link"
-    return "dir" if stat.S_ISDIR(mode) else "file"
-
 
 @dataclass(frozen=True)
 class Instructor:
