@@ -73,7 +73,8 @@ IN_FLIGHT_PER_WORKER = 2
 #: How often the client looks for answers (s), and for workers to admit.
 POLL_S = 0.05
 ADMIT_EVERY_S = 1.0
-#: Refusals of one task (its worker turned out not to hold the batch's files) before it is an error.
+#: Tries of one task that came back ungraded (refused by its worker, dropped by the scheduler) before it
+#: is the student's grader_error.
 MAX_REFUSALS = 3
 LOCAL = re.compile(r"local:(\d+)")
 
@@ -376,7 +377,7 @@ class Cluster:
                         if refusals + 1 < MAX_REFUSALS:
                             queue.appendleft((job, refusals + 1))
                             continue
-                        outcome = _crashed(job, f"not graded: {MAX_REFUSALS} Dask workers refused it "
+                        outcome = _crashed(job, f"not graded: sent {MAX_REFUSALS} times, never graded "
                                                 f"(last: {outcome.message})")
                     results[job.student_id] = outcome
                     bar.update(1)
@@ -420,12 +421,15 @@ class _Batch:
     # -- workers
     def admit_new(self) -> None:
         """Check every worker not seen yet; admit those whose environment is the client's."""
-        workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+        workers = self._workers()
         self.live = set(workers)
         new = [a for a in workers if a not in self.admitted and a not in self.refused]
         if not new:
             return
-        reports = self.client.run(_report, workers=new, on_error="return")
+        try:
+            reports = self.client.run(_report, workers=new, on_error="return")
+        except (OSError, ValueError, KeyError):
+            return  # one of them left while asked: all are asked again at the next look
         ok = []
         for address in new:
             report = reports.get(address)
@@ -443,7 +447,10 @@ class _Batch:
                 continue
             ok.append(address)
         if ok:
-            answers = self.client.run(_admit, self.instructor, self.tag, workers=ok, on_error="return")
+            try:
+                answers = self.client.run(_admit, self.instructor, self.tag, workers=ok, on_error="return")
+            except (OSError, ValueError, KeyError):
+                answers = {}
             for address in ok:
                 if isinstance(answers.get(address), BaseException) or address not in answers:
                     continue  # gone, or it failed to take the files: asked again at the next look
@@ -451,7 +458,15 @@ class _Batch:
                 self.admitted[address] = report
                 for line in report.warnings:
                     self._warn(f"Dask workers on host {report.host}: {line}")
-        self.live = set(self.client.scheduler_info(n_workers=-1).get("workers", {}))
+        self.live = set(self._workers())
+
+    def _workers(self) -> dict:
+        """The workers the scheduler has now; AutograderError if the scheduler is gone."""
+        try:
+            return self.client.scheduler_info(n_workers=-1).get("workers", {})
+        except (OSError, TimeoutError) as e:
+            raise AutograderError(f"lost the Dask scheduler at {self.cluster.scheduler} ({type(e).__name__}); "
+                                  f"run again to finish: graded students are kept") from None
 
     def wait_for_a_worker(self) -> None:
         """Admit the workers there are; wait (up to WORKERLESS_S) for one when there are none yet."""
@@ -489,6 +504,8 @@ class _Batch:
         return f"{n} Dask worker{'s' * (n != 1)}"
 
     def retire(self, refusal: Refusal) -> None:
+        if not refusal.worker:
+            return  # no worker to blame: the task is simply sent again
         self.admitted.pop(refusal.worker, None)
         self._refuse(refusal.worker, f"the Dask worker {refusal.worker} (host {refusal.host}) refused a task: "
                                      f"{refusal.message}; it gets no more tasks of this batch")
@@ -530,7 +547,10 @@ class _Batch:
                 return answer
             return self._write(job, answer)
         if future.status == "cancelled":
-            return _crashed(job, "the Dask scheduler dropped this task (was it restarted?); run again")
+            if self.client.status != "running":
+                raise AutograderError(f"lost the Dask scheduler at {self.cluster.scheduler}; run again to finish: "
+                                      f"graded students are kept")
+            return Refusal("", "", "the Dask scheduler dropped the task (was it restarted?)")
         error = future.exception()
         if isinstance(error, KilledWorker):
             return _crashed(job, f"the Dask workers grading this submission died "

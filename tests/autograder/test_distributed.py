@@ -214,14 +214,13 @@ def _stale_copy(root: Path) -> Path:
     return root
 
 
-def _start_worker(address: str, pythonpath: Path, cwd: Path) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(pythonpath))
+def _start_worker(address: str, cwd: Path, name: str, **env: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
-                             "--no-nanny", "--no-dashboard", "--name", "stale"], cwd=cwd, env=env,
+                             "--no-nanny", "--no-dashboard", "--name", name], cwd=cwd, env=dict(os.environ, **env),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def test_a_worker_with_another_environment_is_refused(tmp_path):
+def test_a_worker_with_another_environment_is_refused_and_one_without_bubblewrap_says_so(tmp_path):
     from distributed import Client, LocalCluster
 
     submitted, results = tmp_path / "submitted", tmp_path / "results"
@@ -231,7 +230,7 @@ def test_a_worker_with_another_environment_is_refused(tmp_path):
     with LocalCluster(n_workers=0, threads_per_worker=1, processes=True, memory_limit=0, dashboard_address=None,
                       silence_logs=logging.ERROR) as local, Client(local, set_as_default=False) as client:
         address = local.scheduler_address
-        worker = _start_worker(address, stale, stale)
+        workers = [_start_worker(address, stale, "stale", PYTHONPATH=str(stale))]
         try:
             client.wait_for_workers(1, timeout=60)
             (stale_address,) = client.scheduler_info(n_workers=-1)["workers"]
@@ -244,14 +243,19 @@ def test_a_worker_with_another_environment_is_refused(tmp_path):
                                                       f"refused the Dask worker {stale_address}.*course_lib differs"):
                 _grade(submitted, results, address)
             assert not list(results.glob("records/*.json"))
-            # A good worker joins: the batch is graded, all of it on the good one, and the report says why.
-            local.scale(1)
+            # A worker of this environment joins, on a PATH without bubblewrap (nor unshare): the batch is
+            # graded, all of it there, under the isolation it has; the records and the report say which.
+            workers.append(_start_worker(address, tmp_path, "no-bwrap", PATH=str(Path(sys.executable).parent)))
             client.wait_for_workers(2, timeout=60)
             batch = _grade(submitted, results, address)
             assert all((r.status, r.score) == ("graded", 8.0) for r in batch.students.values())
             assert all(r.worker and not r.worker.startswith(stale_address + " ") for r in batch.students.values())
             assert any(f"refused the Dask worker {stale_address}" in w and "course_lib differs" in w
                        for w in batch.warnings), batch.warnings
+            assert all(r.isolation.startswith("no bubblewrap, ") for r in batch.students.values()), batch.students
+            assert any("bubblewrap (bwrap) is not installed" in w for w in batch.warnings), batch.warnings
+            assert batch.isolation.startswith("Dask workers: no bubblewrap")
         finally:
-            worker.kill()
-            worker.wait(timeout=30)
+            for worker in workers:
+                worker.kill()
+                worker.wait(timeout=30)
