@@ -359,15 +359,14 @@ class Cluster:
                     future = batch.submit(job, refusals)
                     running[future] = (job, refusals)
                     done_set.add(future)
+                if time.monotonic() - last_admit >= ADMIT_EVERY_S:  # workers that joined, or left
+                    batch.admit_new()
+                    batch.check_workers_left(len(results), len(jobs))
+                    bar.set_postfix_str(batch.workers_text())
+                    last_admit = time.monotonic()
                 finished = done_set.next_batch(block=False)
                 if not finished:
                     time.sleep(POLL_S)
-                    if time.monotonic() - last_admit >= ADMIT_EVERY_S:
-                        batch.admit_new()
-                        batch.check_workers_left(len(results), len(jobs))
-                        bar.set_postfix_str(batch.workers_text())
-                        last_admit = time.monotonic()
-                    continue
                 for future in finished:
                     job, refusals = running.pop(future)
                     outcome = batch.outcome(future, job)
@@ -382,7 +381,10 @@ class Cluster:
                     results[job.student_id] = outcome
                     bar.update(1)
         except BaseException:
-            client.cancel(list(running), force=True)
+            try:  # tasks already running finish on their workers; their answers are dropped
+                client.cancel(list(running), force=True)
+            except Exception:  # noqa: BLE001 - the scheduler may be the thing that failed
+                pass
             raise
         finally:
             bar.close()

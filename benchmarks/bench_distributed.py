@@ -12,8 +12,10 @@ alike, and each must give the same grades.json (checked). Measured per run:
 - wall seconds of the whole command, and of its parts: until the first record (start-up: the lab
   baseline, and for Dask the LocalCluster and the workers' imports), from the first record to the
   last (grading), after the last (the merge: grades.json, exports, gradebook);
-- CPU seconds of the command and everything under it (kernels included: getrusage of children),
-  per submission: the figure the estimate for a larger cluster is made from.
+- CPU seconds of the command and everything under it, per submission: the figure the estimate for a
+  larger cluster is made from. Read from a cpuacct cgroup made for the command (the sandbox moves
+  kernels into memory and pids cgroups only, so they stay in it); getrusage of children would miss
+  the kernels, which their parents never wait for. Without a cgroup to make, no CPU figure.
 
 The Dask overhead per task is (Dask wall - local wall) / N, whole and in the grading phase alone
 (a LocalCluster's start-up is paid once per batch, not per task). Not a test: run it by hand.
@@ -25,7 +27,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shutil
 import statistics
 import subprocess
@@ -46,18 +47,48 @@ def make_class(root: Path, students: int) -> Path:
     return submitted
 
 
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")   # cgroup v1; v2 keeps cpu.stat in every group
+CGROUP2 = Path("/sys/fs/cgroup")
+
+
+def _cpu_group(name: str) -> Path | None:
+    for parent in (CPUACCT, CGROUP2):
+        if (parent / "cgroup.procs").is_file() and ((parent / "cpuacct.usage").is_file() or parent == CGROUP2):
+            try:
+                group = parent / name
+                group.mkdir()
+                return group
+            except OSError:
+                continue
+    return None
+
+
+def _cpu_seconds(group: Path) -> float:
+    if (group / "cpuacct.usage").is_file():
+        return int((group / "cpuacct.usage").read_text()) / 1e9
+    stat = dict(line.split() for line in (group / "cpu.stat").read_text().splitlines())
+    return int(stat["usage_usec"]) / 1e6
+
+
 def run(submitted: Path, results: Path, how: list[str]) -> dict:
     shutil.rmtree(results, ignore_errors=True)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    group = _cpu_group(f"course-bench-{os.getpid()}-{time.monotonic_ns()}")
+    join = (lambda: (group / "cgroup.procs").write_text(str(os.getpid()))) if group else None
     start = time.time()
     proc = subprocess.run([sys.executable, "-m", "autograder", "autograde", str(submitted), "--out", str(results),
-                           "--no-progress", *how], cwd=REPO, capture_output=True, text=True)
+                           "--no-progress", *how], cwd=REPO, capture_output=True, text=True, preexec_fn=join)
     end = time.time()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = float("nan")
+    if group is not None:
+        time.sleep(1)  # kernels killed at the end of a batch leave their group within a moment
+        cpu = _cpu_seconds(group)
+        try:
+            group.rmdir()
+        except OSError:
+            pass
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(how)} failed:\n{proc.stderr[-3000:]}")
     stamps = sorted(p.stat().st_mtime for p in (results / "records").glob("*.json"))
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     grades = json.loads((results / "grades.json").read_text())
     return {"how": " ".join(how), "wall_s": end - start, "startup_s": stamps[0] - start,
             "grading_s": stamps[-1] - stamps[0], "merge_s": end - stamps[-1], "cpu_s": cpu, "grades": grades}
