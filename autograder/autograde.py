@@ -263,8 +263,8 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     else:  # the one branch point: the same jobs, graded on Dask workers, written back here
         with cluster:
             results.update(cluster.run_jobs(jobs, lambda total: _progress(total, progress), background=course))
-        isolation = cluster.report(isolation)  # the workers': their summaries, what each host lacked, who was refused
-        warnings = list(isolation.warnings) + warnings[len(probe().warnings):]
+        here, isolation = isolation, cluster.report(isolation)  # the workers': what each host lacked, who was refused
+        warnings = list(isolation.warnings) + [w for w in warnings if w not in here.warnings]
     course.join()
 
     # The merge: this process alone writes the class-level files and the gradebook.

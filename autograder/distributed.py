@@ -7,8 +7,8 @@ What runs where::
     writes RESULTS, record last  <------ on an admitted worker    <----- (grade.grade_submission),
     then merges (autograde.py)                                           return plain values
 
-- The **client** is this process. It reads every hand-in (:class:`HandIn`: the files' bytes, or
-  what they are when they are no regular file) and puts it in the task, so a worker needs neither
+- The **client** is this process. It reads every hand-in by the grader's own rules (autograder.handin:
+  each file's bytes, or why it was refused) and puts it in the task, so a worker needs neither
   SUBMITTED_DIR nor RESULTS_DIR: no shared filesystem is assumed. It alone writes RESULTS_DIR, in
   grade.py's order: a student's old record (then notebook and feedback) is removed before the task
   is sent, the returned notebook and feedback page are written when it comes back, the record
@@ -24,8 +24,8 @@ What runs where::
   The resource is 1 per worker process: one submission at a time each, as a local worker process
   grades (start workers with ``--nthreads 1 --nworkers <cores>``).
 - A **task** (:func:`grade_task`) checks again that its worker holds the batch's environment and
-  instructor files (else it refuses, and the client sends it elsewhere), lays the hand-in out in a
-  scratch folder of its own and grades it there with the batch's settings: same sandbox, same
+  instructor files (else it refuses, and the client sends it elsewhere), and grades the hand-in's
+  files (grade_submission(job, files=...)) in a scratch folder of its own with the batch's settings: same sandbox, same
   limits; a worker without bubblewrap uses the strongest isolation it has, and the student's
   record says which (``worker``, ``isolation``). It returns the record, the autograded notebook and
   the feedback page, and removes its folder.
@@ -41,6 +41,7 @@ what was graded is kept.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import re
@@ -49,17 +50,19 @@ import socket
 import tempfile
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 from .assignment import Assignment, load_source
 from .environment import differences, digest, digest_bytes, environment
 from .errors import AutograderError
-from .grade import Job, blank_result, grade_submission, submission_sha
+from .grade import Job, blank_result, grade_submission
 from .handin import HandIn
 from .layout import autograded_path, feedback_path, record_path
 from .results import GRADER_ERROR, StudentResult, write_atomic, write_json
-from .sandbox import probe
+from .sandbox import probe, sweep_leftovers
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +73,13 @@ WORKERLESS_S = 120.0
 #: Tasks in flight per admitted worker: one grading, one waiting (so no worker idles between two).
 #: Not more: every task in flight on a worker that dies counts as one of its allowed failures.
 IN_FLIGHT_PER_WORKER = 2
-#: How often the client looks for answers (s), and for workers to admit.
-POLL_S = 0.05
+#: How often the client looks for workers to admit (s), and for workers that left.
 ADMIT_EVERY_S = 1.0
+#: Dask settings for a LocalCluster (local:N): no statistical profiler sampling every worker's stack
+#: each 10 ms, and a calmer event-loop watchdog. Grading needs neither; a worker started elsewhere
+#: can take the same (DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False ...).
+LOCAL_CONFIG = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
+                "distributed.admin.system-monitor.interval": "2s"}
 #: Tries of one task that came back ungraded (refused by its worker, dropped by the scheduler) before it
 #: is the student's grader_error.
 MAX_REFUSALS = 3
@@ -220,12 +227,28 @@ def _report() -> WorkerReport:
 
 
 async def _admit(instructor: Instructor, tag: str, dask_worker=None) -> str:
-    """Run on a worker the client has checked: install the instructor files, then take the batch's resource."""
+    """Run on a worker the client has checked: sweep what dead graders left on this machine, install the
+    instructor files, then take the batch's resource."""
+    sweep_leftovers()  # sandboxes and cgroups of a worker killed here (engine's names)
+    _sweep_own_leftovers()
     if instructor.digest not in _INSTALLED:
         folder = Path(tempfile.mkdtemp(prefix=f"cg-{os.getpid()}-instructor-"))  # 0700: the grader's alone
+        atexit.register(shutil.rmtree, folder, True)
         _INSTALLED[instructor.digest] = instructor.install(folder)
     await dask_worker.set_resources(**{tag: 1})
     return dask_worker.address
+
+
+#: The folders this module makes: cg-PID-task-* (one per task) and cg-PID-instructor-* (one per worker).
+_OWN = re.compile(r"cg-(\d+)-(?:task|instructor)-[a-z0-9_]{8}")
+
+
+def _sweep_own_leftovers() -> None:
+    """Remove the task and instructor folders of worker processes that died without cleaning up."""
+    for folder in Path(tempfile.gettempdir()).glob("cg-*-*-*"):
+        m = _OWN.fullmatch(folder.name)
+        if m and not psutil.pid_exists(int(m[1])):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 async def _retire(tag: str, dask_worker=None) -> None:
@@ -249,7 +272,7 @@ def grade_task(task: Task) -> Graded | Refusal:
         results = root / "results"
         job = Job(student_id=task.student_id, folder=str(folder), results_dir=str(results), assignment=assignment,
                   settings=task.settings, lab_baseline=task.lab_baseline, fingerprint=task.fingerprint)
-        result = grade_submission(job)
+        result = grade_submission(job, files=task.hand_in.files)
         notebook = autograded_path(results, task.student_id, assignment)
         page = feedback_path(results, task.student_id, assignment.name, assignment.notebook_name)
         iso = probe()
@@ -292,8 +315,10 @@ class Cluster:
         if self.kind == "local":
             # memory_limit=0: the sandbox's cgroup caps each notebook; Dask's own monitor would only
             # see the worker process and restart it for what its kernels use.
-            self._local = LocalCluster(n_workers=int(self.target), threads_per_worker=1, processes=True,
-                                       memory_limit=0, dashboard_address=None, silence_logs=logging.ERROR)
+            with dask.config.set(LOCAL_CONFIG):  # the nannies hand it to every worker they (re)start
+                self._local = LocalCluster(n_workers=int(self.target), threads_per_worker=1, processes=True,
+                                           memory_limit=0, dashboard_address=None, silence_logs=logging.ERROR,
+                                           scheduler_kwargs={"dashboard_address": ":0"})  # no fixed port taken
             self._client = Client(self._local, set_as_default=False)
             return self._client
         timeout = dask.config.get("distributed.comm.timeouts.connect")
@@ -339,7 +364,7 @@ class Cluster:
         results: dict[str, StudentResult] = {}
         if not jobs:
             return results
-        from distributed import as_completed
+        from distributed import wait
 
         client = self.connect()
         batch = _Batch(client, self, jobs[0].assignment)
@@ -350,7 +375,6 @@ class Cluster:
         bar.set_postfix_str(batch.workers_text(), refresh=False)
         queue = deque((job, 0) for job in jobs)
         running: dict = {}
-        done_set = as_completed(loop=client.loop)
         last_admit = time.monotonic()
         try:
             while queue or running:
@@ -358,15 +382,16 @@ class Cluster:
                     job, refusals = queue.popleft()
                     future = batch.submit(job, refusals)
                     running[future] = (job, refusals)
-                    done_set.add(future)
                 if time.monotonic() - last_admit >= ADMIT_EVERY_S:  # workers that joined, or left
                     batch.admit_new()
                     batch.check_workers_left(len(results), len(jobs))
                     bar.set_postfix_str(batch.workers_text())
                     last_admit = time.monotonic()
-                finished = done_set.next_batch(block=False)
-                if not finished:
-                    time.sleep(POLL_S)
+                try:
+                    with client.as_current():  # wait() asks for the current client; ours is not the default
+                        finished, _ = wait(list(running), timeout=ADMIT_EVERY_S, return_when="FIRST_COMPLETED")
+                except TimeoutError:
+                    continue
                 for future in finished:
                     job, refusals = running.pop(future)
                     outcome = batch.outcome(future, job)
@@ -564,8 +589,6 @@ class _Batch:
         result.worker = f"{answer.worker} (host {answer.host})"
         result.isolation = answer.isolation
         self.cluster.isolation.add(answer.isolation)
-        # The hash of what was handed in, from the files here (the worker hashed the bytes it was sent).
-        result.submission_sha = submission_sha(Path(job.folder), job.assignment) if Path(job.folder).is_dir() else ""
         results_dir = Path(job.results_dir)
         try:
             if answer.notebook is not None:

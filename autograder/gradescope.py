@@ -263,9 +263,9 @@ def run(root: str | Path) -> dict:
             baseline = lab_baseline(Path(assignment.lab).read_text(encoding="utf-8"), assignment.lab_name,
                                     new_sandbox(settings))
             job = dataclasses.replace(job, folder=str(laid_out), lab_baseline=baseline,
-                                      fingerprint=digest_bytes(meta["instructor_digest"].encode(),
-                                                               submission_sha(laid_out, assignment).encode()))
-            result = grade_submission(job)
+                                      fingerprint=digest_bytes(meta["instructor_digest"].encode(), submission_sha(
+                                          laid_out, assignment, hand_in.files).encode()))
+            result = grade_submission(job, files=hand_in.files)
     data = gradescope_json(result, None)
     lines = [data["output"], f"isolation: {iso.summary()}", *(f"note: {w}" for w in iso.warnings)]
     data["output"] = "\n".join(lines)

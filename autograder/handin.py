@@ -1,9 +1,13 @@
-"""A hand-in as the grader reads it, to be laid out again on another machine (a Dask worker, a
-Gradescope container) where the grader then reads it by its own rules.
+"""A hand-in as the grader read it here, carried to another machine (a Dask worker, a Gradescope run)
+and graded there exactly as it would have been here.
 
-The grader reads ``<student>/<assignment>/`` strictly (regular files only; a link, a folder that is
-a link, a missing folder each get a status of their own), so a :class:`HandIn` keeps exactly what
-those rules look at: what each path *is*, and the bytes of the regular files, nothing else.
+The grader reads ``<student>/<assignment>/`` by its own rules (:func:`autograder.grade.read_files`:
+no links, regular files with one link and their folder's owner, size caps), so a :class:`HandIn`
+carries what those rules gave -- each file's bytes, or why it was refused, or that it is absent --
+and the two things about the folder that the grader still looks at: whether it is a folder, and how
+many other notebooks it holds (named in the "missing" message). On the other machine
+:meth:`HandIn.lay_out` recreates that folder (empty) for them, and the files go to
+``grade_submission(job, files=hand_in.files)`` as read here.
 
 >>> import tempfile
 >>> from autograder.assignment import Assignment
@@ -11,122 +15,53 @@ those rules look at: what each path *is*, and the bytes of the regular files, no
 >>> (root / "amy" / "l14-04-model-memory").mkdir(parents=True)
 >>> _ = (root / "amy" / "l14-04-model-memory" / "l14-04-model-memory.ipynb").write_text("{}")
 >>> hand_in = HandIn.read(root / "amy" / "l14-04-model-memory", Assignment())
->>> hand_in.folder, hand_in.files
-('dir', {'l14-04-model-memory.ipynb': ('file', b'{}')})
->>> again = hand_in.lay_out(root / "elsewhere", "amy", "l14-04-model-memory")
->>> (again / "l14-04-model-memory.ipynb").read_bytes()
-b'{}'
+>>> hand_in.files["l14-04-model-memory.ipynb"], hand_in.files["l14-04-model-memory.py"], hand_in.is_folder
+(b'{}', None, True)
+>>> hand_in.lay_out(root / "elsewhere", "amy", "l14-04-model-memory").is_dir()
+True
 """
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .assignment import Assignment
+from .grade import read_files
+from .restore import Refused
 
-#: The largest hand-in file carried; a larger one travels as its size and is laid out as a sparse file
-#: of that size (the grader refuses it by size, or reads zeros: either way it is no notebook).
-MAX_FILE_BYTES = 64 * 2**20
-#: Names of other notebooks in a hand-in carried for the grader's message, at most.
-MAX_OTHER_NAMES = 100
+#: Other notebooks in a hand-in counted, at most (the message says how many there are).
+MAX_OTHER_NOTEBOOKS = 100
 
 
 @dataclass(frozen=True)
 class HandIn:
-    """One submission's files as the client found them, to be laid out again on a worker.
+    """One submission as :func:`autograder.grade.read_files` read it, and what its folder was."""
 
-    The grader reads ``<student>/<assignment>/`` by its own rules (regular files only; a link, a
-    folder that is a link, a missing folder each have their own status), so the hand-in keeps
-    exactly what those rules look at: what each path *is*, and the bytes of regular files.
-    """
-
-    student: str
-    """What ``SUBMITTED_DIR/<student>`` is: "dir" or "link"."""
-    folder: str
-    """What ``<student>/<assignment>`` is: "dir", "link", "file" or "missing"."""
-    files: dict[str, tuple[str, bytes | int]] = field(default_factory=dict)
-    """The notebook and the lab by name: ("file", bytes), ("large", size), ("link", 0), ("special", 0)."""
-    others: tuple[str, ...] = ()
-    """Other ``*.ipynb`` names in the folder (the grader names them when the notebook is missing)."""
+    files: dict[str, bytes | Refused | None] = field(default_factory=dict)
+    """The notebook and the lab by name: their bytes, why they were refused, or None when absent."""
+    is_folder: bool = False
+    """``<student>/<assignment>`` is a folder (following links, as the grader's check does)."""
+    other_notebooks: int = 0
+    """``*.ipynb`` files in it, when the notebook itself is not there."""
 
     @classmethod
     def read(cls, folder: Path, assignment: Assignment) -> HandIn:
         folder = Path(folder)
-        if folder.parent.is_symlink():
-            return cls("link", "missing")
-        kind = _kind(folder)
-        if kind != "dir":
-            return cls("dir", kind)
-        files: dict[str, tuple[str, bytes | int]] = {}
-        for name in (assignment.notebook_name, assignment.lab_name):
-            path = folder / name
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            if stat.S_ISLNK(st.st_mode):
-                files[name] = ("link", 0)
-            elif not stat.S_ISREG(st.st_mode):
-                files[name] = ("special", 0)
-            elif st.st_size > MAX_FILE_BYTES:
-                files[name] = ("large", st.st_size)
-            else:
-                try:
-                    files[name] = ("file", path.read_bytes())
-                except OSError:
-                    files[name] = ("special", 0)
-        others = sorted(p.name for p in folder.glob("*.ipynb") if p.name not in files)[:MAX_OTHER_NAMES]
-        return cls("dir", "dir", files, tuple(others))
+        files = read_files(folder, assignment)
+        others = 0
+        if files.get(assignment.notebook_name) is None and folder.is_dir():
+            others = min(MAX_OTHER_NOTEBOOKS, sum(1 for _ in folder.glob("*.ipynb")))
+        return cls(files=files, is_folder=folder.is_dir(), other_notebooks=others)
 
     def lay_out(self, root: Path, student_id: str, assignment_name: str) -> Path:
-        """Recreate ``<student>/<assignment>/`` under ``root`` (a private folder); returns its path."""
-        student, elsewhere = root / student_id, root / ".elsewhere"
-        elsewhere.mkdir(parents=True, exist_ok=True)
-        folder = student / assignment_name
-        if self.student == "link":
-            student.symlink_to(elsewhere)
-            return folder
-        student.mkdir(parents=True)
-        if self.folder == "link":
-            folder.symlink_to(elsewhere)
-        elif self.folder == "file":
-            folder.write_bytes(b"")
-        elif self.folder == "dir":
-            folder.mkdir()
-            for name, (kind, data) in self.files.items():
-                path = folder / name
-                if kind == "file":
-                    path.write_bytes(data)
-                elif kind == "large":
-                    with open(path, "wb") as f:
-                        f.truncate(int(data))
-                elif kind == "link":
-                    path.symlink_to(elsewhere / name)
-                else:
-                    os.mkfifo(path)
-            for name in self.others:
-                (folder / name).write_bytes(b"")
+        """``root/<student>/<assignment>``, a folder when the hand-in was one (with as many stand-ins for
+        the other notebooks, empty), else absent; returns its path."""
+        folder = Path(root) / student_id / assignment_name
+        if self.is_folder:
+            folder.mkdir(parents=True)
+            for i in range(self.other_notebooks):
+                (folder / f"other-{i}.ipynb").write_bytes(b"")
+        else:
+            folder.parent.mkdir(parents=True, exist_ok=True)
         return folder
-
-
-def _kind(path: Path) -> str:
-    try:
-        mode = os.lstat(path).st_mode
-    except OSError:
-        return "missing"
-    if stat.S_ISLNK(mode):
-        return "link"
-    return "dir" if stat.S_ISDIR(mode) else "file"
-
-
-def _kind(path: Path) -> str:
-    try:
-        mode = os.lstat(path).st_mode
-    except OSError:
-        return "missing"
-    if stat.S_ISLNK(mode):
-        return "link"
-    return "dir" if stat.S_ISDIR(mode) else "file"

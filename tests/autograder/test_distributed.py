@@ -47,7 +47,7 @@ def cluster():
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit=0, dashboard_address=None,
-                      silence_logs=logging.ERROR) as local, Client(local, set_as_default=False) as client:
+                      silence_logs=logging.ERROR, scheduler_kwargs={"dashboard_address": ":0"}) as local, Client(local, set_as_default=False) as client:
         yield local.scheduler_address, client
 
 
@@ -228,7 +228,7 @@ def test_a_worker_with_another_environment_is_refused_and_one_without_bubblewrap
         _hand_in(submitted, sid)
     stale = _stale_copy(tmp_path / "stale")
     with LocalCluster(n_workers=0, threads_per_worker=1, processes=True, memory_limit=0, dashboard_address=None,
-                      silence_logs=logging.ERROR) as local, Client(local, set_as_default=False) as client:
+                      silence_logs=logging.ERROR, scheduler_kwargs={"dashboard_address": ":0"}) as local, Client(local, set_as_default=False) as client:
         address = local.scheduler_address
         workers = [_start_worker(address, stale, "stale", PYTHONPATH=str(stale))]
         try:
