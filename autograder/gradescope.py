@@ -233,10 +233,12 @@ def _student_id(root: Path) -> str:
 
 def _hand_in_folder(submission: Path, assignment: Assignment) -> Path:
     """Where in ``submission/`` the notebook is: at the top, or the shallowest folder that holds it
-    (a learner may upload the folder, or a zip of it); the top when there is none."""
-    found = sorted((p for p in submission.rglob(assignment.notebook_name) if not p.is_symlink()),
-                   key=lambda p: (len(p.parts), str(p)))
-    return found[0].parent if found else submission
+    (a learner may upload the folder, or a zip of it); the top when there is none. Links to folders
+    are never followed (an uploaded zip may hold one to /autograder/source, where the solutions are);
+    a link to a file is found, and refused by the grader's reader."""
+    found = [Path(top) for top, _, names in os.walk(submission) if assignment.notebook_name in names]
+    found.sort(key=lambda p: (len(p.parts), str(p)))
+    return found[0] if found else submission
 
 
 def run(root: str | Path) -> dict:

@@ -141,3 +141,17 @@ def test_bad_bundle_options_are_one_line(tmp_path):
                          (["--out", str(tmp_path / "a.zip"), "--cell-timeout", "0"], "cell-timeout")):
         proc = run(*args)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and phrase in proc.stderr, (args, proc.stderr)
+
+
+def test_an_uploaded_link_to_the_solutions_is_not_followed(bundle, tmp_path):
+    """A zip may unpack to a link; one to the root would reach source/instructor/, the solutions."""
+    root = tmp_path / "root"
+    _unpack(bundle, root)
+    (root / "submission").mkdir()
+    (root / "results").mkdir()
+    (root / "submission" / "a").symlink_to(root)
+    (root / "submission" / f"{ASSIGNMENT}.py").symlink_to(root / "source" / "instructor" / f"{ASSIGNMENT}.py")
+    proc = _run(root)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads((root / "results" / "results.json").read_text())
+    assert (got["score"], got["extra_data"]["status"]) == (0.0, "missing_submission"), got["output"]
