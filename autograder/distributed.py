@@ -18,9 +18,10 @@ What runs where::
 - A **worker** is admitted before it gets any task: the client asks for its environment
   (:mod:`autograder.environment`) and refuses, with a warning that names the part, a worker whose
   course_lib, autograder or Python differs from the client's, or that cannot run the grader at all.
-  An admitted worker gets the instructor files once (kept by digest in a private folder) and the
-  Dask resource that every task of the batch requires, so the scheduler never places a task on a
-  worker that was not admitted -- one that joined late or restarted is admitted as it appears.
+  An admitted worker gets the instructor files once (in a private folder, removed at the batch's
+  end) and the Dask resource, one per batch, that every task of the batch requires, so the scheduler
+  never places a task on a worker that was not admitted -- one that joined late or restarted is
+  admitted as it appears -- and two batches sharing a cluster never mix their files.
   The resource is 1 per worker process: one submission at a time each, as a local worker process
   grades (start workers with ``--nthreads 1 --nworkers <cores>``).
 - A **task** (:func:`grade_task`) checks again that its worker holds the batch's environment and
@@ -49,6 +50,7 @@ import shutil
 import socket
 import tempfile
 import time
+import uuid
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,6 +178,8 @@ class Task:
     """The client's :func:`autograder.environment.digest`: the worker must have the same."""
     instructor_digest: str
     """:attr:`Instructor.digest` of the batch: the worker must hold those files."""
+    batch: str
+    """The batch's resource tag, under which the worker keeps its copy of the instructor files."""
 
 
 @dataclass(frozen=True)
@@ -216,8 +220,8 @@ class WorkerReport:
 
 # ---- on the worker ---------------------------------------------------------------------------
 
-#: Instructor files installed in this worker process, by digest (see :func:`_admit`).
-_INSTALLED: dict[str, Assignment] = {}
+#: Instructor files installed in this worker process, by batch tag: (their digest, where, the Assignment).
+_INSTALLED: dict[str, tuple[str, Path, Assignment]] = {}
 
 
 def _report() -> WorkerReport:
@@ -228,15 +232,23 @@ def _report() -> WorkerReport:
 
 async def _admit(instructor: Instructor, tag: str, dask_worker=None) -> str:
     """Run on a worker the client has checked: sweep what dead graders left on this machine, install the
-    instructor files, then take the batch's resource."""
+    instructor files for this batch (removed by :func:`_forget` at its end), then take its resource."""
     sweep_leftovers()  # sandboxes and cgroups of a worker killed here (engine's names)
     _sweep_own_leftovers()
-    if instructor.digest not in _INSTALLED:
+    if tag not in _INSTALLED:
         folder = Path(tempfile.mkdtemp(prefix=f"cg-{os.getpid()}-instructor-"))  # 0700: the grader's alone
         atexit.register(shutil.rmtree, folder, True)
-        _INSTALLED[instructor.digest] = instructor.install(folder)
+        _INSTALLED[tag] = (instructor.digest, folder, instructor.install(folder))
     await dask_worker.set_resources(**{tag: 1})
     return dask_worker.address
+
+
+async def _forget(tag: str, dask_worker=None) -> None:
+    """Run on a worker at the end of a batch: no more of its tasks, and its instructor files removed."""
+    await dask_worker.set_resources(**{tag: 0})
+    installed = _INSTALLED.pop(tag, None)
+    if installed is not None:
+        shutil.rmtree(installed[1], ignore_errors=True)
 
 
 #: The folders this module makes: cg-PID-task-* (one per task) and cg-PID-instructor-* (one per worker).
@@ -261,11 +273,12 @@ def grade_task(task: Task) -> Graded | Refusal:
     from distributed import get_worker
 
     address, host = get_worker().address, socket.gethostname()
-    assignment = _INSTALLED.get(task.instructor_digest)
+    installed = _INSTALLED.get(task.batch)
     if digest(environment()) != task.environment_digest:
         return Refusal(address, host, "its course package or Python is not the batch's (it changed after admission?)")
-    if assignment is None:
+    if installed is None or installed[0] != task.instructor_digest:
         return Refusal(address, host, f"it holds no instructor files of digest {task.instructor_digest[:12]}...")
+    assignment = installed[2]
     root = Path(tempfile.mkdtemp(prefix=f"cg-{os.getpid()}-task-"))  # swept by the leftover sweep if we die
     try:
         folder = task.hand_in.lay_out(root / "submitted", task.student_id, assignment.name)
@@ -413,6 +426,7 @@ class Cluster:
             raise
         finally:
             bar.close()
+            batch.forget()
         self.warnings.extend(batch.warnings)
         return results
 
@@ -437,7 +451,8 @@ class _Batch:
         self.env_digest = digest(self.env)
         self.instructor = Instructor.of(assignment)
         self.spec = load_source(assignment)
-        self.tag = "course-grade-" + digest_bytes(self.env_digest.encode(), self.instructor.digest.encode())[:16]
+        # One tag per batch: two batches on one cluster (even of one assignment) never share a worker's files.
+        self.tag = f"course-grade-{uuid.uuid4().hex[:16]}"
         self.admitted: dict[str, WorkerReport] = {}
         self.refused: dict[str, str] = {}
         self.live: set[str] = set()
@@ -538,6 +553,13 @@ class _Batch:
                                      f"{refusal.message}; it gets no more tasks of this batch")
         self.client.run(_retire, self.tag, workers=[refusal.worker], on_error="ignore")
 
+    def forget(self) -> None:
+        """At the end: every admitted worker drops this batch's resource and instructor files."""
+        try:
+            self.client.run(_forget, self.tag, workers=self.admitted_live(), on_error="ignore")
+        except Exception:  # noqa: BLE001 - a worker or the scheduler already gone: nothing left to drop there
+            pass
+
     def _refuse(self, address: str, message: str) -> None:
         self.refused[address] = message
         self._warn(message)
@@ -559,7 +581,7 @@ class _Batch:
         folder = Path(job.folder)
         task = Task(student_id=job.student_id, hand_in=HandIn.read(folder, job.assignment), settings=job.settings,
                     lab_baseline=job.lab_baseline, fingerprint=job.fingerprint, environment_digest=self.env_digest,
-                    instructor_digest=self.instructor.digest)
+                    instructor_digest=self.instructor.digest, batch=self.tag)
         key = f"grade-{job.student_id[:60]}-{digest_bytes(job.student_id.encode(), job.fingerprint.encode())[:16]}"
         return self.client.submit(grade_task, task, key=key + (f"-again{refusals}" if refusals else ""),
                                   resources={self.tag: 1}, pure=False)
