@@ -108,7 +108,7 @@ def parse_scheduler(text: str) -> tuple[str, str | int]:
         return "local", n
     if text.startswith("local"):
         raise AutograderError(f"--scheduler {text!r}: write local:N for N worker processes on this machine, e.g. local:4")
-    if text.endswith(".json"):
+    if text.endswith(".json") or Path(text).is_file():
         if not Path(text).is_file():
             raise AutograderError(f"--scheduler {text}: no such scheduler file (dask scheduler --scheduler-file writes it)")
         return "file", text
@@ -568,7 +568,7 @@ class _Batch:
         if line not in self._seen_warnings:
             self._seen_warnings.add(line)
             self.warnings.append(line)
-            log.warning("%s", line)
+            log.info("%s", line)  # the batch report prints it (cli.print_batch), not over the progress bar
 
     # -- tasks
     def submit(self, job: Job, refusals: int):
