@@ -118,6 +118,9 @@ def _snapshot(assignment: Assignment, results_dir: Path) -> Assignment:
 
     snap = results_dir / ".snapshot"
     snap.mkdir(exist_ok=True)
+    # The solutions and hidden tests: the grader's alone, even where no bubblewrap hides the file system
+    # from the learner's throwaway uid.
+    os.chmod(snap, 0o700)
     for path in (assignment.notebook, assignment.lab):
         if not Path(path).is_file():
             raise AutograderError(f"instructor file {path} does not exist")
