@@ -39,6 +39,7 @@ from course_lib.errors import CourseInputError
 
 from .assignment import Assignment, checks_source_sha, load_checks, load_source, validate_checks
 from .course import build_gradebook
+from .distributed import Cluster
 from .errors import AutograderError
 from .export import write_exports
 from .grade import Job, Settings, blank_result, grade_submission, new_sandbox, submission_sha
@@ -118,6 +119,9 @@ def _snapshot(assignment: Assignment, results_dir: Path) -> Assignment:
 
     snap = results_dir / ".snapshot"
     snap.mkdir(exist_ok=True)
+    # The solutions and hidden tests: the grader's alone, even where no bubblewrap hides the file system
+    # from the learner's throwaway uid.
+    os.chmod(snap, 0o700)
     for path in (assignment.notebook, assignment.lab):
         if not Path(path).is_file():
             raise AutograderError(f"instructor file {path} does not exist")
@@ -193,14 +197,23 @@ def _results_folder(results_dir: Path) -> None:
 def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | None = None,
          cell_timeout: float = 60, notebook_timeout: float = 300, memory_limit: str | int = "2GiB",
          disk_limit: str | int = "512MiB", regrade: bool = False, progress: bool | None = None,
+         scheduler: str | None = None,
          assignment: Assignment = Assignment()) -> BatchResult:
     """Grade every ``SUBMITTED_DIR/<student>/<assignment>/`` into ``out``; returns the batch result.
+
+    ``scheduler``: grade on the Dask cluster at this address (``tcp://host:8786``, a scheduler file,
+    or ``local:N`` for N Dask worker processes here) instead of local worker processes; see
+    autograder.distributed.
 
     Raises AutograderError only when the grader itself cannot run (bad paths or options, a broken
     instructor source); whatever a submission does becomes its status.
     """
     start = time.monotonic()
     submitted_dir, results_dir = Path(submitted_dir).resolve(), Path(out).resolve()
+    if scheduler is not None and workers is not None:
+        raise AutograderError("--workers counts this machine's worker processes; with --scheduler the Dask "
+                              "workers grade (use --scheduler local:N for N of them here)")
+    cluster = Cluster(scheduler) if scheduler is not None else None  # a malformed address fails here
     cell_timeout, notebook_timeout, workers = check_options(
         cell_timeout, notebook_timeout, default_workers() if workers is None else workers)
     if results_dir == submitted_dir or submitted_dir in results_dir.parents:
@@ -252,7 +265,13 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     # The gradebook is needed only for the merge: build it while the workers grade.
     course = _Background(_ensure_course, results_dir, assignment)
     try:
-        results.update(_run_jobs(jobs, workers, progress, background=course))
+        if cluster is None:
+            results.update(_run_jobs(jobs, workers, progress, background=course))
+        else:  # the one branch point: the same jobs, graded on Dask workers, written back here
+            with cluster:
+                results.update(cluster.run_jobs(jobs, lambda total: _progress(total, progress), background=course))
+            here, isolation = isolation, cluster.report(isolation)  # the workers': what each host lacked, who was refused
+            warnings = list(isolation.warnings) + [w for w in warnings if w not in here.warnings]
     finally:
         stop_fork_servers()   # and every kernel it forked
     course.join()

@@ -7,8 +7,10 @@ grader itself failed, 130 when interrupted.
 
     course-grade release --out release
     course-grade autograde submitted --out results --workers 2
+    course-grade autograde submitted --out results --scheduler tcp://grader0:8786
     course-grade feedback results
     course-grade export results
+    course-grade gradescope --out autograder.zip
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from . import autograde, export, feedback, release
+from . import autograde, export, feedback, gradescope, release
 from .errors import AutograderError
 
 
@@ -51,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what one notebook may write to disk, all files together (default: %(default)s)")
     p.add_argument("--regrade", action="store_true", help="grade everyone again, even unchanged submissions")
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+    p.add_argument("--scheduler", default=_default(m, "scheduler"), metavar="ADDRESS",
+                   help="grade on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786, or a scheduler "
+                        "file), or on local:N Dask worker processes here (default: local worker processes)")
 
     p = verbs.add_parser("feedback", help="re-render feedback HTML from an autograde run")
     p.add_argument("results_dir", metavar="RESULTS_DIR", nargs="?", default=str(_default(feedback.main, "results_dir")))
@@ -58,6 +63,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verbs.add_parser("export", help="rewrite grades.csv and Gradescope JSON (after manual grading)")
     p.add_argument("results_dir", metavar="RESULTS_DIR", nargs="?", default=str(_default(export.main, "results_dir")))
+
+    g = gradescope.main
+    p = verbs.add_parser("gradescope", help="build an autograder bundle that grades on Gradescope's machines")
+    p.add_argument("--out", default=str(_default(g, "out")), metavar="ZIP",
+                   help="the bundle to write, to upload on Gradescope (default: %(default)s)")
+    p.add_argument("--cell-timeout", type=float, default=_default(g, "cell_timeout"), metavar="S",
+                   help="seconds per cell (default: %(default)s)")
+    p.add_argument("--notebook-timeout", type=float, default=_default(g, "notebook_timeout"), metavar="S",
+                   help="seconds per notebook (default: %(default)s)")
+    p.add_argument("--memory-limit", default=_default(g, "memory_limit"), metavar="SIZE",
+                   help="memory per submission, e.g. 2GB or 2GiB (default: %(default)s)")
     return parser
 
 
@@ -96,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             batch = autograde.main(args.submitted_dir, out=args.out, workers=args.workers,
                                    cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
                                    memory_limit=args.memory_limit, disk_limit=args.disk_limit, regrade=args.regrade,
-                                   progress=False if args.no_progress else None)
+                                   progress=False if args.no_progress else None, scheduler=args.scheduler)
             print_batch(batch)
         elif args.verb == "feedback":
             result = feedback.main(args.results_dir, students=args.students)
@@ -107,6 +123,12 @@ def main(argv: list[str] | None = None) -> int:
             for line in result.failed:
                 print(f"warning: no Gradescope file for {line}", file=sys.stderr)
             print(f"wrote {result.csv} and {len(result.gradescope)} Gradescope file(s)")
+        elif args.verb == "gradescope":
+            result = gradescope.main(out=args.out, cell_timeout=args.cell_timeout,
+                                     notebook_timeout=args.notebook_timeout, memory_limit=args.memory_limit)
+            print(f"wrote {result.path} ({', '.join(result.files)}) in {result.seconds:.1f} s")
+            print("on Gradescope: a Programming Assignment, Configure Autograder, upload this zip (Ubuntu base "
+                  "image); learners hand in the notebook and the lab file")
     except AutograderError as e:
         print(f"course-grade {args.verb}: {e}", file=sys.stderr)
         return 2

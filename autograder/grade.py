@@ -239,8 +239,12 @@ def _write_files(job: Job, result: StudentResult, executed: nbformat.NotebookNod
         write_feedback(results_dir, result, None, a.name, a.notebook_name)
 
 
-def grade_submission(job: Job) -> StudentResult:
-    """Grade one submission and write its files; returns the result (never raises)."""
+def grade_submission(job: Job, files: dict[str, bytes | Refused | None] | None = None) -> StudentResult:
+    """Grade one submission and write its files; returns the result (never raises).
+
+    ``files``: the hand-in as :func:`read_files` read it on another machine (a Dask task and a
+    Gradescope run carry it: autograder.handin); None reads ``job.folder`` here.
+    """
     start = time.monotonic()
     results_dir = Path(job.results_dir)
     record = record_path(results_dir, job.student_id)
@@ -253,7 +257,8 @@ def grade_submission(job: Job) -> StudentResult:
         except FileNotFoundError:
             pass
     log.debug("grading %s", job.student_id)
-    files = read_files(Path(job.folder), job.assignment)  # once: what is graded is what is hashed
+    if files is None:
+        files = read_files(Path(job.folder), job.assignment)  # once: what is graded is what is hashed
     try:
         result, executed = _grade(job, files)
     except Exception as e:  # noqa: BLE001 - a bug or a broken machine, never the learner's fault

@@ -103,10 +103,13 @@ def build_wheel(out_dir: str | Path) -> Path:
     """Write the learner wheel into ``out_dir``; returns its path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = _files()
-    record_path = f"{DIST}-{version()}.dist-info/RECORD"
+    return write_wheel(out_dir / wheel_name(), _files(), f"{DIST}-{version()}.dist-info")
+
+
+def write_wheel(target: Path, files: list[tuple[str, bytes]], dist_info: str) -> Path:
+    """Write a wheel: ``files`` (path in the wheel, bytes) and their RECORD in ``dist_info``, at fixed times."""
+    record_path = f"{dist_info}/RECORD"
     record = "\n".join([*(_record_line(p, d) for p, d in files), f"{record_path},,", ""]).encode()
-    target = out_dir / wheel_name()
     with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for path, data in [*files, (record_path, record)]:
             entry = zipfile.ZipInfo(path, date_time=FIXED_TIME)

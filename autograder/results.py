@@ -94,6 +94,10 @@ class StudentResult:
     """Hash of the handed-in files alone: when it changes, manual scores in the gradebook are stale."""
     notes: list[str] = field(default_factory=list)
     """What the grader restored or demoted (edited/deleted test cells), for the instructor."""
+    worker: str = ""
+    """The Dask worker that graded it (address and host); empty when this machine's workers did."""
+    isolation: str = ""
+    """The isolation it ran under on that worker (autograder.sandbox.Isolation.summary); empty here."""
 
     def grades_entry(self) -> dict[str, Any]:
         return {

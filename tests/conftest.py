@@ -118,3 +118,19 @@ def guarded(seconds: float, extra_bytes: int):
 def resource_guard():
     """:func:`guarded`: ``with resource_guard(seconds, extra_bytes): ...`` fails a hang or a memory blow-up."""
     return guarded
+
+
+@pytest.fixture(scope="session")
+def example_class_local(tmp_path_factory):
+    """The committed example class (examples/submissions) graded once per session by local worker
+    processes, default settings: the grades the Dask and Gradescope graders must reproduce.
+    Returns (BatchResult, RESULTS_DIR)."""
+    from autograder.autograde import main as autograde
+
+    example_class = REPO_ROOT / "examples" / "submissions"
+    results = tmp_path_factory.mktemp("example-class-local") / "results"
+    batch = autograde(example_class, out=results, workers=2, progress=False)
+    students = {p.name for p in example_class.iterdir() if p.is_dir()}
+    assert set(batch.students) == students and all(r.status == "graded" for r in batch.students.values()), \
+        batch.counts()
+    return batch, results

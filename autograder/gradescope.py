@@ -1,0 +1,302 @@
+"""``course-grade gradescope``: an autograder bundle for Gradescope, which grades on its own machines.
+
+Gradescope does not import results from elsewhere: it builds an image from a bundle (a zip with
+``setup.sh`` and ``run_autograder`` at its root) and runs ``run_autograder`` in a fresh container
+for each submission (https://gradescope-autograders.readthedocs.io/en/latest/specs/). What runs where::
+
+    this machine   course-grade gradescope --out autograder.zip       builds the bundle
+    Gradescope     setup.sh, once per bundle (Ubuntu image, as root)   installs what grading needs
+    Gradescope     run_autograder, once per submission (as root)       grades it, writes results.json
+
+The bundle holds::
+
+    setup.sh          apt: python3, bubblewrap; uv: a venv of the Python this bundle was built with,
+                      the course package's wheel and its dependencies (no torch: grading never needs it);
+                      then checks that the installed grader is the one the bundle was built with
+    run_autograder    python -m autograder.gradescope --root /autograder
+    wheels/           the course package (course_lib + autograder), written by hand as release does
+    instructor/       the instructor notebook (solutions, hidden tests), the lab, a checks file if any
+    bundle.json       the assignment, the settings (timeouts, limits), the environment digests
+
+``run_autograder`` grades ``ROOT/submission/`` with the same engine as ``course-grade autograde``
+(grade.grade_submission: the hand-in read by the grader's rules, the same sandbox and limits; where
+the container allows less -- Docker often forbids bubblewrap's namespaces and new cgroups -- the
+strongest isolation it has, said in the output) and writes ``ROOT/results/results.json`` with the
+same tests and messages as ``course-grade export``'s Gradescope JSON: every autograded question
+(hidden tests run, their code never shown) with what to look at, the written answer as a test
+for Gradescope's manual grading, and the status. ``ROOT`` is ``/autograder``, or
+``$COURSE_GRADE_GRADESCOPE_ROOT`` (tests unpack a bundle into a temporary root).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.metadata
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .assignment import Assignment, load_checks, load_source, validate_checks
+from .environment import PACKAGES, SOURCE_SUFFIXES, differences, digest, digest_bytes, environment
+from .errors import AutograderError
+from .export import gradescope_json
+from .grade import Job, Settings, blank_result, grade_submission, new_sandbox, submission_sha
+from .handin import HandIn
+from .lab import lab_baseline
+from .learner_env import FIXED_TIME, write_wheel
+from .results import GRADER_ERROR, write_json
+from .sandbox import Limits, memory_limit_bytes, probe
+
+DIST = "course_model_memory"
+PROJECT = "course-model-memory"
+BUNDLE_JSON = "bundle.json"
+ROOT_VARIABLE = "COURSE_GRADE_GRADESCOPE_ROOT"
+DEFAULT_ROOT = "/autograder"
+
+SETUP_SH = """\
+#!/usr/bin/env bash
+# Gradescope runs this once, as root, when it builds the autograder image (its Ubuntu base image).
+# Built by `course-grade gradescope` for {assignment}.
+set -euo pipefail
+ROOT="${{{root_variable}:-{default_root}}}"
+SOURCE="$(cd "$(dirname "$0")" && pwd)"
+# The instructor files (solutions, hidden tests) are root's alone: learner code never runs as root.
+chmod -R go-rwx "$SOURCE"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# bubblewrap: the sandbox's namespaces, where the container allows them (else the grader says what it used)
+apt-get install -y -qq python3 python3-pip python3-venv bubblewrap >/dev/null
+python3 -m pip install --quiet uv || python3 -m pip install --quiet --break-system-packages uv
+# The Python this bundle was built with (uv fetches it if the image has another), then the course package.
+python3 -m uv venv --python {python} "$ROOT/venv"
+python3 -m uv pip install --python "$ROOT/venv/bin/python" "$SOURCE/wheels/{wheel}"
+# The grader's own code (trusted checks, expected answers) is root's alone too: learner code never needs it,
+# and without bubblewrap (Docker often forbids it) nothing else would hide it from the learner's uid.
+chmod -R go-rwx "$("$ROOT/venv/bin/python" -c 'import autograder, os; print(os.path.dirname(autograder.__file__))')"
+# Fail the build, not a learner's submission, if the installed grader is not the one built into this bundle.
+"$ROOT/venv/bin/python" -m autograder.gradescope --root "$ROOT" --check
+"""
+
+RUN_AUTOGRADER = """\
+#!/usr/bin/env bash
+# Gradescope runs this once per submission, as root, in a fresh container: it grades
+# $ROOT/submission/ with the course grader and writes $ROOT/results/results.json.
+set -euo pipefail
+ROOT="${{{root_variable}:-{default_root}}}"
+PYTHON="${{COURSE_GRADE_PYTHON:-$ROOT/venv/bin/python}}"
+exec "$PYTHON" -m autograder.gradescope --root "$ROOT"
+"""
+
+
+@dataclass
+class BundleResult:
+    """What ``gradescope`` wrote."""
+
+    path: str
+    """The bundle (a zip), to upload as the assignment's autograder on Gradescope."""
+    files: list[str]
+    """What it holds."""
+    seconds: float = 0.0
+
+
+# ---- building the bundle (here) ---------------------------------------------------------------
+
+def _requirements() -> list[str]:
+    """The course package's run-time dependencies (its own metadata, extras left out)."""
+    try:
+        requires = importlib.metadata.requires(PROJECT) or []
+    except importlib.metadata.PackageNotFoundError:
+        raise AutograderError(f"the {PROJECT} package is not installed here (its dependencies go into the "
+                              f"bundle); run `make venv` or `pip install -e .` first") from None
+    return [r for r in requires if "extra ==" not in r]
+
+
+def _wheel_files() -> tuple[str, list[tuple[str, bytes]], str]:
+    """(wheel name, files, dist-info folder) of the course package: course_lib and autograder as they are here."""
+    version = importlib.metadata.version(PROJECT)
+    info = f"{DIST}-{version}.dist-info"
+    files = []
+    for name, folder in PACKAGES.items():
+        files += [(f"{name}/{p.relative_to(folder).as_posix()}", p.read_bytes())
+                  for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix in SOURCE_SUFFIXES
+                  and "__pycache__" not in p.parts]
+    try:
+        scripts = importlib.metadata.distribution(PROJECT).read_text("entry_points.txt") or ""
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - checked by _requirements first
+        scripts = ""
+    metadata = "\n".join(["Metadata-Version: 2.1", f"Name: {PROJECT}", f"Version: {version}",
+                          "Summary: L14.4 Model Loading and Memory: the course library and its grader.",
+                          "Requires-Python: >=3.10", *(f"Requires-Dist: {r}" for r in _requirements()), ""])
+    files += [(f"{info}/METADATA", metadata.encode()),
+              (f"{info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: course-grade\nRoot-Is-Purelib: true\nTag: py3-none-any\n"),
+              (f"{info}/entry_points.txt", scripts.encode()),
+              (f"{info}/top_level.txt", "".join(f"{n}\n" for n in PACKAGES).encode())]
+    return f"{DIST}-{version}-py3-none-any.whl", files, info
+
+
+def main(out: str | Path = "autograder.zip", cell_timeout: float = 60, notebook_timeout: float = 300,
+         memory_limit: str | int = "2GiB", assignment: Assignment = Assignment()) -> BundleResult:
+    """Write the Gradescope autograder bundle for ``assignment`` to ``out`` (a .zip); returns what it holds."""
+    start = time.monotonic()
+    out = Path(out)
+    if out.suffix != ".zip":
+        raise AutograderError(f"--out {out}: Gradescope takes the autograder as a .zip; name it e.g. autograder.zip")
+    if out.is_dir():
+        raise AutograderError(f"--out {out} is a folder; give the path of the .zip to write")
+    if not (0 < cell_timeout <= 86_400 and 0 < notebook_timeout <= 86_400):
+        raise AutograderError("--cell-timeout and --notebook-timeout must be seconds above 0 and at most 86,400")
+    settings = Settings(cell_timeout=float(cell_timeout), notebook_timeout=float(notebook_timeout),
+                        limits=Limits(memory_bytes=memory_limit_bytes(memory_limit)))
+    for path in (assignment.notebook, assignment.lab):
+        if not Path(path).is_file():
+            raise AutograderError(f"instructor file {path} does not exist")
+    spec = load_source(assignment)
+    validate_checks(spec, load_checks(assignment.checks), assignment.checks)
+
+    wheel, wheel_files, info = _wheel_files()
+    env = environment()
+    checks = assignment.checks
+    instructor = {f"instructor/{Path(assignment.notebook).name}": Path(assignment.notebook).read_bytes(),
+                  f"instructor/{assignment.lab_name}": Path(assignment.lab).read_bytes()}
+    if checks.endswith(".py"):
+        instructor[f"instructor/{Path(checks).name}"] = Path(checks).read_bytes()
+        checks = f"instructor/{Path(checks).name}"
+    meta = {"assignment": assignment.name, "notebook": f"instructor/{Path(assignment.notebook).name}",
+            "lab": f"instructor/{assignment.lab_name}", "checks": checks, "settings": asdict(settings),
+            "environment": env, "instructor_digest": digest_bytes(*(instructor[k] for k in sorted(instructor))),
+            "max_score": spec.max_score, "manual_max_score": spec.manual_max_score}
+    words = {"assignment": assignment.name, "root_variable": ROOT_VARIABLE, "default_root": DEFAULT_ROOT,
+             "python": env["python"], "wheel": wheel}
+    with tempfile.TemporaryDirectory() as tmp:
+        wheel_bytes = write_wheel(Path(tmp) / wheel, wheel_files, info).read_bytes()
+    members = [("setup.sh", SETUP_SH.format(**words).encode(), 0o755),
+               ("run_autograder", RUN_AUTOGRADER.format(**words).encode(), 0o755),
+               (BUNDLE_JSON, (json.dumps(meta, indent=2) + "\n").encode(), 0o644),
+               (f"wheels/{wheel}", wheel_bytes, 0o644),
+               *((name, data, 0o600) for name, data in sorted(instructor.items()))]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp_out = out.with_name(f".{out.name}.tmp")
+    with zipfile.ZipFile(tmp_out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data, mode in members:
+            entry = zipfile.ZipInfo(name, date_time=FIXED_TIME)
+            entry.external_attr = mode << 16
+            entry.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(entry, data)
+    os.replace(tmp_out, out)
+    return BundleResult(path=str(out), files=[m[0] for m in members], seconds=round(time.monotonic() - start, 2))
+
+
+# ---- running it (on Gradescope, once per submission) -----------------------------------------
+
+def _bundle(root: Path) -> tuple[dict, Assignment, Settings]:
+    source = root / "source"
+    try:
+        meta = json.loads((source / BUNDLE_JSON).read_text())
+        checks = meta["checks"]
+        assignment = Assignment(name=meta["assignment"], notebook=source / meta["notebook"], lab=source / meta["lab"],
+                                checks=str(source / checks) if checks.endswith(".py") else checks)
+        raw = dict(meta["settings"])
+        settings = Settings(**{**raw, "limits": Limits(**raw["limits"])})
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise AutograderError(f"{source}/{BUNDLE_JSON} is missing or from another grader version ({e}); "
+                              f"rebuild the bundle with `course-grade gradescope`") from None
+    return meta, assignment, settings
+
+
+def check(root: Path) -> str:
+    """The environment installed here is the one the bundle was built with (else AutograderError)."""
+    meta, _, _ = _bundle(root)
+    differ = differences(meta["environment"], environment())
+    if differ:
+        raise AutograderError(f"the grader installed here is not the one this bundle was built with: {'; '.join(differ)}; "
+                              f"rebuild the bundle (course-grade gradescope) from the course package you grade with")
+    return digest(environment())
+
+
+def _student_id(root: Path) -> str:
+    """The submitter as Gradescope names them (submission_metadata.json), fit for a file name."""
+    try:
+        users = json.loads((root / "submission_metadata.json").read_text()).get("users") or []
+        name = str(users[0].get("email") or users[0].get("name") or "")
+    except (OSError, ValueError, AttributeError, IndexError, TypeError):
+        name = ""
+    name = re.sub(r"[^A-Za-z0-9._@-]", "_", name).strip("._")[:80]
+    return name or "submission"
+
+
+def _hand_in_folder(submission: Path, assignment: Assignment) -> Path:
+    """Where in ``submission/`` the notebook is: at the top, or the shallowest folder that holds it
+    (a learner may upload the folder, or a zip of it); the top when there is none. Links to folders
+    are never followed (an uploaded zip may hold one to /autograder/source, where the solutions are);
+    a link to a file is found, and refused by the grader's reader."""
+    found = [Path(top) for top, _, names in os.walk(submission) if assignment.notebook_name in names]
+    found.sort(key=lambda p: (len(p.parts), str(p)))
+    return found[0] if found else submission
+
+
+def run(root: str | Path) -> dict:
+    """Grade ``root/submission/`` and write ``root/results/results.json``; returns what it wrote."""
+    root = Path(root)
+    start = time.monotonic()
+    meta, assignment, settings = _bundle(root)
+    results_json = root / "results" / "results.json"
+    sid = _student_id(root)
+    iso = probe()
+    with tempfile.TemporaryDirectory(prefix=f"cg-{os.getpid()}-gradescope-") as tmp:
+        scratch = Path(tmp)
+        job = Job(student_id=sid, folder=str(scratch / "submitted" / sid / assignment.name),
+                  results_dir=str(scratch / "results"), assignment=assignment, settings=settings,
+                  lab_baseline={}, fingerprint="")
+        differ = differences(meta["environment"], environment())
+        if differ:
+            result = blank_result(job, load_source(assignment), GRADER_ERROR,
+                                  f"the grader installed here is not the one this bundle was built with: {'; '.join(differ)}")
+        else:
+            folder = _hand_in_folder(root / "submission", assignment)
+            hand_in = HandIn.read(folder, assignment)
+            laid_out = hand_in.lay_out(scratch / "submitted", sid, assignment.name)
+            baseline = lab_baseline(Path(assignment.lab).read_text(encoding="utf-8"), assignment.lab_name,
+                                    new_sandbox(settings))
+            job = dataclasses.replace(job, folder=str(laid_out), lab_baseline=baseline,
+                                      fingerprint=digest_bytes(meta["instructor_digest"].encode(), submission_sha(
+                                          laid_out, assignment, hand_in.files).encode()))
+            result = grade_submission(job, files=hand_in.files)
+    data = gradescope_json(result, None)
+    lines = [data["output"], f"isolation: {iso.summary()}", *(f"note: {w}" for w in iso.warnings)]
+    data["output"] = "\n".join(lines)
+    data["execution_time"] = round(time.monotonic() - start, 1)
+    data["stdout_visibility"] = "hidden"
+    data["extra_data"]["isolation"] = iso.summary()
+    write_json(results_json, data)
+    return data
+
+
+def run_main(argv: list[str] | None = None) -> int:
+    """``python -m autograder.gradescope [--root R] [--check]``: what run_autograder and setup.sh call."""
+    parser = argparse.ArgumentParser(prog="python -m autograder.gradescope", description=run_main.__doc__)
+    parser.add_argument("--root", default=os.environ.get(ROOT_VARIABLE, DEFAULT_ROOT),
+                        help=f"Gradescope's root folder (default: ${ROOT_VARIABLE}, else {DEFAULT_ROOT})")
+    parser.add_argument("--check", action="store_true", help="only check the installed grader against the bundle")
+    args = parser.parse_args(argv)
+    try:
+        if args.check:
+            print(f"the installed grader matches the bundle (environment {check(Path(args.root))[:12]}...)")
+            return 0
+        data = run(args.root)
+    except AutograderError as e:
+        print(f"course-grade gradescope: {e}", file=sys.stderr)
+        return 2
+    print(data["output"])
+    print(f"score {data['score']:g}; wrote {Path(args.root) / 'results' / 'results.json'}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(run_main())

@@ -1,0 +1,261 @@
+"""Grading on a Dask cluster (``autograde --scheduler``): the same grades as local workers, on real Dask
+(LocalCluster), with real workers killed by a real signal, a refused stale worker and bad addresses.
+
+One LocalCluster of two worker processes serves the module (reached over tcp, as a remote cluster
+is); the example-class test starts its own through ``local:2``. Batches other than the example class
+use the small fixture notebook (about 1 s each).
+"""
+
+from __future__ import annotations
+
+import doctest
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import psutil
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograder"))
+import hostile  # noqa: E402
+
+from autograder import distributed, environment  # noqa: E402
+from autograder.assignment import Assignment  # noqa: E402
+from autograder.autograde import main as autograde  # noqa: E402
+from autograder.errors import AutograderError  # noqa: E402
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE_CLASS = REPO / "examples" / "submissions"
+FIXTURE = Assignment(notebook=hostile.FIXTURE, checks=str(hostile.FIXTURE_CHECKS))
+#: What may differ between two gradings of the same submission: the time taken and where it ran.
+WHERE_AND_WHEN = ("seconds", "worker", "isolation")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A Dask scheduler with two worker processes (nannies restart a killed one), reached over tcp."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit=0, dashboard_address=None,
+                      silence_logs=logging.ERROR, scheduler_kwargs={"dashboard_address": ":0"}) as local, Client(local, set_as_default=False) as client:
+        yield local.scheduler_address, client
+
+
+def _hand_in(submitted: Path, sid: str, nb=None) -> None:
+    folder = submitted / sid / hostile.ASSIGNMENT
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb if nb is not None else hostile.learner_notebook(), folder / hostile.NOTEBOOK)
+    (folder / hostile.LAB.name).write_text(hostile.lab_text(16))
+
+
+def _slow_class(submitted: Path, n: int, sleep_s: float = 2) -> list[str]:
+    slow = hostile.insert_after(hostile.learner_notebook(), "test_kv_per_token", f"import time; time.sleep({sleep_s})")
+    students = [f"s{i}" for i in range(n)]
+    for sid in students:
+        _hand_in(submitted, sid, nb=slow)
+    return students
+
+
+def _grade(submitted, results, scheduler, **kw):
+    return autograde(submitted, out=results, scheduler=scheduler, cell_timeout=20, notebook_timeout=60,
+                     progress=False, assignment=FIXTURE, **kw)
+
+
+def _sandbox_processes() -> list[int]:
+    """Learner processes (throwaway uids) started by THIS checkout's grader (another suite may run beside)."""
+    return [p.pid for p in psutil.process_iter(["uids", "cmdline", "environ"]) if _ours(p.info)]
+
+
+def _ours(info: dict) -> bool:
+    ours = str(Path(sys.executable).parent)
+    return bool(info["uids"]) and info["uids"].real >= 1_000_000 and (
+        (info["cmdline"] or [""])[0].startswith(ours) or (info["environ"] or {}).get("PATH", "").startswith(ours))
+
+
+def _records(results: Path) -> dict[str, dict]:
+    return {p.stem: json.loads(p.read_text()) for p in sorted((results / "records").glob("*.json"))}
+
+
+def _without(record: dict, keys=WHERE_AND_WHEN) -> dict:
+    return {k: v for k, v in record.items() if k not in keys}
+
+
+def test_doctests():
+    for module in (distributed, environment):
+        assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0, module.__name__
+
+
+def test_example_class_on_local_dask_workers_gets_exactly_the_local_grades(example_class_local, tmp_path):
+    local, local_dir = example_class_local
+    results = tmp_path / "results"
+    batch = autograde(EXAMPLE_CLASS, out=results, scheduler="local:2", progress=False)
+    assert json.loads((results / "grades.json").read_text()) == json.loads((local_dir / "grades.json").read_text())
+    assert (results / "grades.csv").read_text() == (local_dir / "grades.csv").read_text()
+    mine, theirs = _records(results), _records(local_dir)
+    assert set(mine) == set(theirs) == {p.name for p in EXAMPLE_CLASS.iterdir() if p.is_dir()}
+    for sid, record in mine.items():
+        assert _without(record) == _without(theirs[sid]), f"{sid}: the Dask record differs from the local one"
+        assert record["worker"].startswith("tcp://127.0.0.1:") and record["isolation"] == local.isolation, record
+        for folder in ("autograded", "feedback", "gradescope"):
+            assert sorted(p.name for p in (results / folder).rglob(f"*{sid}*")) == \
+                   sorted(p.name for p in (local_dir / folder).rglob(f"*{sid}*")), (sid, folder)
+        page = (results / "feedback" / sid / hostile.ASSIGNMENT / f"{hostile.ASSIGNMENT}.html").read_text()
+        assert "Autograded score" in page and "BEGIN HIDDEN TESTS" not in page
+    assert batch.isolation == f"Dask workers: {local.isolation}"
+
+
+def _executing(client, address: str) -> list[str]:
+    return client.run(lambda dask_worker: [str(ts.key) for ts in dask_worker.state.executing],
+                      workers=[address])[address]
+
+
+def test_a_worker_killed_mid_task_costs_nothing(cluster, tmp_path):
+    address, client = cluster
+    submitted, results = tmp_path / "submitted", tmp_path / "results"
+    students = _slow_class(submitted, 4, sleep_s=3)
+    outcome: dict = {}
+    grading = threading.Thread(target=lambda: outcome.update(batch=_grade(submitted, results, address)))
+    grading.start()
+    # Wait until a worker is grading: a task is executing there and its sandboxed kernel is running.
+    deadline, victim = time.monotonic() + 120, None
+    while victim is None:
+        assert time.monotonic() < deadline and grading.is_alive(), "no worker started grading"
+        for worker, pid in client.run(os.getpid).items():
+            keys = _executing(client, worker)
+            kids = psutil.Process(pid).children(recursive=True)
+            if keys and any(_ours(k.as_dict(["uids", "cmdline", "environ"])) for k in kids):
+                victim = (worker, pid, keys[0])
+                break
+        time.sleep(0.2)
+    worker, pid, key = victim
+    os.kill(pid, signal.SIGKILL)
+    grading.join(timeout=300)
+    assert not grading.is_alive()
+    batch = outcome["batch"]
+    assert set(batch.students) == set(students)
+    assert all((r.status, r.score) == ("graded", 8.0) for r in batch.students.values()), batch.counts()
+    killed = next(sid for sid in students if key.startswith(f"grade-{sid}-"))
+    assert batch.students[killed].worker and not batch.students[killed].worker.startswith(worker + " "), \
+        "the killed task was graded again on another worker"
+    rows = (results / "grades.csv").read_text().splitlines()[1:]
+    assert sorted(r.split(",")[0] for r in rows) == students, "each student exactly once"
+    assert sorted(_records(results)) == students
+    time.sleep(1)
+    assert _sandbox_processes() == [], "the killed worker's kernel outlived it"
+
+
+def test_client_killed_mid_batch_resumes_with_nothing_lost_or_duplicated(cluster, tmp_path):
+    address, _ = cluster
+    submitted, results = tmp_path / "submitted", tmp_path / "results"
+    students = _slow_class(submitted, 6, sleep_s=1)
+    script = ("from autograder.autograde import main; from autograder.assignment import Assignment; "
+              f"main({str(submitted)!r}, out={str(results)!r}, scheduler={address!r}, progress=False, "
+              f"cell_timeout=20, notebook_timeout=60, assignment=Assignment(notebook={str(hostile.FIXTURE)!r}, "
+              f"checks={str(hostile.FIXTURE_CHECKS)!r}))")
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not list(results.glob("records/*.json")):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()[1][-2000:]
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    done_before = set(_records(results))
+    assert 0 < len(done_before) < len(students)
+
+    batch = _grade(submitted, results, address)
+    assert set(batch.students) == set(students) and set(batch.reused) >= done_before
+    assert all((r.status, r.score) == ("graded", 8.0) for r in batch.students.values())
+    rows = (results / "grades.csv").read_text().splitlines()[1:]
+    assert sorted(r.split(",")[0] for r in rows) == students, "each student exactly once"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_scheduler_that_cannot_be_reached_is_one_line_and_exit_2(tmp_path):
+    submitted = tmp_path / "submitted"
+    _hand_in(submitted, "alice")
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    env = dict(os.environ, DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s")
+    run = lambda *a: subprocess.run([sys.executable, "-m", "autograder", "autograde", str(submitted), "--out",  # noqa: E731
+                                     str(tmp_path / "r"), "--no-progress", *a], cwd=REPO, env=env,
+                                    capture_output=True, text=True, timeout=120)
+    proc = run("--scheduler", address)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and f"cannot reach the Dask scheduler at {address}" in proc.stderr, proc.stderr
+    assert not (tmp_path / "r" / "records").exists(), "nothing graded, nothing written for a student"
+    for bad, phrase in (("nonsense", "not a Dask scheduler address"), ("local:0", "use 1 to"),
+                        ("local", "local:N"), ("missing.json", "no such scheduler file")):
+        proc = run("--scheduler", bad)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and phrase in proc.stderr, (bad, proc.stderr)
+    proc = run("--scheduler", "local:2", "--workers", "2")
+    assert proc.returncode == 2 and "--workers counts this machine's" in proc.stderr
+
+
+def _stale_copy(root: Path) -> Path:
+    """The course package as another version: the same files, one comment added to course_lib."""
+    for name in ("course_lib", "autograder"):
+        shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    init = root / "course_lib" / "__init__.py"
+    init.write_text(init.read_text() + "\n# another release of the course library\n")
+    return root
+
+
+def _start_worker(address: str, cwd: Path, name: str, **env: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
+                             "--no-nanny", "--no-dashboard", "--name", name], cwd=cwd, env=dict(os.environ, **env),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def test_a_worker_with_another_environment_is_refused_and_one_without_bubblewrap_says_so(tmp_path):
+    from distributed import Client, LocalCluster
+
+    submitted, results = tmp_path / "submitted", tmp_path / "results"
+    for sid in ("alice", "bob"):
+        _hand_in(submitted, sid)
+    stale = _stale_copy(tmp_path / "stale")
+    with LocalCluster(n_workers=0, threads_per_worker=1, processes=True, memory_limit=0, dashboard_address=None,
+                      silence_logs=logging.ERROR, scheduler_kwargs={"dashboard_address": ":0"}) as local, Client(local, set_as_default=False) as client:
+        address = local.scheduler_address
+        workers = [_start_worker(address, stale, "stale", PYTHONPATH=str(stale))]
+        try:
+            client.wait_for_workers(1, timeout=60)
+            (stale_address,) = client.scheduler_info(n_workers=-1)["workers"]
+            assert json.loads(subprocess.check_output(  # the copy really is what that worker imports
+                [sys.executable, "-c", "import json, autograder.environment as e; print(json.dumps(e.environment()))"],
+                cwd=stale, env=dict(os.environ, PYTHONPATH=str(stale))))["course_lib"] != \
+                environment.environment()["course_lib"]
+            # Only the stale worker: refused, and the batch with it (nothing is graded by it).
+            with pytest.raises(AutograderError, match=f"no Dask worker at {address} can grade this batch.*"
+                                                      f"refused the Dask worker {stale_address}.*course_lib differs"):
+                _grade(submitted, results, address)
+            assert not list(results.glob("records/*.json"))
+            # A worker of this environment joins, on a PATH without bubblewrap (nor unshare): the batch is
+            # graded, all of it there, under the isolation it has; the records and the report say which.
+            workers.append(_start_worker(address, tmp_path, "no-bwrap", PATH=str(Path(sys.executable).parent)))
+            client.wait_for_workers(2, timeout=60)
+            batch = _grade(submitted, results, address)
+            assert all((r.status, r.score) == ("graded", 8.0) for r in batch.students.values())
+            assert all(r.worker and not r.worker.startswith(stale_address + " ") for r in batch.students.values())
+            assert any(f"refused the Dask worker {stale_address}" in w and "course_lib differs" in w
+                       for w in batch.warnings), batch.warnings
+            assert all(r.isolation.startswith("no bubblewrap, ") for r in batch.students.values()), batch.students
+            assert any("bubblewrap (bwrap) is not installed" in w for w in batch.warnings), batch.warnings
+            assert batch.isolation.startswith("Dask workers: no bubblewrap")
+        finally:
+            for worker in workers:
+                worker.kill()
+                worker.wait(timeout=30)

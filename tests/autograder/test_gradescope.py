@@ -1,0 +1,164 @@
+"""The Gradescope bundle (``course-grade gradescope``): built through the CLI, unpacked into a temporary
+root as Gradescope unpacks it, and its ``run_autograder`` run on submissions of the example class, each
+in a root of its own; every results.json must carry the local grader's grades of the same students.
+
+A representative third of the class (:data:`STUDENTS`), not all of it: all 15 took 38-52 s, the
+slowest test of the suite, and what the bundle adds to the engine (unpacking, finding the upload,
+results.json) is the same for everyone, while the engine itself is compared on every student by
+test_distributed.py. The five: full marks uploaded as a folder, zero, a notebook misconception
+uploaded as a folder and one at the top, and the lab checks failing.
+
+setup.sh itself (apt, uv, PyPI) is not run here: the runs use this checkout's Python, as
+``COURSE_GRADE_PYTHON`` allows. Two runs at a time (the machine has 2 cores); each is a fresh process.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder.assignment import ASSIGNMENT, Assignment, load_source
+from autograder.environment import environment
+from autograder.gradescope import ROOT_VARIABLE
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE_CLASS = REPO / "examples" / "submissions"
+STUDENTS = ("reference", "blank", "forgot_k_and_v", "gb_gib_mixup", "lab_doubled_context_too")
+#: Students whose files are uploaded inside their folder (a zip of it), not at the top of submission/.
+NESTED = {"reference", "gb_gib_mixup"}
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("bundle") / "autograder.zip"
+    proc = subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--out", str(out)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def _unpack(bundle: Path, root: Path) -> None:
+    """As Gradescope does: the bundle in root/source/, modes kept (run_autograder is executable)."""
+    with zipfile.ZipFile(bundle) as zf:
+        for info in zf.infolist():
+            target = root / "source" / info.filename
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(zf.read(info))
+            os.chmod(target, (info.external_attr >> 16) & 0o777)
+
+
+def _run(root: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, **{ROOT_VARIABLE: str(root), "COURSE_GRADE_PYTHON": sys.executable})
+    return subprocess.run([str(root / "source" / "run_autograder")], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_the_bundle_holds_what_gradescope_runs(bundle):
+    with zipfile.ZipFile(bundle) as zf:
+        names = set(zf.namelist())
+        modes = {i.filename: (i.external_attr >> 16) & 0o777 for i in zf.infolist()}
+        meta = json.loads(zf.read("bundle.json"))
+        (wheel,) = [n for n in names if n.startswith("wheels/")]
+        setup = zf.read("setup.sh").decode()
+        wheel_bytes = zf.read(wheel)
+    assert {"setup.sh", "run_autograder", "bundle.json", f"instructor/{ASSIGNMENT}.ipynb",
+            f"instructor/{ASSIGNMENT}.py"} <= names
+    assert modes["setup.sh"] & 0o100 and modes["run_autograder"] & 0o100
+    assert modes[f"instructor/{ASSIGNMENT}.ipynb"] == 0o600, "the solutions are root's alone"
+    assert meta["environment"] == environment() and meta["max_score"] == load_source(Assignment()).max_score
+    assert subprocess.run(["bash", "-n", "-c", setup]).returncode == 0, "setup.sh is valid bash"
+    assert f"--python {environment()['python']}" in setup and "bubblewrap" in setup and "torch" not in setup.split("no torch")[0]
+    import io
+    with zipfile.ZipFile(io.BytesIO(wheel_bytes)) as wz:
+        inside = wz.namelist()
+        metadata = wz.read(next(n for n in inside if n.endswith(".dist-info/METADATA"))).decode()
+    assert "autograder/checks.py" in inside and "course_lib/budget.py" in inside
+    requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    assert any("nbgrader" in r for r in requires) and any("dask" in r for r in requires)
+    assert not any("torch" in r or "pytest" in r for r in requires), requires
+
+
+def _submission(root: Path, sid: str) -> None:
+    source = EXAMPLE_CLASS / sid / ASSIGNMENT
+    target = root / "submission" / (ASSIGNMENT if sid in NESTED else "")
+    target.mkdir(parents=True, exist_ok=True)
+    for f in source.iterdir():
+        shutil.copy(f, target / f.name)
+    (root / "results").mkdir()
+    (root / "submission_metadata.json").write_text(json.dumps({"users": [{"email": f"{sid}@example.edu"}]}))
+
+
+def test_run_autograder_gives_the_local_grades(bundle, example_class_local, tmp_path):
+    _, local_dir = example_class_local
+    students = list(STUDENTS)
+    roots = {}
+    for sid in students:
+        roots[sid] = tmp_path / sid
+        _unpack(bundle, roots[sid])
+        _submission(roots[sid], sid)
+    with cf.ThreadPoolExecutor(2) as pool:
+        procs = dict(zip(students, pool.map(_run, (roots[s] for s in students))))
+    for sid in students:
+        assert procs[sid].returncode == 0, (sid, procs[sid].stderr[-2000:])
+        got = json.loads((roots[sid] / "results" / "results.json").read_text())
+        want = json.loads((local_dir / "gradescope" / f"{sid}.json").read_text())
+        assert got["score"] == want["score"], sid
+        assert got["tests"] == want["tests"], f"{sid}: the tests differ from the local grader's"
+        assert {k: v for k, v in got["extra_data"].items() if k != "isolation"} == want["extra_data"], sid
+        assert got["output"].splitlines()[0] == want["output"], sid
+        assert "isolation: " in got["output"] and got["stdout_visibility"] == "hidden"
+        for t in got["tests"]:
+            assert {"name", "score", "max_score", "output", "visibility"} <= set(t), t
+            assert "BEGIN HIDDEN TESTS" not in t["output"]
+
+
+def test_a_grader_other_than_the_bundles_is_refused(bundle, tmp_path):
+    root = tmp_path / "root"
+    _unpack(bundle, root)
+    _submission(root, "blank")
+    meta_path = root / "source" / "bundle.json"
+    meta = json.loads(meta_path.read_text())
+    meta["environment"]["autograder"] = "0" * 64
+    meta_path.write_text(json.dumps(meta))
+    env = dict(os.environ, **{ROOT_VARIABLE: str(root)})
+    check = subprocess.run([sys.executable, "-m", "autograder.gradescope", "--check"], env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert check.returncode == 2 and "autograder differs" in check.stderr and check.stderr.count("\n") == 1
+    proc = _run(root)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads((root / "results" / "results.json").read_text())
+    assert got["score"] == 0.0 and got["extra_data"]["status"] == "grader_error"
+    assert "not the one this bundle was built with" in got["output"]
+
+
+def test_bad_bundle_options_are_one_line(tmp_path):
+    run = lambda *a: subprocess.run([sys.executable, "-m", "autograder", "gradescope", *a], cwd=REPO,  # noqa: E731
+                                    capture_output=True, text=True, timeout=120)
+    for args, phrase in ((["--out", str(tmp_path / "bundle.tar")], "as a .zip"),
+                         (["--out", str(tmp_path / "a.zip"), "--memory-limit", "lots"], "memory-limit"),
+                         (["--out", str(tmp_path / "a.zip"), "--cell-timeout", "0"], "cell-timeout")):
+        proc = run(*args)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and phrase in proc.stderr, (args, proc.stderr)
+
+
+def test_an_uploaded_link_to_the_solutions_is_not_followed(bundle, tmp_path):
+    """A zip may unpack to a link; one to the root would reach source/instructor/, the solutions."""
+    root = tmp_path / "root"
+    _unpack(bundle, root)
+    (root / "submission").mkdir()
+    (root / "results").mkdir()
+    (root / "submission" / "a").symlink_to(root)
+    (root / "submission" / f"{ASSIGNMENT}.py").symlink_to(root / "source" / "instructor" / f"{ASSIGNMENT}.py")
+    proc = _run(root)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads((root / "results" / "results.json").read_text())
+    assert (got["score"], got["extra_data"]["status"]) == (0.0, "missing_submission"), got["output"]
