@@ -204,6 +204,9 @@ def start_kernel(sandbox: Sandbox, *, startup_timeout: float, max_message_bytes:
     context = zmq.Context()
     # Messages larger than this are dropped by ZeroMQ before Python ever sees them.
     context.setsockopt(zmq.MAXMSGSIZE, max_message_bytes)
+    # The client connects before the forked kernel has bound its sockets; ZeroMQ then retries every
+    # RECONNECT_IVL (100 ms by default), which left each kernel start ~0.1 s idle (0.17 s -> 0.06 s).
+    context.setsockopt(zmq.RECONNECT_IVL, 5)
     log_file.flush()
     offset = log_file.tell()
     server = fork_server(sandbox.pythonpath) if sandbox.isolation.kernels == "fork" else None

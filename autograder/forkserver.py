@@ -184,18 +184,6 @@ class ForkedProcess:
     def __init__(self, pid: int, pidfd: int):
         self.pid, self.pidfd = pid, pidfd
 
-    def ready(self) -> bool:
-        """Has it finished its imports? (Only its starter can tell; other processes take it as ready:
-        their requests wait.)"""
-        if self._ready or os.getpid() != self.owner:
-            return True
-        try:
-            if select.select([self.proc.stdout], [], [], 0)[0]:
-                self._ready = self.proc.stdout.readline().strip() == b"ready"
-        except (OSError, ValueError):
-            pass
-        return self._ready
-
     def alive(self) -> bool:
         if self.pidfd < 0:
             return False
