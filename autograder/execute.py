@@ -102,6 +102,9 @@ def kernel_args(sandbox: Sandbox) -> list[str]:
     it costs a sqlite write per cell), and IPython's files from the sandbox's $IPYTHONDIR, which is
     the grader's and read-only inside (see Sandbox): no startup file or config of a learner runs."""
     return ["--HistoryManager.enabled=False", "--InteractiveShellApp.exec_PYTHONSTARTUP=False",
+            # ipykernel sleeps 0.5 ms after every cell "so that the IOPub messages go out" before
+            # the reply; the grader waits for the kernel's idle status on IOPub anyway (_Run)
+            "--Kernel._execute_sleep=0",
             f"--ipython-dir={sandbox.ipython_dir}"]
 
 
