@@ -11,7 +11,9 @@ An instructor's round trip (each verb is a module with a ``main(**kwargs)``; the
 
 What stock nbgrader gets wrong and where it is fixed:
 
-- one notebook at a time -> worker processes, kernels on ipc sockets (autograde.py, execute.py);
+- one notebook at a time -> worker processes, kernels on ipc sockets (autograde.py, execute.py),
+  each forked from a server that imported ipykernel, numpy, matplotlib and the course library
+  once per batch, into a sandbox of its own (forkserver.py, _zygote.py);
 - learner code in the grader's trust -> a sandbox per submission: bubblewrap namespaces, a
   memory + pids cgroup, a throwaway uid, rlimits (sandbox.py, _launch.py);
 - scores decided in the learner's kernel -> plain answers recorded by the test cells
@@ -23,3 +25,13 @@ What stock nbgrader gets wrong and where it is fixed:
 
 The lab-edit check (lab.py) and the example class (examples.py) are specific to L14.4.
 """
+
+import sys
+
+# jsonschema (which nbformat imports) imports rfc3987_syntax when it is installed, and that builds
+# a Lark grammar as it is imported: 0.6 s of CPU in every process that reads a notebook, the
+# grader's and a stock nbgrader kernel's whose hidden tests import the grader. Its one use is
+# jsonschema's "iri" format check, which nbformat never asks for (it validates without a
+# format checker), so it is kept out of this package's processes.
+sys.modules.setdefault("rfc3987_syntax", None)
+

@@ -47,7 +47,8 @@ from .gradebook import add_lab_cells, manual_scores, merge
 from .lab import lab_baseline
 from .layout import autograded_path, load_records, record_path, remove_student_files, write_batch
 from .results import GRADER_ERROR, RAN, BatchResult, StudentResult, write_json
-from .sandbox import Limits, disk_limit_bytes, memory_limit_bytes, probe, sweep_leftovers
+from .sandbox import (Limits, disk_limit_bytes, fork_server, memory_limit_bytes, probe, stop_fork_servers,
+                      sweep_leftovers)
 
 GRADER_VERSION = "course-grade 1"
 REPO = Path(__file__).resolve().parents[1]
@@ -234,6 +235,8 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
         f"skipped the folder {name!r} in SUBMITTED_DIR: its name is not printable (a tab, a newline...), "
         f"so it cannot be a student id; rename it and run again" for name in skipped]
     sweep_leftovers()
+    if isolation.kernels == "fork":  # it imports in the background; the workers, forked later, share it
+        fork_server(str(REPO))
     baseline = lab_baseline(Path(assignment.lab).read_text(encoding="utf-8"), assignment.lab_name,
                             new_sandbox(settings))
     fingerprint = batch_fingerprint(assignment, settings)
@@ -261,13 +264,16 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
 
     # The gradebook is needed only for the merge: build it while the workers grade.
     course = _Background(_ensure_course, results_dir, assignment)
-    if cluster is None:
-        results.update(_run_jobs(jobs, workers, progress, background=course))
-    else:  # the one branch point: the same jobs, graded on Dask workers, written back here
-        with cluster:
-            results.update(cluster.run_jobs(jobs, lambda total: _progress(total, progress), background=course))
-        here, isolation = isolation, cluster.report(isolation)  # the workers': what each host lacked, who was refused
-        warnings = list(isolation.warnings) + [w for w in warnings if w not in here.warnings]
+    try:
+        if cluster is None:
+            results.update(_run_jobs(jobs, workers, progress, background=course))
+        else:  # the one branch point: the same jobs, graded on Dask workers, written back here
+            with cluster:
+                results.update(cluster.run_jobs(jobs, lambda total: _progress(total, progress), background=course))
+            here, isolation = isolation, cluster.report(isolation)  # the workers': what each host lacked, who was refused
+            warnings = list(isolation.warnings) + [w for w in warnings if w not in here.warnings]
+    finally:
+        stop_fork_servers()   # and every kernel it forked
     course.join()
 
     # The merge: this process alone writes the class-level files and the gradebook.

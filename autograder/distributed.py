@@ -64,7 +64,7 @@ from .grade import Job, blank_result, grade_submission
 from .handin import HandIn
 from .layout import autograded_path, feedback_path, record_path
 from .results import GRADER_ERROR, StudentResult, write_atomic, write_json
-from .sandbox import probe, sweep_leftovers
+from .sandbox import probe, stop_fork_servers, sweep_leftovers
 
 log = logging.getLogger(__name__)
 
@@ -249,6 +249,7 @@ async def _forget(tag: str, dask_worker=None) -> None:
     installed = _INSTALLED.pop(tag, None)
     if installed is not None:
         shutil.rmtree(installed[1], ignore_errors=True)
+    stop_fork_servers()  # the kernel fork server this worker started for the batch (started again by the next)
 
 
 #: The folders this module makes: cg-PID-task-* (one per task) and cg-PID-instructor-* (one per worker).

@@ -48,7 +48,8 @@ import nbformat
 from .collect import ANSWER_MIME
 from .cells import grade_id
 from .results import DISK_LIMIT, KERNEL_DIED, MEMORY_LIMIT, PROCESS_LIMIT, SEVERITY, TIMEOUT
-from .sandbox import KiB, MiB, Sandbox
+from .forkserver import ForkedProcess, ForkServerError
+from .sandbox import KiB, MiB, Sandbox, fork_server
 
 KERNEL_NAME = "course-grade-sandbox"
 #: Seconds an interrupted cell has to stop before its kernel is replaced (KeyboardInterrupt takes ms).
@@ -96,19 +97,67 @@ class Execution:
 
 # ---- the kernel ----------------------------------------------------------------------------
 
-class Kernel:
-    """One sandboxed kernel and our sockets to it (from :func:`start_kernel`)."""
+def kernel_args(sandbox: Sandbox) -> list[str]:
+    """What every grading kernel is started with: no history database (nothing of it is graded, and
+    it costs a sqlite write per cell), and IPython's files from the sandbox's $IPYTHONDIR, which is
+    the grader's and read-only inside (see Sandbox): no startup file or config of a learner runs."""
+    return ["--HistoryManager.enabled=False", "--InteractiveShellApp.exec_PYTHONSTARTUP=False",
+            # ipykernel sleeps 0.5 ms after every cell "so that the IOPub messages go out" before
+            # the reply; the grader waits for the kernel's idle status on IOPub anyway (_Run)
+            "--Kernel._execute_sleep=0",
+            f"--ipython-dir={sandbox.ipython_dir}"]
 
-    def __init__(self, km, kc, context, log_offset: int):
-        self.km, self.kc, self.context = km, kc, context
+
+class Kernel:
+    """One sandboxed kernel and our sockets to it (from :func:`start_kernel`).
+
+    ``process`` is what started it: jupyter_client's KernelManager (a fresh Python under
+    bubblewrap) or a :class:`~autograder.forkserver.ForkedProcess` (forked by the fork server).
+    """
+
+    def __init__(self, km, kc, context, log_offset: int, process=None):
+        self.km, self.kc, self.context, self.process = km, kc, context, process
         self.log_offset = log_offset
         """Where this kernel's part of the sandbox's kernel.log starts."""
-        self.shell = kc.shell_channel.socket
-        self.iopub = kc.iopub_channel.socket
+        self.shell = kc.shell_channel.socket if kc is not None else None
+        self.iopub = kc.iopub_channel.socket if kc is not None else None
+        self.iopub_monitor = None
+        """Tells when ZeroMQ dropped the IOPub connection (a message over the size limit): see
+        :meth:`reconnect_iopub`."""
+
+    def watch_iopub(self) -> None:
+        import zmq
+        self.iopub_monitor = self.iopub.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+
+    def iopub_dropped(self) -> bool:
+        """True when the monitor says the IOPub connection was dropped (reads its pending events)."""
+        import zmq
+        from zmq.utils.monitor import recv_monitor_message
+
+        dropped = False
+        while self.iopub_monitor is not None and self.iopub_monitor.poll(0):
+            try:
+                dropped |= recv_monitor_message(self.iopub_monitor, zmq.NOBLOCK)["event"] == zmq.EVENT_DISCONNECTED
+            except zmq.ZMQError:
+                break
+        return dropped
+
+    def reconnect_iopub(self) -> None:
+        """A fresh IOPub socket: ZeroMQ never reconnects one that dropped a message over the size limit."""
+        old = self.iopub
+        try:
+            old.disable_monitor()
+        except Exception:  # noqa: BLE001
+            pass
+        if self.iopub_monitor is not None:
+            self.iopub_monitor.close(linger=0)
+        old.close(linger=0)
+        self.iopub = self.kc.connect_iopub(identity=self.kc.session.bsession)
+        self.watch_iopub()
 
     def alive(self) -> bool:
         try:
-            return bool(self.km.is_alive())
+            return self.process.alive() if self.process is not None else bool(self.km.is_alive())
         except Exception:  # noqa: BLE001 - a manager in a bad state is a dead kernel
             return False
 
@@ -116,18 +165,21 @@ class Kernel:
         """An interrupt_request on the control channel: ipykernel raises KeyboardInterrupt in the cell.
         (A SIGINT to the launched process would reach bubblewrap and kill the sandbox.)"""
         try:
-            self.km.interrupt_kernel()
+            self.kc.control_channel.send(self.kc.session.msg("interrupt_request", content={}))
         except Exception as e:  # noqa: BLE001
             log.debug("interrupt failed: %s", e)
 
     def close(self) -> None:
         """Kill the kernel at once and close every socket (the sandbox's other processes: the caller)."""
         try:
-            self.kc.stop_channels()
+            if self.kc is not None:
+                self.kc.stop_channels()
         except Exception:  # noqa: BLE001
             pass
         try:
-            if self.km.has_kernel:
+            if self.process is not None:
+                self.process.close()
+            elif self.km.has_kernel:
                 self.km.shutdown_kernel(now=True)
         except Exception:  # noqa: BLE001
             pass
@@ -135,6 +187,8 @@ class Kernel:
             self.km.cleanup_resources()
         except Exception:  # noqa: BLE001
             pass
+        if self.iopub_monitor is not None:
+            self.iopub_monitor.close(linger=0)
         self.context.destroy(linger=0)
 
 
@@ -143,45 +197,95 @@ def start_kernel(sandbox: Sandbox, *, startup_timeout: float, max_message_bytes:
     """Start an IPython kernel inside ``sandbox`` and wait until it answers (raises RuntimeError).
 
     The one place that starts a kernel: the first one, and every fresh one after a failure.
+    Where the probe found the fork server works (``sandbox.isolation.kernels == "fork"``), the
+    kernel is forked from this batch's server; else (or if the server is gone) it is a fresh
+    Python under bubblewrap. Either way it runs with :func:`kernel_args`, in the same isolation.
     """
     import zmq
+    from jupyter_client import KernelManager
+
+    context = zmq.Context()
+    # Messages larger than this are dropped by ZeroMQ before Python ever sees them.
+    context.setsockopt(zmq.MAXMSGSIZE, max_message_bytes)
+    # The client connects before the forked kernel has bound its sockets; ZeroMQ then retries every
+    # RECONNECT_IVL (100 ms by default), which left each kernel start ~0.1 s idle (0.17 s -> 0.06 s).
+    context.setsockopt(zmq.RECONNECT_IVL, 5)
+    log_file.flush()
+    offset = log_file.tell()
+    server = fork_server(sandbox.pythonpath) if sandbox.isolation.kernels == "fork" else None
+    if server is not None:
+        km = KernelManager(context=context, transport="ipc", ip=str(sandbox.run_dir / "k"),
+                           connection_file=str(sandbox.run_dir / "kernel.json"))
+        km.write_connection_file()
+        try:
+            process = ForkedProcess(*server.spawn(sandbox.fork_request([*kernel_args(sandbox), "-f", km.connection_file]),
+                                                  [log_file.fileno()]))
+        except ForkServerError as e:
+            log.warning("the fork server could not fork a kernel (%s); starting a fresh Python instead", e)
+            km.cleanup_resources()
+        else:
+            from jupyter_client.blocking import BlockingKernelClient
+            kc = BlockingKernelClient(context=context, session=km.session)
+            kc.load_connection_info(km.get_connection_info())
+            return _ready(Kernel(km, kc, context, offset, process), startup_timeout)
+    return _start_exec(sandbox, context, offset, startup_timeout, log_file)
+
+
+def _start_exec(sandbox: Sandbox, context, offset: int, startup_timeout: float, log_file: IO[bytes]) -> Kernel:
+    """A fresh Python under bubblewrap and the launcher, through jupyter_client's KernelManager."""
     from jupyter_client import KernelManager
     from jupyter_client.kernelspec import KernelSpecManager
 
     spec_dir = sandbox.root / "kernels" / KERNEL_NAME
     if not (spec_dir / "kernel.json").is_file():
         spec_dir.mkdir(parents=True, exist_ok=True)
-        argv = sandbox.command([sys.executable, "-P", "-s", "-m", "ipykernel_launcher", "-f", "{connection_file}"])
+        argv = sandbox.command([sys.executable, "-P", "-s", "-m", "ipykernel_launcher", *kernel_args(sandbox),
+                                "-f", "{connection_file}"])
         (spec_dir / "kernel.json").write_text(json.dumps({
             "argv": argv, "display_name": "Python 3 (sandboxed grader)", "language": "python",
             "interrupt_mode": "message", "metadata": {"debugger": False}}))
     ksm = KernelSpecManager(kernel_dirs=[str(sandbox.root / "kernels")])
-    context = zmq.Context()
-    # Messages larger than this are dropped by ZeroMQ before Python ever sees them.
-    context.setsockopt(zmq.MAXMSGSIZE, max_message_bytes)
     km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=ksm, context=context, transport="ipc",
                        ip=str(sandbox.run_dir / "k"), connection_file=str(sandbox.run_dir / "kernel.json"))
-    log_file.flush()
-    offset = log_file.tell()
-    kc = None
     try:
         km.start_kernel(stdout=log_file, stderr=log_file)
-        kc = km.client()
-        kc.start_channels(hb=False)
-        kc.wait_for_ready(timeout=startup_timeout)
     except BaseException:
-        Kernel(km, kc, context, offset).close() if kc is not None else _close_manager(km, context)
+        Kernel(km, None, context, offset).close()
         raise
-    return Kernel(km, kc, context, offset)
+    return _ready(Kernel(km, km.client(context=context), context, offset), startup_timeout)
 
 
-def _close_manager(km, context) -> None:
+def _ready(kernel: Kernel, timeout: float) -> Kernel:
+    """Start ``kernel``'s channels and wait for its kernel_info reply and a first IOPub message, as
+    jupyter_client's wait_for_ready does, but asking :meth:`Kernel.alive` whether it died meanwhile."""
+    from queue import Empty
+
     try:
-        if km.has_kernel:
-            km.shutdown_kernel(now=True)
-    except Exception:  # noqa: BLE001
-        pass
-    context.destroy(linger=0)
+        kc = kernel.kc
+        kc.start_channels(hb=False)
+        deadline = time.monotonic() + timeout
+        while True:
+            kc.kernel_info()
+            try:
+                msg = kc.get_shell_msg(timeout=min(1.0, max(0.05, deadline - time.monotonic())))
+            except Empty:
+                pass
+            else:
+                if msg["msg_type"] == "kernel_info_reply":
+                    try:
+                        kc.get_iopub_msg(timeout=0.2)   # IOPub is connected too
+                    except Empty:
+                        pass
+                    else:
+                        kernel.watch_iopub()
+                        return kernel
+            if not kernel.alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
+    except BaseException:
+        kernel.close()
+        raise
 
 
 # ---- outputs -------------------------------------------------------------------------------
@@ -266,6 +370,11 @@ def _make_client_class():
                 self._pending_note = (outs, cell_index, why)
             else:
                 self.note_truncated(outs, cell_index, why)
+
+        def note_later(self, outs, cell_index, why):
+            """A note that goes after what the cell shows (at most one per cell)."""
+            if self._pending_note is None:
+                self._pending_note = (outs, cell_index, why)
 
         def flush_note(self):
             pending = self._pending_note
@@ -469,13 +578,15 @@ class _Run:
         notebook_limited = self.left() < self.cell_timeout
         reply, idle, interrupted, reply_at = None, False, False, None
         poller = zmq.Poller()
-        poller.register(kernel.shell, zmq.POLLIN)
-        poller.register(kernel.iopub, zmq.POLLIN)
+        for sock in (kernel.shell, kernel.iopub, kernel.iopub_monitor):
+            poller.register(sock, zmq.POLLIN)
         watch_disk = not self.sandbox.disk_capped
         while reply is None or not idle:
             now = time.monotonic()
             if reply is not None and now - reply_at > IOPUB_GRACE_S:
-                break  # the reply came; its last outputs did not (nbclient: "Timeout waiting for IOPub output")
+                # The reply came; its last outputs did not (nbclient: "Timeout waiting for IOPub output"):
+                # late, or dropped unread with everything after them (a message over max_message_bytes).
+                break
             if reply is None and now >= cell_deadline:
                 if notebook_limited:
                     return "deadline"
@@ -487,6 +598,23 @@ class _Run:
                 continue
             wait = min(POLL_S, max(0.0, cell_deadline - now))
             ready = dict(poller.poll(int(wait * 1000) + 1))
+            if kernel.iopub_monitor in ready and kernel.iopub_dropped():
+                # The kernel died, or sent a message over the size limit: ZeroMQ dropped it unread, and
+                # the connection with it (a death takes the monitor and the init a moment to show).
+                if _gone(kernel, 0.5):
+                    return "died"
+                for sock in (kernel.iopub, kernel.iopub_monitor):
+                    poller.unregister(sock)
+                kernel.reconnect_iopub()
+                for sock in (kernel.iopub, kernel.iopub_monitor):
+                    poller.register(sock, zmq.POLLIN)
+                if record:
+                    self.client.note_later(cell.outputs, index, f"output truncated: a message over "
+                                           f"{self.max_message_bytes // MiB} MiB was dropped unread")
+                self._resync_iopub()
+                if reply is not None:
+                    break   # its idle status may have gone with the connection
+                continue
             if kernel.iopub in ready:
                 for _ in range(64):  # a bounded drain: the shell socket gets its turn during a flood
                     try:
@@ -514,6 +642,36 @@ class _Run:
             self.client.flush_note()
             cell.execution_count = self.executed
         return "interrupted" if interrupted else "done"
+
+    def _resync_iopub(self, timeout: float = 5.0) -> bool:
+        """Wait until a fresh IOPub socket delivers (a SUB socket misses what is sent before its
+        subscription reaches the kernel). Proof: a status message for a kernel_info request sent on
+        the control channel, which the kernel answers even while a cell runs. False if none came
+        within ``timeout``."""
+        import zmq
+
+        kernel = self.kernel
+        deadline = time.monotonic() + max(0.0, min(timeout, self.left()))
+        while time.monotonic() < deadline and kernel.alive():
+            msg = kernel.kc.session.msg("kernel_info_request", content={})
+            kernel.kc.control_channel.send(msg)
+            request = msg["header"]["msg_id"]
+            until = min(deadline, time.monotonic() + 0.5)
+            while time.monotonic() < until:
+                if not kernel.iopub.poll(int(POLL_S * 1000)):
+                    continue
+                for _ in range(64):
+                    try:
+                        frames = kernel.iopub.recv_multipart(zmq.NOBLOCK, copy=False)
+                    except zmq.Again:
+                        break
+                    try:
+                        _, parts = kernel.kc.session.feed_identities(frames, copy=False)
+                        if json.loads(parts[2].bytes).get("msg_id") == request:
+                            return True
+                    except (ValueError, IndexError, TypeError, AttributeError):
+                        continue
+        return False
 
     def _on_iopub(self, frames, session, msg_id, cell, index, record) -> bool:
         """Handle one IOPub message; True when it says the kernel went idle after our request.
@@ -573,6 +731,16 @@ def execute_notebook(nb: nbformat.NotebookNode, sandbox: Sandbox, *, cell_timeou
 
 
 # ---- helpers -------------------------------------------------------------------------------
+
+def _gone(kernel: Kernel, within: float) -> bool:
+    """True once the kernel's process has exited, waiting at most ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while kernel.alive():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
 
 def _deserialize(session, frames) -> dict | None:
     """A verified message, or None for one that is not (a forged or torn message is dropped)."""

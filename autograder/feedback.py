@@ -173,6 +173,12 @@ def _markdown():
     return mistune.create_markdown(escape=False, plugins=["table", "strikethrough"])
 
 
+#: Rendered fragments kept per worker process: a class's pages share most cells (every locked cell
+#: and test is restored from the source), so each renders once per batch.
+FRAGMENT_CACHE = 4096
+
+
+@lru_cache(maxsize=FRAGMENT_CACHE)
 def markdown_html(text: str) -> str:
     """Markdown as HTML, through the sanitiser.
 
@@ -190,6 +196,7 @@ def _highlighter():
     return PythonLexer(), HtmlFormatter(nowrap=True)
 
 
+@lru_cache(maxsize=FRAGMENT_CACHE)
 def code_html(source: str) -> str:
     """Python source, highlighted (pygments escapes it)."""
     from pygments import highlight
@@ -330,6 +337,7 @@ img.output { max-width: 100%; border: none; }
 """
 
 
+@lru_cache(maxsize=1)
 def _pygments_css() -> str:
     from pygments.formatters import HtmlFormatter
 

@@ -1,15 +1,22 @@
 """Stock ``nbgrader autograde`` vs ``course-grade autograde`` on the same class, same machine, one run.
 
-    .venv/bin/python benchmarks/bench_autograde.py                 # 20 submissions, 2 workers
-    .venv/bin/python benchmarks/bench_autograde.py --students 24 --rounds 2
+    .venv/bin/python benchmarks/bench_autograde.py                        # 20 submissions, 3 rounds, workers 1,2,4
+    .venv/bin/python benchmarks/bench_autograde.py --students 16 --rounds 3 --workers 2 --write benchmarks/RESULTS.md
 
 The class is N copies of the reference submission (examples/submissions/reference: the instructor's
 solutions, lab edited to 16), so every run must give full marks; the script checks that it did.
 Stock nbgrader gets a course folder prepared beforehand (``generate_assignment``, not timed, as an
 instructor would have it); ``course-grade`` starts from an empty RESULTS_DIR, so its time includes
 building its gradebook, the lab-edit check, feedback HTML, Gradescope JSON and the gradebook merge,
-with every hardening on (bubblewrap / cgroups / throwaway uid / rlimits as available). Rounds
-alternate stock and ours so that background load hits both alike. Not a test: run it by hand.
+with every hardening on (bubblewrap / cgroups / throwaway uid / rlimits as available).
+
+Every round runs stock once and course-grade once per ``--workers`` value, in an order that is
+reversed every other round, so that background load (a shared machine) hits each alike; the
+figures are medians over the rounds, and the speed-up is taken round by round (stock and ours of
+the same round) before its median. CPU seconds are those of the whole process tree, sandboxed
+kernels included (a cpuacct cgroup, :mod:`cpu_meter`; rusage where there is none, which misses
+killed kernels). ``--floor`` also times the kernel start alone, N times, to show what kernel
+start-up by itself costs. Not a test: run it by hand.
 """
 
 from __future__ import annotations
@@ -28,9 +35,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
-from autograder.assignment import ASSIGNMENT, Assignment  # noqa: E402
-from autograder.autograde import default_workers  # noqa: E402
+from cpu_meter import CpuMeter, run_measured  # noqa: E402
+
+from autograder.assignment import ASSIGNMENT, Assignment, load_source  # noqa: E402
 from autograder.course import nbgrader_env, write_config  # noqa: E402
 from autograder.sandbox import probe  # noqa: E402
 
@@ -59,79 +68,131 @@ def stock_course(root: Path, submitted: Path) -> Path:
     return course
 
 
-def run_stock(course: Path) -> float:
+def run_stock(course: Path, meter: CpuMeter | None) -> tuple[float, float]:
+    """(wall s, CPU s) of ``nbgrader autograde`` over the class; checks every notebook got full marks."""
     env = dict(nbgrader_env(), PYTHONPATH=str(REPO))
     shutil.rmtree(course / "autograded", ignore_errors=True)
-    start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--force"], cwd=course,
-                          env=env, capture_output=True, text=True)
-    seconds = time.monotonic() - start
-    if proc.returncode != 0:
+    rc, wall, cpu, proc = run_measured([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--force"],
+                                       meter, cwd=course, env=env, capture_output=True, text=True)
+    if rc != 0:
         raise SystemExit(f"nbgrader autograde failed:\n{proc.stderr[-3000:]}")
     from nbgrader.api import Gradebook
     with Gradebook("sqlite:///" + str(course / "gradebook.db")) as gb:
         scores = [s.score for s in gb.assignment_submissions(ASSIGNMENT)]
-    bad = [s for s in scores if s != 31.0]
-    if bad or not scores:
-        raise SystemExit(f"stock nbgrader did not give the reference full marks: {scores}")
-    return seconds
+    full = load_source(Assignment()).notebook_points
+    if not scores or any(s != full for s in scores):
+        raise SystemExit(f"stock nbgrader did not give the reference full marks ({full:g}): {scores}")
+    return wall, cpu
 
 
-def run_ours(submitted: Path, results: Path, workers: int) -> float:
+def run_ours(submitted: Path, results: Path, workers: int | None, meter: CpuMeter | None,
+             extra: tuple[str, ...] = ()) -> tuple[float, float]:
+    """(wall s, CPU s) of ``course-grade autograde`` into an empty RESULTS_DIR; checks full marks."""
     shutil.rmtree(results, ignore_errors=True)
-    start = time.monotonic()
-    cmd = [sys.executable, "-m", "autograder", "autograde", str(submitted), "--out", str(results), "--no-progress"]
-    proc = subprocess.run(cmd + (["--workers", str(workers)] if workers else []), cwd=REPO, capture_output=True,
-                          text=True)
-    seconds = time.monotonic() - start
-    if proc.returncode != 0:
+    cmd = [sys.executable, "-m", "autograder", "autograde", str(submitted), "--out", str(results), "--no-progress",
+           *extra] + (["--workers", str(workers)] if workers else [])
+    rc, wall, cpu, proc = run_measured(cmd, meter, cwd=REPO, capture_output=True, text=True)
+    if rc != 0:
         raise SystemExit(f"course-grade autograde failed:\n{proc.stderr[-3000:]}")
     grades = json.loads((results / "grades.json").read_text())["students"]
-    bad = {sid: (g["status"], g["score"]) for sid, g in grades.items() if (g["status"], g["score"]) != ("graded", 34.0)}
+    full = load_source(Assignment()).max_score
+    bad = {sid: (g["status"], g["score"]) for sid, g in grades.items() if (g["status"], g["score"]) != ("graded", full)}
     if bad:
-        raise SystemExit(f"course-grade did not give the reference full marks: {bad}")
-    return seconds
+        raise SystemExit(f"course-grade did not give the reference full marks ({full:g}): {bad}")
+    return wall, cpu
+
+
+FLOOR_SCRIPT = r"""
+import sys
+from autograder.execute import start_kernel
+from autograder.sandbox import REPO, Limits, Sandbox, fork_server, probe, scratch_dir, stop_fork_servers
+if probe().kernels == "fork":
+    fork_server(str(REPO))
+for _ in range(int(sys.argv[1])):
+    with Sandbox(scratch_dir(), Limits(), probe()) as box:
+        with open(box.log_dir / "kernel.log", "ab") as log:
+            start_kernel(box, startup_timeout=60, max_message_bytes=2**25, log_file=log).close()
+stop_fork_servers()
+"""
+
+
+def kernel_floor(n: int, meter: CpuMeter | None) -> tuple[float, float]:
+    """(wall s, CPU s) of starting and stopping ``n`` sandboxed kernels one after another, as course-grade
+    starts them (the fork server with its imports included, where it is in force), and no cell."""
+    rc, wall, cpu, proc = run_measured([sys.executable, "-c", FLOOR_SCRIPT, str(n)], meter, cwd=REPO,
+                                       capture_output=True, text=True)
+    if rc != 0:
+        raise SystemExit(f"the kernel floor failed:\n{proc.stderr[-3000:]}")
+    return wall, cpu
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=20)
-    parser.add_argument("--workers", type=int, default=None, help="default: course-grade's own (CPUs + 1)")
-    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--workers", default="1,2,4", help="course-grade worker counts, comma-separated (default 1,2,4)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--floor", action="store_true", help="also time N bare sandboxed kernel starts")
     parser.add_argument("--write", metavar="MD", help="also append the result as a markdown section to this file")
     args = parser.parse_args()
+    workers = [int(w) for w in args.workers.split(",")]
+    meter = CpuMeter.create("bench")
+    n = args.students
 
+    runs: dict[str, list[tuple[float, float]]] = {"stock": [], **{f"w{w}": [] for w in workers}}
+    floor = []
     with tempfile.TemporaryDirectory(prefix="bench-autograde-") as tmp:
         root = Path(tmp)
-        submitted = make_class(root, args.students)
+        submitted = make_class(root, n)
         course = stock_course(root, submitted)
         load_before = os.getloadavg()
-        stock, ours = [], []
+        started = time.strftime("%Y-%m-%d %H:%M")
         for r in range(args.rounds):
-            stock.append(run_stock(course))
-            ours.append(run_ours(submitted, root / "results", args.workers))
-            print(f"round {r + 1}: stock {stock[-1]:.1f} s, course-grade {ours[-1]:.1f} s", flush=True)
+            order = ["stock"] + [f"w{w}" for w in workers]
+            if r % 2:
+                order.reverse()
+            if args.floor:
+                floor.append(kernel_floor(n, meter))
+            for key in order:
+                if key == "stock":
+                    runs[key].append(run_stock(course, meter))
+                else:
+                    runs[key].append(run_ours(submitted, root / "results", int(key[1:]), meter))
+            print(f"round {r + 1}: " + ", ".join(f"{k} {runs[k][-1][0]:.1f} s wall / {runs[k][-1][1]:.1f} s CPU"
+                                                for k in order), flush=True)
         load_after = os.getloadavg()
+    if meter is not None:
+        meter.remove()
 
-    s, o = statistics.median(stock), statistics.median(ours)
-    workers = args.workers or default_workers()
+    med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in runs.items()}
+    s_wall, s_cpu = med["stock"]
+    cpu_how = "cpuacct cgroup" if meter is not None else "rusage (misses killed kernels)"
     lines = [
-        f"### Autograding {args.students} correct submissions ({time.strftime('%Y-%m-%d %H:%M')})",
+        f"### Autograding {n} correct submissions ({started})",
         "",
         f"Machine: {os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}; "
-        f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after.",
-        f"Isolation in force for course-grade: {probe().summary()}.",
+        f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after (1 min; other engineers' jobs).",
+        f"Isolation in force for course-grade: {probe().summary()}. CPU seconds: {cpu_how}, the whole process tree.",
         "",
-        "| grader | wall time (median of %d) | per notebook |" % args.rounds,
-        "|---|---|---|",
-        f"| stock `nbgrader autograde` (sequential) | {s:.1f} s | {s / args.students:.2f} s |",
-        f"| `course-grade autograde --workers {workers}` (hardened) | {o:.1f} s | {o / args.students:.2f} s |",
+        f"| grader | wall s (median of {args.rounds}) | CPU s | CPU s per submission | speed-up (median of the rounds' ratios) |",
+        "|---|---:|---:|---:|---:|",
+        f"| stock `nbgrader autograde` (sequential) | {s_wall:.1f} | {s_cpu:.1f} | {s_cpu / n:.2f} | 1 |",
+    ]
+    for w in workers:
+        wall, cpu = med[f"w{w}"]
+        ratios = [s[0] / o[0] for s, o in zip(runs["stock"], runs[f"w{w}"])]
+        lines.append(f"| `course-grade autograde --workers {w}` (hardened) | {wall:.1f} | {cpu:.1f} | {cpu / n:.2f} | "
+                     f"**{statistics.median(ratios):.2f}x** ({', '.join(f'{x:.2f}' for x in ratios)}) |")
+    if floor:
+        f_wall, f_cpu = statistics.median(w for w, _ in floor), statistics.median(c for _, c in floor)
+        lines.append(f"| {n} bare sandboxed kernel starts, one at a time (the floor) | {f_wall:.1f} | {f_cpu:.1f} | "
+                     f"{f_cpu / n:.2f} | - |")
+    lines += [
         "",
-        f"**Speed-up: {s / o:.2f}x** (all rounds: stock {', '.join(f'{x:.1f}' for x in stock)} s; "
-        f"course-grade {', '.join(f'{x:.1f}' for x in ours)} s).",
+        "All rounds (wall s / CPU s): " + "; ".join(
+            f"{k}: " + ", ".join(f"{w:.1f}/{c:.1f}" for w, c in v) for k, v in runs.items()) + ".",
         "",
-        f"Command: `.venv/bin/python benchmarks/bench_autograde.py --students {args.students} "
-        f"--rounds {args.rounds}" + (f" --workers {args.workers}" if args.workers else "") + "`",
+        f"Command: `.venv/bin/python benchmarks/bench_autograde.py --students {n} --rounds {args.rounds} "
+        f"--workers {args.workers}" + (" --floor" if args.floor else "") + "`",
         "",
     ]
     print("\n".join(lines))

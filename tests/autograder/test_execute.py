@@ -56,12 +56,44 @@ def test_a_fork_bomb_is_stopped_and_the_run_goes_on():
     assert _stdout(ex, 2) == "42 b'ok\\n'\n", "later cells can start processes again"
 
 
-def test_a_learner_startup_file_that_kills_every_kernel_stops_the_run_but_keeps_what_ran():
-    plant = ("import os, pathlib\nd = pathlib.Path(os.environ['IPYTHONDIR'], 'profile_default', 'startup')\n"
-             "d.mkdir(parents=True, exist_ok=True)\n(d / '00.py').write_text('import os; os._exit(1)')\nprint('planted')")
-    ex = _run(plant, "import os; os._exit(1)", "print('never')")
-    assert ex.status == "kernel_died" and ex.stopped_at == 2
-    assert "a fresh kernel did not start" in ex.message and _stdout(ex, 0) == "planted\n"
+# Files a fresh kernel could run before any cell, each one os._exit(1): IPython's startup folder and
+# configs in $IPYTHONDIR, in a profile under $HOME, in the working folder, and Jupyter's config folder.
+PLANT = """
+import os, pathlib
+kill = 'import os; os._exit(1)\\n'
+ipython, home, cwd = pathlib.Path(os.environ['IPYTHONDIR']), pathlib.Path(os.environ['HOME']), pathlib.Path.cwd()
+targets = [ipython / 'profile_default' / 'startup' / '00.py', ipython / 'profile_default' / 'ipython_kernel_config.py',
+           ipython / 'profile_default' / 'ipython_config.py', home / '.ipython' / 'profile_default' / 'startup' / '00.py',
+           home / '.ipython' / 'profile_default' / 'ipython_kernel_config.py', cwd / 'ipython_kernel_config.py',
+           cwd / 'ipython_config.py', home / '.jupyter' / 'jupyter_config.py', cwd / 'sitecustomize.py']
+planted = []
+for path in targets:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(kill)
+        planted.append(str(path))
+    except OSError:
+        pass
+print('planted', len(planted), 'in IPYTHONDIR', any(p.startswith(str(ipython)) for p in planted))
+"""
+
+
+def _kernel_starts():
+    """The ways kernels start on this machine: forked from the fork server (where it runs) and exec'd."""
+    iso = probe()
+    return [pytest.param(k, marks=pytest.mark.skipif(k == "fork" and iso.kernels != "fork",
+                                                     reason="no kernel fork server here (the probe says why)"))
+            for k in ("fork", "exec")]
+
+
+@pytest.mark.parametrize("kernels", _kernel_starts())
+def test_a_learner_startup_file_or_config_cannot_stop_fresh_kernels(kernels):
+    iso = dataclasses.replace(probe(), kernels=kernels)
+    ex = _run(PLANT, "import os; os._exit(1)", "print('went on')", isolation=iso)
+    assert _stdout(ex, 0).startswith("planted ") and _stdout(ex, 0).endswith(" in IPYTHONDIR False\n"), _stdout(ex, 0)
+    assert ex.status == "kernel_died" and ex.restarts == 1 and ex.stopped_at is None, ex.message
+    assert "a fresh kernel replayed the cells before it and went on" in ex.message
+    assert _stdout(ex, 2) == "went on\n", "the fresh kernel ignored every planted file"
 
 
 def test_the_disk_watchdog_stops_a_writer_where_no_tmpfs_can_be_mounted():
@@ -81,3 +113,33 @@ def test_a_flood_is_cut_cheaply_and_later_cells_still_show_their_output():
     assert _stdout(ex, 1) == "after\n"
     # Past the cap, messages are dropped unparsed: the grader's CPU is a fraction of the kernel's time.
     assert ex.grader_cpu_s < 0.35 * ex.seconds, (ex.grader_cpu_s, ex.seconds)
+
+
+def _reference_run(kernels: str) -> list:
+    """The reference submission, restored and run as grade.py runs it: each code cell's outputs as
+    (type, MIME keys, text), widget ids and figure bytes left out."""
+    from autograder.assignment import Assignment, load_source
+    from autograder.lab import reference_lab
+    from autograder.restore import read_submission, restore_cells
+
+    a = Assignment()
+    folder = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "reference" / a.name
+    nb, _ = restore_cells(read_submission((folder / a.notebook_name).read_bytes()), load_source(a))
+    with Sandbox(scratch_dir(), Limits(), dataclasses.replace(probe(), kernels=kernels)) as box:
+        nbformat.write(nb, box.work / a.notebook_name)
+        (box.work / a.lab_name).write_text(reference_lab(a.lab.read_text()))
+        ex = execute_notebook(nb, box)
+        assert ex.status == "completed", ex.message
+        return [[(o.output_type, sorted(o.get("data", {})), o.get("text", "").replace(str(box.root), "ROOT"),
+                  o.get("data", {}).get("application/vnd.course-answer+json"))
+                 for o in c.outputs] for c in ex.nb.cells if c.cell_type == "code"]
+
+
+def test_the_reference_notebook_shows_the_same_forked_as_exec_d():
+    if probe().kernels != "fork":
+        pytest.skip("no kernel fork server here (the probe says why)")
+    forked, execd = _reference_run("fork"), _reference_run("exec")
+    assert forked == execd
+    kinds = {kind for cell in forked for kind, *_ in cell}
+    assert {"stream", "display_data", "execute_result"} <= kinds
+    assert sum("image/png" in mimes for cell in forked for _, mimes, *_ in cell) >= 3, "the figures were drawn"

@@ -176,3 +176,83 @@ def test_launcher_refuses_bad_usage():
     import subprocess
     proc = subprocess.run([sys.executable, "-I", str(sandbox.LAUNCHER), "--uid"], capture_output=True, text=True)
     assert proc.returncode == 97 and "usage" in proc.stderr
+
+
+KERNEL_VIEW = r"""
+import json, os, resource, socket, sys
+status = {l.split(':')[0]: l.split()[1] for l in open('/proc/self/status')
+          if l.startswith(('CapInh', 'CapPrm', 'CapEff', 'CapAmb', 'NoNewPrivs', 'Seccomp:'))}
+mounts = sorted({(l.split()[4], l.split()[5].split(',')[0]) for l in open('/proc/self/mountinfo')})
+try:
+    import autograder.checks
+    grader = 'imported'
+except ImportError:
+    grader = [m for m in sys.modules if m.startswith('autograder')]
+umask = os.umask(0o077)
+print(json.dumps({
+    'uid': os.getuid(), 'gid': os.getgid(), 'groups': os.getgroups(), 'pid': os.getpid(), 'ppid': os.getppid(),
+    'sid': os.getsid(0), 'pgid': os.getpgid(0), 'host': socket.gethostname(), 'status': status,
+    'cgroup': open('/proc/self/cgroup').read(), 'env': dict(os.environ), 'cwd': os.getcwd(), 'umask': umask,
+    'rlimits': {n: resource.getrlimit(getattr(resource, 'RLIMIT_' + n)) for n in ('NPROC', 'FSIZE', 'NOFILE', 'CPU', 'CORE', 'AS')},
+    'mounts': mounts, 'net': sorted(l.split(':')[0].strip() for l in open('/proc/net/dev').readlines()[2:]),
+    'processes': sorted(int(p) for p in os.listdir('/proc') if p.isdigit()), 'grader': grader,
+    'sys_path': sys.path, 'flags': [sys.flags.safe_path, sys.flags.no_user_site, sys.flags.dont_write_bytecode]}))
+"""
+
+
+def _kernel_view(kernels: str) -> dict:
+    import dataclasses
+
+    import nbformat
+
+    from autograder.execute import execute_notebook
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(KERNEL_VIEW)])
+    with Sandbox(scratch_dir(), Limits(), dataclasses.replace(probe(), kernels=kernels)) as box:
+        ex = execute_notebook(nb, box, cell_timeout=30)
+        text = "".join(o.get("text", "") for o in ex.nb.cells[0].outputs if o.get("name") == "stdout")
+        assert ex.status == "completed" and text, (ex.message, ex.nb.cells[0].outputs)
+        view = json.loads(text.replace(str(box.root), "ROOT"))
+    assert view["uid"] >= 1_000_000 and view["gid"] == view["uid"], view["uid"]
+    view["uid"] = view["gid"] = "throwaway"
+    return view
+
+
+def test_a_forked_kernel_runs_in_the_same_sandbox_as_one_under_bubblewrap():
+    if probe().kernels != "fork":
+        pytest.skip("no kernel fork server here (the probe says why)")
+    forked, execd = _kernel_view("fork"), _kernel_view("exec")
+    assert forked["status"] == {"CapInh": "0000000000000000", "CapPrm": "0000000000000000",
+                                "CapEff": "0000000000000000", "CapAmb": "0000000000000000", "NoNewPrivs": "1",
+                                "Seccomp": "0"}, forked["status"]
+    assert forked["grader"] == [] and execd["grader"] == [], "nothing of the grader is importable or imported"
+    # Where the fork server is stricter: the launcher's folder is not there at all (no launcher
+    # runs inside), the root folder is read-only, and so is /proc/sys.
+    forked_mounts, execd_mounts = {tuple(m) for m in forked["mounts"]}, {tuple(m) for m in execd["mounts"]}
+    assert execd_mounts - forked_mounts == {("/run/course-grade", "ro"), ("/", "rw")}
+    assert forked_mounts - execd_mounts == {("/", "ro"), ("/proc/sys", "ro")}
+    for view in (forked, execd):
+        view.pop("mounts")
+    assert forked == execd
+
+
+def test_commands_run_through_the_fork_server_as_under_bubblewrap():
+    import time
+
+    if probe().kernels != "fork":
+        pytest.skip("no kernel fork server here (the probe says why)")
+    server = sandbox.fork_server(str(REPO))
+    deadline = time.monotonic() + 120
+    while not server.ready():   # Sandbox.run takes bubblewrap while the server still imports
+        assert time.monotonic() < deadline, server.log_tail()
+        time.sleep(0.1)
+    with Sandbox(scratch_dir(), Limits()) as box:
+        code = "import os, sys; print(os.getpid(), os.path.exists('/run/course-grade')); sys.stderr.write('e'); sys.exit(3)"
+        assert box.run([sys.executable, "-c", code]) == (3, "2 False\n", "e"), "forked: no launcher folder inside"
+        start = time.monotonic()
+        assert box.run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=1)[0] is None
+        assert time.monotonic() - start < 10
+        got = _inside(box, REPORT)
+    assert got["nproc"] == Limits().max_processes and got["fsize"] == Limits().max_file_bytes
+    assert got["uid"] >= 1_000_000 and got["repo_notebooks"] is False
+    assert got["course_lib"] == str(REPO / "course_lib" / "__init__.py")

@@ -109,3 +109,26 @@ def test_at_16_does_not_fit(lab_at_16):
     # 6 GB left for requests, 8.589934592 GB needed: 2.59 GB over
     assert lab_at_16["headroom_gb"] == -2.59
     assert "does not fit" in lab_at_16["verdict"], lab_at_16["verdict"]
+
+
+def test_graders_run_the_same_lab_file_once(tmp_path, monkeypatch, repo_root):
+    """The notebook runs the lab twice; under a grader (NBGRADER_EXECUTION) the same bytes run once
+    and print the same again, an edited file runs again, and a learner's notebook always runs it."""
+    from course_lib import labfile
+
+    lab = tmp_path / LAB.name
+    lab.write_text((repo_root / LAB).read_text())
+    runs = []
+    real_run = subprocess.run
+    monkeypatch.setattr(labfile.subprocess, "run", lambda *a, **kw: runs.append(a) or real_run(*a, **kw))
+    monkeypatch.setattr(labfile, "_GRADED_RUNS", {})
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    first = labfile.run_lab(lab)
+    assert labfile.run_lab(lab) == first and len(runs) == 2, "a learner's notebook runs the lab every time"
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    graded = labfile.run_lab(lab)
+    graded["parts_gb"]["kv_cache"] = "changed by the caller"
+    assert labfile.run_lab(lab) == first and len(runs) == 3, "the same bytes: printed again, not run again"
+    lab.write_text(lab.read_text().replace("active_sequences = 8 ", "active_sequences = 16 ", 1))
+    edited = labfile.run_lab(lab)
+    assert len(runs) == 4 and edited["fits"] is False and first["fits"] is True
