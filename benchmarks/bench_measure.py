@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     runs["B"] = measure_pools(MODEL, 2 * SEQUENCES, CONTEXT, "cpu", run_prefill=False)
     print(runs["B"].table(), "\n", flush=True)
     if args.malloc_default:
-        print(f"C: as A, with glibc's default malloc", flush=True)
+        print("C: as A, with glibc's default malloc", flush=True)
         runs["C"] = measure_pools(MODEL, SEQUENCES, CONTEXT, "cpu", malloc="default")
         print(runs["C"].table(), "\n", flush=True)
     timeline = measure_load_time(MODEL, "cpu")
