@@ -27,7 +27,7 @@ import re
 import sys
 import traceback
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, wraps
 from pathlib import Path
 
 import nbformat
@@ -174,11 +174,25 @@ def _markdown():
 
 
 #: Rendered fragments kept per worker process: a class's pages share most cells (every locked cell
-#: and test is restored from the source), so each renders once per batch.
+#: and test is restored from the source), so each renders once per batch. Only short texts are
+#: kept (the instructor's cells are; a learner's 10 MB cell is not worth keeping in every worker).
 FRAGMENT_CACHE = 4096
+FRAGMENT_CACHE_MAX_CHARS = 16 * 1024
 
 
-@lru_cache(maxsize=FRAGMENT_CACHE)
+def _reused(render):
+    """``render``, remembered for the last FRAGMENT_CACHE texts of at most FRAGMENT_CACHE_MAX_CHARS."""
+    cached = lru_cache(maxsize=FRAGMENT_CACHE)(render)
+
+    @wraps(render)
+    def fragment(text: str) -> str:
+        return cached(text) if len(text) <= FRAGMENT_CACHE_MAX_CHARS else render(text)
+
+    fragment.cache_info, fragment.cache_clear = cached.cache_info, cached.cache_clear
+    return fragment
+
+
+@_reused
 def markdown_html(text: str) -> str:
     """Markdown as HTML, through the sanitiser.
 
@@ -196,7 +210,7 @@ def _highlighter():
     return PythonLexer(), HtmlFormatter(nowrap=True)
 
 
-@lru_cache(maxsize=FRAGMENT_CACHE)
+@_reused
 def code_html(source: str) -> str:
     """Python source, highlighted (pygments escapes it)."""
     from pygments import highlight
