@@ -413,9 +413,3 @@ def main(results_dir: str | Path = "results", students: list[str] | None = None)
             detail = traceback.format_exception_only(type(e), e)[-1].strip()
             print(f"course-grade feedback: could not render {sid}: {detail[:200]}", file=sys.stderr)
     return FeedbackResult(files=files, failed=failed)
-
-
-def visible_source(cell) -> str:
-    """A test cell's source without its hidden part (what the release and the feedback show)."""
-    return HIDDEN.sub("", _joined(cell.get("source", ""))).rstrip() + "\n"
-

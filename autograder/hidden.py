@@ -72,17 +72,8 @@ def hidden_source(grade_id: str) -> str:
     return _wrap(grade_id, (collector,), f"{collector}(ns)")
 
 
-def hidden_source_for(grade_id: str, values_expression: str, checks_module: str | None = None) -> str:
-    """A hidden part that records ``values_expression`` (a dict expression over the learner's names).
-
-    For notebooks other than L14.4's (the tests' fixture): the same recording, without a
-    collector; ``checks_module`` scores in the kernel where it is importable (None: never).
-    """
-    return _wrap(grade_id, (), values_expression, checks_module)
-
-
 def _wrap(grade_id: str, roots: tuple[str, ...], values_expression: str,
-          checks_module: str | None = "autograder.checks") -> str:
+          checks_module: str = "autograder.checks") -> str:
     defs, order, text = _definitions(str(COLLECT_PY))
     needed = set().union(*(_closure(root, defs) for root in (*roots, "record")))
     lines = text.splitlines()
@@ -103,8 +94,6 @@ def _wrap(grade_id: str, roots: tuple[str, ...], values_expression: str,
         "_course_values = _course_hidden(globals())\n"
         "del _course_hidden"
     )
-    if checks_module is None:
-        return recording
     return recording + (
         "\ntry:  # the instructor's own environment: score here too, so stock nbgrader grades this notebook\n"
         f"    from {checks_module} import score_answer as _course_score\n"

@@ -234,19 +234,6 @@ class Cgroup:
     def procs_files(self) -> list[str]:
         return [str(d / "cgroup.procs") for d in self.dirs.values()]
 
-    def oom_killed(self) -> bool:
-        """Did the kernel's OOM killer act inside this cgroup?"""
-        try:
-            if self.version == "v2":
-                text = (self.dirs[""] / "memory.events").read_text()
-                return _field(text, "oom_kill") > 0 or _field(text, "oom") > 0
-            text = (self.dirs["memory"] / "memory.oom_control").read_text()
-            if "oom_kill " in text:
-                return _field(text, "oom_kill") > 0
-            return int((self.dirs["memory"] / "memory.failcnt").read_text()) > 0
-        except (OSError, ValueError):
-            return False
-
     def counters(self) -> dict[str, int]:
         """Cumulative event counts: ``oom_kill`` (the OOM killer acted) and ``pids_max`` (a fork or a
         new thread failed at the process cap), and ``pids`` (how many processes there are now)."""
@@ -793,9 +780,6 @@ class Sandbox:
             self.cgroup.kill_all()
         elif self.uid is not None:
             _kill_uid(self.uid)
-
-    def memory_exceeded(self) -> bool:
-        return self.cgroup is not None and self.cgroup.oom_killed()
 
     def counters(self) -> dict[str, int]:
         """The cgroup's cumulative ``oom_kill`` and ``pids_max`` events and its ``pids`` (zeros without one)."""
