@@ -231,15 +231,37 @@ def test_always_equal_string_earns_nothing():
 
 
 def test_always_equal_int_earns_nothing():
-    r = with_("test_request_budget", fit_count=Sneaky(0))
-    assert not r.passed
+    # The right count (4), as an int subclass that equals anything: refused as not plain.
+    assert with_("test_request_budget", fit_count=4).passed
+    r = with_("test_request_budget", fit_count=Sneaky(4))
+    assert not r.passed and "plain" in r.message, r.message
 
 
-def test_patched_isclose_in_the_namespace_earns_nothing(monkeypatch):
-    # A learner can patch math.isclose in their kernel; scoring does not use their math module.
-    ns = dict(REFERENCE["test_offload_step"], offload_seconds_per_step=99.0)
-    ns["math"] = type("FakeMath", (), {"isclose": staticmethod(lambda *a, **k: True)})
-    assert not run("test_offload_step", ns).passed
+def test_patched_isclose_in_the_kernel_earns_nothing():
+    # A learner patches math.isclose (and numpy's) in their kernel, then the hidden part runs
+    # there, as in the sandbox (no autograder importable): what it records is scored here.
+    import json
+    import subprocess
+    import sys
+
+    from autograder.hidden import hidden_source
+
+    def recorded(answer: float) -> dict:
+        child = (
+            "import json, math, sys\n"
+            "sys.modules['autograder'] = None  # the sandbox: the grader is not importable\n"
+            "math.isclose = lambda *a, **k: True\n"
+            f"ns = {{'offload_seconds_per_step': {answer!r}}}\n"
+            f"exec({hidden_source('test_offload_step')!r}, ns)\n"
+            "print(json.dumps(ns['_course_values']))\n")
+        proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    wrong = recorded(99.0)
+    assert wrong == {"offload_s": 99.0}
+    assert not score_answer("test_offload_step", wrong).passed
+    assert score_answer("test_offload_step", recorded(10 / 31.5)).passed  # 10 GB over PCIe Gen4's 31.5 GB/s
 
 
 def test_multiple_choice_is_strict_about_type():

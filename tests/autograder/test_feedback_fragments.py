@@ -16,5 +16,6 @@ def test_short_fragments_are_reused_and_long_ones_are_not_kept():
     page = feedback.markdown_html(huge)
     assert page.startswith("<p>a learner's cell a learner's cell"), page[:40]
     assert feedback.markdown_html.cache_info().currsize == 1, "the huge cell must not stay in the cache"
-    assert feedback.code_html("x = 1" + " " * 20_000) == feedback.code_html("x = 1" + " " * 20_000)
+    assert feedback.code_html("x = 1" + " " * 20_000).startswith(
+        '<span class="n">x</span> <span class="o">=</span> <span class="mi">1</span>')
     assert feedback.code_html.cache_info().currsize == 0

@@ -88,12 +88,10 @@ def test_the_sandbox_leaves_nothing_behind():
 
 def test_probe_reports_every_missing_tool():
     iso = probe()
-    assert iso.network in ("bubblewrap", "unshare", "none")
     if not iso.bubblewrap:
         assert any("bubblewrap" in w for w in iso.warnings)
     if iso.network == "none":
         assert any("network" in w for w in iso.warnings)
-    print("isolation here:", iso.summary(), *iso.warnings, sep="\n  ")
 
 
 def _inside(box: Sandbox, code: str) -> dict:
@@ -169,7 +167,8 @@ def test_without_bubblewrap_the_grader_warns_and_falls_back(monkeypatch):
     with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-")), isolation=iso) as box:
         got = _inside(box, REPORT)
     assert got["nproc"] == Limits().max_processes  # rlimits still apply
-    assert "bubblewrap" not in iso.summary() or "no bubblewrap" in iso.summary()
+    # What the warning says happens: without bubblewrap nothing hides the file system.
+    assert got["repo_notebooks"] is True
 
 
 def test_launcher_refuses_bad_usage():
