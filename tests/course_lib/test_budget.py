@@ -177,9 +177,12 @@ def test_used_is_the_sum_of_the_parts(kw):
 
 @PROPERTY
 @given(budgets)
-def test_headroom_negative_exactly_when_not_fits(kw):
+def test_fits_exactly_when_the_pools_worked_by_hand_fit_the_device(kw):
     b = plan_budget(**kw)
-    assert (b.headroom_bytes < 0) == (not b.fits)
+    n = kw["active_sequences"]
+    by_hand = (kw["weights_bytes"] + kw["workspace_bytes"] + kw["reserve_bytes"]
+               + n * (kw["per_sequence_kv_bytes"] + kw["per_sequence_state_bytes"]))
+    assert b.fits == (by_hand <= kw["device_bytes"])
 
 
 @PROPERTY
