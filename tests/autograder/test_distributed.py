@@ -8,7 +8,6 @@ use the small fixture notebook (about 1 s each).
 
 from __future__ import annotations
 
-import doctest
 import json
 import logging
 import os
@@ -28,7 +27,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograder"))
 import hostile  # noqa: E402
 
-from autograder import distributed, environment  # noqa: E402
+from autograder import environment  # noqa: E402
 from autograder.assignment import Assignment  # noqa: E402
 from autograder.autograde import main as autograde  # noqa: E402
 from autograder.errors import AutograderError  # noqa: E402
@@ -88,11 +87,6 @@ def _records(results: Path) -> dict[str, dict]:
 
 def _without(record: dict, keys=WHERE_AND_WHEN) -> dict:
     return {k: v for k, v in record.items() if k not in keys}
-
-
-def test_doctests():
-    for module in (distributed, environment):
-        assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0, module.__name__
 
 
 def test_example_class_on_local_dask_workers_gets_exactly_the_local_grades(example_class_local, tmp_path):
