@@ -135,13 +135,14 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
     nb, notes = restore_cells(submitted, spec)
     make_sandbox = new_sandbox(settings)
     lab = files[a.lab_name]
+    released_lab = Path(a.lab).read_text(encoding="utf-8")   # the batch's snapshot of the instructor's lab
     with make_sandbox(scratch_dir()) as sandbox:
         # The scratch copy holds only what the release holds: nothing else of the submission.
         nbformat.write(nb, sandbox.work / a.notebook_name)
         # The notebook reads the lab's output, so it runs beside the released lab with the one
         # intended edit (8 -> 16): a wrong edit then costs only the lab points, which
         # check_lab() below awards from the learner's own file.
-        reference = reference_lab(Path(a.lab).read_text(encoding="utf-8"))
+        reference = reference_lab(released_lab)
         if reference is not None:
             (sandbox.work / a.lab_name).write_text(reference, encoding="utf-8")
         elif isinstance(lab, bytes):
@@ -154,7 +155,6 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
     from .scoring import score_tests  # after execution: keeps the import cost off the critical path
     questions = score_tests(execution, spec, checks)
     _explain_events(questions, execution, spec)
-    released_lab = Path(a.lab).read_text(encoding="utf-8")
     if isinstance(lab, Refused):
         questions.update({gid: QuestionResult(0.0, pts, NOT_RUN, f"the lab file cannot be read: {lab}")
                           for gid, pts in LAB_QUESTIONS.items()})
