@@ -42,10 +42,10 @@ from .course import build_gradebook
 from .distributed import Cluster
 from .errors import AutograderError
 from .export import write_exports
-from .grade import Job, Settings, blank_result, grade_submission, new_sandbox, submission_sha
+from .grade import Job, crashed, Settings, grade_submission, new_sandbox, submission_sha
 from .gradebook import add_lab_cells, manual_scores, merge
 from .lab import lab_baseline
-from .layout import autograded_path, load_records, record_path, remove_student_files, write_batch
+from .layout import autograded_path, load_records, remove_student_files, write_batch
 from .results import GRADER_ERROR, RAN, BatchResult, StudentResult, write_json
 from .sandbox import (Limits, disk_limit_bytes, fork_server, memory_limit_bytes, probe, stop_fork_servers,
                       sweep_leftovers)
@@ -355,7 +355,7 @@ def _run_jobs(jobs: list[Job], workers: int, progress: bool | None,
                         attempts[job.student_id] = attempts.get(job.student_id, 0) + 1
                         retry.append(job)
                     except Exception as e:  # noqa: BLE001
-                        results[job.student_id] = _crashed(job, f"the grading worker failed: {e}")
+                        results[job.student_id] = crashed(job, f"the grading worker failed: {e}")
                         bar.update(1)
             except BaseException:
                 _kill_workers(executor)
@@ -365,7 +365,7 @@ def _run_jobs(jobs: list[Job], workers: int, progress: bool | None,
             pending = []
             for job in retry:
                 if attempts[job.student_id] >= 2:
-                    results[job.student_id] = _crashed(job, "the grading worker crashed twice on this submission")
+                    results[job.student_id] = crashed(job, "the grading worker crashed twice on this submission")
                     bar.update(1)
                 else:
                     pending.append(job)
@@ -385,12 +385,6 @@ def _preimport() -> None:
     from .feedback import _highlighter, _markdown, sanitize
 
     _markdown(), _highlighter(), sanitize("")
-
-
-def _crashed(job: Job, message: str) -> StudentResult:
-    result = blank_result(job, load_source(job.assignment), GRADER_ERROR, message)
-    write_json(record_path(Path(job.results_dir), job.student_id), result.to_json())
-    return result
 
 
 def _kill_workers(executor: cf.ProcessPoolExecutor) -> None:

@@ -60,7 +60,7 @@ import psutil
 from .assignment import Assignment, load_source
 from .environment import differences, digest, digest_bytes, environment
 from .errors import AutograderError
-from .grade import Job, blank_result, grade_submission
+from .grade import Job, crashed, blank_result, grade_submission
 from .handin import HandIn
 from .layout import autograded_path, feedback_path, record_path
 from .results import GRADER_ERROR, StudentResult, write_atomic, write_json
@@ -415,7 +415,7 @@ class Cluster:
                         if refusals + 1 < MAX_REFUSALS:
                             queue.appendleft((job, refusals + 1))
                             continue
-                        outcome = _crashed(job, f"not graded: sent {MAX_REFUSALS} times, never graded "
+                        outcome = crashed(job, f"not graded: sent {MAX_REFUSALS} times, never graded "
                                                 f"(last: {outcome.message})")
                     results[job.student_id] = outcome
                     bar.update(1)
@@ -603,9 +603,9 @@ class _Batch:
             return Refusal("", "", "the Dask scheduler dropped the task (was it restarted?)")
         error = future.exception()
         if isinstance(error, KilledWorker):
-            return _crashed(job, f"the Dask workers grading this submission died "
+            return crashed(job, f"the Dask workers grading this submission died "
                                  f"{error.allowed_failures + 1} times (it was moved to another worker each time)")
-        return _crashed(job, f"the grading worker failed: {type(error).__name__}: {str(error)[:300]}")
+        return crashed(job, f"the grading worker failed: {type(error).__name__}: {str(error)[:300]}")
 
     def _write(self, job: Job, answer: Graded) -> StudentResult:
         result = StudentResult.from_json(answer.record)
@@ -623,9 +623,3 @@ class _Batch:
             result = blank_result(job, self.spec, GRADER_ERROR, f"could not write the results: {e}")
         write_json(record_path(results_dir, job.student_id), result.to_json())
         return result
-
-
-def _crashed(job: Job, message: str) -> StudentResult:
-    result = blank_result(job, load_source(job.assignment), GRADER_ERROR, message)
-    write_json(record_path(Path(job.results_dir), job.student_id), result.to_json())
-    return result

@@ -281,6 +281,14 @@ def grade_submission(job: Job, files: dict[str, bytes | Refused | None] | None =
     return result
 
 
+def crashed(job: Job, message: str) -> StudentResult:
+    """A grader_error result for a submission whose grading never finished (its worker died, its
+    task was lost), with its record written so that a rerun grades it again."""
+    result = _failed(job, message)
+    write_json(record_path(Path(job.results_dir), job.student_id), result.to_json())
+    return result
+
+
 def _failed(job: Job, message: str, seconds: float = 0.0, sha: str = "") -> StudentResult:
     result = blank_result(job, load_source(job.assignment), GRADER_ERROR, message)
     result.seconds, result.submission_sha = seconds, sha
