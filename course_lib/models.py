@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from .bounds import MAX_PARAMS, check_int
+from .bounds import MAX_CONFIG_FILE_BYTES, MAX_PARAMS, check_int
 from .checkpoint import read_checkpoint
 from .dtypes import DType, get_dtype
 from .errors import CourseInputError, check_count
@@ -89,20 +91,46 @@ def parse_config_text(text: str, where: str) -> dict[str, Any]:
     return data
 
 
+def read_config_file(source: str | Path) -> tuple[Path, bytes]:
+    """The config.json that ``source`` names (the file, or a model folder holding one) and its bytes:
+    a regular, readable file of at most 10 MB (bounds.MAX_CONFIG_FILE_BYTES), read once."""
+    text = str(source)
+    what = "give a model folder or the path of a Hugging Face config.json"
+    if not text.strip():
+        raise CourseInputError(f"config={text!r} is empty; {what}")
+    if "\x00" in text:
+        raise CourseInputError(f"config={text!r} holds a NUL character; {what}")
+    try:
+        mode = os.stat(text).st_mode
+    except OSError:
+        raise CourseInputError(f"config={text!r} is not a file; {what}") from None
+    config = text
+    if stat.S_ISDIR(mode):
+        config = os.path.join(text, "config.json")
+        try:
+            mode = os.stat(config).st_mode
+        except OSError:
+            raise CourseInputError(f"config={text!r} is a folder without config.json; {what}") from None
+    if not stat.S_ISREG(mode):
+        raise CourseInputError(f"config={config!r} is not a regular file (a device, pipe or socket); {what}")
+    try:
+        with open(config, "rb") as fh:    # /proc files report size 0: read at most one byte past the bound
+            data = fh.read(MAX_CONFIG_FILE_BYTES + 1)
+    except OSError as exc:
+        raise CourseInputError(f"config={config!r} cannot be read ({exc.strerror or exc}); {what}") from None
+    if len(data) > MAX_CONFIG_FILE_BYTES:
+        raise CourseInputError(f"config={config!r} is larger than {MAX_CONFIG_FILE_BYTES:,} bytes "
+                               f"({MAX_CONFIG_FILE_BYTES.why}); {what}")
+    return Path(config), data
+
+
 def load_config(source: Mapping[str, Any] | str | Path) -> dict[str, Any]:
     """Return a config dict from a dict, a ``config.json`` path, or a model folder holding one."""
     if isinstance(source, Mapping):
         return dict(source)
-    path = Path(source)
-    if path.is_dir():
-        path = path / "config.json"
-        if not path.is_file():
-            raise CourseInputError(f"config={str(source)!r} is a folder without config.json; "
-                                   f"give a model folder or the path of a Hugging Face config.json")
-    if not path.is_file():
-        raise CourseInputError(f"config={str(path)!r} is not a file; give the path of a Hugging Face config.json")
+    path, data = read_config_file(source)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CourseInputError(f"config={str(path)!r} is not valid JSON ({exc}); give a Hugging Face config.json") from None
     return parse_config_text(text, str(path))

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import stat
 import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..bounds import MAX_CONFIG_FILE_BYTES, MAX_PARAMS, parse_int_text, parse_number_text
+from ..bounds import MAX_PARAMS, parse_int_text, parse_number_text
 from ..errors import CourseInputError
 from ..models import ModelSpec, _override_params, from_hf_config
 from ..presets import MODEL_CONFIGS, get_model, model_names
@@ -211,40 +209,6 @@ def add_model_args(p: argparse.ArgumentParser, required: bool = True) -> None:
                    help="parameter count, for a model_type course_lib does not know")
 
 
-def check_config_path(flag: str, text: str) -> Path:
-    """A config path that names a regular, readable file of at most 10 MB (bounds.MAX_CONFIG_FILE_BYTES),
-    or a model folder holding one as config.json. Checked here, by the flag's name, before the config
-    reader opens it (a folder's safetensors headers are the checkpoint reader's to check).
-    """
-    what = "give a model folder or the path of a Hugging Face config.json"
-    if not text.strip():
-        raise CourseInputError(f"{flag}={text!r} is empty; {what}")
-    if "\x00" in text:
-        raise CourseInputError(f"{flag}={text!r} holds a NUL character; {what}")
-    try:
-        mode = os.stat(text).st_mode
-    except OSError:
-        raise CourseInputError(f"{flag}={text!r} is not a file; {what}") from None
-    config = text
-    if stat.S_ISDIR(mode):
-        config = os.path.join(text, "config.json")
-        try:
-            mode = os.stat(config).st_mode
-        except OSError:
-            raise CourseInputError(f"{flag}={text!r} is a folder without config.json; {what}") from None
-    if not stat.S_ISREG(mode):
-        raise CourseInputError(f"{flag}={config!r} is not a regular file (a device, pipe or socket); {what}")
-    try:
-        with open(config, "rb") as fh:    # /proc files report size 0: read at most one byte past the bound
-            size_read = len(fh.read(MAX_CONFIG_FILE_BYTES + 1))
-    except OSError as exc:
-        raise CourseInputError(f"{flag}={config!r} cannot be read ({exc.strerror or exc}); {what}") from None
-    if size_read > MAX_CONFIG_FILE_BYTES:
-        raise CourseInputError(f"{flag}={config!r} is larger than {MAX_CONFIG_FILE_BYTES:,} bytes "
-                               f"({MAX_CONFIG_FILE_BYTES.why}); {what}")
-    return Path(text)
-
-
 def _config_name(path: Path) -> str:
     """A model folder's name; for .../Qwen3-8B/config.json, the folder's too."""
     if path.is_dir() or path.name == "config.json":
@@ -255,8 +219,10 @@ def _config_name(path: Path) -> str:
 
 def model_from_args(args: argparse.Namespace) -> ModelSpec:
     if args.config is not None:
-        path = check_config_path("--config", args.config)
-        return from_hf_config(path, name=_config_name(path), params_total=args.params)
+        try:   # the text as typed: Path("") would read as the current folder
+            return from_hf_config(args.config, name=_config_name(Path(args.config)), params_total=args.params)
+        except CourseInputError as exc:   # the reader names config=...; the user typed --config
+            raise renamed(exc, "config", "--config") from None
     if args.model is not None and str(args.model).strip().lower() not in MODEL_CONFIGS:
         raise CourseInputError(f"--model={args.model!r} is not a preset; use one of {', '.join(model_names())}, "
                                f"or --config PATH")

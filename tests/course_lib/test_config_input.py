@@ -139,3 +139,13 @@ def test_bad_quantization_config(q, shown):
 
 def test_bad_torch_dtype():
     assert "torch_dtype='float12'" in refusal(dict(LLAMA_3_8B, torch_dtype="float12"))
+
+
+def test_the_library_bounds_a_config_file_too(tmp_path):
+    # Not only the CLI: a notebook calling from_hf_config on a 10 MB + 1 byte file is refused, by the bound.
+    big = tmp_path / "config.json"
+    big.write_bytes(b" " * 10_000_001)
+    with pytest.raises(CourseInputError, match=r"is larger than 10,000,000 bytes"):
+        from_hf_config(tmp_path)
+    with pytest.raises(CourseInputError, match=r"is not a regular file"):
+        from_hf_config("/dev/zero")
