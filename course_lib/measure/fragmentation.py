@@ -26,14 +26,13 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ..errors import CourseInputError
 from ..units import MB, MiB
 from .device import resolve_device
+from .run import worker_env
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 BLOCK_BYTES = 64 * 1024          # below glibc's default 128 KiB mmap threshold: heap memory
 BLOCKS = 2048                    # 128 MiB in all
 LARGE_BYTES = 32 * MiB           # far larger than any freed hole
@@ -82,9 +81,7 @@ class FragmentationResult:
 def held_after_free(device: str = "auto", timeout_s: float = 120) -> FragmentationResult:
     """Run the demonstration on ``device`` ("auto", "cpu", "cuda") in a fresh process."""
     dev = resolve_device(device)
-    env = dict(os.environ)
-    env.pop("MALLOC_MMAP_THRESHOLD_", None)          # glibc as it is: that is the point
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    env = worker_env(threads=1, malloc="default")     # glibc's malloc as it is: that is the point
     proc = subprocess.run([sys.executable, "-m", "course_lib.measure.fragmentation", dev], capture_output=True,
                           text=True, env=env, timeout=timeout_s)
     if proc.returncode != 0:
