@@ -656,12 +656,20 @@ def fork_server_env(folder: Path, pythonpath: str) -> dict[str, str]:
     mpl = folder / "matplotlib"
     _seed_matplotlib_cache(mpl)
     mpl.mkdir(exist_ok=True)
+    env = kernel_env(home=folder, tmpdir=folder, ipython_dir=folder / "ipython", mpl_dir=mpl, pythonpath=pythonpath)
+    # ipykernel sets this in every kernel; matplotlib reads it when it is imported
+    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    return env
+
+
+def kernel_env(*, home: Path, tmpdir: Path | str, ipython_dir: Path, mpl_dir: Path, pythonpath: str) -> dict[str, str]:
+    """The whole environment of a learner's kernel (nothing of the grader's passes): the venv's
+    Python first, no user site, one thread per BLAS, and NBGRADER_EXECUTION as under
+    `nbgrader autograde` (notebooks may skip demonstrations that earn no points)."""
     venv_bin = os.path.dirname(sys.executable)
-    return {"PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin", "HOME": str(folder), "TMPDIR": str(folder),
+    return {"PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(tmpdir),
             "PYTHONPATH": pythonpath, "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
-            "IPYTHONDIR": str(folder / "ipython"), "MPLCONFIGDIR": str(mpl),
-            # ipykernel sets this in every kernel; matplotlib reads it when it is imported
-            "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+            "IPYTHONDIR": str(ipython_dir), "MPLCONFIGDIR": str(mpl_dir),
             "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "LANG": "C.UTF-8",
             "NBGRADER_EXECUTION": "autograde"}
 
@@ -814,23 +822,8 @@ class Sandbox:
         return used >= self.limits.disk_bytes - 256 * KiB or files >= self.limits.max_files - 16
 
     def env(self) -> dict[str, str]:
-        venv_bin = os.path.dirname(sys.executable)
-        return {
-            "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
-            "HOME": str(self.home),
-            "TMPDIR": "/tmp" if self.isolation.bubblewrap else str(self.home),
-            "PYTHONPATH": self.pythonpath,
-            "PYTHONNOUSERSITE": "1",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "IPYTHONDIR": str(self.ipython_dir),
-            "MPLCONFIGDIR": str(self.home / ".matplotlib"),
-            "OMP_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1",
-            "OPENBLAS_NUM_THREADS": "1",
-            "LANG": "C.UTF-8",
-            # As under `nbgrader autograde`: notebooks may skip demonstrations that earn no points.
-            "NBGRADER_EXECUTION": "autograde",
-        }
+        return kernel_env(home=self.home, tmpdir="/tmp" if self.isolation.bubblewrap else self.home,
+                          ipython_dir=self.ipython_dir, mpl_dir=self.home / ".matplotlib", pythonpath=self.pythonpath)
 
     def command(self, argv: list[str], cwd: Path | None = None) -> list[str]:
         """``argv`` wrapped so that it runs inside this sandbox, in ``cwd`` (default: ``work/``)."""
