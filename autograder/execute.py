@@ -409,6 +409,8 @@ class _Run:
         self.deadline: float | None = None
         self.executed = 0
         self.stopped: int | None = None
+        self._next_before: dict | None = None
+        """The sandbox's counters after the last cell, when no restart came since: the next one's "before"."""
         self.start = time.monotonic()
         self.log_file = open(sandbox.log_dir / "kernel.log", "ab")
 
@@ -432,7 +434,8 @@ class _Run:
                     self._stop(index, TIMEOUT, f"the notebook ran out of its {self.notebook_timeout:g} s "
                                                f"time limit before {_cell_name(self.nb, index)}")
                     return self._result(self.stopped)
-                before = self._snapshot()
+                # The last cell's "after", unless a restart came between (nothing else runs between cells).
+                before, self._next_before = self._next_before or self._snapshot(), None
                 outcome = self._execute(cell, index, record=True)
                 if not self._after(index, outcome, before):
                     return self._result(self.stopped)
@@ -476,6 +479,7 @@ class _Run:
                 self.events.append(CellEvent(index, PROCESS_LIMIT, _limit_message(self.sandbox, name, PROCESS_LIMIT)))
             self.events[-1].message += " and left them running"
             return self._restart(index)
+        self._next_before = after
         return True
 
     def _restart(self, index: int) -> bool:
