@@ -48,14 +48,12 @@ import os
 import re
 import shutil
 import socket
-import tempfile
 import time
 import uuid
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
 
 from .assignment import Assignment, load_source
 from .environment import differences, digest, digest_bytes, environment
@@ -64,7 +62,7 @@ from .grade import Job, crashed, blank_result, grade_submission
 from .handin import HandIn
 from .layout import autograded_path, feedback_path, record_path
 from .results import GRADER_ERROR, StudentResult, write_atomic, write_json
-from .sandbox import probe, stop_fork_servers, sweep_leftovers
+from .sandbox import probe, scratch_dir, stop_fork_servers, sweep_leftovers
 
 log = logging.getLogger(__name__)
 
@@ -234,9 +232,8 @@ async def _admit(instructor: Instructor, tag: str, dask_worker=None) -> str:
     """Run on a worker the client has checked: sweep what dead graders left on this machine, install the
     instructor files for this batch (removed by :func:`_forget` at its end), then take its resource."""
     sweep_leftovers()  # sandboxes and cgroups of a worker killed here (engine's names)
-    _sweep_own_leftovers()
     if tag not in _INSTALLED:
-        folder = Path(tempfile.mkdtemp(prefix=f"cg-{os.getpid()}-instructor-"))  # 0700: the grader's alone
+        folder = scratch_dir("instructor")  # 0700: the grader's alone; swept by sweep_leftovers if we die
         atexit.register(shutil.rmtree, folder, True)
         _INSTALLED[tag] = (instructor.digest, folder, instructor.install(folder))
     await dask_worker.set_resources(**{tag: 1})
@@ -250,18 +247,6 @@ async def _forget(tag: str, dask_worker=None) -> None:
     if installed is not None:
         shutil.rmtree(installed[1], ignore_errors=True)
     stop_fork_servers()  # the kernel fork server this worker started for the batch (started again by the next)
-
-
-#: The folders this module makes: cg-PID-task-* (one per task) and cg-PID-instructor-* (one per worker).
-_OWN = re.compile(r"cg-(\d+)-(?:task|instructor)-[a-z0-9_]{8}")
-
-
-def _sweep_own_leftovers() -> None:
-    """Remove the task and instructor folders of worker processes that died without cleaning up."""
-    for folder in Path(tempfile.gettempdir()).glob("cg-*-*-*"):
-        m = _OWN.fullmatch(folder.name)
-        if m and not psutil.pid_exists(int(m[1])):
-            shutil.rmtree(folder, ignore_errors=True)
 
 
 async def _retire(tag: str, dask_worker=None) -> None:
@@ -280,7 +265,7 @@ def grade_task(task: Task) -> Graded | Refusal:
     if installed is None or installed[0] != task.instructor_digest:
         return Refusal(address, host, f"it holds no instructor files of digest {task.instructor_digest[:12]}...")
     assignment = installed[2]
-    root = Path(tempfile.mkdtemp(prefix=f"cg-{os.getpid()}-task-"))  # swept by the leftover sweep if we die
+    root = scratch_dir("task")  # swept by the leftover sweep if we die
     try:
         folder = task.hand_in.lay_out(root / "submitted", task.student_id, assignment.name)
         results = root / "results"

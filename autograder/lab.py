@@ -21,10 +21,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import math
-import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -35,7 +32,7 @@ from course_lib.scenario import LAB_EDITED_SEQUENCES as EDITED_VALUE
 
 from .assignment import LAB_QUESTIONS
 from .results import FAILED, NOT_RUN, PASSED, QuestionResult
-from .sandbox import Sandbox
+from .sandbox import Sandbox, scratch_dir
 
 
 def compare_lab(released: str, submitted: str) -> tuple[bool, bool, str, object]:
@@ -91,12 +88,10 @@ def program_key(lab_text: str) -> str | None:
 
 def run_lab_sandboxed(lab_text: str, lab_name: str, new_sandbox: Callable[[Path], Sandbox], timeout: float = 60) -> dict:
     """Run a lab script in a fresh sandbox (its own scratch copy) and parse what it printed."""
-    root = Path(tempfile.mkdtemp(prefix=f"cg-lab-{os.getpid()}-"))
-    with new_sandbox(root) as sandbox:
+    with new_sandbox(scratch_dir("lab")) as sandbox:   # the sandbox removes its folder as it closes
         lab = sandbox.work / lab_name
         lab.write_text(lab_text, encoding="utf-8")
         rc, out, err = sandbox.run([sys.executable, "-P", "-s", str(lab)], cwd=sandbox.work, timeout=timeout)
-    shutil.rmtree(root, ignore_errors=True)
     parsed = parse_output(out)
     parsed["returncode"] = rc
     parsed["stderr_tail"] = err.strip().splitlines()[-1][:300] if err.strip() else ""

@@ -333,7 +333,9 @@ _MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
 #: The tmpfs's source name in /proc/self/mountinfo: how the sweep tells the grader's mounts apart.
 MOUNT_SOURCE = "course-grade"
 #: The names scratch_dir() (and lab.py, forkserver.py) give: cg-[lab-|probe-|zygote-]PID-<mkdtemp's 8 characters>.
-_SCRATCH = re.compile(r"cg-(?:lab-|probe-|zygote-)?(\d+)-[a-z0-9_]{8}")
+#: The kinds scratch_dir() is given: the lab runs, the probe, the fork server, and a Dask worker's
+#: tasks and copy of the instructor files (distributed.py).
+_SCRATCH = re.compile(r"cg-(?:lab-|probe-|zygote-|task-|instructor-)?(\d+)-[a-z0-9_]{8}")
 
 
 def scratch_dir(kind: str = "") -> Path:
