@@ -25,7 +25,8 @@ from typing import Any
 import nbformat
 
 from .cells import grade_id as cell_grade_id
-from .cells import nbgrader_meta
+from .cells import is_grade, is_locked, is_solution, nbgrader_meta
+from .cells import points as cell_points
 from .errors import AutograderError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -130,12 +131,13 @@ def _load_source_cached(path: str, mtime_ns: int) -> SourceSpec:
         if gid in seen:
             raise AutograderError(f"grade_id {gid!r} appears twice in {path}; grade_ids must be unique")
         seen.add(gid)
-        grade, solution, locked_flag = bool(meta.get("grade")), bool(meta.get("solution")), bool(meta.get("locked"))
+        # The same reading of the flags as every submission's cells get (cells.py): True, not truthy.
+        grade, solution, locked_flag = is_grade(cell), is_solution(cell), is_locked(cell)
         if grade:
-            points = meta.get("points")
-            if not isinstance(points, (int, float)) or points <= 0:
-                raise AutograderError(f"grade cell {gid!r} in {path} needs positive points, has {points!r}")
-            graded = GradedCell(gid, float(points), i, manual=solution)
+            pts = cell_points(cell)
+            if pts is None:
+                raise AutograderError(f"grade cell {gid!r} in {path} needs positive points, has {meta.get('points')!r}")
+            graded = GradedCell(gid, pts, i, manual=solution)
             (manual if solution else tests).append(graded)
             if cell.cell_type != "code" and not solution:
                 raise AutograderError(f"grade cell {gid!r} in {path} is {cell.cell_type}; tests must be code cells")

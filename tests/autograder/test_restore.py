@@ -127,3 +127,32 @@ def test_the_cell_count_and_source_size_are_bounded_before_nbformat_sees_them():
     nb["cells"][1]["source"] = "#" * 3_000_000
     with pytest.raises(Refused, match="characters of source"):
         read_submission(json.dumps(nb).encode())
+
+
+@pytest.mark.parametrize("flags, refusal", [
+    ({"points": True}, "needs positive points"),        # a bool is not a number of points
+    ({"points": "2"}, "needs positive points"),
+])
+def test_instructor_metadata_is_read_by_the_same_rules_as_a_submission(tmp_path, flags, refusal):
+    from autograder.errors import AutograderError
+
+    nb = nbformat.read(hostile.FIXTURE, as_version=4)
+    test = next(c for c in nb.cells if nbgrader_meta(c).get("grade") is True and not nbgrader_meta(c).get("solution"))
+    test.metadata["nbgrader"].update(flags)
+    path = tmp_path / "source.ipynb"
+    nbformat.write(nb, path)
+    with pytest.raises(AutograderError, match=refusal):
+        load_source(Assignment(notebook=str(path), checks=str(hostile.FIXTURE_CHECKS)))
+
+
+def test_a_truthy_flag_that_is_not_true_makes_no_grade_cell(tmp_path):
+    # "grade": 1 is not true for a submission's cells (cells.is_grade), so not for the source either:
+    # the source and every restored submission agree on which cells carry points.
+    nb = nbformat.read(hostile.FIXTURE, as_version=4)
+    test = next(c for c in nb.cells if nbgrader_meta(c).get("grade") is True and not nbgrader_meta(c).get("solution"))
+    test.metadata["nbgrader"]["grade"] = 1
+    path = tmp_path / "source.ipynb"
+    nbformat.write(nb, path)
+    spec = load_source(Assignment(notebook=str(path), checks=str(hostile.FIXTURE_CHECKS)))
+    assert test.metadata["nbgrader"]["grade_id"] not in {t.grade_id for t in spec.tests}
+    assert spec.max_score == SPEC.max_score - nbgrader_meta(test)["points"]
