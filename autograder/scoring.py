@@ -22,13 +22,10 @@ import json
 from typing import Any
 
 from .assignment import SourceSpec, score_answer
+from .cells import grade_id
 from .collect import ANSWER_MIME
 from .execute import Execution
 from .results import FAILED, NOT_RUN, PASSED, QuestionResult
-
-
-def _grade_id(cell) -> str | None:
-    return (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
 
 
 def answers_in(cell) -> list[Any]:
@@ -62,7 +59,7 @@ def score_tests(execution: Execution, spec: SourceSpec, checks_module: Any) -> d
     """A QuestionResult for every autograded test cell of the source, in source order."""
     positions = {}
     for i, cell in enumerate(execution.nb.cells):
-        gid = _grade_id(cell)
+        gid = grade_id(cell)
         if gid is not None and gid not in positions:
             positions[gid] = i
     results = {}
