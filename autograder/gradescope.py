@@ -44,6 +44,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .assignment import Assignment, load_checks, load_source, validate_checks
+from .autograde import check_options
 from .environment import PACKAGES, SOURCE_SUFFIXES, differences, digest, digest_bytes, environment
 from .errors import AutograderError
 from .export import gradescope_json
@@ -150,9 +151,8 @@ def main(out: str | Path = "autograder.zip", cell_timeout: float = 60, notebook_
         raise AutograderError(f"--out {out}: Gradescope takes the autograder as a .zip; name it e.g. autograder.zip")
     if out.is_dir():
         raise AutograderError(f"--out {out} is a folder; give the path of the .zip to write")
-    if not (0 < cell_timeout <= 86_400 and 0 < notebook_timeout <= 86_400):
-        raise AutograderError("--cell-timeout and --notebook-timeout must be seconds above 0 and at most 86,400")
-    settings = Settings(cell_timeout=float(cell_timeout), notebook_timeout=float(notebook_timeout),
+    cell_timeout, notebook_timeout, _ = check_options(cell_timeout, notebook_timeout, 1)
+    settings = Settings(cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
                         limits=Limits(memory_bytes=memory_limit_bytes(memory_limit)))
     for path in (assignment.notebook, assignment.lab):
         if not Path(path).is_file():
