@@ -33,14 +33,13 @@ import tempfile
 import venv
 from pathlib import Path
 
+from .assignment import ASSIGNMENT, Assignment
 from .errors import AutograderError
 from .learner_env import write_learner_install
 from .release import main as release
 
 REPO = Path(__file__).resolve().parents[1]
-ASSIGNMENT = "l14-04-model-memory"
-NOTEBOOK_NAME = f"{ASSIGNMENT}.ipynb"
-LAB_NAME = f"{ASSIGNMENT}.py"
+NOTEBOOK_NAME, LAB_NAME = Assignment().notebook_name, Assignment().lab_name
 DEFAULT_DIR = REPO / "learner-workspace"
 ENV_DIR = ".venv"
 STAMP = ".installed-wheel"
