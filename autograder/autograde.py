@@ -40,9 +40,10 @@ from course_lib.errors import CourseInputError
 from .assignment import Assignment, checks_source_sha, load_checks, load_source, validate_checks
 from .course import build_gradebook
 from .distributed import Cluster
+from .environment import tree_digest
 from .errors import AutograderError
 from .export import write_exports
-from .grade import Job, crashed, Settings, grade_submission, new_sandbox, submission_sha
+from .grade import Job, Settings, crashed, grade_submission, new_sandbox, submission_sha
 from .gradebook import add_lab_cells, manual_scores, merge
 from .lab import lab_baseline
 from .layout import autograded_path, load_records, remove_student_files, write_batch
@@ -54,21 +55,15 @@ GRADER_VERSION = "course-grade 1"
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _tree_sha(paths: list[Path]) -> str:
-    h = hashlib.sha256()
-    for path in paths:
-        for f in sorted(Path(path).rglob("*.py")) if Path(path).is_dir() else [Path(path)]:
-            h.update(str(f.name).encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()
-
-
 def batch_fingerprint(assignment: Assignment, settings: Settings) -> str:
     """Everything besides the submission that a grade depends on."""
     spec = load_source(assignment)
     h = hashlib.sha256()
     for part in (GRADER_VERSION, spec.sha256, Path(assignment.lab).read_bytes().hex(),
                  checks_source_sha(assignment.checks), json.dumps(asdict(settings), sort_keys=True),
-                 _tree_sha([REPO / "course_lib", REPO / "autograder" / "collect.py", REPO / "autograder" / "hidden.py"])):
+                 # what runs in the learner's kernel: the course library and the hidden tests' collection code
+                 tree_digest(REPO / "course_lib"),
+                 *(hashlib.sha256((REPO / "autograder" / f).read_bytes()).hexdigest() for f in ("collect.py", "hidden.py"))):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
 

@@ -58,7 +58,7 @@ from pathlib import Path
 from .assignment import Assignment, load_source
 from .environment import differences, digest, digest_bytes, environment
 from .errors import AutograderError
-from .grade import Job, crashed, blank_result, grade_submission
+from .grade import Job, blank_result, crashed, grade_submission
 from .handin import HandIn
 from .layout import autograded_path, feedback_path, record_path
 from .results import GRADER_ERROR, StudentResult, write_atomic, write_json
