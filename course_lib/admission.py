@@ -47,6 +47,7 @@ Decision(action='queue', reason='queue: reserve-max needs 70 free blocks (prompt
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from .bounds import (MAX_BLOCK_SIZE_TOKENS, MAX_DEVICE_BYTES, MAX_KV_BYTES_PER_TOKEN, MAX_SEQUENCES,
                      MAX_SIMULATED_STEPS, MAX_TRACE_REQUESTS, check_int)
@@ -125,12 +126,12 @@ class AdmissionConfig:
                 f"{self.block_bytes:,} B; free memory for the KV cache (lower weights, workspace or reserve, "
                 f"or use a bigger GPU)")
 
-    @property
+    @cached_property   # the simulator asks on every admission
     def block_bytes(self) -> int:
         """Bytes of one block: block_size_tokens x kv_bytes_per_token."""
         return self.block_size_tokens * self.kv_bytes_per_token
 
-    @property
+    @cached_property   # the simulator asks on every admission
     def num_blocks(self) -> int:
         """Whole blocks in the budget: kv_budget_bytes // block_bytes."""
         return self.kv_budget_bytes // self.block_bytes
@@ -140,7 +141,7 @@ class AdmissionConfig:
         """num_blocks x block_bytes: the most KV memory ever allocated (<= kv_budget_bytes)."""
         return self.num_blocks * self.block_bytes
 
-    @property
+    @cached_property   # the simulator asks on every admission
     def watermark_blocks(self) -> int:
         """Blocks kept free when admitting (paged): int(watermark x num_blocks), as vLLM rounds; 0 for reserve-max."""
         return int(self.watermark * self.num_blocks) if self.policy == PAGED else 0

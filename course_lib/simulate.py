@@ -76,7 +76,8 @@ from dataclasses import dataclass, field, fields
 from itertools import accumulate, cycle, islice
 from typing import Any, Iterable, Iterator, Sequence
 
-from .admission import (PAGED, AdmissionConfig, admit_reason, blocked_reason, cdiv, never_fits_reason,
+from .admission import (PAGED, AdmissionConfig, admission_blocks, admit_reason, blocked_reason, can_admit, cdiv,
+                        lifetime_blocks, never_fits_reason,
                         queue_full_reason, usable_blocks, wait_expired_reason)
 from .errors import CourseInputError
 from .trace import Request, check_unique_ids
@@ -524,7 +525,7 @@ class _Simulation:
         while self.next_arrival < len(pending) and pending[self.next_arrival].arrival_step == t:
             seq = pending[self.next_arrival]
             self.next_arrival += 1
-            if cdiv(seq.prompt_tokens + seq.max_new_tokens, self.block_size) > self.usable_blocks:
+            if lifetime_blocks(self.config, seq.prompt_tokens, seq.max_new_tokens) > self.usable_blocks:
                 self._reject(seq, t, NEVER_FITS,
                              never_fits_reason(self.config, seq.prompt_tokens, seq.max_new_tokens) or "")
             else:
@@ -568,9 +569,8 @@ class _Simulation:
         while resumed or waiting:
             seq = resumed[0] if resumed else waiting[0]
             start_tokens = seq.prompt_tokens + seq.generated_tokens
-            need = (cdiv(start_tokens, self.block_size) if self.paged
-                    else cdiv(seq.prompt_tokens + seq.max_new_tokens, self.block_size))
-            if len(running) >= self.max_num_seqs or self.free_blocks - need < self.watermark_blocks:
+            need = admission_blocks(config, seq.prompt_tokens, seq.max_new_tokens, seq.generated_tokens)
+            if not can_admit(config, need, self.free_blocks, len(running)):
                 if seq.queued_reason is None and seq.first_admitted_step < 0:
                     seq.queued_reason = f"queued at step {t}: " + blocked_reason(
                         config, seq.prompt_tokens, seq.max_new_tokens, need, self.free_blocks, len(running),
