@@ -8,6 +8,7 @@ the grader next to nothing. About 30 s on 2 cores.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from pathlib import Path
 
@@ -143,3 +144,22 @@ def test_the_reference_notebook_shows_the_same_forked_as_exec_d():
     kinds = {kind for cell in forked for kind, *_ in cell}
     assert {"stream", "display_data", "execute_result"} <= kinds
     assert sum("image/png" in mimes for cell in forked for _, mimes, *_ in cell) >= 3, "the figures were drawn"
+
+
+# IPython syntax, the same text run twice (a transform per execution, never a stale one), and a
+# failing cell: the fork server's kernel transforms each cell once and uses IPython's own compiler.
+IPYTHON_CELLS = ("x = 20\n%time y = x + 1\nprint(y)", "x = 30\n%time y = x + 1\nprint(y)",
+                 "get_ipython().input_transformers_cleanup.append(lambda lines: [l.replace('30', '31') for l in lines])",
+                 "x = 30\n%time y = x + 1\nprint(y)",
+                 "def broken():\n    return 1 / 0\n\nbroken()")
+
+
+@pytest.mark.parametrize("kernels", _kernel_starts())
+def test_ipython_syntax_transforms_and_tracebacks_are_those_of_a_plain_kernel(kernels):
+    ex = _run(*IPYTHON_CELLS, isolation=dataclasses.replace(probe(), kernels=kernels))
+    assert [_stdout(ex, i).splitlines()[-1] for i in (0, 1, 3)] == ["21", "31", "32"], \
+        "each execution is transformed with the transformers in force when it runs"
+    error = next(o for o in ex.nb.cells[4].outputs if o.output_type == "error")
+    assert error.ename == "ZeroDivisionError"
+    text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error.traceback))
+    assert "Cell In[5], line 4" in text and "Cell In[5], line 2, in broken()" in text, text
