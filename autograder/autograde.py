@@ -48,7 +48,7 @@ from .gradebook import add_lab_cells, manual_scores, merge
 from .lab import lab_baseline
 from .layout import autograded_path, load_records, remove_student_files, write_batch
 from .results import GRADER_ERROR, RAN, BatchResult, StudentResult, write_json
-from .sandbox import (Limits, disk_limit_bytes, fork_server, memory_limit_bytes, probe, stop_fork_servers,
+from .sandbox import (Limits, disk_limit_bytes, fork_server_early, memory_limit_bytes, probe, stop_fork_servers,
                       sweep_leftovers)
 
 GRADER_VERSION = "course-grade 1"
@@ -225,13 +225,15 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     spec = load_source(assignment)
     validate_checks(spec, load_checks(assignment.checks), assignment.checks)
     students, skipped = list_students(submitted_dir)
+    sweep_leftovers()
+    # It imports in the background while the probe runs; the workers, forked later, share it.
+    fork_server_early(str(REPO))
     isolation = probe()
+    if isolation.kernels != "fork":
+        stop_fork_servers()
     warnings = list(isolation.warnings) + [
         f"skipped the folder {name!r} in SUBMITTED_DIR: its name is not printable (a tab, a newline...), "
         f"so it cannot be a student id; rename it and run again" for name in skipped]
-    sweep_leftovers()
-    if isolation.kernels == "fork":  # it imports in the background; the workers, forked later, share it
-        fork_server(str(REPO))
     baseline = lab_baseline(Path(assignment.lab).read_text(encoding="utf-8"), assignment.lab_name,
                             new_sandbox(settings))
     fingerprint = batch_fingerprint(assignment, settings)

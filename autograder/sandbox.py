@@ -701,6 +701,15 @@ def fork_server(pythonpath: str) -> ForkServer | None:
         return server
 
 
+def fork_server_early(pythonpath: str) -> None:
+    """Start the fork server's imports now, before :func:`probe` has said whether kernels will be
+    forked (about 0.7 s of imports, which then overlap the probe and the lab baseline), where a
+    fork server can run at all: as root, with bubblewrap installed, and not ruled out by
+    ``COURSE_GRADE_KERNELS=exec``. Whoever calls it stops it again when the probe says "exec"."""
+    if os.geteuid() == 0 and shutil.which("bwrap") is not None and os.environ.get(KERNELS_ENV, "auto") != "exec":
+        fork_server(pythonpath)
+
+
 def stop_fork_servers() -> None:
     """Stop the fork servers this process started (their kernels with them) and remove their folders."""
     with _servers_lock:
