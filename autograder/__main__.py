@@ -1,7 +1,5 @@
 """``python -m autograder`` is ``course-grade``."""
 
-import sys
+from .cli import run_main
 
-from .cli import main
-
-sys.exit(main())
+run_main()

@@ -16,7 +16,9 @@ grader itself failed, 130 when interrupted.
 from __future__ import annotations
 
 import argparse
+import atexit
 import inspect
+import os
 import sys
 from pathlib import Path
 from typing import Callable
@@ -139,5 +141,24 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def run_main() -> None:
+    """The ``course-grade`` command: :func:`main`, then an exit that skips tearing the interpreter down.
+
+    A grading run leaves thousands of objects and a thousand modules in this process, and freeing
+    them one by one at exit took ~0.2 s after the last result was written (measured on 20
+    submissions, 1.5% of the batch). Everything is on disk by then (every file is written
+    atomically and closed); stdout and stderr are flushed and the atexit handlers run (the fork
+    servers' stop, logging's flush) before the process ends.
+    """
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe: nothing more can be said anyway
+        pass
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run_main()

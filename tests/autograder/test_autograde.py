@@ -218,3 +218,7 @@ def test_cli_exit_status(tmp_path):
     script = Path(sys.executable).with_name("course-grade")   # the console script pip installed
     proc = subprocess.run([str(script), "--help"], capture_output=True, text=True)
     assert proc.returncode == 0 and "autograde" in proc.stdout
+    # the console script ends with os._exit: its status and its last line still come out
+    proc = subprocess.run([str(script), "autograde", str(tmp_path / "missing"), "--out", str(tmp_path / "r")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.strip().endswith("<student_id>/<assignment>/ folders"), proc.stderr
