@@ -357,8 +357,8 @@ class Cluster:
     def run_jobs(self, jobs: list[Job], make_bar, background=None) -> dict[str, StudentResult]:
         """Grade ``jobs`` on the cluster; write each student's files here; return the results.
 
-        ``make_bar(total)`` makes the progress bar; ``background`` (autograde._Background) starts once
-        a worker is admitted.
+        ``make_bar(total)`` makes the progress bar; ``background`` (autograde._GradebookWriter) starts once
+        a worker is admitted, and is given each result as it arrives.
         """
         results: dict[str, StudentResult] = {}
         if not jobs:
@@ -403,6 +403,8 @@ class Cluster:
                         outcome = crashed(job, f"not graded: sent {MAX_REFUSALS} times, never graded "
                                                 f"(last: {outcome.message})")
                     results[job.student_id] = outcome
+                    if background is not None:
+                        background.add(job.student_id, outcome)
                     bar.update(1)
         except BaseException:
             try:  # tasks already running finish on their workers; their answers are dropped

@@ -144,6 +144,33 @@ def test_interrupted_batch_resumes_with_nothing_lost_or_duplicated(tmp_path, how
     assert _sandbox_processes() == [], "no kernel of the killed grader is left"
 
 
+def test_results_reach_the_gradebook_while_the_batch_still_grades(tmp_path):
+    """The merge is not a serial step after the last notebook: a student graded early is in the
+    gradebook while a slow one still runs (then both are, once, with their scores)."""
+    submitted, results = tmp_path / "submitted", tmp_path / "results"
+    _hand_in(submitted, "fast")
+    _hand_in(submitted, "slow", nb=hostile.insert_after(hostile.learner_notebook(), "test_kv_per_token",
+                                                        "import time; time.sleep(8)"))
+    script = ("from autograder.autograde import main; from autograder.assignment import Assignment; "
+              f"main({str(submitted)!r}, out={str(results)!r}, workers=2, progress=False, cell_timeout=20, "
+              f"notebook_timeout=60, assignment=Assignment(notebook={str(hostile.FIXTURE)!r}, "
+              f"checks={str(hostile.FIXTURE_CHECKS)!r}))")
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen_early, deadline = None, time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        if (results / "gradebook.db").is_file() and not (results / "records" / "slow.json").exists():
+            try:
+                seen_early = _gradebook_scores(results)
+            except Exception:  # noqa: BLE001 - the writer may hold the database for a moment
+                seen_early = None
+            if seen_early and "fast" in seen_early:
+                break
+        time.sleep(0.1)
+    assert proc.wait(timeout=120) == 0, proc.communicate()[1][-2000:]
+    assert seen_early == {"fast": 8.0}, "the fast student was merged before the slow one finished"
+    assert _gradebook_scores(results) == {"fast": 8.0, "slow": 8.0}
+
+
 def test_parallel_workers_each_grade_in_their_own_sandbox(tmp_path):
     submitted, results = tmp_path / "submitted", tmp_path / "results"
     probe_cell = "import os; print('WHERE', os.getcwd(), os.getuid())"
