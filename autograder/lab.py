@@ -103,11 +103,14 @@ def lab_baseline(released_text: str, lab_name: str, new_sandbox: Callable[[Path]
     and under ``"known"`` the outputs of the released and the reference-edited programs by
     :func:`program_key`, so that submissions running the very same program need no run of their own.
     """
-    base = run_lab_sandboxed(released_text, lab_name, new_sandbox)
+    from concurrent.futures import ThreadPoolExecutor
+
+    edited_text = edit_knob(released_text, EDITED_VALUE)
+    with ThreadPoolExecutor(2) as pool:   # two sandboxes of their own, at once (0.24 -> 0.14 s)
+        base, edited = pool.map(lambda text: run_lab_sandboxed(text, lab_name, new_sandbox),
+                                (released_text, edited_text))
     if base["returncode"] != 0 or "parts_bytes" not in base or base.get("fits") is not True:
         raise RuntimeError(f"the released lab did not run as expected: {base}")
-    edited_text = edit_knob(released_text, EDITED_VALUE)
-    edited = run_lab_sandboxed(edited_text, lab_name, new_sandbox)
     known = {program_key(released_text): base, program_key(edited_text): edited}
     out = {k: base[k] for k in ("parts_bytes", "parts_gb", "fits") if k in base}
     out["known"] = known
