@@ -163,3 +163,38 @@ def test_ipython_syntax_transforms_and_tracebacks_are_those_of_a_plain_kernel(ke
     assert error.ename == "ZeroDivisionError"
     text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error.traceback))
     assert "Cell In[5], line 4" in text and "Cell In[5], line 2, in broken()" in text, text
+
+
+FIGURE_CELL = ("%matplotlib inline\nimport matplotlib.pyplot as plt\n"
+               "fig, ax = plt.subplots(figsize=(4, 2.5), layout='constrained')\n"
+               "ax.plot([0, 1, 2], [3, 1, 2], label='GB'); ax.set_title('pixels'); ax.legend()\nplt.show()")
+
+
+def _png(outputs) -> bytes:
+    import base64
+    return next(base64.b64decode(o["data"]["image/png"]) for o in outputs if "image/png" in o.get("data", {}))
+
+
+def test_figures_are_the_pixels_a_plain_kernel_draws_at_the_fastest_deflate():
+    """The grading kernel writes PNGs at zlib level 1 (PNG is lossless): the image decodes to exactly what
+    a plain kernel with the inline backend's defaults draws, cropped the same way."""
+    import io
+
+    import numpy as np
+    from jupyter_client.manager import start_new_kernel
+    from PIL import Image
+
+    ours = _png(_run(FIGURE_CELL).nb.cells[0].outputs)
+    km, kc = start_new_kernel(kernel_name="python3")
+    try:
+        outputs = []
+        kc.execute_interactive(FIGURE_CELL, timeout=60, output_hook=lambda m: outputs.append(m["content"])
+                               if m["msg_type"] == "display_data" else None)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    plain = _png(outputs)
+    pixels = [np.asarray(Image.open(io.BytesIO(png)).convert("RGBA")) for png in (ours, plain)]
+    assert pixels[0].shape == pixels[1].shape and (pixels[0] == pixels[1]).all()
+    idat = lambda png: png[png.index(b"IDAT") + 4:][:2]   # the zlib header of the first image chunk
+    assert idat(ours)[1] >> 6 == 0 and idat(plain)[1] >> 6 == 2, "FLEVEL: fastest (1) vs default (6)"
