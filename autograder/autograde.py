@@ -38,7 +38,7 @@ from course_lib.bounds import check_int, check_number
 from course_lib.errors import CourseInputError
 
 from .assignment import Assignment, checks_source_sha, load_checks, load_source, validate_checks
-from .course import build_gradebook
+from .course import build_gradebook, copy_gradebook, template_path, write_course_files
 from .distributed import Cluster
 from .environment import tree_digest
 from .errors import AutograderError
@@ -83,14 +83,26 @@ def list_students(submitted_dir: Path) -> tuple[list[str], list[str]]:
 
 
 def _ensure_course(results_dir: Path, assignment: Assignment) -> None:
-    """Make RESULTS_DIR an nbgrader course root for this source (generate_assignment once per source)."""
+    """Make RESULTS_DIR an nbgrader course root for this source (generate_assignment once per source:
+    a new RESULTS_DIR starts from the gradebook an earlier batch built for the same source)."""
     spec = load_source(assignment)
-    stamp = results_dir / ".course-source.sha"
+    stamp, db = results_dir / ".course-source.sha", results_dir / "gradebook.db"
     want = spec.sha256 + ":" + hashlib.sha256(Path(assignment.lab).read_bytes()).hexdigest()
-    if stamp.is_file() and stamp.read_text() == want and (results_dir / "gradebook.db").is_file():
+    if stamp.is_file() and stamp.read_text() == want and db.is_file():
         return
-    build_gradebook(results_dir, assignment)
-    add_lab_cells(results_dir, assignment)
+    template = template_path(want, assignment)
+    if not db.exists() and template is not None and template.is_file():
+        write_course_files(results_dir, assignment)
+        copy_gradebook(template, db)
+    else:
+        fresh = not db.exists()
+        build_gradebook(results_dir, assignment)
+        add_lab_cells(results_dir, assignment)
+        if fresh and template is not None:   # nothing but the source in it yet
+            try:
+                copy_gradebook(db, template)
+            except OSError:
+                pass
     stamp.write_text(want)
 
 

@@ -7,8 +7,11 @@ The class is N copies of the reference submission (examples/submissions/referenc
 solutions, lab edited to 16), so every run must give full marks; the script checks that it did.
 Stock nbgrader gets a course folder prepared beforehand (``generate_assignment``, not timed, as an
 instructor would have it); ``course-grade`` starts from an empty RESULTS_DIR, so its time includes
-building its gradebook, the lab-edit check, feedback HTML, Gradescope JSON and the gradebook merge,
-with every hardening on (bubblewrap / cgroups / throwaway uid / rlimits as available).
+setting up its course root, the lab-edit check, feedback HTML, Gradescope JSON and the gradebook
+merge, with every hardening on (bubblewrap / cgroups / throwaway uid / rlimits as available). Its
+gradebook template (what a first batch of this source builds, ``$COURSE_GRADE_CACHE``) is likewise
+prepared beforehand by a batch of one, not timed; ``--cold`` instead empties that cache before
+every run, so each run builds its gradebook with nbgrader's preprocessors (a first-ever batch).
 
 Every round runs stock once and course-grade once per ``--workers`` value, in an order that is
 reversed every other round, so that background load (a shared machine) hits each alike; the
@@ -86,12 +89,15 @@ def run_stock(course: Path, meter: CpuMeter | None) -> tuple[float, float]:
 
 
 def run_ours(submitted: Path, results: Path, workers: int | None, meter: CpuMeter | None,
-             extra: tuple[str, ...] = ()) -> tuple[float, float]:
-    """(wall s, CPU s) of ``course-grade autograde`` into an empty RESULTS_DIR; checks full marks."""
+             extra: tuple[str, ...] = (), cache: Path | None = None) -> tuple[float, float]:
+    """(wall s, CPU s) of ``course-grade autograde`` into an empty RESULTS_DIR; checks full marks.
+    ``cache``: its gradebook-template folder (``$COURSE_GRADE_CACHE``); an empty one each run is a
+    first-ever batch of this source."""
     shutil.rmtree(results, ignore_errors=True)
     cmd = [sys.executable, "-m", "autograder", "autograde", str(submitted), "--out", str(results), "--no-progress",
            *extra] + (["--workers", str(workers)] if workers else [])
-    rc, wall, cpu, proc = run_measured(cmd, meter, cwd=REPO, capture_output=True, text=True)
+    env = dict(os.environ, **({"COURSE_GRADE_CACHE": str(cache)} if cache is not None else {}))
+    rc, wall, cpu, proc = run_measured(cmd, meter, cwd=REPO, capture_output=True, text=True, env=env)
     if rc != 0:
         raise SystemExit(f"course-grade autograde failed:\n{proc.stderr[-3000:]}")
     grades = json.loads((results / "grades.json").read_text())["students"]
@@ -133,6 +139,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--floor", action="store_true", help="also time N bare sandboxed kernel starts")
     parser.add_argument("--write", metavar="MD", help="also append the result as a markdown section to this file")
+    parser.add_argument("--cold", action="store_true",
+                        help="course-grade without the gradebook template of an earlier batch (an empty cache each "
+                             "run: a first-ever batch of this source); by default one batch of 1 prepares it, "
+                             "untimed, as generate_assignment prepares stock's gradebook")
     args = parser.parse_args()
     workers = [int(w) for w in args.workers.split(",")]
     meter = CpuMeter.create("bench")
@@ -144,6 +154,10 @@ def main() -> None:
         root = Path(tmp)
         submitted = make_class(root, n)
         course = stock_course(root, submitted)
+        cache = root / "cache"
+        if not args.cold:   # untimed, as stock's generate_assignment: the gradebook template of this source
+            one = make_class(root / "one", 1)
+            run_ours(one, root / "one" / "results", 1, None, cache=cache)
         load_before = os.getloadavg()
         started = time.strftime("%Y-%m-%d %H:%M")
         for r in range(args.rounds):
@@ -156,7 +170,9 @@ def main() -> None:
                 if key == "stock":
                     runs[key].append(run_stock(course, meter))
                 else:
-                    runs[key].append(run_ours(submitted, root / "results", int(key[1:]), meter))
+                    if args.cold:
+                        shutil.rmtree(cache, ignore_errors=True)
+                    runs[key].append(run_ours(submitted, root / "results", int(key[1:]), meter, cache=cache))
             print(f"round {r + 1}: " + ", ".join(f"{k} {runs[k][-1][0]:.1f} s wall / {runs[k][-1][1]:.1f} s CPU"
                                                 for k in order), flush=True)
         load_after = os.getloadavg()
@@ -192,7 +208,7 @@ def main() -> None:
             f"{k}: " + ", ".join(f"{w:.1f}/{c:.1f}" for w, c in v) for k, v in runs.items()) + ".",
         "",
         f"Command: `.venv/bin/python benchmarks/bench_autograde.py --students {n} --rounds {args.rounds} "
-        f"--workers {args.workers}" + (" --floor" if args.floor else "") + "`",
+        f"--workers {args.workers}" + (" --floor" if args.floor else "") + (" --cold" if args.cold else "") + "`",
         "",
     ]
     print("\n".join(lines))

@@ -1,0 +1,55 @@
+"""The course root a batch makes of RESULTS_DIR: a new one starts from the gradebook an earlier batch
+built for the same instructor files (autograder.course.template_path), and that copy is the gradebook
+nbgrader's own preprocessors build, row for row."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from pathlib import Path
+
+from autograder import course
+from autograder.assignment import Assignment
+from autograder.autograde import _ensure_course
+
+
+def _rows(db: Path) -> dict[str, list[str]]:
+    """Every table's rows, the random row ids (uuid4 hex) masked."""
+    with sqlite3.connect(db) as c:
+        tables = [t for (t,) in c.execute("select name from sqlite_master where type='table'")]
+        return {t: sorted(re.sub(r"[0-9a-f]{32}", "ID", repr(r)) for r in c.execute(f"select * from {t}"))
+                for t in tables}
+
+
+def test_a_new_results_dir_starts_from_the_template_and_it_is_what_nbgrader_builds(tmp_path, monkeypatch):
+    monkeypatch.setenv(course.TEMPLATE_ENV, str(tmp_path / "cache"))
+    built, copied = tmp_path / "built", tmp_path / "copied"
+    _ensure_course(built, Assignment())
+    templates = list((tmp_path / "cache" / "gradebooks").glob("*.db"))
+    assert len(templates) == 1 and (templates[0].stat().st_mode & 0o777) == 0o600
+    start = time.process_time()
+    _ensure_course(copied, Assignment())
+    assert time.process_time() - start < 0.2, "copied, not built again (a build is ~0.7 s of CPU)"
+    assert _rows(copied / "gradebook.db") == _rows(built / "gradebook.db")
+    assert (copied / "source" / Assignment().name / Assignment().notebook_name).read_bytes() == \
+        Path(Assignment().notebook).read_bytes()
+    assert (copied / "nbgrader_config.py").read_text() == \
+        (built / "nbgrader_config.py").read_text().replace(str(built), str(copied))
+
+    monkeypatch.setenv(course.TEMPLATE_ENV, "off")   # the builder's own result, for comparison
+    fresh = tmp_path / "fresh"
+    _ensure_course(fresh, Assignment())
+    assert _rows(fresh / "gradebook.db") == _rows(built / "gradebook.db")
+
+
+def test_the_template_key_covers_the_names_and_an_unusable_cache_is_skipped(tmp_path, monkeypatch):
+    monkeypatch.setenv(course.TEMPLATE_ENV, str(tmp_path / "cache"))
+    a = Assignment()
+    renamed = Assignment(name="l14-04-renamed")
+    assert course.template_path("k", a) != course.template_path("k", renamed) != course.template_path("k2", renamed)
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv(course.TEMPLATE_ENV, str(tmp_path / "file" / "below"))   # cannot be made
+    assert course.template_path("k", a) is None
+    _ensure_course(tmp_path / "r", a)   # still a course root, built in place
+    assert (tmp_path / "r" / "gradebook.db").is_file()
