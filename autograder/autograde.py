@@ -159,8 +159,14 @@ def _progress(total: int, enabled: bool | None):
 
 
 def default_workers() -> int:
-    """One more than the CPUs: each worker waits on its kernel part of the time (measured: ~5% faster)."""
-    return (os.cpu_count() or 1) + 1
+    """One per CPU this process may run on. Kernels forked from the fork server keep a worker busy
+    almost all the time, so a spare worker no longer fills idle time: on 2 CPUs, 20 submissions took
+    the same at 2, 3 and 4 workers within the machine's noise (12.9-14.0 s, 12.8-14.3 s, 12.9-14.0 s;
+    benchmarks/RESULTS.md) with less CPU at 2, and each worker beyond that holds a kernel in memory."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 #: The longest timeout accepted, per cell or per notebook: a day.

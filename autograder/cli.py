@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=str(_default(m, "out")), metavar="RESULTS_DIR",
                    help="results folder, also an nbgrader course root (default: %(default)s)")
     p.add_argument("--workers", type=int, default=_default(m, "workers"), metavar="N",
-                   help="worker processes (default: one more than the CPUs)")
+                   help="worker processes (default: one per CPU)")
     p.add_argument("--cell-timeout", type=float, default=_default(m, "cell_timeout"), metavar="S",
                    help="seconds per cell (default: %(default)s)")
     p.add_argument("--notebook-timeout", type=float, default=_default(m, "notebook_timeout"), metavar="S",
