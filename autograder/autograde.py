@@ -29,6 +29,7 @@ import os
 
 import shutil
 import signal
+import sqlite3
 import sys
 import time
 from dataclasses import asdict
@@ -92,17 +93,21 @@ def _ensure_course(results_dir: Path, assignment: Assignment) -> None:
         return
     template = template_path(want, assignment)
     if not db.exists() and template is not None and template.is_file():
-        write_course_files(results_dir, assignment)
-        copy_gradebook(template, db)
-    else:
-        fresh = not db.exists()
-        build_gradebook(results_dir, assignment)
-        add_lab_cells(results_dir, assignment)
-        if fresh and template is not None:   # nothing but the source in it yet
-            try:
-                copy_gradebook(db, template)
-            except OSError:
-                pass
+        try:
+            write_course_files(results_dir, assignment)
+            copy_gradebook(template, db)
+            stamp.write_text(want)
+            return
+        except (OSError, sqlite3.Error):   # a damaged template: build the gradebook instead
+            db.unlink(missing_ok=True)
+    fresh = not db.exists()
+    build_gradebook(results_dir, assignment)
+    add_lab_cells(results_dir, assignment)
+    if fresh and template is not None:   # nothing but the source in it yet
+        try:
+            copy_gradebook(db, template)
+        except (OSError, sqlite3.Error):
+            pass
     stamp.write_text(want)
 
 
@@ -197,6 +202,11 @@ def _results_folder(results_dir: Path) -> None:
     """Create RESULTS_DIR, or say in one line why it cannot be one."""
     if results_dir.exists() and not results_dir.is_dir():
         raise AutograderError(f"--out {results_dir} exists and is not a folder; give a folder for the results")
+    odd = next((c for c in "?%" if c in str(results_dir)), None)
+    if odd is not None:   # sqlite:///a?b/gradebook.db puts the gradebook in a/; "%20" is read as a space
+        raise AutograderError(f"--out {results_dir} has a {odd!r} in its path, which nbgrader's gradebook URL "
+                              f"reads as {'the start of its options' if odd == '?' else 'an escape'}; "
+                              f"give a folder whose path has no '?' or '%'")
     try:
         results_dir.mkdir(parents=True, exist_ok=True)
         probe_file = results_dir / ".write-test"

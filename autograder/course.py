@@ -153,11 +153,13 @@ def copy_gradebook(source: Path, target: Path) -> None:
     """A consistent copy of the SQLite database ``source`` at ``target`` (written beside it, then renamed)."""
     import sqlite3
     import tempfile
+    from urllib.request import pathname2url
 
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     os.close(fd)
-    try:
-        with sqlite3.connect(f"file:{source}?mode=ro", uri=True) as src, sqlite3.connect(tmp) as dst:
+    try:   # read-only, by URI: a RESULTS_DIR may hold "?", "#" or "%" in its name
+        with sqlite3.connect(f"file:{pathname2url(str(source))}?mode=ro", uri=True) as src, \
+                sqlite3.connect(tmp) as dst:
             src.backup(dst)
         src.close()
         dst.close()

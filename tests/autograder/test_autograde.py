@@ -208,6 +208,8 @@ def test_bad_input_is_one_clear_error(tmp_path):
     (["--memory-limit", "1K"], "'K' alone is ambiguous"),
     (["--disk-limit", "1MB"], "--disk-limit='1MB' is 1.00 MB"),
     (["--out", "/etc/passwd"], "--out /etc/passwd exists and is not a folder"),
+    (["--out", "/tmp/results?2"], "--out /tmp/results?2 has a '?' in its path"),
+    (["--out", "/tmp/results%202"], "--out /tmp/results%202 has a '%' in its path, which nbgrader's gradebook URL reads as an escape"),
 ])
 def test_bad_options_exit_2_with_one_line(tmp_path, capsys, args, why):
     from autograder import cli

@@ -53,3 +53,16 @@ def test_the_template_key_covers_the_names_and_an_unusable_cache_is_skipped(tmp_
     assert course.template_path("k", a) is None
     _ensure_course(tmp_path / "r", a)   # still a course root, built in place
     assert (tmp_path / "r" / "gradebook.db").is_file()
+
+
+def test_a_damaged_template_is_rebuilt_and_odd_folder_names_work(tmp_path, monkeypatch):
+    monkeypatch.setenv(course.TEMPLATE_ENV, str(tmp_path / "cache"))
+    odd = tmp_path / "results # ;'"   # ("?" and "%" are refused: autograde's --out check)
+    _ensure_course(odd, Assignment())
+    template, = (tmp_path / "cache" / "gradebooks").glob("*.db")
+    expected = _rows(odd / "gradebook.db")
+    template.write_bytes(b"not a database" * 100)
+    again = tmp_path / "again"
+    _ensure_course(again, Assignment())
+    assert _rows(again / "gradebook.db") == expected
+    assert _rows(template) == expected, "the damaged template was replaced by the new build"
