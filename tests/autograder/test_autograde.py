@@ -163,7 +163,7 @@ def test_results_reach_the_gradebook_while_the_batch_still_grades(tmp_path):
                 seen_early = _gradebook_scores(results)
             except Exception:  # noqa: BLE001 - the writer may hold the database for a moment
                 seen_early = None
-            if seen_early and "fast" in seen_early:
+            if seen_early and seen_early.get("fast") == 8.0:   # (nbgrader commits a submission, then its grades)
                 break
         time.sleep(0.1)
     assert proc.wait(timeout=120) == 0, proc.communicate()[1][-2000:]
