@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .assignment import Assignment
 from .errors import AutograderError
+from .layout import db_url
 
 COURSE_ID = "l14"
 
@@ -33,7 +34,7 @@ def write_config(root: Path, assignment: Assignment) -> None:
         "c = get_config()\n"
         f"c.CourseDirectory.root = {str(root.resolve())!r}\n"
         f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
-        f"c.CourseDirectory.db_url = {('sqlite:///' + str((root / 'gradebook.db').resolve()))!r}\n"
+        f"c.CourseDirectory.db_url = {db_url(root)!r}\n"
         # the lab file is the learner's to edit; never overwrite it from the source
         f"c.Autograde.exclude_overwriting = {{{assignment.name!r}: [{assignment.lab_name!r}]}}\n"
     )
@@ -78,7 +79,7 @@ def build_gradebook(root: Path, assignment: Assignment) -> None:
 
     root = Path(root)
     src = write_course_files(root, assignment)
-    db_url = "sqlite:///" + str((root / "gradebook.db").resolve())
+    url = db_url(root)
     import nbgrader.api
 
     old_path, old_version = os.environ.get("PATH", ""), nbgrader.api.get_alembic_version
@@ -87,11 +88,11 @@ def build_gradebook(root: Path, assignment: Assignment) -> None:
     if head:  # ...unless we can read the head revision from nbgrader's migrations (saves ~1.5 s)
         nbgrader.api.get_alembic_version = lambda: head
     try:
-        with Gradebook(db_url) as gb:
+        with Gradebook(url) as gb:
             gb.update_or_create_assignment(assignment.name)
         nb = nbformat.read(src / assignment.notebook_name, as_version=4)
         resources = {"nbgrader": {"notebook": Path(assignment.notebook_name).stem, "assignment": assignment.name,
-                                  "student": ".", "db_url": db_url}}
+                                  "student": ".", "db_url": url}}
         for step in (LockCells(), ClearSolutions(), ClearOutput(), CheckCellMetadata(), ComputeChecksums(),
                      SaveCells()):
             nb, resources = step.preprocess(nb, resources)

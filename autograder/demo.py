@@ -12,6 +12,7 @@ from pathlib import Path
 from course_lib.report import banner as _banner
 
 from .assignment import ASSIGNMENT
+from .layout import db_url
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "submissions"
@@ -22,7 +23,7 @@ def gradebook_table(results_dir: Path) -> str:
     from nbgrader.api import Gradebook
 
     rows = [("student", "auto score", "needs manual", "score / max")]
-    with Gradebook("sqlite:///" + str(Path(results_dir) / "gradebook.db")) as gb:
+    with Gradebook(db_url(results_dir)) as gb:
         for sub in sorted(gb.assignment_submissions(ASSIGNMENT), key=lambda s: s.student.id):
             auto = sum(g.auto_score or 0 for nb in sub.notebooks for g in nb.grades)
             rows.append((sub.student.id, f"{auto:g}", "yes" if sub.needs_manual_grade else "no",
