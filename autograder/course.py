@@ -158,12 +158,16 @@ def copy_gradebook(source: Path, target: Path) -> None:
 
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     os.close(fd)
-    try:   # read-only, by URI: a RESULTS_DIR may hold "?", "#" or "%" in its name
-        with sqlite3.connect(f"file:{pathname2url(str(source))}?mode=ro", uri=True) as src, \
-                sqlite3.connect(tmp) as dst:
-            src.backup(dst)
-        src.close()
-        dst.close()
+    try:   # the source read-only, by a quoted URI: its path may hold "#" or a space
+        src = sqlite3.connect(f"file:{pathname2url(str(source))}?mode=ro", uri=True)
+        try:
+            dst = sqlite3.connect(tmp)
+            try:
+                src.backup(dst)
+            finally:
+                dst.close()
+        finally:
+            src.close()
         os.chmod(tmp, 0o600)
         os.replace(tmp, target)
     except BaseException:

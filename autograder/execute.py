@@ -109,9 +109,9 @@ def kernel_args(sandbox: Sandbox) -> list[str]:
             # by a pure-Python murmur hash of its text (~0.3 ms per cell); tracebacks read "Cell In[n]"
             # with either, and no debugger attaches to a grading kernel
             "--IPythonKernel.compiler_class=IPython.core.compilerop.CachingCompiler",
-            # figures as PNGs deflated at zlib's fastest level: the same pixels (PNG is lossless), ~3%
-            # more bytes, and a fifth of what drawing a figure costs here no longer spent compressing
-            # it; bbox_inches="tight" is the inline backend's own default, kept
+            # figures as PNGs deflated at zlib's fastest level: the same pixels (PNG is lossless), 0.7%
+            # more bytes, ~6 ms less per figure (~12 ms a notebook, benchmarks/RESULTS.md);
+            # bbox_inches="tight" is the inline backend's own default, kept
             '--InlineBackend.print_figure_kwargs={"bbox_inches": "tight", "pil_kwargs": {"compress_level": 1}}',
             f"--ipython-dir={sandbox.ipython_dir}"]
 
