@@ -105,10 +105,6 @@ def kernel_args(sandbox: Sandbox) -> list[str]:
             # ipykernel sleeps 0.5 ms after every cell "so that the IOPub messages go out" before
             # the reply; the grader waits for the kernel's idle status on IOPub anyway (_Run)
             "--Kernel._execute_sleep=0",
-            # IPython's own compiler, not ipykernel's: that one names each cell's code for the debugger
-            # by a pure-Python murmur hash of its text (~0.3 ms per cell); tracebacks read "Cell In[n]"
-            # with either, and no debugger attaches to a grading kernel
-            "--IPythonKernel.compiler_class=IPython.core.compilerop.CachingCompiler",
             # figures as PNGs deflated at zlib's fastest level: the same pixels (PNG is lossless), 0.7%
             # more bytes, ~6 ms less per figure (~12 ms a notebook, benchmarks/RESULTS.md);
             # bbox_inches="tight" is the inline backend's own default, kept

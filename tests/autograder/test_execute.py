@@ -165,6 +165,47 @@ def test_ipython_syntax_transforms_and_tracebacks_are_those_of_a_plain_kernel(ke
     assert "Cell In[5], line 4" in text and "Cell In[5], line 2, in broken()" in text, text
 
 
+# IPython syntax next to Python that looks like it: a forked grading kernel (which skips IPython's
+# tokenizer for text that parses as Python, asks once whether a cell is async and compiles with
+# IPython's own compiler) prints what a plain kernel prints, cell for cell.
+LOOKALIKE_CELLS = ("x = 5 % 3\ny = x != 2\nprint(f'{x=!r} {y!s:>5}')", "out = !echo shell\nprint(out)",
+                   "z = %time 7\nprint(z)", "len?", "s = '''\n!ls\nlen?\n'''\nprint(s)",
+                   "In [1]: print('prompt stripped')", ">>> print('classic')",
+                   "import asyncio\nasync def g():\n    return 'awaited'\nprint(await g())",
+                   "if True:\n    w = !echo nested\n    print(w)", "print('\\d' == chr(92) + 'd')",
+                   "def broken(:\n    pass")
+
+
+def _plain_kernel_outputs(cells) -> list[str]:
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3")
+    try:
+        out = []
+        for cell in cells:
+            texts = []
+            kc.execute_interactive(cell, timeout=60, output_hook=lambda m: texts.append(
+                m["content"].get("text", "") if m["msg_type"] == "stream" else
+                m["content"]["ename"] if m["msg_type"] == "error" else ""))
+            out.append("".join(texts))
+        return out
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def test_a_forked_kernel_prints_what_a_plain_kernel_prints_for_ipython_syntax_and_lookalikes():
+    if probe().kernels != "fork":
+        pytest.skip("no kernel fork server here (the probe says why)")
+    ex = _run(*LOOKALIKE_CELLS, "print(type(get_ipython().compile).__name__)")
+    timing = lambda text: re.sub(r"(CPU times|Wall time): .*\n", "", text)
+    ours = [timing(_stdout(ex, i) + "".join(o.ename for o in c.outputs if o.output_type == "error"))
+            for i, c in enumerate(ex.nb.cells[:-1])]
+    assert ours == [timing(text) for text in _plain_kernel_outputs(LOOKALIKE_CELLS)]
+    assert "['shell']" in ours[1] and "7" in ours[2] and "awaited" in ours[7] and ours[-1] == "SyntaxError", ours
+    assert _stdout(ex, len(LOOKALIKE_CELLS)) == "CachingCompiler\n", "IPython's compiler, not ipykernel's"
+
+
 FIGURE_CELL = ("%matplotlib inline\nimport matplotlib.pyplot as plt\n"
                "fig, ax = plt.subplots(figsize=(4, 2.5), layout='constrained')\n"
                "ax.plot([0, 1, 2], [3, 1, 2], label='GB'); ax.set_title('pixels'); ax.legend()\nplt.show()")
