@@ -45,7 +45,7 @@ from .environment import tree_digest
 from .errors import AutograderError
 from .export import write_exports
 from .grade import Job, Settings, crashed, grade_submission, new_sandbox, submission_sha
-from .gradebook import add_lab_cells, manual_scores, merge
+from .gradebook import add_lab_cells, manual_scores, merge, open_gradebook
 from .lab import lab_baseline
 from .layout import autograded_path, load_records, remove_student_files, write_batch
 from .results import GRADER_ERROR, RAN, BatchResult, StudentResult, write_json
@@ -344,20 +344,21 @@ class _GradebookWriter:
         results_dir, assignment, spec = self._args
         try:
             _ensure_course(results_dir, assignment)
-            done = False
-            while not done:
-                first = self._queue.get()
-                batch = [first]
-                while True:
-                    try:
-                        batch.append(self._queue.get_nowait())
-                    except queue.Empty:
-                        break
-                done = None in batch
-                results = dict(item for item in batch if item is not None)
-                if results:
-                    merge(results_dir, assignment, spec, results)
-                    self.merged.update(results)
+            with open_gradebook(results_dir) as gradebook:   # one for the whole batch
+                done = False
+                while not done:
+                    first = self._queue.get()
+                    batch = [first]
+                    while True:
+                        try:
+                            batch.append(self._queue.get_nowait())
+                        except queue.Empty:
+                            break
+                    done = None in batch
+                    results = dict(item for item in batch if item is not None)
+                    if results:
+                        merge(results_dir, assignment, spec, results, gradebook=gradebook)
+                        self.merged.update(results)
         except BaseException as e:  # noqa: BLE001 - re-raised in join()
             self._error = e
 
