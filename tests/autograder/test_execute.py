@@ -206,6 +206,18 @@ def test_a_forked_kernel_prints_what_a_plain_kernel_prints_for_ipython_syntax_an
     assert _stdout(ex, len(LOOKALIKE_CELLS)) == "CachingCompiler\n", "IPython's compiler, not ipykernel's"
 
 
+@pytest.mark.parametrize("kernels", _kernel_starts())
+def test_every_option_the_grading_kernel_is_started_with_is_one_it_knows(kernels):
+    """traitlets ignores an option a class does not declare configurable, with only a warning in the
+    kernel's log (that is how a compiler option once did nothing): the log must hold none."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('ran')")])
+    with Sandbox(scratch_dir(), Limits(), dataclasses.replace(probe(), kernels=kernels)) as box:
+        ex = execute_notebook(nb, box, cell_timeout=10, notebook_timeout=60)
+        log = "".join(p.read_text(errors="replace") for p in box.log_dir.glob("*.log"))
+    assert ex.status == "completed" and _stdout(ex, 0) == "ran\n"
+    assert "not recognized" not in log and "Unrecognized" not in log, log[-2000:]
+
+
 FIGURE_CELL = ("%matplotlib inline\nimport matplotlib.pyplot as plt\n"
                "fig, ax = plt.subplots(figsize=(4, 2.5), layout='constrained')\n"
                "ax.plot([0, 1, 2], [3, 1, 2], label='GB'); ax.set_title('pixels'); ax.legend()\nplt.show()")
