@@ -58,6 +58,9 @@ TRICKY = [
     "%config InlineBackend.figure_format = 'png'",
     "lambda: (yield)",
     "match = 3\nmatch match:\n    case 3:\n        print('three')",
+    "x = " + "1 + " * 20_000 + "1",      # deep enough that compiling it raises RecursionError
+    "x = " + "(" * 300 + "1" + ")" * 300,  # too many nested parentheses for the parser
+    "x = 1\0",                           # a null byte: compile() refuses the text
 ]
 
 
