@@ -469,9 +469,12 @@ class _Run:
             self.events.append(CellEvent(index, limit or TIMEOUT, f"{name} ran longer than the {self.cell_timeout:g} s "
                                                                   f"limit per cell and was interrupted{_why(self.sandbox, limit)}"))
         elif how == "unresponsive":
-            self.events.append(CellEvent(index, limit or TIMEOUT, f"{name} ran longer than the {self.cell_timeout:g} s "
-                                                                  f"limit per cell and ignored the interrupt"
-                                                                  f"{_why(self.sandbox, limit)}"))
+            failed = _handler_error(self._kernel_log_tail(16 * KiB))
+            self.events.append(CellEvent(index, limit or TIMEOUT, (
+                f"{name} never started: the kernel failed on it before running it ({failed}) and stopped "
+                f"answering; the grader gave up after the {self.cell_timeout:g} s limit per cell" if failed and not limit
+                else f"{name} ran longer than the {self.cell_timeout:g} s limit per cell and ignored the interrupt"
+                     f"{_why(self.sandbox, limit)}")))
             return self._restart(index)
         else:  # died
             self.events.append(CellEvent(index, limit or KERNEL_DIED, _limit_message(self.sandbox, name, limit)
@@ -785,6 +788,30 @@ def _limit_message(sandbox: Sandbox, name: str, status: str) -> str:
     return {MEMORY_LIMIT: f"{name} used more than the memory limit of {lim.memory_text()}",
             PROCESS_LIMIT: f"{name} hit the limit of {lim.max_processes} processes and threads",
             DISK_LIMIT: f"{name} filled the notebook's disk space: {lim.disk_text()} or {lim.max_files:,} files"}[status]
+
+
+def _handler_error(log_tail: str) -> str | None:
+    """The error that ipykernel's message handler logged last, if the kernel's log says it failed on a
+    request, e.g. ``RecursionError: maximum recursion depth exceeded during compilation`` for a cell
+    with a 20,000-term expression (IPython's async check lets that one escape, and the kernel then never
+    replies). Only the error's own line is kept: the traceback names files of the grader's machine.
+
+    >>> _handler_error("[IPKernelApp] ERROR | Exception in message handler:\\nTraceback (most recent call last):\\n"
+    ...                "  File \\"x.py\\", line 1, in f\\nRecursionError: too deep\\nNOTE: other output\\n")
+    'RecursionError: too deep'
+    >>> _handler_error("a cell that printed Exception in message handler: and nothing else") is None
+    True
+    """
+    at = log_tail.rfind("Exception in message handler:")
+    if at < 0:
+        return None
+    lines = log_tail[at:].splitlines()[1:]
+    if not lines or not lines[0].startswith("Traceback"):
+        return None
+    for line in lines[1:]:
+        if line and not line[0].isspace():
+            return line.strip()[:200] if ":" in line or line.strip().isidentifier() else None
+    return None
 
 
 def _why(sandbox: Sandbox, limit: str | None) -> str:

@@ -207,6 +207,20 @@ def test_a_forked_kernel_prints_what_a_plain_kernel_prints_for_ipython_syntax_an
 
 
 @pytest.mark.parametrize("kernels", _kernel_starts())
+def test_a_cell_the_kernel_fails_on_before_running_it_is_named_as_such_not_as_a_slow_cell(kernels):
+    """A 20,000-term expression: IPython's async check (in any ipykernel) raises RecursionError, which its
+    message handler only logs, and the kernel never replies. The learner is told that, not that the
+    cell ran too long; a fresh kernel goes on."""
+    deep = "x = " + "1 + " * 20_000 + "1"
+    ex = _run("print('before')", deep, "print('after')", cell_timeout=3,
+              isolation=dataclasses.replace(probe(), kernels=kernels))
+    message = ex.events[0].message
+    assert message.startswith("cell 2 never started: the kernel failed on it before running it (RecursionError: "), message
+    assert "ran longer" not in message and "/" not in message.split("(")[1].split(")")[0], "no path of the grader's machine"
+    assert _stdout(ex, 2) == "after\n"
+
+
+@pytest.mark.parametrize("kernels", _kernel_starts())
 def test_every_option_the_grading_kernel_is_started_with_is_one_it_knows(kernels):
     """traitlets ignores an option a class does not declare configurable, with only a warning in the
     kernel's log (that is how a compiler option once did nothing): the log must hold none."""
