@@ -470,7 +470,7 @@ class _Run:
                                                                   f"limit per cell and was interrupted{_why(self.sandbox, limit)}"))
         elif how == "unresponsive":
             failed = _handler_error(self._kernel_log_tail(16 * KiB))
-            self.events.append(CellEvent(index, limit or TIMEOUT, (
+            self.events.append(CellEvent(index, limit or (KERNEL_DIED if failed else TIMEOUT), (
                 f"{name} never started: the kernel failed on it before running it ({failed}) and stopped "
                 f"answering; the grader gave up after the {self.cell_timeout:g} s limit per cell" if failed and not limit
                 else f"{name} ran longer than the {self.cell_timeout:g} s limit per cell and ignored the interrupt"

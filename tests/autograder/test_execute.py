@@ -215,6 +215,7 @@ def test_a_cell_the_kernel_fails_on_before_running_it_is_named_as_such_not_as_a_
     ex = _run("print('before')", deep, "print('after')", cell_timeout=3,
               isolation=dataclasses.replace(probe(), kernels=kernels))
     message = ex.events[0].message
+    assert ex.events[0].status == "kernel_died", "a kernel that broke on the cell, not a slow cell"
     assert message.startswith("cell 2 never started: the kernel failed on it before running it (RecursionError: "), message
     assert "ran longer" not in message and "/" not in message.split("(")[1].split(")")[0], "no path of the grader's machine"
     assert _stdout(ex, 2) == "after\n"
