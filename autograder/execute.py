@@ -795,9 +795,13 @@ def _handler_error(log_tail: str) -> str | None:
     request, e.g. ``RecursionError: maximum recursion depth exceeded during compilation`` for a cell
     with a 20,000-term expression (IPython's async check lets that one escape, and the kernel then never
     replies). Only the error's own line is kept: the traceback names files of the grader's machine.
+    Of a chained exception, the last one is named.
 
-    >>> _handler_error("[IPKernelApp] ERROR | Exception in message handler:\\nTraceback (most recent call last):\\n"
-    ...                "  File \\"x.py\\", line 1, in f\\nRecursionError: too deep\\nNOTE: other output\\n")
+    >>> log = ("[IPKernelApp] ERROR | Exception in message handler:\\nTraceback (most recent call last):\\n"
+    ...        '  File "x.py", line 1, in f\\nKeyError: 1\\n\\nDuring handling of the above exception, another '
+    ...        'exception occurred:\\n\\nTraceback (most recent call last):\\n  File "y.py", line 2, in g\\n'
+    ...        "RecursionError: too deep\\nNOTE: what the kernel printed next\\n")
+    >>> _handler_error(log)
     'RecursionError: too deep'
     >>> _handler_error("a cell that printed Exception in message handler: and nothing else") is None
     True
@@ -808,10 +812,18 @@ def _handler_error(log_tail: str) -> str | None:
     lines = log_tail[at:].splitlines()[1:]
     if not lines or not lines[0].startswith("Traceback"):
         return None
+    chained = ("During handling of the above exception", "The above exception was the direct cause")
+    error = None
     for line in lines[1:]:
-        if line and not line[0].isspace():
-            return line.strip()[:200] if ":" in line or line.strip().isidentifier() else None
-    return None
+        if not line.strip() or line[0].isspace():
+            continue
+        if line.startswith("Traceback") or line.startswith(chained):
+            error = None          # another exception of the chain follows
+        elif error is None:
+            error = line.strip()[:200]
+        else:
+            break                 # what the kernel printed after the traceback
+    return error
 
 
 def _why(sandbox: Sandbox, limit: str | None) -> str:
