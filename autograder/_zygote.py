@@ -406,23 +406,30 @@ def _fresh_process_state():
         np.random.seed()
 
 
+def _answer_again_once(fn, key):
+    """``fn``, except that a call right after one about the very same objects (``key(*args, **kwargs)``,
+    compared by identity) gets the earlier answer, once. For questions ipykernel and then IPython
+    each ask about a cell before it runs: no learner code runs between the two, and nothing is kept
+    past them. A call that raised is asked again."""
+    last = []
+
+    def call(*args, **kwargs):
+        k = key(*args, **kwargs)
+        if last and len(last[0][0]) == len(k) and all(a is b for a, b in zip(last[0][0], k)):
+            return last.pop()[1]
+        last.clear()
+        answer = fn(*args, **kwargs)
+        last.append((k, answer))
+        return answer
+
+    return call
+
+
 def _transform_once(shell):
     """ipykernel transforms each cell's text twice (once to decide whether it runs async, then again in
     run_cell); IPython's tokenizing transform is the costliest step of a long cell (the hidden tests).
-    The second call with the same text gets the first's result, once: no learner code runs between
-    the two, and nothing is kept past them."""
-    transform = shell.transform_cell
-    last = []
-
-    def transform_cell(raw_cell):
-        if last and last[0] is raw_cell:
-            return last.pop()[1]
-        last.clear()
-        result = transform(raw_cell)
-        last.append((raw_cell, result))
-        return result
-
-    shell.transform_cell = transform_cell
+    The second call with the same text gets the first's result."""
+    shell.transform_cell = _answer_again_once(shell.transform_cell, lambda raw_cell: (raw_cell,))
 
 
 def _plain_compiler(app):
@@ -444,12 +451,13 @@ def _plain_compiler(app):
 def _python_skips_token_transforms(manager):
     """IPython looks for its own syntax (``%magic``, ``!cmd``, ``x = %cmd``, ``x = !cmd``, ``obj?``) by
     tokenizing the whole cell in pure Python: for this notebook's 92 KB of code, ~80 ms in a fresh
-    process (every kernel is one) and ~30 ms warm, the costliest step a cell takes before it runs. Each of those four transforms starts at a token that valid Python
-    cannot have there (a line beginning with ``! ? % , ; /``, ``= %`` or ``= !`` outside brackets, a
-    line ending in ``?``), so text that already parses as Python (``ast.parse``, with top-level await:
-    ~9 ms) comes out of them unchanged. That text skips them; any other text, or a manager whose token
-    transforms are not exactly IPython's four (a learner may add one), takes IPython's own path. The
-    cleanup and line transforms (prompts, indentation, ``%%`` cell magics) run as before, first."""
+    process (every kernel is one) and ~30 ms warm, the costliest step a cell takes before it runs.
+    Each of those four transforms starts at a token that valid Python cannot have there (a line
+    beginning with ``! ? % , ; /``, ``= %`` or ``= !`` outside brackets, a line ending in ``?``), so
+    text that already parses as Python (``ast.parse``, with top-level await: ~9 ms) comes out of them
+    unchanged. That text skips them; any other text, or a manager whose token transforms are not
+    exactly IPython's four (a learner may add one), takes IPython's own path. The cleanup and line
+    transforms (prompts, indentation, ``%%`` cell magics) run as before, first."""
     import ast
     import warnings
     try:
@@ -485,24 +493,12 @@ def _python_skips_token_transforms(manager):
 def _async_check_once(shell):
     """ipykernel asks whether a cell needs a coroutine runner, then IPython's run_cell asks again for the
     same text: each time a full compile of the cell (~9 ms for this notebook). The second question
-    with the very same (raw, transformed) text objects gets the first's answer, once; no learner code
-    runs between the two."""
+    with the very same (raw, transformed) text objects gets the first's answer."""
     should_run_async = getattr(shell, "should_run_async", None)
-    if should_run_async is None:
-        return
-    last = []
-
-    def check(raw_cell, *, transformed_cell=None, preprocessing_exc_tuple=None):
-        key = (raw_cell, transformed_cell, preprocessing_exc_tuple)
-        if last and all(a is b for a, b in zip(last[0][0], key)):
-            return last.pop()[1]
-        last.clear()
-        answer = should_run_async(raw_cell, transformed_cell=transformed_cell,
-                                  preprocessing_exc_tuple=preprocessing_exc_tuple)
-        last.append((key, answer))
-        return answer
-
-    shell.should_run_async = check
+    if should_run_async is not None:
+        shell.should_run_async = _answer_again_once(
+            should_run_async, lambda raw_cell, *, transformed_cell=None, preprocessing_exc_tuple=None:
+            (raw_cell, transformed_cell, preprocessing_exc_tuple))
 
 
 def _lean_messages(kernel):

@@ -469,12 +469,15 @@ class _Run:
             self.events.append(CellEvent(index, limit or TIMEOUT, f"{name} ran longer than the {self.cell_timeout:g} s "
                                                                   f"limit per cell and was interrupted{_why(self.sandbox, limit)}"))
         elif how == "unresponsive":
-            failed = _handler_error(self._kernel_log_tail(16 * KiB))
-            self.events.append(CellEvent(index, limit or (KERNEL_DIED if failed else TIMEOUT), (
-                f"{name} never started: the kernel failed on it before running it ({failed}) and stopped "
-                f"answering; the grader gave up after the {self.cell_timeout:g} s limit per cell" if failed and not limit
-                else f"{name} ran longer than the {self.cell_timeout:g} s limit per cell and ignored the interrupt"
-                     f"{_why(self.sandbox, limit)}")))
+            failed = None if limit else _handler_error(self._kernel_log_tail(16 * KiB))
+            if failed:   # ipykernel broke on the request itself and never answered: no slow cell
+                self.events.append(CellEvent(index, KERNEL_DIED, f"{name} never started: the kernel failed on it "
+                                             f"before running it ({failed}) and stopped answering; the grader "
+                                             f"gave up after the {self.cell_timeout:g} s limit per cell"))
+            else:
+                self.events.append(CellEvent(index, limit or TIMEOUT, f"{name} ran longer than the "
+                                             f"{self.cell_timeout:g} s limit per cell and ignored the interrupt"
+                                             f"{_why(self.sandbox, limit)}"))
             return self._restart(index)
         else:  # died
             self.events.append(CellEvent(index, limit or KERNEL_DIED, _limit_message(self.sandbox, name, limit)

@@ -161,3 +161,24 @@ def test_the_async_question_is_answered_once_per_cell_and_again_for_a_new_text()
     assert len(asked) == 2, "the answer is kept for one more question only"
     assert shell.should_run_async("x = 1", transformed_cell="x = 1\n") is False
     assert len(asked) == 3
+
+
+def test_the_transform_is_done_once_per_cell_and_again_after_a_failure():
+    zygote = _zygote()
+    seen = []
+
+    class Shell:
+        def transform_cell(self, raw_cell):
+            seen.append(raw_cell)
+            if raw_cell == "bad":
+                raise SyntaxError("bad")
+            return raw_cell + "\n"
+
+    shell = Shell()
+    zygote._transform_once(shell)
+    cell = "x = 1"
+    assert shell.transform_cell(cell) == shell.transform_cell(cell) == "x = 1\n" and len(seen) == 1
+    for _ in range(2):
+        with pytest.raises(SyntaxError):
+            shell.transform_cell("bad")
+    assert len(seen) == 3, "a transform that raised is not remembered"
