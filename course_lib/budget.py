@@ -40,8 +40,8 @@ from typing import Any
 from .dtypes import DType, get_dtype
 from .errors import CourseInputError, check_count
 from .models import (ModelSpec, formula_weight_bytes, kv_cache_bytes_per_sequence, kv_cache_bytes_per_token,
-                     params_per_gpu, replicated_params, state_bytes_per_sequence, weight_bytes)
-from .quantization import WeightFormat, uniform
+                     params_per_gpu, replicated_params, state_bytes_per_sequence, weight_bytes, weights_format)
+from .quantization import WeightFormat
 from .units import GB, MiB, parse_bytes
 
 FIXED = "fixed"
@@ -235,8 +235,12 @@ DEFAULT_PREFILL_CHUNK_TOKENS = 2048
 #: Default runtime overhead: CUDA context, cuBLAS/NCCL workspaces, allocator slack
 #: (typically 300-800 MiB; `course-memory measure` shows yours).
 DEFAULT_RUNTIME_OVERHEAD_BYTES = 512 * MiB
-#: Default reserve: vLLM's gpu_memory_utilization=0.9 leaves 10% of the device unfilled.
+#: Default reserve of the lesson's model: 10% of the device never filled (vLLM's gpu_memory_utilization was
+#: 0.9 for most of its history; current releases default to 0.92: see course_lib.runtimes.vllm).
 DEFAULT_RESERVE = "10%"
+#: What ``estimate`` without a runtime is, in the words its output uses.
+LESSON_MODEL_NOTE = ("the lesson's simple model: workspace = one prefill chunk's activation peak + a fixed "
+                     "overhead, reserve = a share of the device; not a runtime's own sizing (see --runtime)")
 
 
 def activation_peak_bytes(spec: ModelSpec, chunk_tokens: int, dtype: str | DType = "fp16",
@@ -301,6 +305,7 @@ class Estimate:
 
     def to_dict(self) -> dict[str, Any]:
         out = {
+            "estimate_model": LESSON_MODEL_NOTE,
             "model": self.spec.name,
             "model_type": self.spec.model_type,
             "attention": self.spec.attention,
@@ -338,10 +343,16 @@ def estimate(spec: ModelSpec, *, gpu: int | str, dtype: str | None = None, kv_dt
              state_dtype: str = "fp32") -> Estimate:
     """Budget a model on a device, pool by pool, per GPU.
 
-    ``gpu`` is a preset name or a size. ``dtype`` None follows the checkpoint
-    (its ``torch_dtype`` and ``quantization_config``; a model folder's exact
-    safetensors bytes when read); a name stores every weight in that dtype.
-    ``kv_dtype`` defaults to ``dtype``, or to the checkpoint's compute dtype.
+    This is the lesson's simple model (one prefill chunk's activation peak, a fixed
+    overhead, a reserve share), not any runtime's own sizing rule: for what vLLM,
+    SGLang or TensorRT-LLM will allocate, see :mod:`course_lib.runtimes`.
+
+    ``gpu`` is a preset name (its CUDA-visible total) or a size. ``dtype`` None
+    follows the checkpoint (its ``torch_dtype`` and ``quantization_config``; a model
+    folder's exact safetensors bytes when read); a name is the weight format
+    (:func:`~course_lib.quantization.format_for_dtype`: a quantized dtype quantizes
+    the linear layers only). ``kv_dtype`` defaults to the compute dtype, never to a
+    quantized weight dtype.
     ``workspace`` overrides the computed activation peak + runtime overhead.
     ``reserve`` is a size or a fraction. ``state_dtype`` is a hybrid model's
     recurrent-state dtype (its conv state uses the KV dtype).
@@ -351,16 +362,12 @@ def estimate(spec: ModelSpec, *, gpu: int | str, dtype: str | None = None, kv_dt
     device = gpu_bytes(gpu)
     tp = check_count("tensor_parallel", tensor_parallel, 1)
     ctx = check_count("context_tokens", context_tokens, 1)
-    if dtype is None:
-        fmt: WeightFormat = spec.quantization or uniform("fp16", "no dtype known; fp16 assumed")
-        weights = weight_bytes(spec, None, tp)
-        kdt = get_dtype(kv_dtype or fmt.compute_dtype)
-        source = "checkpoint" if spec.checkpoint is not None else "formula"
-    else:
-        fmt = uniform(dtype, "given: --dtype overrides the config")
-        weights = weight_bytes(spec, fmt.base, tp)
-        kdt = get_dtype(kv_dtype or dtype)
-        source = "formula"
+    # Weights and KV cache apart: the weight format (the config's, or --dtype's) never sets the KV dtype,
+    # which is the compute dtype unless kv_dtype says otherwise (vLLM's kv_cache_dtype="auto").
+    fmt: WeightFormat = weights_format(spec, dtype)
+    weights = weight_bytes(spec, None if dtype is None else fmt, tp)
+    kdt = get_dtype(kv_dtype or fmt.compute_dtype)
+    source = "checkpoint" if dtype is None and spec.checkpoint is not None else "formula"
     wdt = fmt.base if fmt.quantized is None else fmt.quantized
     formula = formula_weight_bytes(spec, tp) if source == "checkpoint" else weights
     per_token = kv_cache_bytes_per_token(spec, kdt, tp)

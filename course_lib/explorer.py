@@ -40,10 +40,10 @@ def model_options() -> list[tuple[str, str]]:
 
 
 def gpu_options() -> list[tuple[str, str]]:
-    """(label, preset) pairs for the GPU dropdown, smallest device first, with the GiB it reports.
+    """(label, preset) pairs for the GPU dropdown, smallest device first, with the GiB CUDA reports (what runtimes plan with).
 
     >>> gpu_options()[0]
-    ('t4 (15.0 GiB)', 't4')
+    ('t4 (14.7 GiB)', 't4')
     """
     return [(f"{name} ({GPU_BYTES[name] / GiB:.1f} GiB)", name) for name in sorted(GPU_BYTES, key=GPU_BYTES.get)]
 

@@ -39,13 +39,13 @@ from .errors import CourseInputError, check_count
 from .families import FAMILIES, build, build_text_only, supported, text_family
 from .families.generic import generic
 from .families.reader import Config
-from .quantization import raw_torch_dtype, weight_format
+from .quantization import WeightFormat, format_for_dtype, raw_torch_dtype, uniform, weight_format
 from .spec import KV_GROUPS, REPLICATED_GROUPS, SHARDED_GROUPS, LayerCache, LayerState, ModelSpec
 
 __all__ = ["FAMILIES", "KV_GROUPS", "REPLICATED_GROUPS", "SHARDED_GROUPS", "LayerCache", "LayerState", "ModelSpec",
            "from_hf_config", "kv_cache_bytes_per_sequence", "kv_cache_bytes_per_token", "load_config",
            "params_per_gpu", "params_per_gpu_by_group", "replicated_params", "state_bytes_per_sequence",
-           "weight_bytes", "formula_weight_bytes"]
+           "weight_bytes", "weights_format", "formula_weight_bytes"]
 
 
 # --------------------------------------------------------------------- loading
@@ -191,34 +191,52 @@ def _override_params(spec: ModelSpec, params_total: int) -> ModelSpec:
 
 # ------------------------------------------------------------------ the formulas
 
-def weight_bytes(spec: ModelSpec, dtype: str | DType | None = "fp16", tensor_parallel: int = 1) -> int:
+def weight_bytes(spec: ModelSpec, dtype: str | DType | WeightFormat | None = "fp16", tensor_parallel: int = 1) -> int:
     """Bytes of weights on one GPU: about params x bytes / N.
 
     Norms, MoE routers and learned position tables are replicated on every GPU;
     K/V projections split by KV head but never below one head per GPU.
-    ``dtype=None`` uses the checkpoint's own format (``spec.quantization``:
-    quantized linears, 16-bit rest), or its exact bytes when read from its
-    safetensors (``spec.checkpoint``).
+    ``dtype`` is what ``--dtype`` means everywhere (:func:`~course_lib.quantization.format_for_dtype`):
+    a 16- or 32-bit dtype stores every tensor that way; a quantized one (fp8, int8,
+    int4) quantizes the decoder's linear layers and keeps embeddings, the LM head,
+    norms and routers in 16 bits, as real checkpoints do. A
+    :class:`~course_lib.quantization.WeightFormat` is used as given. ``dtype=None``
+    uses the checkpoint's own format (``spec.quantization``), or its exact bytes
+    when read from its safetensors (``spec.checkpoint``).
 
     >>> spec = from_hf_config({"model_type": "llama", "hidden_size": 4096,
     ...     "intermediate_size": 11008, "num_hidden_layers": 32,
     ...     "num_attention_heads": 32, "vocab_size": 32000})     # Llama-2-7B
     >>> weight_bytes(spec, "fp16")                              # 6,738,415,616 params x 2 B
     13476831232
-    >>> weight_bytes(spec, "int4")
-    3369207808
+    >>> weight_bytes(spec, "int4")     # 6,476,005,376 linear x (4 + 20/128)/8 B + 262,410,240 x 2 B
+    3889307648
     """
     tensor_parallel = check_count("tensor_parallel", tensor_parallel, 1)
-    if dtype is not None:
-        return get_dtype(dtype).bytes_for(params_per_gpu(spec, tensor_parallel))
-    if spec.checkpoint is not None:
+    if dtype is None and spec.checkpoint is not None:
         share = params_per_gpu(spec, tensor_parallel) / max(1, spec.params_total)
         return math.ceil(spec.checkpoint.total_bytes * share)
-    fmt = spec.quantization
-    if fmt is None:
-        return get_dtype("fp16").bytes_for(params_per_gpu(spec, tensor_parallel))
+    fmt = dtype if isinstance(dtype, WeightFormat) else weights_format(spec, dtype)
     by_group = params_per_gpu_by_group(spec, tensor_parallel)
     return sum(fmt.dtype_for(group).bytes_for(count) for group, count in by_group.items())
+
+
+def weights_format(spec: ModelSpec, dtype: str | DType | None = None) -> WeightFormat:
+    """The :class:`~course_lib.quantization.WeightFormat` of ``spec`` served in ``dtype``.
+
+    ``None`` is the checkpoint's own format (fp16 when the config names none); a dtype
+    name is what ``--dtype`` means (quantized dtypes quantize the linear layers only,
+    the rest stays in the checkpoint's 16-bit compute dtype).
+
+    >>> from course_lib.presets import get_model
+    >>> fmt = weights_format(get_model("llama-3-8b"), "int4")
+    >>> fmt.name, fmt.base.name
+    ('int4-g128', 'bf16')
+    """
+    if dtype is None:
+        return spec.quantization or uniform("fp16", "config gives no torch_dtype; fp16 assumed")
+    compute = spec.quantization.compute_dtype if spec.quantization is not None else "fp16"
+    return format_for_dtype(dtype, compute)
 
 
 def formula_weight_bytes(spec: ModelSpec, tensor_parallel: int = 1) -> int:

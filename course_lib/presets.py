@@ -1,12 +1,13 @@
-"""Presets: real model configs (published facts) and GPUs at the capacity they report.
+"""Presets: real model configs (published facts) and GPUs at the memory CUDA reports.
 
 Model presets are the shape keys of each checkpoint's Hugging Face
-``config.json``, copied as published; no weights are involved. GPU presets are
-the memory the device itself reports (``nvidia-smi`` / ``cudaMemGetInfo`` total),
-in MiB: a card sold as "24 GB" reports 24,564 MiB = 25.76 GB = 23.99 GiB.
+``config.json``, copied as published; no weights are involved. GPU presets
+(:mod:`course_lib.gpus`) are the total CUDA reports to a process, which is what
+runtimes plan with: an RTX 4090 sold as "24 GB" shows 24,564 MiB (23.99 GiB) in
+nvidia-smi, but CUDA gives a process 23.65 GiB.
 
->>> gpu_bytes("rtx-4090")
-25757220864
+>>> round(gpu_bytes("rtx-4090") / 2**30, 2)
+23.65
 >>> get_model("llama-3-8b").params_total
 8030261248
 """
@@ -14,9 +15,10 @@ in MiB: a card sold as "24 GB" reports 24,564 MiB = 25.76 GB = 23.99 GiB.
 from __future__ import annotations
 
 from .errors import CourseInputError
+from .gpus import GPU_BYTES, GPUS, LESSON_GPU
 from .model_configs import MODEL_CONFIGS
 from .models import ModelSpec, from_hf_config
-from .units import MiB, parse_bytes
+from .units import parse_bytes
 
 # ---------------------------------------------------------------- models
 # MODEL_CONFIGS (course_lib.model_configs): published configs, each with its source.
@@ -24,29 +26,9 @@ DEFAULT_MODEL = "llama-2-7b"
 DEFAULT_GPU = "rtx-4090"
 
 # ---------------------------------------------------------------- GPUs
-# Total memory as the device reports it (nvidia-smi "MiB"); a card's "GB" means GiB.
-# Sources: shared/reference/README.md for the first seven; the rest are the totals printed by
-# nvidia-smi (or rocm-smi, in bytes) in public logs of each card.
-GPU_MIB: dict[str, int] = {
-    "t4": 15_360,
-    "l4": 23_034,
-    "a10g": 23_028,
-    "rtx-4090": 24_564,
-    "a100-40gb": 40_960,
-    "a100-80gb": 81_920,
-    "h100-80gb": 81_559,
-    "h200": 143_771,
-    "rtx-5090": 32_607,      # nvidia-smi "NVIDIA GeForce RTX 5090 ... / 32607MiB" (sold as 32 GB)
-    "l40s": 46_068,          # nvidia-smi "NVIDIA L40S ... / 46068MiB" (48 GB)
-    "h20": 97_871,           # nvidia-smi "NVIDIA H20 ... / 97871MiB" (96 GB)
-    "gh200": 97_871,         # nvidia-smi "NVIDIA GH200 480GB ... / 97871MiB": the 96 GB HBM3 Hopper of a GH200
-    "b200": 183_359,         # nvidia-smi "NVIDIA B200 ... / 183359MiB" (180 GB)
-    "mi300x": 196_288,       # rocm-smi "VRAM Total Memory (B): 205822885888" = 196,288 MiB (192 GB)
-}
-#: The lesson's simplified device: exactly 24 GB = 24 x 10^9 bytes.
-LESSON_GPU = "lesson-24gb"
-GPU_BYTES: dict[str, int] = {name: mib * MiB for name, mib in GPU_MIB.items()}
-GPU_BYTES[LESSON_GPU] = 24 * 10**9
+# course_lib.gpus: each card's CUDA-visible total (what budgets plan with) beside nvidia-smi's, with sources.
+__all__ = ["DEFAULT_GPU", "DEFAULT_MODEL", "GPUS", "GPU_BYTES", "LESSON_GPU", "MODEL_CONFIGS", "get_model", "gpu_bytes",
+           "model_names"]
 
 
 def model_names() -> list[str]:

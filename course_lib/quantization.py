@@ -77,10 +77,46 @@ class WeightFormat:
 
 
 def uniform(dtype: str | DType, reason: str = "given") -> WeightFormat:
-    """Every tensor in one dtype (``--dtype``)."""
+    """Every tensor in one 16- or 32-bit dtype (a quantized dtype goes to :func:`format_for_dtype`)."""
     dt = get_dtype(dtype)
     compute = dt.name if dt.bits >= 16 and not dt.group_size else "fp16"
     return WeightFormat(dt.name, reason, dt, compute_dtype=compute)
+
+
+#: What ``--dtype int4`` stores: AWQ/GPTQ's layout, a 4-bit value plus, per group of 128, an fp16 scale and
+#: a 4-bit zero point (4 + 20/128 bits per weight).
+INT4_AWQ = DType("int4-g128", 4, 128, 16 + 4)
+
+
+def format_for_dtype(dtype: str | DType, compute_dtype: str = "fp16",
+                     reason: str = "given: --dtype overrides the config") -> WeightFormat:
+    """The weights a checkpoint of ``dtype`` really holds: what ``--dtype`` means everywhere.
+
+    A 16- or 32-bit dtype stores every tensor that way. A quantized dtype (fp8, int8, int4)
+    quantizes the decoder's linear layers only: embeddings, the LM head, norms and routers stay
+    in the 16-bit ``compute_dtype``, as real AWQ, GPTQ and fp8 checkpoints do. ``int4`` means
+    AWQ/GPTQ's 128-value groups with an fp16 scale and a 4-bit zero point each. The KV cache is
+    not touched: it follows the compute dtype unless ``kv_dtype`` says otherwise.
+
+    Llama-3-8B in int4: 6,979,321,856 linear weights x (4 + 20/128) / 8 B + 1,050,939,392
+    embedding, head and norm values x 2 B = 3,625,975,808 + 2,101,878,784 = 5,727,854,592 B
+    (5.73 GB, as a real AWQ checkpoint of it), not 8,030,261,248 x 0.5 B = 4.02 GB.
+
+    >>> fmt = format_for_dtype("int4", "bf16")
+    >>> fmt.name, fmt.base.name, fmt.compute_dtype
+    ('int4-g128', 'bf16', 'bf16')
+    >>> format_for_dtype("fp16").quantized is None
+    True
+    """
+    dt = get_dtype(dtype)
+    if dt.bits >= 16 and not dt.group_size:
+        return uniform(dt, reason)
+    base = get_dtype(compute_dtype)
+    if base.bits < 16 or base.group_size:
+        base = get_dtype("fp16")
+    if dt.name == "int4":
+        dt = INT4_AWQ
+    return WeightFormat(dt.name, reason, base, dt, LINEAR_GROUPS, base.name)
 
 
 def _compute_dtype(cfg: Mapping[str, Any], model_type: str) -> tuple[str, str]:

@@ -61,6 +61,7 @@ def estimate_table(est: Estimate) -> str:
     spec = est.spec
     per_gpu = " per GPU" if est.tensor_parallel > 1 else ""
     head = [
+        f"estimate: {est.to_dict()['estimate_model']}",
         f"model: {spec.name} ({spec.model_type}, {spec.attention.upper()}, {spec.num_layers} layers, "
         f"{spec.num_attention_heads} heads / {spec.num_kv_heads} KV heads, head_dim {spec.head_dim})",
         f"params_total: {spec.params_total:,}",

@@ -21,7 +21,7 @@ from course_lib.models import (
     replicated_params,
     weight_bytes,
 )
-from course_lib.presets import GPU_BYTES, get_model, gpu_bytes, model_names
+from course_lib.presets import GPU_BYTES, GPUS, get_model, gpu_bytes, model_names
 
 TESTS = Path(__file__).resolve().parents[1]
 SHARED_REFERENCE_MODELS = TESTS.parents[1] / "shared" / "reference" / "models"
@@ -526,16 +526,36 @@ def test_qwen2_bad_max_window_layers_refused():
     [("rtx-4090", 24_564), ("a100-80gb", 81_920), ("h100-80gb", 81_559), ("l4", 23_034), ("t4", 15_360),
      ("a100-40gb", 40_960)],
 )
-def test_gpu_presets_at_reported_capacity(name, mib):
+def test_gpu_presets_keep_nvidia_smi_totals(name, mib):
     # nvidia-smi's MiB, as listed in shared/reference/README.md
-    assert gpu_bytes(name) == GPU_BYTES[name] == mib * 1_048_576
+    assert GPUS[name].smi_bytes == mib * 1_048_576
+
+
+@pytest.mark.parametrize(
+    "name, gib",
+    # the CUDA totals printed in public logs (each cited in course_lib/gpus.py): PyTorch's OOM "total capacity",
+    # vLLM's total_gpu_memory, TensorRT-LLM's "total:"
+    [("rtx-4090", 23.65), ("a100-80gb", 79.25), ("h100-80gb", 79.18), ("l4", 22.03), ("t4", 14.74),
+     ("a100-40gb", 39.50), ("rtx-5090", 31.84), ("mi300x", 191.98)],
+)
+def test_gpu_presets_plan_with_the_cuda_total(name, gib):
+    assert gpu_bytes(name) == GPU_BYTES[name]
+    assert abs(GPU_BYTES[name] / 2**30 - gib) < 0.005          # as printed, two decimals of GiB
+    assert GPU_BYTES[name] <= GPUS[name].smi_bytes or name == "mi300x"   # ROCm reports a little more than rocm-smi
+
+
+def test_estimated_cuda_totals_say_so():
+    for gpu in GPUS.values():
+        assert gpu.estimated == gpu.cuda_source.startswith("estimated")
+        if gpu.estimated:
+            assert gpu.cuda_bytes == round(gpu.smi_bytes - 0.46 * 2**30)
 
 
 def test_gpu_sizes_and_lesson_device():
     assert gpu_bytes("lesson-24gb") == 24_000_000_000
     assert gpu_bytes("24GB") == 24_000_000_000
     assert gpu_bytes("80GiB") == 85_899_345_920
-    assert gpu_bytes("RTX-4090") == 24_564 * 1_048_576
+    assert gpu_bytes("RTX-4090") == round(23.65 * 2**30)
 
 
 @pytest.mark.parametrize("bad, shown", [("nosuchgpu", "'nosuchgpu'"), ("24XB", "'24XB'"), ("-24GB", "'-24GB'")])

@@ -1,0 +1,112 @@
+"""GPU presets: the memory a runtime can plan with, beside the memory the card is sold with.
+
+A card has three sizes, and serving runtimes use the smallest:
+
+* the size it is **sold** as ("24 GB", where the vendor's "GB" means GiB);
+* the total ``nvidia-smi`` (or ``rocm-smi``) shows: an RTX 4090 shows 24,564 MiB = 23.99 GiB;
+* the total **CUDA reports** to a process, ``torch.cuda.mem_get_info()[1]``, which is what
+  vLLM multiplies by ``gpu_memory_utilization`` (``vllm/v1/worker/gpu_worker.py``:
+  ``requested_memory = init_snapshot.total_memory * gpu_memory_utilization``), what
+  TensorRT-LLM prints as ``total:`` and what PyTorch's out-of-memory message calls "total
+  capacity". On an RTX 4090 it is 23.65 GiB: 0.34 GiB less than nvidia-smi, more than the
+  lesson's whole 0.38 GiB of headroom in its library-budget cell.
+
+Budgets and runtimes here use the CUDA total (:data:`GPU_BYTES`); ``course-memory presets``
+shows both. Each CUDA figure names the public log it was read from, as printed (two decimals
+of GiB, so it is exact to about 5 MiB). Where no public figure was found the CUDA total is
+*estimated* as nvidia-smi's total minus 0.46 GiB, the median gap of the cited cards, and the
+preset says so (``cuda_source`` starts with "estimated").
+
+>>> GPUS["rtx-4090"].smi_bytes / 2**30, round(GPUS["rtx-4090"].cuda_bytes / 2**30, 2)
+(23.98828125, 23.65)
+>>> GPU_BYTES["rtx-4090"] == GPUS["rtx-4090"].cuda_bytes
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .units import GiB, MiB
+
+#: The median of (nvidia-smi total - CUDA total) over the cards with a cited CUDA figure, in GiB.
+ESTIMATED_GAP_GIB = 0.46
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One card's memory, three ways.
+
+    name: the preset name. sold: what it is sold as, in words.
+    smi_mib: the total nvidia-smi / rocm-smi shows, in MiB; smi_source: where that figure is from.
+    cuda_gib: the total CUDA reports (``torch.cuda.mem_get_info``), in GiB as printed;
+    cuda_source: the public log it is from, or "estimated: ..." when none was found.
+    """
+
+    name: str
+    sold: str
+    smi_mib: int
+    smi_source: str
+    cuda_gib: float | None
+    cuda_source: str
+
+    @property
+    def smi_bytes(self) -> int:
+        return self.smi_mib * MiB
+
+    @property
+    def cuda_bytes(self) -> int:
+        """The CUDA-visible total in bytes (estimated from nvidia-smi's when no figure was published)."""
+        if self.cuda_gib is None:
+            return round(self.smi_bytes - ESTIMATED_GAP_GIB * GiB)
+        return round(self.cuda_gib * GiB)
+
+    @property
+    def estimated(self) -> bool:
+        return self.cuda_gib is None
+
+
+_REF = "shared/reference/README.md (nvidia-smi MiB of common cards)"
+_LOGS = "shared/reference/runtime-logs"
+
+GPU_LIST: tuple[GPU, ...] = (
+    GPU("t4", "16 GB", 15_360, _REF, 14.74,
+        f"vLLM 0.8.2 start-up log, 'total_gpu_memory (14.74GiB)' ({_LOGS}/logs/vllm-llama32-3b-t4-v0.txt)"),
+    GPU("l4", "24 GB", 23_034, _REF, 22.03,
+        "PyTorch OOM message on an L4, 'a total capacity of 22.03 GiB' (ArcInstitute/evo2 issue #190)"),
+    GPU("a10g", "24 GB", 23_028, "nvidia-smi '23028MiB' in public A10G logs", None,
+        f"estimated: nvidia-smi total - {ESTIMATED_GAP_GIB} GiB"),
+    GPU("rtx-4090", "24 GB", 24_564, _REF, 23.65,
+        "PyTorch OOM message, 'a total capacity of 23.65 GiB' (pytorch/pytorch issue #16417, kerrj/lerf issue #73; "
+        "23.64-23.68 GiB in other reports)"),
+    GPU("rtx-5090", "32 GB", 32_607, "nvidia-smi '32607MiB' in public RTX 5090 logs", 31.84,
+        f"TensorRT-LLM 0.19 start-up log, 'total: 31.84 GiB' ({_LOGS}/logs/trtllm-llama31-8b-fp8-rtx5090.txt)"),
+    GPU("a100-40gb", "40 GB", 40_960, _REF, 39.50,
+        "PyTorch OOM message on an A100 40GB, 'a total capacity of 39.50 GiB' (TianheWu/CoSeR issue #10)"),
+    GPU("l40s", "48 GB", 46_068, "nvidia-smi '46068MiB' in public L40S logs", None,
+        f"estimated: nvidia-smi total - {ESTIMATED_GAP_GIB} GiB"),
+    GPU("a100-80gb", "80 GB", 81_920, _REF, 79.25,
+        "PyTorch OOM messages on A100 80GB, 'a total capacity of 79.25 GiB' (levihsu/OOTDiffusion issue #235, "
+        "HiDream-ai/VAREdit issue #6)"),
+    GPU("h100-80gb", "80 GB", 81_559, _REF, 79.18,
+        "vLLM DEBUG logs summarised by llm-d, 'H100 GPU (79.18 GiB)' (llm-d/llm-d-benchmark, "
+        "config_explorer/empirical-vllm-memory-results.md); other H100s print 79.11-79.22 GiB"),
+    GPU("h20", "96 GB", 97_871, "nvidia-smi '97871MiB' in public H20 logs", None,
+        f"estimated: nvidia-smi total - {ESTIMATED_GAP_GIB} GiB"),
+    GPU("gh200", "96 GB HBM3 (GH200 480GB)", 97_871, "nvidia-smi '97871MiB' in public GH200 logs", None,
+        f"estimated: nvidia-smi total - {ESTIMATED_GAP_GIB} GiB"),
+    GPU("h200", "141 GB", 143_771, "nvidia-smi '143771MiB' (this workplace's H200 machine, device/KINDS.md)", None,
+        f"estimated: nvidia-smi total - {ESTIMATED_GAP_GIB} GiB"),
+    GPU("b200", "180 GB", 183_359, "nvidia-smi '183359MiB' in public B200 logs", None,
+        f"estimated: nvidia-smi total - {ESTIMATED_GAP_GIB} GiB"),
+    GPU("mi300x", "192 GB", 196_288, "rocm-smi 'VRAM Total Memory (B): 205822885888'", 191.98,
+        f"vLLM 0.6.4 ROCm start-up log, 'total_gpu_memory=191.98GiB' ({_LOGS}/logs/vllm-llama31-8b-tp8-mi300x-v0.txt)"),
+)
+GPUS: dict[str, GPU] = {g.name: g for g in GPU_LIST}
+
+#: The lesson's simplified device: exactly 24 GB = 24 x 10^9 bytes (a teaching figure, not a card).
+LESSON_GPU = "lesson-24gb"
+
+#: What budgets and runtimes plan with: the CUDA-visible total of each preset, in bytes.
+GPU_BYTES: dict[str, int] = {g.name: g.cuda_bytes for g in GPU_LIST}
+GPU_BYTES[LESSON_GPU] = 24 * 10**9
