@@ -76,6 +76,10 @@ GPU_LIST: tuple[GPU, ...] = (
         "PyTorch OOM message on an L4, 'a total capacity of 22.03 GiB' (ArcInstitute/evo2 issue #190)"),
     GPU("a10g", "24 GB", 23_028, "nvidia-smi '23028MiB' in public A10G logs", None,
         f"estimated: nvidia-smi total - {ESTIMATED_GAP_GIB} GiB"),
+    GPU("a10", "24 GB", 23_028, "nvidia-smi '23028MiB' in public A10 logs (the A10G's too)", None,
+        f"estimated: nvidia-smi total - {ESTIMATED_GAP_GIB} GiB"),
+    GPU("rtx-3090", "24 GB", 24_576, "nvidia-smi '24576MiB' in public RTX 3090 logs", None,
+        f"estimated: nvidia-smi total - {ESTIMATED_GAP_GIB} GiB"),
     GPU("rtx-4090", "24 GB", 24_564, _REF, 23.65,
         "PyTorch OOM message, 'a total capacity of 23.65 GiB' (pytorch/pytorch issue #16417, kerrj/lerf issue #73; "
         "23.64-23.68 GiB in other reports)"),

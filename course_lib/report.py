@@ -195,3 +195,76 @@ def rollout_report(timeline: ReadinessTimeline, plan: RolloutPlan) -> str:
     lines.append(f"  counting a replica at process start would show full capacity for all but "
                  f"{naive_down:.1f} s of it: wrong, the new process is still loading")
     return "\n".join(lines)
+
+
+def _gib(value: int | None) -> str:
+    return "-" if value is None else f"{value / GiB:.2f}"
+
+
+def runtime_table(spec, est) -> str:
+    """A runtime's estimate as text: the launch, the arithmetic term by term, the pool and what was defaulted.
+
+    Every size in GiB, since runtimes print GiB (vLLM's "Available KV cache memory: 5.01 GiB").
+    """
+    launch = est.launch
+    lines = [f"estimate: {est.runtime} {est.version}'s own sizing rule (not the lesson's simple model)",
+             f"model: {spec.name} ({spec.model_type}); weights {launch.get('weights_format')}, KV cache "
+             f"{launch.get('kv_dtype')}; TP {launch.get('tensor_parallel')} x PP {launch.get('pipeline_parallel')}",
+             f"{'term':<18} {'GiB':>9} {'bytes':>18}  note"]
+    for t in est.terms:
+        sign = {1: "+", -1: "-", 0: " "}[t.sign]
+        lines.append(f"{sign} {t.name:<16} {t.bytes / GiB:>9.2f} {t.bytes:>18,}  {t.note}")
+    lines.append(f"= kv_cache         {est.runtime_kv_cache_bytes / GiB:>9.2f} {est.runtime_kv_cache_bytes:>18,}  "
+                 f"per GPU ({est.kv_cache_bytes_per_token:,} B per token)")
+    length = launch.get("max_model_len") or launch.get("context_length") or launch.get("max_seq_len")
+    lines.append(f"blocks: {est.num_gpu_blocks:,} of {est.block_size} tokens; KV cache size: {est.kv_cache_tokens:,} "
+                 f"tokens; maximum concurrency for {length:,} tokens per request: {est.max_concurrency:.2f}x")
+    if len(est.per_stage_kv_cache_bytes) > 1:
+        lines.append("per stage: " + ", ".join(f"{b / GiB:.2f} GiB" for b in est.per_stage_kv_cache_bytes))
+    for key, why in est.defaults.items():
+        lines.append(f"default: {key} = {why}")
+    if est.fitted:
+        lines.append("fitted on published logs: " + ", ".join(est.fitted))
+    for note in est.notes:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+def from_log_table(result: dict) -> str:
+    """A start-up log's pools as the runtime saw them, beside our prediction for the same launch."""
+    logged, predicted = result["logged"], result.get("predicted", {})
+    launch = result["launch"]
+    lines = [f"runtime: {result['runtime']}; model: {result.get('model') or '(not named in the log)'}"
+             + (f" (preset {result['preset']})" if result.get("preset") else "")]
+    lines.append("launch from the log: " + (", ".join(f"{k}={v}" for k, v in launch.items()) or "(nothing)"))
+    missing = predicted.get("missing") if isinstance(predicted, dict) else None
+    rows = (("weights", "weights_bytes"), ("workspace: activation peak", "activation_bytes"),
+            ("workspace: non-torch", "non_torch_bytes"), ("workspace: CUDA graphs", "cuda_graph_bytes"),
+            ("kv_cache", "kv_cache_bytes"))
+    lines.append(f"{'pool':<28} {'logged GiB':>11} {'predicted':>10} {'difference':>11}")
+    for label, key in rows:
+        lv, pv = logged.get(key), None if missing else predicted.get(key)
+        diff = "-" if lv is None or pv is None else f"{(pv - lv) / GiB:+.2f}"
+        lines.append(f"{label:<28} {_gib(lv):>11} {_gib(pv):>10} {diff:>11}")
+    for label, key in (("KV cache tokens", "kv_cache_tokens"), ("blocks", "num_gpu_blocks"),
+                       ("maximum concurrency", "max_concurrency")):
+        lv, pv = logged.get(key), None if missing else predicted.get(key)
+        fmt = (lambda v: "-" if v is None else f"{v:,.2f}x") if key == "max_concurrency" else \
+            (lambda v: "-" if v is None else f"{v:,}")
+        lines.append(f"{label:<28} {fmt(lv):>11} {fmt(pv):>10}")
+    est = result.get("estimate")
+    if est:
+        share = {"vllm": "gpu_memory_utilization", "sglang": "mem_fraction_static",
+                 "trtllm": "kv_cache_free_gpu_mem_fraction"}[result["runtime"]]
+        total = est["launch"].get("gpu_total_bytes")
+        lines.append(f"reserve (what the share leaves unplanned): {share} = {est['launch'].get(share)} of "
+                     f"{_gib(total)} GiB")
+        rel = result.get("difference", {}).get("kv_cache_bytes_relative")
+        if rel is not None:
+            lines.append(f"KV cache: predicted {rel:+.1%} against the log")
+        for key, why in est["defaults"].items():
+            lines.append(f"default (not in the log): {key} = {why}")
+    if missing:
+        lines.append(f"predicted: missing: {missing}")
+    lines.append("note: logged figures are as printed (2 decimals of GiB: +-0.005 GiB)")
+    return "\n".join(lines)

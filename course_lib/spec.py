@@ -96,6 +96,7 @@ class ModelSpec:
     counted: what the weights count, in words (text model, vision tower, ...).
     quantization: how the checkpoint stores its weights (dtype, quantization_config).
     checkpoint: the bytes a model folder's safetensors hold, when read from one.
+    vision_config: a multimodal model's vision tower settings (what a runtime's profile runs it on).
     The remaining fields are the config's dimensions, with uniform names.
     """
 
@@ -122,6 +123,7 @@ class ModelSpec:
     counted: tuple[str, ...] = field(default=())
     quantization: Any = None   # a course_lib.quantization.WeightFormat: the checkpoint's storage format
     checkpoint: Any = None     # a course_lib.checkpoint.Checkpoint: bytes read from the safetensors headers
+    vision_config: Mapping[str, Any] = field(default_factory=dict)   # a multimodal model's tower, as configured
 
     @property
     def params_total(self) -> int:

@@ -1,5 +1,9 @@
 """``course-memory`` budget, estimate, presets and demo; the parser and the exit codes.
 
+``estimate`` is the lesson's simple model; ``estimate --runtime vllm|sglang|trtllm`` follows that
+runtime's own sizing rule (:mod:`course_lib.runtimes`), and ``from-log`` reads a runtime's start-up
+log back into its pools (:mod:`course_lib.cli.runtime`).
+
 Every verb is a thin layer over library functions. Bad input exits 2 with one
 line on stderr naming the value and what is valid; never a traceback.
 """
@@ -20,6 +24,7 @@ from ..report import budget_table, estimate_table
 from ..units import GB, GiB
 from . import measure as measure_verb
 from . import requests as request_verbs
+from . import runtime as runtime_verb
 from .args import (PROG, Parser, add_model_args, device_size, dtype_name, model_from_args, one_line, print_json,
                    reserve, size, whole)
 
@@ -44,14 +49,19 @@ def _cmd_budget(args: argparse.Namespace) -> int:
 def _cmd_estimate(args: argparse.Namespace) -> int:
     device_size("--gpu", args.gpu)
     dtype_name("--dtype", args.dtype)
-    dtype_name("--kv-dtype", args.kv_dtype)
+    if args.kv_dtype is not None and not (args.runtime and args.kv_dtype.strip().lower() == "auto"):
+        dtype_name("--kv-dtype", args.kv_dtype)
     dtype_name("--state-dtype", args.state_dtype)
     if args.workspace is not None:
         size("--workspace", args.workspace)
     reserve("--reserve", args.reserve)
+    runtime_verb.check_runtime_flags(args)
     spec = model_from_args(args)
+    if args.runtime is not None:
+        runtime_verb.estimate_runtime(args, spec)
+        return 0
     est = estimate(spec, gpu=args.gpu, dtype=args.dtype, kv_dtype=args.kv_dtype,
-                   context_tokens=args.context_tokens, active_sequences=args.active_sequences,
+                   context_tokens=args.context_tokens or 4096, active_sequences=args.active_sequences,
                    tensor_parallel=args.tensor_parallel, workspace=args.workspace, reserve=args.reserve,
                    prefill_chunk_tokens=args.prefill_chunk_tokens, state_dtype=args.state_dtype)
     if args.json:
@@ -110,15 +120,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", default=None,
                    help="weights dtype (fp32, fp16, bf16, fp8, int8, int4, int4-g128); default: the config's "
                         "torch_dtype and quantization_config")
-    p.add_argument("--kv-dtype", default=None,
-                   help="KV-cache dtype (default: --dtype, or the config's compute dtype)")
+    p.add_argument("--kv-dtype", "--kv-cache-dtype", dest="kv_dtype", default=None,
+                   help="KV-cache dtype (default: the compute dtype, as vLLM's kv_cache_dtype=auto; never the "
+                        "weights' quantized dtype)")
     p.add_argument("--state-dtype", default="fp32",
                    help="recurrent-state dtype of a hybrid model's linear-attention layers (default fp32)")
     p.add_argument("--gpu", default=DEFAULT_GPU, help=f"device size or preset (default {DEFAULT_GPU})")
     p.add_argument("--workspace", default=None, help="override the workspace (default: activation peak + runtime overhead)")
     p.add_argument("--reserve", default=DEFAULT_RESERVE, help=f"a size or a share such as 10%% (default {DEFAULT_RESERVE.replace('%', '%%')})")
-    p.add_argument("--context-tokens", type=whole("--context-tokens", 1, MAX_CONTEXT_TOKENS), default=4096,
-                   help="tokens per sequence (default 4096)")
+    p.add_argument("--context-tokens", "--max-model-len", dest="context_tokens",
+                   type=whole("--context-tokens", 1, MAX_CONTEXT_TOKENS), default=None,
+                   help="tokens per sequence, vLLM's --max-model-len (default 4096; with --runtime, the config's "
+                        "max_position_embeddings)")
     p.add_argument("--active-sequences", type=whole("--active-sequences", 0, MAX_SEQUENCES), default=1,
                    help="active sequences (default 1)")
     p.add_argument("--tensor-parallel", type=whole("--tensor-parallel", 1, MAX_TENSOR_PARALLEL), default=1,
@@ -127,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
                    default=DEFAULT_PREFILL_CHUNK_TOKENS,
                    help=f"tokens per prefill chunk, for the activation peak (default {DEFAULT_PREFILL_CHUNK_TOKENS})")
     p.add_argument("--json", action="store_true", help="print JSON (integers of bytes)")
+    runtime_verb.add_runtime_args(p)
     p.set_defaults(func=_cmd_estimate)
 
     p = sub.add_parser("presets", help="list preset models and GPUs")
@@ -139,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_demo)
 
     request_verbs.register(sub)     # simulate, trace, offload, rollout
+    runtime_verb.register(sub)      # from-log
     measure_verb.register(sub)      # measure
     return parser
 

@@ -14,6 +14,7 @@ module             families
 ``classic``        gpt2, opt, falcon, gpt_neox
 ``hybrid``         qwen3_next, qwen3_5_text, qwen3_5_moe_text (linear-attention state)
 ``vision``         gemma3, llama4, qwen3_5, qwen3_5_moe (text_config + vision tower)
+``mllama``         mllama (Llama-3.2-Vision: cross-attention decoder + tiled vision tower)
 ``gemma4``         gemma4_text, gemma4 (KV sharing, per-layer head sizes, vision and audio towers)
 (other)            a wrapper whose text_config is a known family: its decoder exactly, towers named
                    as not counted (:func:`build_text_only`)
@@ -29,7 +30,7 @@ from dataclasses import replace
 from typing import Callable
 
 from ..spec import ModelSpec
-from . import classic, dense, gemma4, hybrid, mla, moe
+from . import classic, dense, gemma4, hybrid, mla, mllama, moe
 from .parts import add
 from .reader import Config
 from .vision import MULTIMODAL
@@ -43,11 +44,14 @@ FAMILIES: dict[str, Family] = {
     "gpt2": classic.gpt2, "opt": classic.opt, "falcon": classic.falcon, "gpt_neox": classic.gpt_neox,
     "qwen3_next": hybrid.qwen3_hybrid, "qwen3_5_text": hybrid.qwen3_hybrid, "qwen3_5_moe_text": hybrid.qwen3_hybrid,
     "gemma4_text": gemma4.gemma4_text, "gemma4": gemma4.gemma4,
+    "mllama_text_model": mllama.mllama_text,
 }
 
 #: Where a multimodal family reads tie_word_embeddings: its top level (the lm_head sits beside the
 #: language model) or its text_config (the lm_head sits inside it, as Llama-4's does).
 _TIE_AT_TOP = {"gemma3": True, "qwen3_5": False, "qwen3_5_moe": False}
+MULTIMODAL["mllama"] = ("mllama_text_model", mllama.mllama_vision_params, mllama.mllama_projector,
+                        "tiled vision encoder + projector")
 
 
 def supported() -> list[str]:
@@ -101,4 +105,5 @@ def _multimodal(c: Config, name: str) -> ModelSpec:
         counted.append(f"{words}: {tower_params:,} params")
     else:
         counted.append("no vision_config: no vision tower counted")
-    return replace(spec, model_type=c.model_type, params=params, counted=tuple(counted))
+    return replace(spec, model_type=c.model_type, params=params, counted=tuple(counted),
+                   vision_config=dict(vision.cfg) if vision is not None else {})

@@ -28,7 +28,7 @@ from transformers.cache_utils import get_layer_types_and_kwargs
 
 transformers.logging.set_verbosity_error()
 
-MULTIMODAL = {"gemma3", "llama4", "qwen3_5", "qwen3_5_moe", "gemma4"}
+MULTIMODAL = {"gemma3", "llama4", "qwen3_5", "qwen3_5_moe", "gemma4", "mllama"}
 #: Persistent buffers a checkpoint stores as tensors: DeepSeek-V3's router bias, Gemma-4's layer scalars,
 #: clamp bounds of its clippable linears and the vision tower's standardisation (the rest are derived).
 CHECKPOINT_BUFFERS = ("e_score_correction_bias", "layer_scalar", "input_min", "input_max", "output_min",

@@ -317,7 +317,7 @@ def _verbs() -> list[str]:
 
 def test_every_verb_is_covered():
     assert _verbs() == sorted(["budget", "estimate", "presets", "demo", "simulate", "trace", "offload", "rollout",
-                               "measure"]), "a new verb: add it to the fuzzer (test_cli_fuzz.py) too"
+                               "measure", "from-log"]), "a new verb: add it to the fuzzer (test_cli_fuzz.py) too"
 
 
 @pytest.mark.parametrize("argv", [["--help"], *([verb, "--help"] for verb in _verbs())], ids=lambda a: " ".join(a))

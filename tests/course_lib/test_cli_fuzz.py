@@ -302,10 +302,47 @@ def _model(draw, scratch: Scratch, required: bool) -> list[str]:
 
 MODEL_FLAGS = {"--params": whole(1, B.MAX_PARAMS), "--dtype": DTYPES, "--kv-dtype": DTYPES}
 
-VERBS = ("budget", "estimate", "presets", "demo", "simulate", "trace", "offload", "rollout", "measure")
+VERBS = ("budget", "estimate", "presets", "demo", "simulate", "trace", "offload", "rollout", "measure", "from-log")
 
 
-JSON_VERBS = ("budget", "estimate", "presets", "simulate", "offload", "rollout", "measure")
+JSON_VERBS = ("budget", "estimate", "presets", "simulate", "offload", "rollout", "measure", "from-log")
+
+#: estimate --runtime: each runtime's own knobs (given with another runtime they must be refused in one line).
+RUNTIME_FLAGS = {
+    "--runtime": mostly(st.sampled_from(["vllm", "sglang", "trtllm"]), st.sampled_from(["tgi", ""]), 90),
+    "--pipeline-parallel": whole(1, 256), "--gpu-memory-utilization": number(B.MIN_SHARE, 1),
+    "--max-num-seqs": whole(1, B.MAX_SEQUENCES), "--max-num-batched-tokens": whole(1, B.MAX_CONTEXT_TOKENS),
+    "--enforce-eager": None, "--block-size": whole(1, B.MAX_BLOCK_SIZE_TOKENS),
+    "--vllm-version": mostly(st.sampled_from(["0.6.4", "0.8.2", "0.10.1", "0.11.0", "0.23.0"]),
+                             st.one_of(st.sampled_from(["0.1.dev7", "99.0", "v", "0.4.9"]), _text(6))),
+    "--entrypoint": st.sampled_from(["serve", "llm", "cli"]), "--sampler": st.sampled_from(["native", "flashinfer", "x"]),
+    "--mem-fraction-static": number(B.MIN_SHARE, 1), "--sglang-version": st.sampled_from(["0.4.3", "0.5.5", "x"]),
+    "--chunked-prefill-size": whole(1, B.MAX_CONTEXT_TOKENS), "--cuda-graph-max-bs": whole(1, B.MAX_SEQUENCES),
+    "--kv-cache-free-gpu-mem-fraction": number(B.MIN_SHARE, 1),
+    "--trtllm-version": st.sampled_from(["0.19.0", "1.0", "bad"]), "--max-batch-size": whole(1, B.MAX_SEQUENCES),
+    "--max-num-tokens": whole(1, B.MAX_CONTEXT_TOKENS), "--max-model-len": whole(1, B.MAX_CONTEXT_TOKENS),
+    "--kv-cache-dtype": mostly(st.sampled_from(["auto", "fp8", "fp8_e5m2", "bf16"]), DTYPES)}
+RUNTIME_LOGS = sorted((Path(__file__).resolve().parent.parent / "files" / "runtime_logs" / "logs").glob("*.txt"))
+
+
+@st.composite
+def log_text(draw) -> str:
+    """A start-up log: a real one (mostly), cut, with lines dropped, numbers changed or junk added; or junk."""
+    if draw(st.integers(0, 9)) == 0:
+        return draw(_text(400))
+    lines = draw(st.sampled_from(RUNTIME_LOGS)).read_text().splitlines()
+    edit = draw(st.sampled_from(["none", "cut", "drop", "digits", "junk", "huge"]))
+    if edit == "cut":
+        lines = lines[: draw(st.integers(0, len(lines)))]
+    elif edit == "drop":
+        lines = [ln for ln in lines if draw(st.integers(0, 3))]
+    elif edit == "digits":
+        lines = [ln.replace("0", draw(st.sampled_from(["", "9" * 30, "-", "nan", "0.0"]))) for ln in lines]
+    elif edit == "junk":
+        lines.insert(draw(st.integers(0, len(lines))), draw(_text(80)))
+    elif edit == "huge":
+        lines.append("Available KV cache memory: " + "9" * 400 + " GiB")
+    return "\n".join(lines)
 
 
 @st.composite
@@ -330,7 +367,14 @@ def _argv_for(draw, verb: str, scratch: Scratch) -> list[str]:
                  "--context-tokens": whole(1, B.MAX_CONTEXT_TOKENS), "--active-sequences": whole(0, B.MAX_SEQUENCES),
                  "--tensor-parallel": whole(1, B.MAX_TENSOR_PARALLEL),
                  "--prefill-chunk-tokens": whole(1, B.MAX_CONTEXT_TOKENS), "--state-dtype": DTYPES, **MODEL_FLAGS}
+        if draw(st.booleans()):
+            flags.update(RUNTIME_FLAGS)
         return [verb, *model(True), *_flags(draw, flags)]
+    if verb == "from-log":
+        path = draw(mostly(st.just(scratch.file("startup.log", draw(log_text()))),
+                           st.sampled_from(["", "/dev/null", str(scratch.root), "no.log", "/proc/self/status"]), 90))
+        flags = {"--gpu": SIZES, "--runtime": st.sampled_from(["vllm", "sglang", "trtllm", "tgi"])}
+        return [verb, path, *model(False), *_flags(draw, flags, max_flags=3)]
     if verb == "presets":
         return [verb, *_flags(draw, {})]
     if verb == "demo":

@@ -1,0 +1,152 @@
+"""Accuracy of the runtime-faithful estimate against real start-up logs, case by case.
+
+    .venv/bin/python benchmarks/bench_runtime_logs.py [--set visible|heldout|all] [--json OUT]
+
+For every case of a manifest (``shared/reference/runtime-logs/manifest.json``, the visible set the
+constants were fitted on; ``benchmarks/runtime_logs/heldout/manifest.json``, collected separately
+and never fitted on) it reads the log with ``course_lib.logs.read_startup_log`` exactly as
+``course-memory from-log`` does, predicts the KV cache for the launch the log shows (the model
+from the manifest's preset or config, the GPU from its preset when the log prints no total),
+and prints the error against the KV figure the runtime logged. It also checks that the reader
+reads the logged KV figure back within 1%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from course_lib.errors import CourseInputError  # noqa: E402
+from course_lib.logs import read_startup_log  # noqa: E402
+from course_lib.models import from_hf_config  # noqa: E402
+from course_lib.presets import get_model  # noqa: E402
+from course_lib.runtimes.from_log import compare, preset_for  # noqa: E402
+from course_lib.runtimes.versions import parse_version  # noqa: E402
+
+GiB = 2**30
+#: Per-case facts a careful reader finds beside the log (its source's date, the issue text), with the reason.
+FLAGS = {k: v for k, v in json.loads((ROOT / "benchmarks" / "runtime_logs" / "flags.json").read_text()).items()
+         if not k.startswith("_")}
+_SHARED = ROOT.parent / "shared" / "reference" / "runtime-logs"
+SETS = {
+    "visible": _SHARED if _SHARED.is_dir() else ROOT / "tests" / "files" / "runtime_logs",
+    "heldout": ROOT / "benchmarks" / "runtime_logs" / "heldout",
+}
+
+
+def _spec(case):
+    """The manifest's preset, else the preset course-memory from-log finds for the model's id, else its config.
+
+    (A preset holds the published config whole; a manifest's config can be a stand-in, as the visible
+    mllama case's text-only one.)
+    """
+    model = case["model"]
+    preset = model.get("preset") or preset_for(model.get("hf_id"))
+    if preset:
+        return get_model(preset)
+    if model.get("config"):
+        cfg = {k: v for k, v in model["config"].items() if not k.startswith("_")}
+        return from_hf_config(cfg, name=model.get("config_name") or model.get("hf_id"))
+    return None
+
+
+def _with_known_version(log, case):
+    """A release the log does not print but the case's source dates (the manifest's version field, or flags.json)."""
+    flags = FLAGS.get(case["id"], {})
+    key = {"vllm": "vllm_version", "sglang": "sglang_version", "trtllm": "trtllm_version"}[log.runtime]
+    have = log.launch.get(key) or log.launch.get("vllm_version_inferred")
+    version = flags.get(key) or parse_version(str(case.get("version") or ""))
+    if version and not (have and parse_version(have)):
+        log = replace(log, launch=dict(log.launch, **{key: str(version)}))
+    return log
+
+
+def run_case(folder: Path, case: dict) -> dict:
+    logged_kv = case["logged"].get("kv_gib")
+    logged_tokens = case["logged"].get("kv_tokens")
+    row = {"id": case["id"], "runtime": case["runtime"], "logged_kv_gib": logged_kv, "logged_tokens": logged_tokens}
+    text = (folder / case["log_file"]).read_text(encoding="utf-8", errors="replace")
+    try:
+        log = read_startup_log(text, runtime=case["runtime"])
+    except CourseInputError as exc:
+        row["error"] = f"not read: {exc}"
+        return row
+    read_kv = log.logged.get("kv_cache_bytes")
+    row["read_back_kv_gib"] = None if read_kv is None else round(read_kv / GiB, 4)
+    if read_kv is not None and logged_kv:
+        row["read_back_error"] = round(read_kv / GiB / logged_kv - 1, 5)
+    log = _with_known_version(log, case)
+    spec = _spec(case)
+    if spec is None:
+        row["error"] = "no config for the model"
+        return row
+    gpu = case["gpu"].get("preset") or None
+    try:
+        result = compare(log, gpu=gpu, spec=spec)
+    except CourseInputError as exc:
+        row["error"] = f"refused: {exc}"
+        return row
+    if "missing" in result["predicted"]:
+        row["error"] = result["predicted"]["missing"]
+        return row
+    pred = result["predicted"]
+    row["predicted_kv_gib"] = round(pred["kv_cache_bytes"] / GiB, 3)
+    row["predicted_tokens"] = pred["kv_cache_tokens"]
+    if logged_kv:
+        row["kv_error"] = round(pred["kv_cache_bytes"] / GiB / logged_kv - 1, 4)
+    elif logged_tokens:
+        row["kv_error"] = round(pred["kv_cache_tokens"] / logged_tokens - 1, 4)
+    row["launch"] = {k: v for k, v in result["estimate"]["launch"].items() if k in (
+        "vllm_version", "sglang_version", "trtllm_version", "engine", "gpu_memory_utilization", "mem_fraction_static",
+        "max_num_seqs", "max_num_batched_tokens", "sampler", "max_model_len", "tensor_parallel", "pipeline_parallel")}
+    row["terms_gib"] = {t["name"]: round(t["bytes"] / GiB, 3) for t in result["estimate"]["terms"]}
+    return row
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--set", choices=("visible", "heldout", "all"), default="all")
+    p.add_argument("--json", help="write the rows to this file")
+    p.add_argument("--verbose", action="store_true", help="print each case's terms")
+    args = p.parse_args(argv)
+    names = ("visible", "heldout") if args.set == "all" else (args.set,)
+    all_rows = {}
+    for name in names:
+        folder = SETS[name]
+        manifest = folder / "manifest.json"
+        if not manifest.exists():
+            print(f"{name}: no manifest at {manifest}")
+            continue
+        rows = [run_case(folder, case) for case in json.loads(manifest.read_text())]
+        all_rows[name] = rows
+        print(f"\n== {name}: {len(rows)} cases ({folder})")
+        print(f"{'case':44} {'runtime':7} {'logged KV':>10} {'predicted':>10} {'error':>8}  read-back")
+        for r in rows:
+            err = r.get("kv_error")
+            print(f"{r['id']:44} {r['runtime']:7} {str(r.get('logged_kv_gib') or r.get('logged_tokens')):>10} "
+                  f"{str(r.get('predicted_kv_gib', '-')):>10} {'' if err is None else f'{err:+.1%}':>8}  "
+                  f"{r.get('read_back_error', '-')} {r.get('error', '')}")
+            if args.verbose and "terms_gib" in r:
+                print(f"      {r['launch']}\n      {r['terms_gib']}")
+        errs = [abs(r["kv_error"]) for r in rows if "kv_error" in r]
+        if errs:
+            within = sum(e <= 0.10 for e in errs)
+            print(f"{name}: {within} of {len(errs)} predicted within 10% ({len(rows) - len(errs)} not predicted); "
+                  f"median |error| {statistics.median(errs):.1%}, worst {max(errs):.1%}")
+        backs = [abs(r["read_back_error"]) for r in rows if "read_back_error" in r]
+        if backs:
+            print(f"{name}: read-back of the logged KV figure: worst {max(backs):.3%} over {len(backs)} logs")
+    if args.json:
+        Path(args.json).write_text(json.dumps(all_rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

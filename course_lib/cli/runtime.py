@@ -1,0 +1,176 @@
+"""``course-memory estimate --runtime vllm|sglang|trtllm`` and ``course-memory from-log``.
+
+The runtime's knobs are flags named as the runtime names them (vLLM's
+``--gpu-memory-utilization``, SGLang's ``--mem-fraction-static``, TensorRT-LLM's
+``--kv-cache-free-gpu-mem-fraction``); a flag of another runtime is refused with one line.
+Unset knobs take the release's own defaults, and the output says which were taken and why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..bounds import MAX_BLOCK_SIZE_TOKENS, MAX_CONTEXT_TOKENS, MAX_SEQUENCES, MIN_SHARE
+from ..errors import CourseInputError
+from ..logs import MAX_LOG_BYTES, read_startup_log
+from ..models import ModelSpec
+from ..report import from_log_table, runtime_table
+from ..runtimes import SglangLaunch, TrtllmLaunch, VllmLaunch, estimate_sglang, estimate_trtllm, estimate_vllm
+from ..runtimes.from_log import compare
+from .args import add_model_args, model_from_args, number, print_json, whole
+
+#: Each runtime's own flags: (dest, runtime). A flag given with another --runtime is refused.
+RUNTIME_FLAGS = {
+    "gpu_memory_utilization": "vllm", "max_num_seqs": "vllm", "max_num_batched_tokens": "vllm",
+    "enforce_eager": "vllm", "block_size": "vllm", "vllm_version": "vllm", "entrypoint": "vllm", "sampler": "vllm",
+    "mem_fraction_static": "sglang", "sglang_version": "sglang", "chunked_prefill_size": "sglang",
+    "cuda_graph_max_bs": "sglang",
+    "kv_cache_free_gpu_mem_fraction": "trtllm", "trtllm_version": "trtllm", "max_batch_size": "trtllm",
+    "max_num_tokens": "trtllm",
+}
+_SHARE = {"vllm": "--gpu-memory-utilization", "sglang": "--mem-fraction-static",
+          "trtllm": "--kv-cache-free-gpu-mem-fraction"}
+
+
+def add_runtime_args(p: argparse.ArgumentParser) -> None:
+    """The runtime flags of ``estimate`` (each is checked against --runtime in :func:`estimate_runtime`)."""
+    g = p.add_argument_group("runtime-faithful estimate (--runtime)")
+    g.add_argument("--runtime", choices=("vllm", "sglang", "trtllm"),
+                   help="follow this runtime's own sizing rule instead of the lesson's simple model")
+    g.add_argument("--pipeline-parallel", type=whole("--pipeline-parallel", 1, 256), default=1,
+                   help="pipeline stages (default 1)")
+    g.add_argument("--gpu-memory-utilization", type=number("--gpu-memory-utilization", MIN_SHARE, 1.0),
+                   help="vLLM: share of the GPU's total memory (default: the release's, 0.9 or 0.92)")
+    g.add_argument("--max-num-seqs", type=whole("--max-num-seqs", 1, MAX_SEQUENCES),
+                   help="vLLM: most sequences per step (default: the release's, by GPU)")
+    g.add_argument("--max-num-batched-tokens", type=whole("--max-num-batched-tokens", 1, MAX_CONTEXT_TOKENS),
+                   help="vLLM: tokens per step, what the profile runs (default: the release's, by GPU)")
+    g.add_argument("--enforce-eager", action="store_true", help="vLLM: no CUDA graphs")
+    g.add_argument("--block-size", type=whole("--block-size", 1, MAX_BLOCK_SIZE_TOKENS),
+                   help="vLLM: tokens per KV block (default 16)")
+    g.add_argument("--vllm-version", help="vLLM release whose defaults apply, e.g. 0.10.1 (default: the newest modelled)")
+    g.add_argument("--entrypoint", choices=("serve", "llm"), help="vLLM: `vllm serve` (default) or LLM() defaults")
+    g.add_argument("--sampler", choices=("auto", "native", "flashinfer"),
+                   help="vLLM: the profile's sampling path (default: the release's)")
+    g.add_argument("--mem-fraction-static", type=number("--mem-fraction-static", MIN_SHARE, 1.0),
+                   help="SGLang: share of the free memory for weights + KV pool (default: the release's)")
+    g.add_argument("--sglang-version", help="SGLang release whose defaults apply, e.g. 0.4.3")
+    g.add_argument("--chunked-prefill-size", type=whole("--chunked-prefill-size", 1, MAX_CONTEXT_TOKENS),
+                   help="SGLang: prefill chunk (default: by GPU memory)")
+    g.add_argument("--cuda-graph-max-bs", type=whole("--cuda-graph-max-bs", 1, MAX_SEQUENCES),
+                   help="SGLang: largest captured batch (default: by GPU memory)")
+    g.add_argument("--kv-cache-free-gpu-mem-fraction", type=number("--kv-cache-free-gpu-mem-fraction", MIN_SHARE, 1.0),
+                   help="TensorRT-LLM: share of the free memory for the KV cache (default 0.9)")
+    g.add_argument("--trtllm-version", help="TensorRT-LLM release, e.g. 0.19.0")
+    g.add_argument("--max-batch-size", type=whole("--max-batch-size", 1, MAX_SEQUENCES),
+                   help="TensorRT-LLM: the engine's max batch size (default 2048)")
+    g.add_argument("--max-num-tokens", type=whole("--max-num-tokens", 1, MAX_CONTEXT_TOKENS),
+                   help="TensorRT-LLM: the engine's max tokens per step (default 8192)")
+
+
+def _given(args: argparse.Namespace, dest: str) -> bool:
+    value = getattr(args, dest, None)
+    return value not in (None, False)
+
+
+def check_runtime_flags(args: argparse.Namespace) -> None:
+    """Refuse a runtime's flag given without --runtime, or with another runtime's."""
+    for dest, owner in RUNTIME_FLAGS.items():
+        if not _given(args, dest):
+            continue
+        flag = "--" + dest.replace("_", "-")
+        if args.runtime is None:
+            raise CourseInputError(f"{flag} is a knob of {owner}'s sizing rule; add --runtime {owner}")
+        if owner != args.runtime:
+            raise CourseInputError(f"{flag} is {owner}'s knob, not {args.runtime}'s; with --runtime {args.runtime} use "
+                                   f"{_SHARE[args.runtime]} for its memory share")
+    if args.runtime is None and args.pipeline_parallel != 1:
+        raise CourseInputError("--pipeline-parallel needs a runtime's rule; add --runtime vllm (or sglang, trtllm)")
+
+
+def _kv_flag(args: argparse.Namespace) -> str:
+    return args.kv_dtype or "auto"
+
+
+def estimate_runtime(args: argparse.Namespace, spec: ModelSpec) -> dict[str, Any]:
+    """Run the runtime's estimate for the parsed flags; returns its JSON-ready dict (and prints text unless --json)."""
+    tp, pp = args.tensor_parallel, args.pipeline_parallel
+    ctx = args.context_tokens
+    if args.runtime == "vllm":
+        est = estimate_vllm(spec, gpu=args.gpu, launch=VllmLaunch(
+            version=args.vllm_version, entrypoint=args.entrypoint or "serve",
+            gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=ctx, max_num_seqs=args.max_num_seqs,
+            max_num_batched_tokens=args.max_num_batched_tokens, kv_cache_dtype=_kv_flag(args), dtype=args.dtype,
+            enforce_eager=args.enforce_eager, tensor_parallel=tp, pipeline_parallel=pp, block_size=args.block_size,
+            sampler=args.sampler or "auto"))
+    elif args.runtime == "sglang":
+        est = estimate_sglang(spec, gpu=args.gpu, launch=SglangLaunch(
+            version=args.sglang_version, mem_fraction_static=args.mem_fraction_static,
+            chunked_prefill_size=args.chunked_prefill_size, cuda_graph_max_bs=args.cuda_graph_max_bs,
+            kv_cache_dtype=_kv_flag(args), dtype=args.dtype, context_length=ctx, tensor_parallel=tp,
+            pipeline_parallel=pp))
+    else:
+        est = estimate_trtllm(spec, gpu=args.gpu, launch=TrtllmLaunch(
+            version=args.trtllm_version, kv_cache_free_gpu_mem_fraction=args.kv_cache_free_gpu_mem_fraction,
+            max_batch_size=args.max_batch_size, max_num_tokens=args.max_num_tokens, max_seq_len=ctx, dtype=args.dtype,
+            kv_cache_dtype=_kv_flag(args), tensor_parallel=tp, pipeline_parallel=pp))
+    data = {"estimate_model": f"{est.runtime} {est.version}'s own sizing rule", "model": spec.name,
+            "model_type": spec.model_type, "params_total": spec.params_total}
+    data.update(est.to_dict())
+    share = {"vllm": "gpu_memory_utilization", "sglang": "mem_fraction_static",
+             "trtllm": "kv_cache_free_gpu_mem_fraction"}[est.runtime]
+    data["share"] = est.launch[share]
+    if args.json:
+        print_json(data)
+    else:
+        print(runtime_table(spec, est))
+    return data
+
+
+# ----------------------------------------------------------------------------- from-log
+
+def read_log_file(flag: str, path: str) -> str:
+    """A log file's text: a regular file of at most MAX_LOG_BYTES, or '-' for standard input."""
+    if path == "-":
+        text = sys.stdin.read(MAX_LOG_BYTES + 1)
+    else:
+        p = Path(path)
+        try:
+            if not p.is_file():
+                raise CourseInputError(f"{flag}={path!r} is not a file; give a text file holding a start-up log, or -")
+            with p.open("rb") as fh:
+                raw = fh.read(MAX_LOG_BYTES + 1)
+        except OSError as exc:
+            raise CourseInputError(f"{flag}={path!r} cannot be read ({exc.strerror or exc}); give a start-up log "
+                                   f"file") from None
+        text = raw.decode("utf-8", errors="replace")
+    if len(text) > MAX_LOG_BYTES:
+        raise CourseInputError(f"{flag}={path!r} is larger than {MAX_LOG_BYTES:,} bytes; give the start-up lines only")
+    return text
+
+
+def cmd_from_log(args: argparse.Namespace) -> int:
+    text = read_log_file("FILE", args.file)
+    log = read_startup_log(text, runtime=args.runtime)
+    spec = model_from_args(args) if (args.model or args.config) else None
+    result = compare(log, gpu=args.gpu, spec=spec)
+    if args.json:
+        print_json({k: result[k] for k in ("runtime", "model", "launch", "logged", "predicted")
+                    if k in result} | {k: result[k] for k in ("difference", "evidence", "preset") if k in result})
+    else:
+        print(from_log_table(result))
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("from-log", help="read a vLLM / SGLang / TensorRT-LLM start-up log back into its memory pools, "
+                                        "beside our prediction for the same launch")
+    p.add_argument("file", metavar="FILE", help="the log as pasted (a text file, or - for standard input)")
+    p.add_argument("--runtime", choices=("vllm", "sglang", "trtllm"), help="force the runtime (default: recognised)")
+    p.add_argument("--gpu", help="GPU preset or size, when the log prints no total (e.g. h100-80gb)")
+    add_model_args(p, required=False)
+    p.add_argument("--json", action="store_true", help="print JSON (integers of bytes, null where the log is silent)")
+    p.set_defaults(func=cmd_from_log)

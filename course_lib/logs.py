@@ -1,0 +1,478 @@
+"""Read a serving runtime's start-up log back into the memory pools it chose.
+
+vLLM (V0 and V1), SGLang and TensorRT-LLM each print their memory arithmetic when they start;
+people paste those lines into GitHub issues, notebooks and docs, with colour codes, wrapped
+lines, notebook JSON quoting and other noise. :func:`read_startup_log` recognises the runtime,
+the launch (model, parallelism, dtypes, the memory share, ``max_model_len``, batch limits,
+version) and the runtime's own figures, so that a prediction for the same launch can be put
+beside them term by term (:func:`compare`).
+
+Figures are kept as the runtime printed them: "GiB" where it divides by 2^30, even when it
+prints "GB" (vLLM's V0 "Loading model weights took 1.9028 GB", SGLang's "avail mem=21.63 GB").
+A figure printed with two decimals is exact to about 5 MiB; :data:`PRINTED_PRECISION` says so.
+
+>>> log = read_startup_log('''INFO 05-05 [worker.py:267] the current vLLM instance can use total_gpu_memory (14.74GiB) x gpu_memory_utilization (0.89) = 13.18GiB
+... INFO 05-05 [worker.py:267] model weights take 6.02GiB; non_torch_memory takes 0.05GiB; PyTorch activation peak memory takes 0.90GiB; the rest of the memory reserved for KV Cache is 6.22GiB.
+... INFO 05-05 [executor_base.py:111] # cuda blocks: 3637, # CPU blocks: 1170''')
+>>> log.runtime, log.logged["kv_cache_bytes"] == round(6.22 * 2**30), log.logged["num_gpu_blocks"]
+('vllm', True, 3637)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .bounds import MAX_DEVICE_BYTES
+from .errors import CourseInputError
+from .runtimes.versions import parse_version
+from .units import GiB
+
+#: Bytes of one unit in the last printed digit of a two-decimal GiB figure.
+PRINTED_PRECISION = "figures printed with 2 decimals of GiB are exact to +-0.005 GiB (5.4 MB)"
+
+#: The most of a log read (bytes); a start-up log is a few hundred kB at most.
+MAX_LOG_BYTES = 8_000_000
+#: No count a start-up log prints (tokens, blocks, lengths, batch sizes) comes near 10^12.
+MAX_LOG_COUNT = 10**12
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\\u001b\[[0-9;?]*[a-zA-Z]|\\x1b\[[0-9;?]*[a-zA-Z]")
+_NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
+#: A line that starts a new log record (so a line that does not continues the one before it).
+_RECORD_START = re.compile(
+    r"^\s*(?:\(\w[\w ]*(?:pid|rank)[=\w ]*\)|\x1b|INFO|WARNING|DEBUG|ERROR|\[\d{4}-\d\d-\d\d|\[TensorRT-LLM\]|"
+    r"vLLM STDOUT|Unsloth|\$ |#|[-*|>]|\w[\w.-]*:|\d{4}-\d\d-\d\d|[A-Z][a-z]+ )")
+
+
+@dataclass(frozen=True)
+class StartupLog:
+    """What one start-up log says.
+
+    runtime: "vllm", "sglang" or "trtllm". model: the model as the log names it (may be a path).
+    launch: the knobs the log shows (None where it does not), named as the runtime names them.
+    logged: the runtime's own figures, ints of bytes (None where the log does not say).
+    evidence: for each launch knob and figure, the text it was read from.
+    """
+
+    runtime: str
+    model: str | None
+    launch: dict[str, Any]
+    logged: dict[str, Any]
+    evidence: dict[str, str] = field(default_factory=dict)
+
+
+def clean_log(text: str) -> list[str]:
+    """The log's records as plain lines: notebook JSON strings decoded, colour codes removed, wrapped lines joined."""
+    lines: list[str] = []
+    for raw in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        line = raw
+        stripped = raw.strip()
+        if stripped.startswith('"') and (stripped.endswith('",') or stripped.endswith('"')):
+            body = stripped[:-1] if stripped.endswith(",") else stripped
+            try:
+                decoded = json.loads(body)
+                if isinstance(decoded, str):
+                    line = decoded.rstrip("\n")
+            except ValueError:
+                pass
+        line = _ANSI.sub("", line).replace("\x1b", "")
+        if lines and line and not _RECORD_START.match(line) and not lines[-1].endswith((".", ":")) \
+                and len(lines[-1]) >= 60:
+            lines[-1] += line          # a wrapped line: it continues the record before it
+        else:
+            lines.append(line)
+    return lines
+
+
+def _gib(text: str) -> int:
+    """A printed GiB figure in bytes; one no device can hold is refused (a garbled or doctored line)."""
+    digits = text.replace(",", "")
+    try:
+        value = float(digits) if len(digits) < 40 else math.inf
+    except ValueError:
+        raise CourseInputError(f"the log's figure {text[:24]!r} GiB is not a number; give the log as the runtime "
+                               f"printed it") from None
+    if not math.isfinite(value) or value * GiB > MAX_DEVICE_BYTES:
+        raise CourseInputError(f"the log's figure {text[:24]!r} GiB is more than any device holds (1 PB); "
+                               f"give the log as the runtime printed it")
+    return round(value * GiB)
+
+
+def _int(text: str) -> int:
+    """A printed count (tokens, blocks, a length), bounded like every count here."""
+    digits = text.replace(",", "")
+    if not digits.isdigit():
+        raise CourseInputError(f"the log's count {text[:24]!r} is not a whole number; give the log as the runtime "
+                               f"printed it")
+    if len(digits) > 15 or int(digits) > MAX_LOG_COUNT:
+        raise CourseInputError(f"the log's count {text[:24]!r} is above {MAX_LOG_COUNT:,} (no runtime prints one "
+                               f"that large); give the log as the runtime printed it")
+    return int(digits)
+
+
+def detect_runtime(lines: list[str]) -> str | None:
+    """Which runtime printed ``lines``: the one with the most of its own start-up phrases."""
+    text = "\n".join(lines)
+    scores = {
+        "vllm": sum(p in text for p in ("vLLM", "vllm", "Available KV cache memory", "GPU KV cache size",
+                                        "# GPU blocks", "# cuda blocks", "# CUDA blocks", "Memory profiling results",
+                                        "the current vLLM instance", "KV cache memory")),
+        "sglang": sum(p in text for p in ("sglang", "SGLang", "KV Cache is allocated", "max_total_num_tokens",
+                                          "Load weight end", "mem_fraction_static")) * 2,
+        "trtllm": sum(p in text for p in ("TensorRT-LLM", "trtllm", "paged kv cache", "paged KV cache",
+                                          "KV cache primary pool")) * 2,
+    }
+    key_phrases = {
+        "vllm": ("Available KV cache memory", "GPU KV cache size", "# GPU blocks", "# cuda blocks", "# CUDA blocks",
+                 "reserved for KV Cache", "kv_cache_size="),
+        "sglang": ("KV Cache is allocated", "max_total_num_tokens"),
+        "trtllm": ("for max tokens in paged KV cache", "Number of blocks in KV cache primary pool",
+                   "Memory usage when calculating max tokens", "tokens in paged KV cache"),
+    }
+    first = {r: min(i for p in phrases for i in [text.find(p)] if i >= 0)
+             for r, phrases in key_phrases.items() if any(p in text for p in phrases)}
+    if not first:
+        return None
+    # a thread that quotes two runtimes is about the one whose KV-cache line comes first
+    return min(first, key=lambda r: (first[r], -scores[r]))
+
+
+def _first(lines: list[str], pattern: str, prefer_driver: bool = True) -> re.Match | None:
+    """The match of ``pattern`` on the driver's / rank 0's line when there are several ranks, else the first."""
+    rx = re.compile(pattern)
+    matches = [(line, m) for line in lines for m in [rx.search(line)] if m]
+    if not matches:
+        return None
+    if prefer_driver:
+        for line, m in matches:
+            if re.search(r"rank=0\b|\bTP0\b|Worker_TP0|rank 0\b", line):
+                return m
+        for line, m in matches:
+            if not re.search(r"VllmWorkerProcess|VllmWorker rank|Worker_TP[1-9]|\bTP[1-9]\d*\]|rank=[1-9]", line):
+                return m
+    return matches[0][1]
+
+
+def _arg(text: str, *names: str) -> str | None:
+    """A launch knob from a command line, a Namespace/ServerArgs dump or a 'non-default args' dict."""
+    for name in names:
+        dash = name.replace("_", "-")
+        for pattern in (rf"--{dash}[= ]+([^\s\\'\",)]+)", rf"--{name}[= ]+([^\s\\'\",)]+)",
+                        rf"'{name}': '?([^',}}]+)'?", rf"\b{name}=([^,\s)]+)"):
+            m = re.search(pattern, text)
+            if m:
+                return m.group(1).strip().strip("'\"")
+    return None
+
+
+def _number(value: str | None) -> float | None:
+    """A launch knob's number, or None when it is not one (finite, and not absurd)."""
+    if value is None or value in ("None", "null", "auto") or len(value) > 40:
+        return None
+    try:
+        number = float(value.replace(",", ""))
+    except ValueError:
+        return None
+    if not math.isfinite(number) or abs(number) > MAX_LOG_COUNT:
+        raise CourseInputError(f"the log's launch value {value[:24]!r} is not a number a launch takes")
+    return number
+
+
+def _share(key: str, text: str, percent: bool = False) -> float:
+    """A memory share the log names (0 < share <= 1), refused in one line otherwise."""
+    value = _number(text)
+    if value is not None and percent:
+        value /= 100
+    if value is None or not 0 < value <= 1:
+        raise CourseInputError(f"the log's {key}={text[:24]!r} is not a share of memory; a launch takes 0 < share <= 1")
+    return value
+
+
+def _bounded_count(key: str, value: float) -> int:
+    """A count knob (TP size, batch size) as an int >= 1, refused in one line otherwise."""
+    if value != int(value) or value < 1:
+        raise CourseInputError(f"the log's {key}={value:g} is not a whole number of at least 1")
+    return int(value)
+
+
+def _flag(text: str, name: str) -> bool | None:
+    value = _arg(text, name)
+    if value is not None:
+        return value.lower() in ("true", "1", "enable", "enabled")
+    if re.search(rf"--{name.replace('_', '-')}(?![\w-])(?!\s*[= ]\s*(?:false|0))", text):
+        return True
+    return None
+
+
+#: What a vLLM log's format says of its release when it prints none (or a development build's number):
+#: (phrase, the earliest release that prints it, why).
+_VLLM_FORMATS = (
+    (r"\(EngineCore pid=", "0.12.0", "'(EngineCore pid=...)' process names (v0.12 and later)"),
+    (r"\(EngineCore_DP\d+ pid=", "0.11.0", "'(EngineCore_DP0 pid=...)' process names (v0.11)"),
+    (r"\(EngineCore_\d+ pid=", "0.10.0", "'(EngineCore_0 pid=...)' process names (v0.10)"),
+    (r"\(VllmWorker rank=\d+ pid=", "0.9.2", "'(VllmWorker rank=N pid=...)' process names (v0.9)"),
+    (r"the current vLLM instance can use total_gpu_memory", "0.6.6", "V0's 'the current vLLM instance can use' "
+                                                                     "(v0.6.5 and later)"),
+    (r"Memory profiling results: total_gpu_memory=", "0.6.4", "V0's 'Memory profiling results:' line (v0.6.3-0.6.4)"),
+)
+
+
+def infer_vllm_version(text: str) -> tuple[str, str] | None:
+    """(release, why) that a vLLM log's format implies, or None."""
+    for pattern, version, why in _VLLM_FORMATS:
+        if re.search(pattern, text):
+            return version, f"inferred from {why}"
+    return None
+
+
+def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    text = "\n".join(lines)
+    launch: dict[str, Any] = {}
+    ev: dict[str, str] = {}
+
+    def note(key: str, m: re.Match | None, value: Any) -> None:
+        if value is not None:
+            launch[key] = value
+            if m is not None:
+                ev[key] = m.group(0)[:160]
+
+    m = re.search(r"(?:vLLM API server version|LLM engine \(v|version|vllm-openai:v|vllm==)\s*v?(\d+\.\d+[\w.+-]*)", text)
+    note("vllm_version", m, m.group(1) if m else None)
+    inferred = infer_vllm_version(text)
+    if inferred and ("vllm_version" not in launch or parse_version(launch["vllm_version"]) is None):
+        launch["vllm_version_inferred"], ev["vllm_version_inferred"] = inferred
+    if re.search(r"V1 LLM engine|EngineCore|gpu_worker\.py|gpu_model_runner\.py", text):
+        note("engine", None, "V1")
+    if re.search(r"V0 LLM engine|Falling back to V0|\[?worker\.py:\d+\]? Memory profiling|model_runner\.py:\d+\]? "
+                 r"Loading model weights|Initializing an LLM engine|# GPU blocks|# cuda blocks|# CUDA blocks|"
+                 r"the current vLLM instance can use", text):
+        note("engine", None, "V0")
+    m = re.search(r"'model': '([^']+)'|\bmodel='([^']+)'|vllm serve\s+(\S+)|\bmodel=([\w./-]+)|"
+                  r"vLLM loading (\S+)|--model[= ]+(\S+)|^#+ \d+\. [\w.-]+ \(([\w.-]+/[\w.-]+)\)", text, re.M)
+    if m:
+        note("model", m, next(g for g in m.groups() if g))
+    m = re.search(r"Using max model len (\d+)|'max_model_len': (\d+)|max_seq_len=(\d+)|--max-model-len[= ]+(\d+)|"
+                  r"max_model_len=(\d+)|Maximum concurrency for ([0-9,]+) tokens per request", text)
+    note("max_model_len", m, _int(next(g for g in m.groups() if g)) if m else None)
+    for key, names in (("tensor_parallel_size", ("tensor_parallel_size", "tp")),
+                       ("pipeline_parallel_size", ("pipeline_parallel_size", "pp"))):
+        value = _number(_arg(text, names[0]))
+        if value is None:
+            m = re.search(rf"(?:^|\s)-{names[1]}[= ]+(\d+)", text)
+            value = _int(m.group(1)) if m else None
+        note(key, None, _bounded_count(key, value) if value else None)
+    m = re.search(r"'gpu_memory_utilization': ([0-9.]+)|gpu_memory_utilization[= ]+([0-9.]+)|"
+                  r"--gpu[-_]memory[-_]utilization[= ]+([0-9.]+)|Desired GPU utilization: ([0-9.]+)|"
+                  r"actual GPU utilization = ([0-9.]+)%|gpu_memory_utilization \(([0-9.]+)\)", text)
+    if m:
+        i, value = next((i, g) for i, g in enumerate(m.groups()) if g)
+        note("gpu_memory_utilization", m, _share("gpu_memory_utilization", value, percent=i == 4))
+    for key, patterns in (
+            ("max_num_seqs", r"'max_num_seqs': (\d+)|--max-num-seqs[= ]+(\d+)|max_num_seqs=(\d+)|Num Sequences = (\d+)"),
+            ("max_num_batched_tokens", r"max_num_batched_tokens=(\d+)|'max_num_batched_tokens': (\d+)|"
+                                       r"--max-num-batched-tokens[= ]+(\d+)|Chunked prefill tokens = (\d+)"),
+            ("block_size", r"--block-size[= ]+(\d+)|'block_size': (\d+)")):
+        m = re.search(patterns, text)
+        note(key, m, _int(next(g for g in m.groups() if g)) if m else None)
+    m = re.search(r"chunked_prefill_enabled=(True|False)|enable_chunked_prefill=(True|False)|"
+                  r"Chunked prefill is enabled", text)
+    if m:
+        note("enable_chunked_prefill", m, (m.group(1) or m.group(2) or "True") == "True")
+    m = re.search(r"kv_cache_dtype=([\w]+)|'kv_cache_dtype': '(\w+)'|--kv-cache-dtype[= ]+(\w+)", text)
+    note("kv_cache_dtype", m, next(g for g in m.groups() if g) if m else None)
+    m = re.search(r"\bdtype=torch\.(\w+)|'dtype': '(\w+)'|--dtype[= ]+(\w+)|Using dtype = torch\.(\w+)", text)
+    note("dtype", m, next(g for g in m.groups() if g) if m else None)
+    m = re.search(r"quantization=(\w+)|'quantization': '(\w+)'|--quantization[= ]+(\w+)", text)
+    if m and next(g for g in m.groups() if g) != "None":
+        note("quantization", m, next(g for g in m.groups() if g))
+    eager = re.search(r"enforce_eager=(True|False)|'enforce_eager': (True|False)", text)
+    if eager:
+        note("enforce_eager", eager, (eager.group(1) or eager.group(2)) == "True")
+    elif re.search(r"--enforce-eager\b", text):
+        note("enforce_eager", None, True)
+    m = re.search(r"Using FlashInfer for top-p & top-k sampling|Falling back to the PyTorch-native implementation of "
+                  r"top-p & top-k sampling", text)
+    if m:
+        note("sampler", m, "flashinfer" if "FlashInfer for" in m.group(0) else "native")
+    m = re.search(r"total_gpu_memory[ =(]+([0-9.]+)\s?GiB|GPU \(([0-9.]+) GiB\)|Free memory on device \([0-9.]+/([0-9.]+) "
+                  r"GiB\)|VRAM = ([0-9.]+) GB", text)
+    note("gpu_total_bytes", m, _gib(next(g for g in m.groups() if g)) if m else None)
+
+    logged: dict[str, Any] = {k: None for k in LOGGED_KEYS}
+    figures = (
+        ("weights_bytes", r"Model loading took ([0-9.]+) ?Gi?B|Loading model weights took ([0-9.]+) ?Gi?B|"
+                          r"model weights take ([0-9.]+)\s?GiB|Model loading took:\*\* ([0-9.]+) GiB", _gib),
+        ("non_torch_bytes", r"non_torch_memory takes ([0-9.]+)\s?GiB|non_torch_memory=([0-9.]+)\s?GiB|"
+                            r"([0-9.]+) GiB for non-torch memory", _gib),
+        ("activation_bytes", r"activation peak memory takes ([0-9.]+)\s?GiB|Peak activation memory:\*\* ([0-9.]+) GiB|"
+                             r"([0-9.]+) GiB for peak activation", _gib),
+        ("cuda_graph_bytes", r"Graph capturing finished in [0-9.]+ secs?, took ([0-9.]+) GiB|CUDAGraph memory:\*\* "
+                             r"(-?[0-9.]+) GiB|Estimated CUDA graph memory: ([0-9.]+) GiB", _gib),
+        ("kv_cache_bytes", r"Available KV cache memory:\*?\*? ([0-9.]+) GiB|reserved for KV Cache is ([0-9.]+)\s?GiB|"
+                           r"kv_cache_size=([0-9.]+)\s?GiB", _gib),
+        ("kv_cache_tokens", r"GPU KV cache size: ([0-9,]+) tokens", _int),
+        ("num_gpu_blocks", r"# (?:GPU|gpu|cuda|CUDA) blocks: ([0-9,]+)|num_gpu_blocks is: ([0-9,]+)", _int),
+        ("max_concurrency", r"Maximum concurrency for [0-9,]+ tokens per request: ([0-9.]+)x", float),
+        ("budget_bytes", r"gpu_memory_utilization \([0-9.]+\) = ([0-9.]+)\s?GiB|Desired GPU utilization: [0-9.]+ "
+                         r"\(([0-9.]+) GiB\)", _gib),
+    )
+    for key, pattern, conv in figures:
+        m = _first(lines, pattern)
+        if m:
+            logged[key] = conv(next(g for g in m.groups() if g is not None))
+            ev[key] = m.group(0)[:160]
+    peak = _first(lines, r"peak_torch_memory=([0-9.]+)\s?GiB")
+    if peak and logged["activation_bytes"] is None and logged["weights_bytes"] is not None:
+        logged["activation_bytes"] = _gib(peak.group(1)) - logged["weights_bytes"]
+        ev["activation_bytes"] = peak.group(0) + " minus the weights"
+    if logged["kv_cache_tokens"] is None and logged["num_gpu_blocks"] is not None:
+        block = launch.get("block_size") or 16
+        logged["kv_cache_tokens"] = logged["num_gpu_blocks"] * block
+        ev["kv_cache_tokens"] = f"{logged['num_gpu_blocks']} blocks x {block} tokens"
+    return launch, logged, ev
+
+
+def _read_sglang(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    text = "\n".join(lines)
+    launch: dict[str, Any] = {}
+    ev: dict[str, str] = {}
+    m = re.search(r"sglang(?:==| version:? ?|/v?)(\d+\.\d+\.\d+[\w.]*)", text)
+    if m:
+        launch["sglang_version"], ev["sglang_version"] = m.group(1), m.group(0)
+    m = re.search(r"model_path='([^']+)'|--model-path[= ]+(\S+)|--model[= ]+(\S+)", text)
+    if m:
+        launch["model"] = next(g for g in m.groups() if g)
+    for key, names, conv in (("mem_fraction_static", ("mem_fraction_static",), float),
+                             ("tensor_parallel_size", ("tp_size", "tensor_parallel_size", "tp"), int),
+                             ("pipeline_parallel_size", ("pp_size",), int),
+                             ("chunked_prefill_size", ("chunked_prefill_size",), int),
+                             ("cuda_graph_max_bs", ("cuda_graph_max_bs",), int),
+                             ("context_length", ("context_length",), int),
+                             ("max_running_requests", ("max_running_requests",), int)):
+        value = _number(_arg(text, *names))
+        if value is not None:
+            launch[key] = conv(value) if conv is float else _bounded_count(key, value)
+    for key, names in (("kv_cache_dtype", ("kv_cache_dtype",)), ("dtype", ("dtype",)),
+                       ("quantization", ("quantization",))):
+        value = _arg(text, *names)
+        if value not in (None, "None"):
+            launch[key] = value
+    m = re.search(r"context_len=(\d+)", text)
+    if m and "context_length" not in launch:
+        launch["context_length"] = _int(m.group(1))
+    if _flag(text, "disable_cuda_graph"):
+        launch["disable_cuda_graph"] = True
+    logged: dict[str, Any] = {k: None for k in LOGGED_KEYS}
+    for key, pattern in (("free_at_start_bytes", r"Load weight begin\. avail mem=([0-9.]+) GB"),
+                         ("weights_bytes", r"Load weight end\..*?mem usage=([0-9.]+) GB"),
+                         ("cuda_graph_bytes", r"Capture cuda graph end\..*?mem usage=([0-9.]+) GB")):
+        m = _first(lines, pattern)
+        if m:
+            logged[key], ev[key] = _gib(m.group(1)), m.group(0)[:160]
+    m = _first(lines, r"KV Cache is allocated\. #tokens: ([0-9,]+), K size: ([0-9.]+) GB, V size: ([0-9.]+) GB")
+    if m:
+        logged["kv_cache_tokens"] = _int(m.group(1))
+        logged["kv_cache_bytes"] = _gib(m.group(2)) + _gib(m.group(3))
+        ev["kv_cache_bytes"] = ev["kv_cache_tokens"] = m.group(0)[:160]
+    m = _first(lines, r"max_total_num_tokens=([0-9,]+)")
+    if m and logged["kv_cache_tokens"] is None:
+        logged["kv_cache_tokens"], ev["kv_cache_tokens"] = _int(m.group(1)), m.group(0)
+    logged["num_gpu_blocks"] = logged["kv_cache_tokens"]
+    if logged["kv_cache_tokens"] and launch.get("context_length"):
+        logged["max_concurrency"] = round(logged["kv_cache_tokens"] / launch["context_length"], 2)
+    return launch, logged, ev
+
+
+def _read_trtllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    text = "\n".join(lines)
+    launch: dict[str, Any] = {}
+    ev: dict[str, str] = {}
+    m = re.search(r"TensorRT-LLM version: ?v?(\d+\.\d+\.\d+[\w.]*)", text)
+    if m:
+        launch["trtllm_version"], ev["trtllm_version"] = m.group(1), m.group(0)
+    m = re.search(r'repo_id = "([^"]+)"|--model_dir[= ]+(\S+)|--hf_model_dir[= ]+(\S+)|--tokenizer_dir[= ]+(\S+)', text)
+    if m:
+        launch["model"] = next(g for g in m.groups() if g)
+    for key, names, conv in (("max_batch_size", ("max_batch_size",), int),
+                             ("max_num_tokens", ("max_num_tokens",), int),
+                             ("max_seq_len", ("max_seq_len",), int),
+                             ("tensor_parallel_size", ("tp_size", "tensor_parallel_size"), int),
+                             ("pipeline_parallel_size", ("pp_size",), int),
+                             ("kv_cache_free_gpu_mem_fraction", ("kv_cache_free_gpu_memory_fraction",
+                                                                 "kv_cache_free_gpu_mem_fraction",
+                                                                 "free_gpu_memory_fraction"), float)):
+        value = _number(_arg(text, *names))
+        if value is not None:
+            launch[key] = conv(value) if conv is float else _bounded_count(key, value)
+    m = re.search(r"KV_CACHE_FREE_GPU_MEM_FRACTION=([0-9.]+)", text)
+    if m and "kv_cache_free_gpu_mem_fraction" not in launch:
+        launch["kv_cache_free_gpu_mem_fraction"] = _share("kv_cache_free_gpu_mem_fraction", m.group(1))
+    for key, names in (("qformat", ("qformat",)), ("kv_cache_dtype", ("kv_cache_dtype",)), ("dtype", ("dtype",))):
+        value = _arg(text, *names)
+        if value is not None:
+            launch[key] = value
+    logged: dict[str, Any] = {k: None for k in LOGGED_KEYS}
+    m = _first(lines, r"Memory usage when calculating max tokens in paged kv cache: total: ([0-9.]+) GiB, "
+                      r"available: ([0-9.]+) GiB")
+    if m:
+        launch["gpu_total_bytes"] = _gib(m.group(1))
+        logged["free_bytes"] = _gib(m.group(2))
+        ev["free_bytes"] = m.group(0)
+    m = _first(lines, r"Allocated ([0-9.]+) GiB for max tokens in paged KV cache \(([0-9,]+)\)")
+    if m:
+        logged["kv_cache_bytes"], logged["kv_cache_tokens"] = _gib(m.group(1)), _int(m.group(2))
+        ev["kv_cache_bytes"] = m.group(0)
+    m = _first(lines, r"Using ([0-9,]+) tokens in paged KV cache")       # TensorRT-LLM 0.5-0.7
+    if m and logged["kv_cache_tokens"] is None:
+        logged["kv_cache_tokens"], ev["kv_cache_tokens"] = _int(m.group(1)), m.group(0)
+    m = re.search(r"use ([0-9.]+) for `?kv_cache_free_gpu_mem_fraction`?", text)
+    if m and "kv_cache_free_gpu_mem_fraction" not in launch:
+        launch["kv_cache_free_gpu_mem_fraction"] = _share("kv_cache_free_gpu_mem_fraction", m.group(1))
+    m = _first(lines, r"Number of blocks in KV cache primary pool: ([0-9,]+)")
+    if m:
+        logged["num_gpu_blocks"] = _int(m.group(1))
+    m = _first(lines, r"Number of tokens per block: (\d+)")
+    if m:
+        launch["tokens_per_block"] = _int(m.group(1))
+    if logged["kv_cache_tokens"] and launch.get("max_seq_len"):
+        logged["max_concurrency"] = round(logged["kv_cache_tokens"] / launch["max_seq_len"], 2)
+    return launch, logged, ev
+
+
+#: The figures a log can give, as ints of bytes (tokens, blocks and concurrency as counts).
+LOGGED_KEYS = ("weights_bytes", "activation_bytes", "non_torch_bytes", "cuda_graph_bytes", "kv_cache_bytes",
+               "kv_cache_tokens", "num_gpu_blocks", "max_concurrency")
+
+_READERS = {"vllm": _read_vllm, "sglang": _read_sglang, "trtllm": _read_trtllm}
+
+
+def read_startup_log(text: str, runtime: str | None = None) -> StartupLog:
+    """Parse a start-up log (as pasted: colours, wrapping, notebook quoting) into a :class:`StartupLog`.
+
+    ``runtime`` forces the reader; otherwise it is recognised from the log. A text with none of
+    the runtimes' KV-cache lines is refused with one line.
+    """
+    if len(text) > MAX_LOG_BYTES:
+        raise CourseInputError(f"log is {len(text):,} characters, more than a start-up log's "
+                               f"{MAX_LOG_BYTES:,}; give the lines from the launch to the KV-cache allocation")
+    lines = clean_log(text)
+    found = detect_runtime(lines)
+    if runtime is None:
+        runtime = found
+    elif runtime not in _READERS:
+        raise CourseInputError(f"--runtime={runtime!r} is not a runtime this reads; use vllm, sglang or trtllm")
+    if runtime is None or found is None:
+        raise CourseInputError("this is not a start-up log: no line of vLLM ('Available KV cache memory', "
+                               "'# GPU blocks'), SGLang ('KV Cache is allocated') or TensorRT-LLM ('paged KV cache') "
+                               "sizing its KV cache was found")
+    launch, logged, ev = _READERS[runtime](lines)
+    for key in ("mem_fraction_static",):
+        if key in launch:
+            launch[key] = _share(key, str(launch[key]))
+    for key, value in launch.items():
+        if isinstance(value, int) and not isinstance(value, bool) and key != "gpu_total_bytes" and value < 1:
+            raise CourseInputError(f"the log's {key}={value} is not a whole number of at least 1")
+    return StartupLog(runtime, launch.pop("model", None), launch, logged, ev)

@@ -1,0 +1,197 @@
+"""SGLang's own sizing rule: a static pool of ``mem_fraction_static`` of the memory free at start.
+
+SGLang (``python/sglang/srt/model_executor/model_runner.py``, ``profile_max_num_token``) reads
+the memory free after distributed init (``Load weight begin. avail mem=X GB``), loads the
+weights, and gives the KV pool what is left of the static share::
+
+    rest = avail_after_weights - avail_at_start x (1 - mem_fraction_static)
+    max_total_num_tokens = int(rest x 2^30 // cell_size)       # cell_size: one token's K and V, all layers
+
+The ``1 - mem_fraction_static`` share is what activations, the sampler and CUDA graphs use at
+run time: unlike vLLM, nothing is profiled. SGLang's "GB" are GiB (it divides by ``1 << 30``).
+
+``mem_fraction_static``'s default (``python/sglang/srt/server_args.py``): before v0.5.3 it was
+0.88 / 0.87 / 0.85 / 0.81 / 0.79 for TP 1 / 2 / 4-7 / 8-15 / 16+; from v0.5.3 (PR #10975,
+"General heuristics for --mem-fraction-static") it is ``(gpu_mem - reserved) / gpu_mem`` with
+``reserved = 512 + 1.5 x max(chunked_prefill_size, 2048) + 2 x cuda_graph_max_bs + 1024 x TP x
+PP / 8`` MiB (at least 10 GiB on GPUs above 60 GiB), the batch sizes bucketed by GPU memory.
+
+Worked example, the visible L4 log (QwQ-32B, TP 4, ``mem_fraction_static=0.85``): 21.63 GiB
+free at start, 15.54 GiB of weights, so 21.63 - 15.54 - 21.63 x 0.15 = 2.85 GiB for 65,536 B a
+token: 46,5xx tokens (logged: 46,611; K and V 1.42 GB each).
+
+>>> from course_lib.models import from_hf_config
+>>> est = estimate_sglang(from_hf_config({"model_type": "qwen2", "hidden_size": 5120, "intermediate_size": 27648,
+...     "num_hidden_layers": 64, "num_attention_heads": 40, "num_key_value_heads": 8, "vocab_size": 152064,
+...     "max_position_embeddings": 131072, "torch_dtype": "bfloat16"}), gpu="l4",
+...     launch=SglangLaunch(tensor_parallel=4, mem_fraction_static=0.85, version="0.4.3"))
+>>> round(est.runtime_kv_cache_bytes / 2**30, 1), est.kv_cache_tokens // 1000
+(2.8, 46)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..dtypes import get_dtype
+from ..errors import CourseInputError
+from ..models import kv_cache_bytes_per_token, weights_format
+from ..presets import gpu_bytes
+from ..spec import ModelSpec
+from ..units import GiB, MiB
+from .profile import cuda_graph_bytes, rotary_cache_bytes, stage_weight_bytes, stages
+from .result import RuntimeEstimate, Term
+from .versions import Version, parse_version
+
+KNOWN_VERSIONS = (Version(0, 3, 0), Version(0, 5, 5))
+LATEST = KNOWN_VERSIONS[-1]
+#: PR #10975 replaced the TP-keyed mem_fraction_static with the reserved-memory heuristic (SGLang v0.5.3).
+RESERVED_HEURISTIC_SINCE = Version(0, 5, 3)
+
+#: Memory in use before the weights load, per GPU: the CUDA context (fitted on the visible L4 log: 22.03 GiB
+#: total, 21.63 free at "Load weight begin", of which 0.13 GB is "Init torch distributed ends. mem usage=0.13 GB").
+CONTEXT_BYTES = round(0.27 * GiB)
+#: What torch.distributed's init takes under TP (that log's own figure).
+DISTRIBUTED_INIT_BYTES = round(0.13 * GiB)
+#: What the load takes beyond the parameters and the rotary cache (SGLang measures the load as free memory before
+#: minus after, so lazily loaded CUDA modules and cuBLAS workspaces count): fitted on the same log, whose
+#: "mem usage=15.54 GB" is 0.22 GiB above QwQ-32B's 15.26 GiB per GPU and its 0.06 GiB rotary cache.
+LOAD_OVERHEAD_BYTES = round(0.22 * GiB)
+#: CUDA-graph pool per captured batch size and layer: fitted on that log's "Capture cuda graph end ... mem
+#: usage=0.93 GB" (13 sizes up to cuda_graph_max_bs 80, 64 layers).
+CUDA_GRAPH_MIB_PER_GRAPH_LAYER = 1.1
+
+
+@dataclass(frozen=True)
+class SglangLaunch:
+    """The knobs of one ``python -m sglang.launch_server``, named as SGLang names them; None takes the default.
+
+    version: the SGLang release. mem_fraction_static: the static share (weights + KV pool) of the free memory.
+    chunked_prefill_size / cuda_graph_max_bs: enter the v0.5.3+ default of mem_fraction_static.
+    kv_cache_dtype: "auto" or fp8_e4m3 / fp8_e5m2. dtype: the weights. context_length: max tokens of a request.
+    tensor_parallel / pipeline_parallel: GPUs per replica. disable_cuda_graph: no graphs.
+    free_at_start_bytes: the memory free when the weights start loading, when known (a log's
+    "Load weight begin. avail mem=X GB"); otherwise the CUDA total minus the context.
+    """
+
+    version: str | Version | None = None
+    mem_fraction_static: float | None = None
+    chunked_prefill_size: int | None = None
+    cuda_graph_max_bs: int | None = None
+    kv_cache_dtype: str = "auto"
+    dtype: str | None = None
+    context_length: int | None = None
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    disable_cuda_graph: bool = False
+    free_at_start_bytes: int | None = None
+
+
+def _batch_defaults(gpu_mib: float, tp: int) -> tuple[int, int]:
+    """(chunked_prefill_size, cuda_graph_max_bs) by GPU memory, as server_args.py buckets them (v0.5.3+)."""
+    if gpu_mib < 20 * 1024:
+        return 2048, 8
+    if gpu_mib < 35 * 1024:
+        return 2048, 24 if tp < 4 else 80
+    if gpu_mib < 60 * 1024:
+        return 4096, 32 if tp < 4 else 160
+    if gpu_mib < 160 * 1024:
+        return 8192, 256 if tp < 4 else 512
+    return 16384, 512
+
+
+def default_mem_fraction_static(version: Version, gpu_total_bytes: int, tp: int, pp: int,
+                                chunked_prefill_size: int, cuda_graph_max_bs: int) -> float:
+    """SGLang's default ``mem_fraction_static`` for a release, a GPU and a parallel layout.
+
+    >>> default_mem_fraction_static(Version(0, 4, 3), 22 * 2**30, 4, 1, 2048, 80)
+    0.85
+    >>> default_mem_fraction_static(Version(0, 5, 5), round(79.18 * 2**30), 1, 1, 8192, 256)   # H100: 13,440 MiB kept
+    0.834
+    """
+    if version < RESERVED_HEURISTIC_SINCE:
+        return 0.79 if tp >= 16 else 0.81 if tp >= 8 else 0.85 if tp >= 4 else 0.87 if tp >= 2 else 0.88
+    gpu_mib = gpu_total_bytes / MiB
+    reserved = 512 + max(chunked_prefill_size, 2048) * 1.5 + cuda_graph_max_bs * 2 + tp * pp / 8 * 1024
+    if gpu_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    return round((gpu_mib - reserved) / gpu_mib, 3)
+
+
+def _capture_sizes(max_bs: int) -> int:
+    """SGLang's cuda_graph_bs: [1, 2, 4, 8, 12] + range(16, 257, 8) + range(272, 512, 16) + ..., up to max_bs."""
+    sizes = [1, 2, 4, 8, 12] + list(range(16, 257, 8)) + list(range(272, 512, 16)) + list(range(512, max_bs + 1, 32))
+    return sum(1 for s in sizes if s <= max_bs)
+
+
+def estimate_sglang(spec: ModelSpec, *, gpu: str | int, launch: SglangLaunch | None = None) -> RuntimeEstimate:
+    """What SGLang will allocate for ``spec`` on ``gpu`` under ``launch``, per GPU."""
+    launch = launch or SglangLaunch()
+    why: dict[str, str] = {}
+    version = parse_version(launch.version) if launch.version is not None else LATEST
+    if version is None:
+        raise CourseInputError(f"--sglang-version={launch.version!r} is not a release number; use one such as 0.4.3")
+    if launch.version is None:
+        why["version"] = f"{LATEST}: the newest release modelled here"
+    total = gpu_bytes(gpu)
+    tp, pp = launch.tensor_parallel, launch.pipeline_parallel
+    if total <= 0:
+        raise CourseInputError(f"gpu={gpu!r} is 0 bytes; give the device's memory, e.g. 24GB or a preset")
+    if pp > max(1, spec.num_layers):
+        raise CourseInputError(f"--pipeline-parallel={pp} is more stages than {spec.name} has layers "
+                               f"({spec.num_layers}); use at most {spec.num_layers}")
+    chunk, max_bs = _batch_defaults(total / MiB, tp)
+    if launch.chunked_prefill_size is not None:
+        chunk = launch.chunked_prefill_size
+    else:
+        why["chunked_prefill_size"] = f"{chunk}: the default for a GPU of {total / GiB:.0f} GiB"
+    if launch.cuda_graph_max_bs is not None:
+        max_bs = launch.cuda_graph_max_bs
+    else:
+        why["cuda_graph_max_bs"] = f"{max_bs}: the default for a GPU of {total / GiB:.0f} GiB at TP {tp}"
+    mfs = launch.mem_fraction_static
+    if mfs is None:
+        mfs = default_mem_fraction_static(version, total, tp, pp, chunk, max_bs)
+        why["mem_fraction_static"] = (f"{mfs}: the default of {version} "
+                                      + ("(by TP size)" if version < RESERVED_HEURISTIC_SINCE
+                                         else "((gpu_mem - reserved) / gpu_mem)"))
+    context_length = launch.context_length or spec.max_position_embeddings or 4096
+    fmt = weights_format(spec, launch.dtype)
+    kv_name = fmt.compute_dtype if launch.kv_cache_dtype in ("auto", None) else get_dtype(
+        launch.kv_cache_dtype.replace("_", "-")).name
+    stage = stages(spec, tp, pp)[0]
+    at_start = launch.free_at_start_bytes or total - CONTEXT_BYTES - (DISTRIBUTED_INIT_BYTES if tp * pp > 1 else 0)
+    weights = stage_weight_bytes(spec, fmt, stage) + rotary_cache_bytes(spec) + LOAD_OVERHEAD_BYTES
+    reserve = math.ceil(at_start * (1 - mfs))
+    available = at_start - weights - reserve
+    cell = kv_cache_bytes_per_token(spec, get_dtype(kv_name), tp)
+    if pp > 1:
+        cell = math.ceil(cell * stage.layer_share)
+    if available <= 0:
+        raise CourseInputError(f"SGLang would refuse this launch: the weights ({weights / GiB:.2f} GiB) leave no "
+                               f"room for the KV pool in mem_fraction_static={mfs} of {at_start / GiB:.2f} GiB; "
+                               f"increase --mem-fraction-static or --tp")
+    tokens = available // cell
+    graphs = 0 if launch.disable_cuda_graph else _capture_sizes(max_bs)
+    graph = cuda_graph_bytes(graphs, stage.layers, CUDA_GRAPH_MIB_PER_GRAPH_LAYER)
+    terms = (
+        Term("free_at_start", at_start, f"CUDA total {total / GiB:.2f} GiB - CUDA context"
+             + (" - torch.distributed init" if tp * pp > 1 else "") + " (fitted)", +1),
+        Term("weights", weights, f"{fmt.describe()}, + rotary cache + load overhead (fitted)"),
+        Term("reserved", reserve, f"(1 - mem_fraction_static {mfs}) x free_at_start: activations, sampler, CUDA graphs"),
+        Term("activation_peak", 0, "not profiled by SGLang: it lives in the reserved share", 0),
+        Term("non_torch", 0, "counted in free_at_start (context) and the load", 0),
+        Term("cuda_graph", graph, f"{graphs} batch sizes up to {max_bs}, captured after the pool (in the reserved share)",
+             0),
+    )
+    return RuntimeEstimate(
+        runtime="sglang", version=str(version),
+        launch={"runtime": "sglang", "sglang_version": str(version), "gpu": str(gpu), "gpu_total_bytes": total,
+                "mem_fraction_static": mfs, "chunked_prefill_size": chunk, "cuda_graph_max_bs": max_bs,
+                "context_length": context_length, "kv_cache_dtype": launch.kv_cache_dtype, "kv_dtype": kv_name,
+                "weights_format": fmt.name, "tensor_parallel": tp, "pipeline_parallel": pp},
+        defaults=why, terms=terms, runtime_kv_cache_bytes=tokens * cell, num_gpu_blocks=tokens,
+        kv_cache_tokens=tokens, max_concurrency=tokens / context_length, kv_cache_bytes_per_token=cell, block_size=1,
+        fitted=("CUDA context", "load overhead", "CUDA-graph MiB per graph and layer"),
+        notes=("SGLang pages tokens one by one (page size 1): blocks are tokens",))

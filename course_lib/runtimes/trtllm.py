@@ -1,0 +1,144 @@
+"""TensorRT-LLM's own sizing rule: a fraction of what is *free* once the engine and its buffers are in place.
+
+TensorRT-LLM's C++ runtime (``cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp``,
+``calculateMaxNumBlocks``; the executor's ``KvCacheConfig.free_gpu_memory_fraction``, 0.9 by
+default) sizes the paged KV cache last, from ``cudaMemGetInfo``::
+
+    kv_cache = kv_cache_free_gpu_mem_fraction x free
+    free     = total - CUDA context - engine (weights + activations for max_num_tokens)
+                     - runtime and decoder buffers (logits and sampling state for max_batch_size)
+
+It logs both figures: "Memory usage when calculating max tokens in paged kv cache: total:
+31.84 GiB, available: 17.83 GiB", then "Allocated 16.05 GiB for max tokens in paged KV cache
+(263008)". The 0.9 is of the *free* memory, not of the total as vLLM's utilization is: the
+same 0.9 leaves far less unused (vLLM PR #5158 says so when comparing the two).
+
+The buffers are set at engine build time (``trtllm-build --max_batch_size --max_num_tokens
+--max_seq_len``): their size per ``max_batch_size x vocab`` slot is *fitted* on the one visible
+log (``shared/reference/runtime-logs/logs/trtllm-llama31-8b-fp8-rtx5090.txt``).
+
+>>> from course_lib.presets import get_model
+>>> est = estimate_trtllm(get_model("llama-3.1-8b"), gpu="rtx-5090", launch=TrtllmLaunch(
+...     dtype="fp8", kv_cache_dtype="fp8", max_batch_size=2048, max_num_tokens=1024, max_seq_len=2048,
+...     version="0.19.0"))
+>>> round(est.runtime_kv_cache_bytes / 2**30, 2), est.block_size      # the log: 16.05 GiB in blocks of 32
+(16.05, 32)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..dtypes import get_dtype
+from ..errors import CourseInputError
+from ..models import kv_cache_bytes_per_token, weights_format
+from ..presets import gpu_bytes
+from ..spec import ModelSpec
+from ..units import GiB
+from .profile import forward_peak_bytes, stage_weight_bytes, stages
+from .result import RuntimeEstimate, Term
+from .versions import Version, parse_version
+
+KNOWN_VERSIONS = (Version(0, 5, 0), Version(1, 2, 0))
+LATEST = KNOWN_VERSIONS[-1]
+
+#: CUDA context and the TensorRT / cuBLAS libraries before the engine loads: ASSUMED 0.55 GiB (a common figure on
+#: recent drivers; not separable from the buffers on the one visible log).
+CONTEXT_BYTES = round(0.55 * GiB)
+#: Runtime and decoder buffers per max_batch_size x vocab slot (fp32 logits, sampling workspace and their copies):
+#: fitted on the visible RTX 5090 log, where 14.01 GiB are in use: 8.46 GiB of fp8 Llama-3.1-8B weights,
+#: 0.55 GiB context, 0.11 GiB engine activations, leaving 4.90 GiB for 2,048 x 128,256 slots: 20 B each.
+DECODER_BYTES_PER_SLOT_LOGIT = 20
+#: tokens_per_block: 32 in the releases this models (the visible 0.19 log: "Number of tokens per block: 32"),
+#: 64 before 0.12 (ASSUMED from older builds' defaults).
+TOKENS_PER_BLOCK_SINCE_012 = 32
+
+
+@dataclass(frozen=True)
+class TrtllmLaunch:
+    """One TensorRT-LLM engine and its executor: the build limits and the KV-cache share, as TensorRT-LLM names them.
+
+    kv_cache_free_gpu_mem_fraction: share of the free memory for the KV cache (0.9).
+    max_batch_size / max_num_tokens / max_seq_len: ``trtllm-build``'s limits (2,048 / 8,192 / the config's).
+    dtype: the weights (fp8 = modelopt's fp8 linears, embeddings and lm_head 16-bit). kv_cache_dtype: auto or fp8.
+    tokens_per_block: the KV block. tensor_parallel / pipeline_parallel: GPUs per engine.
+    """
+
+    version: str | Version | None = None
+    kv_cache_free_gpu_mem_fraction: float | None = None
+    max_batch_size: int | None = None
+    max_num_tokens: int | None = None
+    max_seq_len: int | None = None
+    dtype: str | None = None
+    kv_cache_dtype: str = "auto"
+    tokens_per_block: int | None = None
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+
+
+def estimate_trtllm(spec: ModelSpec, *, gpu: str | int, launch: TrtllmLaunch | None = None) -> RuntimeEstimate:
+    """What TensorRT-LLM will allocate for ``spec`` on ``gpu`` under ``launch``, per GPU."""
+    launch = launch or TrtllmLaunch()
+    why: dict[str, str] = {}
+    version = parse_version(launch.version) if launch.version is not None else LATEST
+    if version is None:
+        raise CourseInputError(f"--trtllm-version={launch.version!r} is not a release number; use one such as 0.19.0")
+    if launch.version is None:
+        why["version"] = f"{LATEST}: the newest release modelled here"
+    total = gpu_bytes(gpu)
+    frac = launch.kv_cache_free_gpu_mem_fraction
+    if frac is None:
+        frac = 0.9
+        why["kv_cache_free_gpu_mem_fraction"] = "0.9: KvCacheConfig.free_gpu_memory_fraction's default"
+    max_bs = launch.max_batch_size or 2048
+    max_tokens = launch.max_num_tokens or 8192
+    max_seq = launch.max_seq_len or spec.max_position_embeddings or 4096
+    for name, given, value in (("max_batch_size", launch.max_batch_size, max_bs),
+                               ("max_num_tokens", launch.max_num_tokens, max_tokens),
+                               ("max_seq_len", launch.max_seq_len, max_seq)):
+        if given is None:
+            why[name] = f"{value}: trtllm-build's default"
+    block = launch.tokens_per_block or (TOKENS_PER_BLOCK_SINCE_012 if version >= Version(0, 12, 0) else 64)
+    if launch.tokens_per_block is None:
+        why["tokens_per_block"] = f"{block}: the default of {version}"
+    tp, pp = launch.tensor_parallel, launch.pipeline_parallel
+    if total <= 0:
+        raise CourseInputError(f"gpu={gpu!r} is 0 bytes; give the device's memory, e.g. 24GB or a preset")
+    if pp > max(1, spec.num_layers):
+        raise CourseInputError(f"--pipeline-parallel={pp} is more stages than {spec.name} has layers "
+                               f"({spec.num_layers}); use at most {spec.num_layers}")
+    fmt = weights_format(spec, launch.dtype)
+    kv_name = fmt.compute_dtype if launch.kv_cache_dtype in ("auto", None) else get_dtype(launch.kv_cache_dtype).name
+    stage = stages(spec, tp, pp)[0]
+    weights = stage_weight_bytes(spec, fmt, stage)
+    activation = forward_peak_bytes(spec, max_tokens, tp, fmt.compute_dtype)
+    decoder = max_bs * spec.vocab_size * DECODER_BYTES_PER_SLOT_LOGIT
+    free = total - CONTEXT_BYTES - weights - activation - decoder
+    kv = int(frac * free)
+    per_token = kv_cache_bytes_per_token(spec, get_dtype(kv_name), tp)
+    if pp > 1:
+        per_token = -(-per_token * stage.layers // spec.num_layers)
+    if kv < per_token * max_seq:
+        raise CourseInputError(f"TensorRT-LLM would not fit one {max_seq}-token sequence: {kv / GiB:.2f} GiB of KV "
+                               f"cache for {per_token * max_seq / GiB:.2f} GiB; lower --max-batch-size or "
+                               f"--max-seq-len, or raise --kv-cache-free-gpu-mem-fraction")
+    blocks = kv // (per_token * block)
+    terms = (
+        Term("total", total, "CUDA total (cudaMemGetInfo)", +1),
+        Term("context", CONTEXT_BYTES, "CUDA context and libraries (assumed)"),
+        Term("weights", weights, fmt.describe()),
+        Term("activation_peak", activation, f"the engine's activations for max_num_tokens {max_tokens}"),
+        Term("non_torch", decoder, f"runtime and decoder buffers: {max_bs} x {spec.vocab_size:,} slots x "
+             f"{DECODER_BYTES_PER_SLOT_LOGIT} B (fitted)"),
+        Term("free", free, "what cudaMemGetInfo reports free when the KV cache is sized", 0),
+        Term("cuda_graph", 0, "inside the engine's activations", 0),
+    )
+    return RuntimeEstimate(
+        runtime="trtllm", version=str(version),
+        launch={"runtime": "trtllm", "trtllm_version": str(version), "gpu": str(gpu), "gpu_total_bytes": total,
+                "kv_cache_free_gpu_mem_fraction": frac, "max_batch_size": max_bs, "max_num_tokens": max_tokens,
+                "max_seq_len": max_seq, "weights_format": fmt.name, "kv_cache_dtype": launch.kv_cache_dtype,
+                "kv_dtype": kv_name, "tokens_per_block": block, "tensor_parallel": tp, "pipeline_parallel": pp},
+        defaults=why, terms=terms, runtime_kv_cache_bytes=kv, num_gpu_blocks=blocks, kv_cache_tokens=blocks * block,
+        max_concurrency=blocks * block / max_seq, kv_cache_bytes_per_token=per_token, block_size=block,
+        fitted=("decoder bytes per slot and logit",), notes=("CUDA context assumed 0.55 GiB",))

@@ -1,0 +1,420 @@
+"""vLLM's own sizing rule: what ``vllm serve`` will give the KV cache, release by release.
+
+vLLM budgets a share of the GPU's *total* memory and takes what its profile run measured from
+it (V1: ``vllm/v1/worker/gpu_worker.py``, ``determine_available_memory``; V0:
+``vllm/worker/worker.py``, ``determine_num_available_blocks``)::
+
+    available_kv = total x gpu_memory_utilization - weights - activation_peak - non_torch
+                   [- cuda_graph_estimate, from v0.21]
+
+* ``total`` is what CUDA reports (``torch.cuda.mem_get_info()[1]``), not nvidia-smi's total;
+  vLLM refuses to start when less than ``total x utilization`` is free.
+* ``weights`` is the torch memory the load took ("Model loading took X GiB"): the parameters
+  in their served format plus buffers loaded with them (the rotary cache).
+* ``activation_peak`` is the profile's peak over a dummy forward of ``max_num_batched_tokens``
+  tokens and a dummy sampling of ``min(max_num_seqs, max_num_batched_tokens)`` rows with top-k
+  and top-p (``profile_run``, ``_dummy_sampler_run``). On large-vocabulary models the sampler
+  dominates: 1,024 rows of a 128k vocabulary sorted in fp32 are ~5 GiB.
+* ``non_torch`` is what grew outside PyTorch's allocator during profiling (NCCL, cuBLAS).
+* CUDA graphs are captured after the KV cache exists; before v0.21 their pool lived in the
+  ``1 - utilization`` share, from v0.21 an estimate of it is taken from the budget
+  ("CUDA graph memory profiling is enabled (default since v0.21.0)").
+
+The batch limits are the release's defaults for the GPU and entry point
+(``EngineArgs.get_batch_defaults``, vllm/engine/arg_utils.py): on a GPU of 70 GiB or more that
+is not an A100, ``vllm serve`` profiles 8,192 tokens and 1,024 sequences (``LLM``: 16,384),
+elsewhere 2,048 and 256 (``LLM``: 8,192). V0 without chunked prefill profiles
+``max(max_model_len, 2048)`` tokens.
+
+Worked example, the visible A100 log (vLLM 0.10.1.1, Qwen2-7B, ``--gpu-memory-utilization
+0.25 --max-model-len 16384``): 79.25 GiB x 0.25 = 19.81 GiB; minus 14.25 GiB of weights, 0.53
+GiB of sampler peak (256 rows x 152,064 logits x 14 B on FlashInfer's path, which that log
+names) and 0.13 GiB of non-torch memory leave 4.92 GiB for the KV cache (logged: 5.01 GiB).
+
+>>> from course_lib.presets import get_model
+>>> est = estimate_vllm(get_model("qwen2-7b"), gpu="a100-80gb", launch=VllmLaunch(
+...     version="0.10.1", gpu_memory_utilization=0.25, max_model_len=16384))
+>>> round(est.runtime_kv_cache_bytes / 2**30, 2), est.launch["max_num_batched_tokens"], est.launch["sampler"]
+(4.92, 2048, 'flashinfer')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..dtypes import get_dtype
+from ..errors import CourseInputError
+from ..models import kv_cache_bytes_per_token, weights_format
+from ..presets import GPUS, gpu_bytes
+from ..spec import ModelSpec
+from ..units import GiB, MiB
+from .profile import (cuda_graph_bytes, forward_peak_bytes, rotary_cache_bytes, sampler_peak_bytes, stage_weight_bytes,
+                      stages)
+from .result import RuntimeEstimate, Term
+from .versions import Version, parse_version
+from .vllm_kv import kv_layout, one_request_bytes
+
+#: The releases whose defaults are modelled here, oldest first; the last is the default.
+KNOWN_VERSIONS = (Version(0, 5, 0), Version(0, 23, 0))
+LATEST = KNOWN_VERSIONS[-1]
+
+#: vLLM's KV block size when not given (CacheConfig.DEFAULT_BLOCK_SIZE, CUDA).
+DEFAULT_BLOCK_SIZE = 16
+
+# ----------------------------------------------------------------------------- release history
+#: V1 became the default engine in 0.8.0 (V0 remained behind VLLM_USE_V1=0 and was removed in 0.11).
+V1_DEFAULT_SINCE = Version(0, 8, 0)
+#: CUDA-graph memory estimated inside the budget (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 by default):
+#: the start-up line "CUDA graph memory profiling is enabled (default since v0.21.0)".
+CUDA_GRAPHS_IN_BUDGET_SINCE = Version(0, 21, 0)
+#: gpu_memory_utilization's default: 0.9 through v0.10.2 (docs.vllm.ai/en/v0.10.2, CacheConfig), 0.92 in current
+#: releases (docs.vllm.ai/en/stable, ``Field(default=0.92)``). ASSUMED: the change came with the CUDA-graph
+#: accounting in v0.21 (it keeps the KV size of a typical launch); no release note pinning it was found.
+UTILIZATION_092_SINCE = Version(0, 21, 0)
+#: get_batch_defaults keys on device memory >= 70 GiB and not an A100 from v0.9.0 (PR #17885); before, only H100/H200.
+BATCH_DEFAULTS_BY_MEMORY_SINCE = Version(0, 9, 0)
+#: V1's hybrid KV-cache allocator (sliding-window layers keep only their window) from v0.9.2 (HybridKVCacheCoordinator);
+#: before it V1 "regarded [them] as full attention" (FullAttentionSpec note, v0.9.x).
+HYBRID_ALLOCATOR_SINCE = Version(0, 9, 2)
+#: "GPU KV cache size: N tokens" became int(max_concurrency x max_model_len) after 0.10 (kv_cache_utils.get_kv_cache_capacity).
+TOKENS_FROM_CONCURRENCY_SINCE = Version(0, 11, 0)
+#: V0 recorded the memory in use when the worker started and counted only what grew after it as non-torch from
+#: 0.6.5 ("the current vLLM instance can use total_gpu_memory ..."); before, non-torch included the CUDA context
+#: and every other process on the GPU ("Memory profiling results: ... non_torch_memory=").
+V0_BASELINE_SNAPSHOT_SINCE = Version(0, 6, 5)
+#: The V1 worker measured with MemorySnapshot / memory_profiling from 0.8.5; before, non-torch was the device's
+#: whole used memory minus torch's (CUDA context included).
+V1_BASELINE_SNAPSHOT_SINCE = Version(0, 8, 5)
+
+
+def default_sampler(version: Version, engine: str, platform: str) -> str:
+    """The sampling path the profile takes by default: "native" (PyTorch's sort) or "flashinfer" (no sort).
+
+    * V1 0.6.6-0.7: FlashInfer's top-k/top-p kernel when installed (PR #11394).
+    * 0.8-0.9: the sort (PR #14815 switched FlashInfer >= 0.2.3 off; PR #15777 adapted to its API in May 2025,
+      but the pip wheel did not ship flashinfer-python yet).
+    * 0.10: FlashInfer (it ships with the CUDA wheel; the visible 0.10.1.1 A100 log prints "Using FlashInfer
+      for top-p & top-k sampling").
+    * 0.11-0.20: the sort ("Disable FlashInfer sampler by default", PR #26859, Oct 2025; the visible 0.11 H100
+      gpt-oss log's 7.38 GiB of activations is the sort's).
+    * 0.21 on: FlashInfer again ("Enable FlashInfer top-k/top-p sampler by default", PR #40376, Apr 2026); on
+      ROCm a Triton kernel without a sort, taken as FlashInfer's 14 B a logit (ASSUMED; the visible v0.23 MI300X
+      log's budget leaves no room for a sort).
+    * V0: always the sort (``vllm/model_executor/layers/sampler.py``).
+    """
+    if engine == "V0":
+        return "native"
+    if version >= CUDA_GRAPHS_IN_BUDGET_SINCE:
+        return "flashinfer"
+    if platform == "rocm":
+        return "native"
+    if Version(0, 10, 0) <= version < Version(0, 11, 0) or Version(0, 6, 6) <= version < Version(0, 8, 0):
+        return "flashinfer"
+    return "native"
+
+
+#: Non-torch memory that grows during the profile on one GPU (cuBLAS workspaces, allocator slack): fitted, 0.13 GiB on
+#: the visible H100 gpt-oss log (0.11), 0.16 on the visible H100 mllama log (0.6.6) and 0.05 on the T4 log (0.8.2).
+NON_TORCH_ONE_GPU_BYTES = 128 * MiB
+#: What tensor parallelism adds to it (custom all-reduce and NCCL buffers registered during the first forward):
+#: fitted on the visible TP2 x PP2 L4 log (DeepSeek-V2-Lite, ~0.9.2).
+NON_TORCH_TP_BYTES = 256 * MiB
+#: Before the baseline snapshot (V0 < 0.6.5, V1 < 0.8.5) non-torch also held the CUDA context and the NCCL
+#: communicators of every rank: fitted on the visible MI300X TP8 log (0.6.4: 8.02 GiB on rank 0).
+NON_TORCH_CONTEXT_BYTES = 1 * GiB
+NON_TORCH_CONTEXT_PER_EXTRA_RANK_BYTES = 1 * GiB
+
+#: MiB of CUDA-graph pool per captured graph and per layer: fitted on the visible logs' "Graph capturing
+#: finished ..., took X GiB": 0.23 (T4, V0 0.8.2, 27 graphs x 28 layers), 0.27 (A100, 0.10.1.1, 67 x 28),
+#: 0.33 (H100 gpt-oss, 0.11, 51 x 24); from v0.21 FULL and PIECEWISE graphs are both captured for each size
+#: and the visible v0.23 MI300X log took 3.74 GiB for 51 sizes x 34 layers: 2.16 MiB (FULL and PIECEWISE graphs per size).
+CUDA_GRAPH_MIB = {"V0": 0.23, "V1": 0.27, "V1-0.11": 0.33, "V1-0.21": 2.16}
+
+
+@dataclass(frozen=True)
+class VllmLaunch:
+    """The knobs of one ``vllm serve`` launch, named as vLLM names them; None takes the release's default.
+
+    version: the vLLM release ("0.10.1"); its defaults decide everything left None.
+    engine: "V0" or "V1" (default: V1 from 0.8.0). entrypoint: "serve" (the OpenAI server) or "llm" (``LLM()``).
+    gpu_memory_utilization: the share of the *total* memory vLLM may use (0.9; 0.92 from v0.21).
+    max_model_len: tokens of one request (default: the config's max_position_embeddings).
+    max_num_seqs / max_num_batched_tokens: the batch limits the profile runs at.
+    enable_chunked_prefill: V0 only (V1 always chunks); default on for V0 above 32k context.
+    kv_cache_dtype: "auto" (the model's compute dtype) or fp8 / fp8_e4m3 / fp8_e5m2.
+    dtype: the weights (None: the checkpoint's format; a quantized name quantizes the linear layers).
+    enforce_eager: no CUDA graphs. tensor_parallel / pipeline_parallel: GPUs per replica.
+    block_size: tokens per KV block (16). sampler: the profile's sampling path ("auto", "native" or
+    "flashinfer"). platform: "cuda" or "rocm".
+    """
+
+    version: str | Version | None = None
+    engine: str | None = None
+    entrypoint: str = "serve"
+    gpu_memory_utilization: float | None = None
+    max_model_len: int | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    enable_chunked_prefill: bool | None = None
+    kv_cache_dtype: str = "auto"
+    dtype: str | None = None
+    enforce_eager: bool = False
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    block_size: int | None = None
+    sampler: str = "auto"
+    platform: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _kv_dtype(name: str, compute: str) -> str:
+    key = str(name).strip().lower()
+    if key in ("auto", ""):
+        return compute
+    if key in ("fp8", "fp8_e4m3", "fp8-e4m3", "fp8_inc"):
+        return "fp8-e4m3"
+    if key in ("fp8_e5m2", "fp8-e5m2"):
+        return "fp8-e5m2"
+    if key in ("bfloat16", "bf16", "float16", "fp16", "half", "float32", "fp32"):
+        return get_dtype(key).name
+    raise CourseInputError(f"kv_cache_dtype={name!r} is not one vLLM accepts; use auto, fp8, fp8_e4m3 or fp8_e5m2")
+
+
+def resolve(spec: ModelSpec, gpu: str | int, launch: VllmLaunch) -> tuple[VllmLaunch, dict[str, str]]:
+    """``launch`` with every None replaced by the release's default, and why each was taken."""
+    why: dict[str, str] = {}
+    version = parse_version(launch.version) if launch.version is not None else LATEST
+    if version is None:
+        raise CourseInputError(f"--vllm-version={launch.version!r} is not a release number; use one such as 0.10.1")
+    if launch.version is None:
+        why["version"] = f"{LATEST}: the newest release modelled here"
+    total = gpu_bytes(gpu)
+    if total <= 0:
+        raise CourseInputError(f"gpu={gpu!r} is 0 bytes; give the device's memory, e.g. 24GB or a preset")
+    if launch.pipeline_parallel > max(1, spec.num_layers):
+        raise CourseInputError(f"--pipeline-parallel={launch.pipeline_parallel} is more stages than {spec.name} has "
+                               f"layers ({spec.num_layers}); use at most {spec.num_layers}")
+    name = str(gpu).strip().lower()
+    platform = launch.platform or ("rocm" if name.startswith("mi") else "cuda")
+    engine = launch.engine or ("V1" if version >= V1_DEFAULT_SINCE else "V0")
+    if launch.engine is None:
+        why["engine"] = f"{engine}: the default engine of {version}"
+    util = launch.gpu_memory_utilization
+    if util is None:
+        util = 0.92 if version >= UTILIZATION_092_SINCE else 0.9
+        why["gpu_memory_utilization"] = (f"{util}: the default of {version} (0.9 through v0.10.2, 0.92 in current "
+                                         f"releases)")
+    max_len = launch.max_model_len
+    if max_len is None:
+        max_len = spec.max_position_embeddings or 4096
+        why["max_model_len"] = f"{max_len}: the config's max_position_embeddings"
+    big = total >= 70 * GiB and "a100" not in name
+    if version < BATCH_DEFAULTS_BY_MEMORY_SINCE:
+        big = name.startswith(("h100", "h200"))
+    serve = launch.entrypoint != "llm"
+    tokens_default = (8192 if serve else 16384) if big else (2048 if serve else 8192)
+    seqs_default = 1024 if big and version >= BATCH_DEFAULTS_BY_MEMORY_SINCE else 256
+    chunked = launch.enable_chunked_prefill
+    if engine == "V1":
+        chunked = True
+    elif spec.model_type == "mllama":
+        chunked = False            # V0's encoder-decoder runner does not chunk prefills
+        why["enable_chunked_prefill"] = "False: V0 runs encoder-decoder models (mllama) without chunked prefill"
+    elif chunked is None:
+        chunked = max_len > 32768 and serve
+        why["enable_chunked_prefill"] = f"{chunked}: V0 chunks by default above 32k tokens of context"
+    seqs = launch.max_num_seqs
+    if seqs is None:
+        seqs = seqs_default
+        why["max_num_seqs"] = (f"{seqs}: {'vllm serve' if serve else 'LLM()'} on a {'>= 70 GiB non-A100' if big else 'smaller or A100'} "
+                               f"GPU in {version}")
+    batched = launch.max_num_batched_tokens
+    if batched is None:
+        if chunked:
+            batched = tokens_default if engine == "V1" or version >= Version(0, 6, 4) else 512
+            why["max_num_batched_tokens"] = f"{batched}: the chunked-prefill default of {engine} {version} here"
+        else:
+            batched = max(max_len, 2048 if engine == "V0" else tokens_default)
+            why["max_num_batched_tokens"] = f"{batched}: without chunked prefill the profile runs max(max_model_len, 2048)"
+        batched = min(batched, seqs * max_len)
+        if launch.max_num_seqs is None:
+            seqs = min(seqs, batched)
+    sampler = launch.sampler if launch.sampler != "auto" else default_sampler(version, engine, platform)
+    if launch.sampler == "auto":
+        why["sampler"] = f"{sampler}: the profile's sampling path in {engine} {version} on {platform}"
+    block = launch.block_size or DEFAULT_BLOCK_SIZE
+    return replace(launch, version=version, engine=engine, gpu_memory_utilization=util, max_model_len=max_len,
+                   max_num_seqs=seqs, max_num_batched_tokens=batched, enable_chunked_prefill=chunked,
+                   sampler=sampler, block_size=block, platform=platform), why
+
+
+def _capture_sizes(version: Version, engine: str, max_num_seqs: int) -> int:
+    """How many batch sizes vLLM captures graphs for by default."""
+    if engine == "V0":   # _BATCH_SIZES_TO_CAPTURE = [1, 2, 4] + [8 * i for i in 1..32], up to max_num_seqs
+        return 3 + min(32, max_num_seqs // 8)
+    if version < Version(0, 11, 0):   # [1, 2, 4] + range(8, 513, 8)
+        return 3 + 64
+    cap = min(512, 2 * max_num_seqs)   # [1, 2, 4] + range(8, 256, 8) + range(256, cap + 1, 16)
+    return 3 + min(31, (cap - 1) // 8) + max(0, (cap - 256) // 16 + 1)
+
+
+def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None = None) -> RuntimeEstimate:
+    """What vLLM will allocate for ``spec`` on ``gpu`` under ``launch``, term by term, per GPU.
+
+    Refuses (:class:`CourseInputError`, one line) a launch whose KV cache cannot hold one
+    ``max_model_len`` request, with vLLM's own advice.
+    """
+    launch, why = resolve(spec, gpu, launch or VllmLaunch())
+    version: Version = launch.version          # type: ignore[assignment]
+    total = gpu_bytes(gpu)
+    tp, pp = launch.tensor_parallel, launch.pipeline_parallel
+    fmt = weights_format(spec, launch.dtype)
+    compute = fmt.compute_dtype
+    kv_name = _kv_dtype(launch.kv_cache_dtype, compute)
+    kv_bytes = get_dtype(kv_name).bytes_per_value
+    util = launch.gpu_memory_utilization
+    requested = math.floor(total * util)
+    fitted: list[str] = []
+    notes: list[str] = []
+    v0 = launch.engine == "V0"
+    era = "V0" if v0 else ("V1-0.21" if version >= CUDA_GRAPHS_IN_BUDGET_SINCE else
+                           "V1-0.11" if version >= Version(0, 11, 0) else "V1")
+    stage_list = stages(spec, tp, pp)
+    rotary = rotary_cache_bytes(spec, 2 if version < Version(0, 9, 0) else 4)
+    graphs = 0 if launch.enforce_eager else _capture_sizes(version, launch.engine, launch.max_num_seqs)
+    per_stage: list[tuple[int, list[Term], int]] = []
+    for stage in stage_list:
+        weights = stage_weight_bytes(spec, fmt, stage) + rotary + _padding_bytes(spec, fmt, stage)
+        forward = forward_peak_bytes(spec, launch.max_num_batched_tokens, tp, compute)
+        hidden = launch.max_num_batched_tokens * spec.hidden_size * int(get_dtype(compute).bytes_per_value)
+        rows = min(launch.max_num_seqs, launch.max_num_batched_tokens)
+        sampler = sampler_peak_bytes(rows, spec.vocab_size, launch.sampler)
+        vision = _vision_profile_bytes(spec, launch) if stage.first else 0
+        activation = max(forward, sampler + hidden, vision) if stage.last else max(forward, vision)
+        if (v0 and version < V0_BASELINE_SNAPSHOT_SINCE) or (not v0 and version < V1_BASELINE_SNAPSHOT_SINCE):
+            non_torch = NON_TORCH_CONTEXT_BYTES + NON_TORCH_CONTEXT_PER_EXTRA_RANK_BYTES * (tp * pp - 1)
+            nt_note = "fitted: CUDA context and NCCL counted as non-torch before the baseline snapshot"
+        else:
+            non_torch = NON_TORCH_ONE_GPU_BYTES + (NON_TORCH_TP_BYTES if tp * pp > 1 else 0)
+            nt_note = "fitted: what grows outside torch during the profile (cuBLAS, NCCL, custom all-reduce)"
+        graph = cuda_graph_bytes(graphs, stage.layers, CUDA_GRAPH_MIB[era])
+        in_budget = not v0 and version >= CUDA_GRAPHS_IN_BUDGET_SINCE and graphs > 0
+        terms = [
+            Term("budget", requested, f"total {total / GiB:.2f} GiB (CUDA) x gpu_memory_utilization {util}", +1),
+            Term("weights", weights, f"{fmt.describe()}; rotary cache {rotary:,} B"
+                 + (f"; stage {stage.index + 1} of {pp}: {stage.layers} layers" if pp > 1 else "")),
+            Term("activation_peak", activation,
+                 f"max(forward over {launch.max_num_batched_tokens} tokens {forward / GiB:.2f} GiB, "
+                 f"sampler over {rows} x {spec.vocab_size:,} logits ({launch.sampler}) {sampler / GiB:.2f} GiB"
+                 + (f", vision encoder {vision / GiB:.2f} GiB" if vision else "") + ")"
+                 if stage.last else f"forward over {launch.max_num_batched_tokens} tokens (no sampler on this stage)"),
+            Term("non_torch", non_torch, nt_note),
+            Term("cuda_graph", graph,
+                 (f"estimate of {graphs} captured sizes x {stage.layers} layers, inside the budget from v0.21"
+                  if in_budget else f"{graphs} captured sizes x {stage.layers} layers, captured after the KV cache "
+                  f"(outside the budget)") if graphs else "--enforce-eager: no CUDA graphs",
+                 -1 if in_budget else 0),
+        ]
+        available = requested - sum(t.bytes for t in terms[1:] if t.sign == -1)
+        per_stage.append((available, terms, stage.layers))
+    hybrid = version >= HYBRID_ALLOCATOR_SINCE
+    rule = "concurrency" if version >= TOKENS_FROM_CONCURRENCY_SINCE else "blocks"
+    layouts = [kv_layout(spec, kv_bytes=kv_bytes, block_size=launch.block_size, max_model_len=launch.max_model_len,
+                         max_num_batched_tokens=launch.max_num_batched_tokens, engine=launch.engine,
+                         tensor_parallel=tp, layers=_stage_caches(spec, stage_list, i), hybrid_allocator=hybrid)
+               for i in range(len(stage_list))]
+    stage_blocks = [max(0, a) // lay.block_bytes if lay.block_bytes else 0 for (a, _, _), lay in zip(per_stage, layouts)]
+    # get_kv_cache_configs: every rank keeps the fewest blocks any rank can hold
+    binding = min(range(len(stage_blocks)), key=stage_blocks.__getitem__)
+    blocks = stage_blocks[binding]
+    pool = layouts[binding].pool(blocks, rule)
+    available, terms, _ = per_stage[0]
+    bind_available = per_stage[binding][0]
+    need = one_request_bytes(spec, kv_bytes=kv_bytes, block_size=launch.block_size, max_model_len=launch.max_model_len,
+                             max_num_batched_tokens=launch.max_num_batched_tokens, tensor_parallel=tp,
+                             layers=_stage_caches(spec, stage_list, binding), engine=launch.engine)
+    if bind_available <= 0:
+        raise CourseInputError(
+            f"vLLM would refuse this launch: no available memory for the cache blocks "
+            f"({bind_available / GiB:.2f} GiB left after weights and the profile). Try increasing "
+            f"`gpu_memory_utilization` or decreasing `max_model_len` / `max_num_seqs` / `max_num_batched_tokens`")
+    if need > bind_available:
+        fits = max((L for L in _halvings(launch.max_model_len) if one_request_bytes(
+            spec, kv_bytes=kv_bytes, block_size=launch.block_size, max_model_len=L,
+            max_num_batched_tokens=launch.max_num_batched_tokens, tensor_parallel=tp,
+            layers=_stage_caches(spec, stage_list, binding), engine=launch.engine) <= bind_available), default=0)
+        raise CourseInputError(
+            f"vLLM would refuse this launch: to serve at least one request with the model's max seq len "
+            f"({launch.max_model_len}), {need / GiB:.2f} GiB KV cache is needed, which is larger than the available "
+            f"KV cache memory ({bind_available / GiB:.2f} GiB); a max_model_len of about {fits} would fit. "
+            f"Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine")
+    fitted = [f"sampler bytes per logit ({launch.sampler})", "non-torch memory", "CUDA-graph MiB per graph and layer"]
+    if launch.dtype is None and spec.quantization is not None and spec.quantization.name == "mxfp4":
+        fitted.append("mxfp4 expert padding")
+    if pp > 1:
+        notes.append("per-stage figures differ: every stage keeps the fewest blocks any stage can hold")
+    per_token = kv_cache_bytes_per_token(spec, get_dtype(kv_name), tp)
+    launch_dict = {
+        "runtime": "vllm", "vllm_version": str(version), "engine": launch.engine, "entrypoint": launch.entrypoint,
+        "gpu": str(gpu), "gpu_total_bytes": total, "gpu_memory_utilization": util,
+        "max_model_len": launch.max_model_len, "max_num_seqs": launch.max_num_seqs,
+        "max_num_batched_tokens": launch.max_num_batched_tokens, "enable_chunked_prefill": launch.enable_chunked_prefill,
+        "kv_cache_dtype": launch.kv_cache_dtype, "kv_dtype": kv_name, "weights_format": fmt.name,
+        "enforce_eager": launch.enforce_eager, "tensor_parallel": tp, "pipeline_parallel": pp,
+        "block_size": launch.block_size, "sampler": launch.sampler, "platform": launch.platform,
+    }
+    if GPUS.get(str(gpu).strip().lower()) is not None and GPUS[str(gpu).strip().lower()].estimated:
+        notes.append(f"the CUDA total of {gpu} is estimated from nvidia-smi's (no published figure found)")
+    return RuntimeEstimate(
+        runtime="vllm", version=str(version), launch=launch_dict, defaults=why, terms=tuple(terms),
+        runtime_kv_cache_bytes=available, num_gpu_blocks=blocks, kv_cache_tokens=pool.tokens,
+        max_concurrency=pool.max_concurrency, kv_cache_bytes_per_token=per_token, block_size=launch.block_size,
+        per_stage_kv_cache_bytes=tuple(a for a, _, _ in per_stage), fitted=tuple(fitted), notes=tuple(notes))
+
+
+#: Bytes per attention score the profile holds in mllama's vision encoder: PyTorch's math attention (the tower
+#: passes an attention mask) keeps the fp32 scores and the bf16 probabilities, 6 B each. Fitted: the visible H100
+#: log of Llama-3.2-11B-Vision (V0, max_model_len 65,536) logs 36.63 GiB of activations.
+VISION_SCORE_BYTES = 6
+
+
+def _vision_profile_bytes(spec: ModelSpec, launch: VllmLaunch) -> int:
+    """The vision encoder's peak in V0's encoder-decoder profile (mllama): images x heads x (tiles x patches)^2 scores.
+
+    V0 profiles ``max_num_seqs`` cut down to ``max_num_batched_tokens // max_mm_tokens`` sequences, each
+    with one image of ``max_num_tiles`` tiles (``vllm/worker/enc_dec_model_runner.py``, ``profile_run``);
+    the tower attends over all tiles of an image at once, 1,601 patches a tile padded to 1,608.
+    """
+    v = spec.vision_config
+    if spec.model_type != "mllama" or not v or launch.engine != "V0":
+        return 0
+    tiles = int(v.get("max_num_tiles", 4))
+    patches = (int(v.get("image_size", 560)) // int(v.get("patch_size", 14))) ** 2 + 1
+    images = max(1, min(launch.max_num_seqs, launch.max_num_batched_tokens // (tiles * patches)))
+    length = tiles * (-(-patches // 8) * 8)
+    return images * int(v.get("attention_heads", 16)) * length * length * VISION_SCORE_BYTES
+
+
+def _stage_caches(spec: ModelSpec, stage_list, index: int):
+    start = sum(s.layers for s in stage_list[:index])
+    return tuple(spec.layers[start:start + stage_list[index].layers]) if len(stage_list) > 1 else spec.layers
+
+
+def _halvings(length: int):
+    while length >= 1:
+        yield length
+        length //= 2
+
+
+def _padding_bytes(spec: ModelSpec, fmt, stage) -> int:
+    """vLLM pads gpt-oss's mxfp4 expert tensors: hidden 2,880 is rounded up to a multiple of 256 (3,072) for the
+    MoE kernels (vllm/model_executor/layers/quantization/mxfp4.py). Fitted check: the visible H100 gpt-oss log's
+    "Model loading took 13.47 GiB" against 12.82 GiB of parameters."""
+    if fmt.quantized is None or fmt.quantized.name != "mxfp4" or "experts" not in fmt.quantized_groups:
+        return 0
+    h = spec.hidden_size
+    padded = -(-h // 256) * 256
+    experts = math.ceil(spec.params.get("experts", 0) * stage.layer_share / stage.tp)
+    return fmt.quantized.bytes_for(experts * (padded - h) // h)
