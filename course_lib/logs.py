@@ -242,14 +242,19 @@ def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[s
     m = re.search(r"(?:vLLM API server version|LLM engine \(v|version|vllm-openai:v|vllm==)\s*v?(\d+\.\d+[\w.+-]*)", text)
     note("vllm_version", m, m.group(1) if m else None)
     inferred = infer_vllm_version(text)
+    release = parse_version(launch.get("vllm_version")) or parse_version((inferred or (None,))[0])
+    v1_only = release is not None and release >= (0, 11, 0)      # V0 was removed in 0.11
     if inferred and ("vllm_version" not in launch or parse_version(launch["vllm_version"]) is None):
         launch["vllm_version_inferred"], ev["vllm_version_inferred"] = inferred
     if re.search(r"V1 LLM engine|EngineCore|gpu_worker\.py|gpu_model_runner\.py", text):
         note("engine", None, "V1")
-    if re.search(r"V0 LLM engine|Falling back to V0|\[?worker\.py:\d+\]? Memory profiling|model_runner\.py:\d+\]? "
+    if re.search(r"V0 LLM engine|Falling back to V0|(?<![\w/])worker\.py:\d+\]? Memory profiling|(?<![\w/])"
+                 r"model_runner\.py:\d+\]? "
                  r"Loading model weights|Initializing an LLM engine|# GPU blocks|# cuda blocks|# CUDA blocks|"
                  r"the current vLLM instance can use", text):
         note("engine", None, "V0")
+    if v1_only:
+        note("engine", None, "V1")
     m = re.search(r"'model': '([^']+)'|\bmodel='([^']+)'|vllm serve\s+(\S+)|\bmodel=([\w./-]+)|"
                   r"vLLM loading (\S+)|--model[= ]+(\S+)|^#+ \d+\. [\w.-]+ \(([\w.-]+/[\w.-]+)\)", text, re.M)
     if m:
@@ -306,9 +311,10 @@ def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[s
         ("weights_bytes", r"Model loading took ([0-9.]+) ?Gi?B|Loading model weights took ([0-9.]+) ?Gi?B|"
                           r"model weights take ([0-9.]+)\s?GiB|Model loading took:\*\* ([0-9.]+) GiB", _gib),
         ("non_torch_bytes", r"non_torch_memory takes ([0-9.]+)\s?GiB|non_torch_memory=([0-9.]+)\s?GiB|"
-                            r"([0-9.]+) GiB for non-torch memory", _gib),
+                            r"([0-9.]+) GiB for non-torch memory|non-torch forward increase memory: ([0-9.]+)\s?GiB",
+         _gib),
         ("activation_bytes", r"activation peak memory takes ([0-9.]+)\s?GiB|Peak activation memory:\*\* ([0-9.]+) GiB|"
-                             r"([0-9.]+) GiB for peak activation", _gib),
+                             r"([0-9.]+) GiB for peak activation|torch peak memory increase: ([0-9.]+)\s?GiB", _gib),
         ("cuda_graph_bytes", r"Graph capturing finished in [0-9.]+ secs?, took ([0-9.]+) GiB|CUDAGraph memory:\*\* "
                              r"(-?[0-9.]+) GiB|Estimated CUDA graph memory: ([0-9.]+) GiB", _gib),
         ("kv_cache_bytes", r"Available KV cache memory:\*?\*? ([0-9.]+) GiB|reserved for KV Cache is ([0-9.]+)\s?GiB|"

@@ -155,7 +155,9 @@ def estimate_for(log: StartupLog, spec: ModelSpec, gpu: str | int) -> RuntimeEst
     device = log.launch.get("gpu_total_bytes") or gpu
     if log.runtime == "vllm" and isinstance(gpu, str) and gpu.strip().lower().startswith("mi"):
         launch = replace(launch, platform="rocm")
-    runner = {"vllm": estimate_vllm, "sglang": estimate_sglang, "trtllm": estimate_trtllm}[log.runtime]
+    if log.runtime == "vllm":        # a log of a refused start-up still shows what vLLM computed
+        return estimate_vllm(spec, gpu=device, launch=launch, refuse=False)
+    runner = {"sglang": estimate_sglang, "trtllm": estimate_trtllm}[log.runtime]
     return runner(spec, gpu=device, launch=launch)
 
 
@@ -204,6 +206,9 @@ def compare(log: StartupLog, *, gpu: str | int | None = None, spec: ModelSpec | 
         out["predicted"] = {"missing": f"{exc}"}
         return out
     predicted = predicted_figures(est)
+    refused = [n for n in est.notes if "would refuse" in n]
+    if refused:
+        predicted["refused"] = refused[0]
     out["predicted"] = predicted
     out["estimate"] = est.to_dict()
     diff: dict[str, Any] = {}

@@ -260,11 +260,13 @@ def _capture_sizes(version: Version, engine: str, max_num_seqs: int) -> int:
     return 3 + min(31, (cap - 1) // 8) + max(0, (cap - 256) // 16 + 1)
 
 
-def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None = None) -> RuntimeEstimate:
+def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None = None,
+                  refuse: bool = True) -> RuntimeEstimate:
     """What vLLM will allocate for ``spec`` on ``gpu`` under ``launch``, term by term, per GPU.
 
     Refuses (:class:`CourseInputError`, one line) a launch whose KV cache cannot hold one
-    ``max_model_len`` request, with vLLM's own advice.
+    ``max_model_len`` request, with vLLM's own advice; ``refuse=False`` returns the estimate with
+    vLLM's refusal in ``notes`` instead (what a log of the refused start-up shows).
     """
     launch, why = resolve(spec, gpu, launch or VllmLaunch())
     version: Version = launch.version          # type: ignore[assignment]
@@ -335,21 +337,25 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     need = one_request_bytes(spec, kv_bytes=kv_bytes, block_size=launch.block_size, max_model_len=launch.max_model_len,
                              max_num_batched_tokens=launch.max_num_batched_tokens, tensor_parallel=tp,
                              layers=_stage_caches(spec, stage_list, binding), engine=launch.engine)
+    refusal = None
     if bind_available <= 0:
-        raise CourseInputError(
-            f"vLLM would refuse this launch: no available memory for the cache blocks "
-            f"({bind_available / GiB:.2f} GiB left after weights and the profile). Try increasing "
-            f"`gpu_memory_utilization` or decreasing `max_model_len` / `max_num_seqs` / `max_num_batched_tokens`")
-    if need > bind_available:
+        refusal = (f"vLLM would refuse this launch: no available memory for the cache blocks "
+                   f"({bind_available / GiB:.2f} GiB left after weights and the profile). Try increasing "
+                   f"`gpu_memory_utilization` or decreasing `max_model_len` / `max_num_seqs` / `max_num_batched_tokens`")
+    elif need > bind_available:
         fits = max((L for L in _halvings(launch.max_model_len) if one_request_bytes(
             spec, kv_bytes=kv_bytes, block_size=launch.block_size, max_model_len=L,
             max_num_batched_tokens=launch.max_num_batched_tokens, tensor_parallel=tp,
             layers=_stage_caches(spec, stage_list, binding), engine=launch.engine) <= bind_available), default=0)
-        raise CourseInputError(
-            f"vLLM would refuse this launch: to serve at least one request with the model's max seq len "
-            f"({launch.max_model_len}), {need / GiB:.2f} GiB KV cache is needed, which is larger than the available "
-            f"KV cache memory ({bind_available / GiB:.2f} GiB); a max_model_len of about {fits} would fit. "
-            f"Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine")
+        refusal = (f"vLLM would refuse this launch: to serve at least one request with the model's max seq len "
+                   f"({launch.max_model_len}), {need / GiB:.2f} GiB KV cache is needed, which is larger than the "
+                   f"available KV cache memory ({bind_available / GiB:.2f} GiB, {pool.tokens:,} tokens); a "
+                   f"max_model_len of about {fits} would fit. Try increasing `gpu_memory_utilization` or decreasing "
+                   f"`max_model_len` when initializing the engine")
+    if refusal is not None:
+        if refuse:
+            raise CourseInputError(refusal)
+        notes.append(refusal)
     fitted = [f"sampler bytes per logit ({launch.sampler})", "non-torch memory", "CUDA-graph MiB per graph and layer"]
     if launch.dtype is None and spec.quantization is not None and spec.quantization.name == "mxfp4":
         fitted.append("mxfp4 expert padding")
@@ -369,7 +375,7 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
         notes.append(f"the CUDA total of {gpu} is estimated from nvidia-smi's (no published figure found)")
     return RuntimeEstimate(
         runtime="vllm", version=str(version), launch=launch_dict, defaults=why, terms=tuple(terms),
-        runtime_kv_cache_bytes=available, num_gpu_blocks=blocks, kv_cache_tokens=pool.tokens,
+        runtime_kv_cache_bytes=max(0, available), num_gpu_blocks=blocks, kv_cache_tokens=pool.tokens,
         max_concurrency=pool.max_concurrency, kv_cache_bytes_per_token=per_token, block_size=launch.block_size,
         per_stage_kv_cache_bytes=tuple(a for a, _, _ in per_stage), fitted=tuple(fitted), notes=tuple(notes))
 
