@@ -262,12 +262,16 @@ def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[s
     m = re.search(r"Using max model len (\d+)|'max_model_len': (\d+)|max_seq_len=(\d+)|--max-model-len[= ]+(\d+)|"
                   r"max_model_len=(\d+)|Maximum concurrency for ([0-9,]+) tokens per request", text)
     note("max_model_len", m, _int(next(g for g in m.groups() if g)) if m else None)
+    prose = re.search(r"(?<![\w\[])TP ?(\d+)[ ,x/]*PP ?(\d+)(?![\w\]])", text)   # "TP8 PP2" in an issue title
     for key, names in (("tensor_parallel_size", ("tensor_parallel_size", "tp")),
                        ("pipeline_parallel_size", ("pipeline_parallel_size", "pp"))):
         value = _number(_arg(text, names[0]))
         if value is None:
             m = re.search(rf"(?:^|\s)-{names[1]}[= ]+(\d+)", text)
             value = _int(m.group(1)) if m else None
+        if value is None and prose:
+            value = _int(prose.group(1 if key.startswith("tensor") else 2))
+            ev[key] = prose.group(0)
         note(key, None, _bounded_count(key, value) if value else None)
     m = re.search(r"'gpu_memory_utilization': ([0-9.]+)|gpu_memory_utilization[= ]+([0-9.]+)|"
                   r"--gpu[-_]memory[-_]utilization[= ]+([0-9.]+)|Desired GPU utilization: ([0-9.]+)|"

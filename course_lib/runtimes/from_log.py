@@ -41,7 +41,7 @@ ALIASES = {
     "deepseek-r1-distill-qwen-14b": "qwen2.5-14b", "deepseek-r1-distill-qwen-7b": "qwen2.5-7b",
     "llama-3.3-70b": "llama-3.1-70b", "meta-llama-3.1-8b": "llama-3.1-8b", "meta-llama-3-8b": "llama-3-8b",
     "mistral-7b-v0.3": "mistral-7b-v0.3", "mistral-7b-v0.1": "mistral-7b", "qwen1.5-7b": "qwen1.5-7b",
-    "qwen2.5-coder-0.5b": "qwen2.5-0.5b",
+    "qwen2.5-coder-0.5b": "qwen2.5-0.5b", "llama-4-scout-17b-16e": "llama-4-scout", "mixtral-8x7b-v0.1": "mixtral-8x7b",
 }
 
 
@@ -153,8 +153,11 @@ def estimate_for(log: StartupLog, spec: ModelSpec, gpu: str | int) -> RuntimeEst
     spec = served_spec(log, spec)
     launch, _ = launch_for(log, spec, gpu)
     device = log.launch.get("gpu_total_bytes") or gpu
-    if log.runtime == "vllm" and isinstance(gpu, str) and gpu.strip().lower().startswith("mi"):
-        launch = replace(launch, platform="rocm")
+    if log.runtime == "vllm" and isinstance(gpu, str):      # the card's kind, when the log gives only its size
+        from .vllm import NVSWITCH_GPUS
+        name = gpu.strip().lower()
+        launch = replace(launch, platform="rocm" if name.startswith("mi") else launch.platform,
+                         interconnect="nvswitch" if name in NVSWITCH_GPUS else "pcie")
     if log.runtime == "vllm":        # a log of a refused start-up still shows what vLLM computed
         return estimate_vllm(spec, gpu=device, launch=launch, refuse=False)
     runner = {"sglang": estimate_sglang, "trtllm": estimate_trtllm}[log.runtime]

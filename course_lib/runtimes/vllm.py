@@ -41,7 +41,7 @@ names) and 0.13 GiB of non-torch memory leave 4.92 GiB for the KV cache (logged:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..dtypes import get_dtype
@@ -97,8 +97,12 @@ def default_sampler(version: Version, engine: str, platform: str) -> str:
       but the pip wheel did not ship flashinfer-python yet).
     * 0.10: FlashInfer (it ships with the CUDA wheel; the visible 0.10.1.1 A100 log prints "Using FlashInfer
       for top-p & top-k sampling").
-    * 0.11-0.20: the sort ("Disable FlashInfer sampler by default", PR #26859, Oct 2025; the visible 0.11 H100
+    * 0.11: the sort ("Disable FlashInfer sampler by default", PR #26859, Oct 2025; the visible 0.11 H100
       gpt-oss log's 7.38 GiB of activations is the sort's).
+    * 0.12-0.20: a Triton top-k/top-p kernel ("Triton's implementation used by default now", PR #40376's
+      description), without the sort: taken at FlashInfer's 14 B a logit. Learned from the development set
+      (benchmarks/runtime_logs/dev, the 0.19 H100 sweep: gemma-2-27b's "torch peak memory increase:
+      3.66 GiB" is 15 B a logit for 1,024 x 256,000), not from the visible logs.
     * 0.21 on: FlashInfer again ("Enable FlashInfer top-k/top-p sampler by default", PR #40376, Apr 2026); on
       ROCm a Triton kernel without a sort, taken as FlashInfer's 14 B a logit (ASSUMED; the visible v0.23 MI300X
       log's budget leaves no room for a sort).
@@ -112,19 +116,29 @@ def default_sampler(version: Version, engine: str, platform: str) -> str:
         return "native"
     if Version(0, 10, 0) <= version < Version(0, 11, 0) or Version(0, 6, 6) <= version < Version(0, 8, 0):
         return "flashinfer"
+    if version >= Version(0, 12, 0):
+        return "flashinfer"          # the Triton kernel: no sort either
     return "native"
 
 
 #: Non-torch memory that grows during the profile on one GPU (cuBLAS workspaces, allocator slack): fitted, 0.13 GiB on
 #: the visible H100 gpt-oss log (0.11), 0.16 on the visible H100 mllama log (0.6.6) and 0.05 on the T4 log (0.8.2).
 NON_TORCH_ONE_GPU_BYTES = 128 * MiB
-#: What tensor parallelism adds to it (custom all-reduce and NCCL buffers registered during the first forward):
-#: fitted on the visible TP2 x PP2 L4 log (DeepSeek-V2-Lite, ~0.9.2).
+#: What tensor parallelism adds to it (custom all-reduce and NCCL buffers registered during the first forward)
+#: over PCIe: fitted on the visible TP2 x PP2 L4 log (DeepSeek-V2-Lite, ~0.9.2).
 NON_TORCH_TP_BYTES = 256 * MiB
+#: ... and on NVSwitch GPUs (H100/H200/B200 SXM), where NCCL also sets up NVLink SHARP (NVLS) buffers on the first
+#: large all-reduce: the development set's 0.19 H100 logs print "non-torch forward increase memory" of 2.07 (TP2),
+#: 2.17 and 2.21 GiB (TP4); the visible Qwen3-235B TP4 H100 log leaves the same 2 GiB unexplained without it.
+NON_TORCH_TP_NVSWITCH_BYTES = round(2.1 * GiB)
+#: Presets whose multi-GPU systems have NVSwitch (HGX boards).
+NVSWITCH_GPUS = ("h100-80gb", "h200", "b200", "h20")
 #: Before the baseline snapshot (V0 < 0.6.5, V1 < 0.8.5) non-torch also held the CUDA context and the NCCL
-#: communicators of every rank: fitted on the visible MI300X TP8 log (0.6.4: 8.02 GiB on rank 0).
-NON_TORCH_CONTEXT_BYTES = 1 * GiB
-NON_TORCH_CONTEXT_PER_EXTRA_RANK_BYTES = 1 * GiB
+#: communicators of every rank: 0.35 GiB on one GPU (the development set's RTX 3090 0.6.4 log,
+#: "non_torch_memory=0.35GiB"), and 1.1 GiB more per other rank to fit the visible MI300X TP8 log (0.6.4:
+#: 8.02 GiB on rank 0).
+NON_TORCH_CONTEXT_BYTES = round(0.35 * GiB)
+NON_TORCH_CONTEXT_PER_EXTRA_RANK_BYTES = round(1.1 * GiB)
 
 #: MiB of CUDA-graph pool per captured graph and per layer: fitted on the visible logs' "Graph capturing
 #: finished ..., took X GiB": 0.23 (T4, V0 0.8.2, 27 graphs x 28 layers), 0.27 (A100, 0.10.1.1, 67 x 28),
@@ -147,7 +161,8 @@ class VllmLaunch:
     dtype: the weights (None: the checkpoint's format; a quantized name quantizes the linear layers).
     enforce_eager: no CUDA graphs. tensor_parallel / pipeline_parallel: GPUs per replica.
     block_size: tokens per KV block (16). sampler: the profile's sampling path ("auto", "native" or
-    "flashinfer"). platform: "cuda" or "rocm".
+    "flashinfer"). platform: "cuda" or "rocm". interconnect: "nvswitch" or "pcie" between the
+    tensor-parallel GPUs (default: by the GPU preset, NVSwitch for H100/H200/B200/H20).
     """
 
     version: str | Version | None = None
@@ -166,7 +181,7 @@ class VllmLaunch:
     block_size: int | None = None
     sampler: str = "auto"
     platform: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    interconnect: str | None = None
 
 
 def _kv_dtype(name: str, compute: str) -> str:
@@ -245,9 +260,12 @@ def resolve(spec: ModelSpec, gpu: str | int, launch: VllmLaunch) -> tuple[VllmLa
     if launch.sampler == "auto":
         why["sampler"] = f"{sampler}: the profile's sampling path in {engine} {version} on {platform}"
     block = launch.block_size or DEFAULT_BLOCK_SIZE
+    link = launch.interconnect or ("nvswitch" if name in NVSWITCH_GPUS else "pcie")
+    if launch.interconnect is None and launch.tensor_parallel > 1:
+        why["interconnect"] = f"{link}: how {name} GPUs are linked in their usual servers"
     return replace(launch, version=version, engine=engine, gpu_memory_utilization=util, max_model_len=max_len,
                    max_num_seqs=seqs, max_num_batched_tokens=batched, enable_chunked_prefill=chunked,
-                   sampler=sampler, block_size=block, platform=platform), why
+                   sampler=sampler, block_size=block, platform=platform, interconnect=link), why
 
 
 def _capture_sizes(version: Version, engine: str, max_num_seqs: int) -> int:
@@ -299,7 +317,9 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
             non_torch = NON_TORCH_CONTEXT_BYTES + NON_TORCH_CONTEXT_PER_EXTRA_RANK_BYTES * (tp * pp - 1)
             nt_note = "fitted: CUDA context and NCCL counted as non-torch before the baseline snapshot"
         else:
-            non_torch = NON_TORCH_ONE_GPU_BYTES + (NON_TORCH_TP_BYTES if tp * pp > 1 else 0)
+            nvswitch = launch.interconnect == "nvswitch"
+            non_torch = NON_TORCH_ONE_GPU_BYTES + (
+                0 if tp * pp == 1 else NON_TORCH_TP_NVSWITCH_BYTES if nvswitch and tp > 1 else NON_TORCH_TP_BYTES)
             nt_note = "fitted: what grows outside torch during the profile (cuBLAS, NCCL, custom all-reduce)"
         graph = cuda_graph_bytes(graphs, stage.layers, CUDA_GRAPH_MIB[era])
         in_budget = not v0 and version >= CUDA_GRAPHS_IN_BUDGET_SINCE and graphs > 0
@@ -370,6 +390,7 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
         "kv_cache_dtype": launch.kv_cache_dtype, "kv_dtype": kv_name, "weights_format": fmt.name,
         "enforce_eager": launch.enforce_eager, "tensor_parallel": tp, "pipeline_parallel": pp,
         "block_size": launch.block_size, "sampler": launch.sampler, "platform": launch.platform,
+        "interconnect": launch.interconnect,
     }
     if GPUS.get(str(gpu).strip().lower()) is not None and GPUS[str(gpu).strip().lower()].estimated:
         notes.append(f"the CUDA total of {gpu} is estimated from nvidia-smi's (no published figure found)")
