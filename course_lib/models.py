@@ -42,7 +42,7 @@ from .families.reader import Config
 from .quantization import WeightFormat, format_for_dtype, raw_torch_dtype, uniform, weight_format
 from .spec import KV_GROUPS, REPLICATED_GROUPS, SHARDED_GROUPS, LayerCache, LayerState, ModelSpec
 
-__all__ = ["FAMILIES", "KV_GROUPS", "REPLICATED_GROUPS", "SHARDED_GROUPS", "LayerCache", "LayerState", "ModelSpec",
+__all__ = ["active_params", "FAMILIES", "KV_GROUPS", "REPLICATED_GROUPS", "SHARDED_GROUPS", "LayerCache", "LayerState", "ModelSpec",
            "from_hf_config", "kv_cache_bytes_per_sequence", "kv_cache_bytes_per_token", "load_config",
            "params_per_gpu", "params_per_gpu_by_group", "replicated_params", "state_bytes_per_sequence",
            "weight_bytes", "weights_format", "formula_weight_bytes"]
@@ -242,6 +242,24 @@ def weights_format(spec: ModelSpec, dtype: str | DType | None = None) -> WeightF
 def formula_weight_bytes(spec: ModelSpec, tensor_parallel: int = 1) -> int:
     """The formula's bytes in the checkpoint's own format (ignoring any bytes read from safetensors)."""
     return weight_bytes(replace(spec, checkpoint=None), None, tensor_parallel)
+
+
+def active_params(spec: ModelSpec) -> int:
+    """Parameters one token runs through: all of a dense model; a mixture of experts' routed share of its experts.
+
+    A token visits ``num_experts_per_tok`` of ``num_experts`` routed experts (shared experts, attention,
+    embeddings and the head always): Mixtral-8x7B's 46,702,792,704 parameters hold 45,097,156,608 in
+    experts, of which a token uses 2 of 8, so 46,702,792,704 - 45,097,156,608 x 6/8 = 12,879,925,248
+    (Mistral's "12.9B active").
+
+    >>> from course_lib.presets import get_model
+    >>> active_params(get_model("mixtral-8x7b")), active_params(get_model("llama-3-8b")) == 8_030_261_248
+    (12879925248, True)
+    """
+    if not spec.num_experts or not spec.num_experts_per_tok:
+        return spec.params_total
+    routed = spec.params.get("experts", 0) + spec.params.get("expert_bias", 0)
+    return spec.params_total - routed * (spec.num_experts - spec.num_experts_per_tok) // spec.num_experts
 
 
 def params_per_gpu_by_group(spec: ModelSpec, tensor_parallel: int = 1) -> dict[str, int]:

@@ -230,11 +230,22 @@ def swap_vs_recompute(tokens: int, kv_bytes_per_token: int, params: int, *, link
                       mfu: float = DEFAULT_MFU) -> SwapVsRecompute:
     """Compare swapping a sequence's KV over the link with recomputing it.
 
+    ``params`` is what one token runs through: for a mixture of experts its *active* parameters
+    (:func:`course_lib.models.active_params`), not its total: Mixtral-8x7B recomputes through
+    12.9e9 of its 46.7e9.
+
     Llama-3-8B (131,072 B/token fp16), 2,048 tokens = 268,435,456 B of KV.
     Swap over PCIe Gen4 at 80%: 2 x 0.0107 = 0.0213 s. Recompute at 50% of an
-    A100's 312 TFLOP/s: 3.29e13 / 1.56e14 = 0.211 s. Swap wins about 10x here;
-    recompute needs no host memory and no copy engine, and wins for short
-    sequences on slow links.
+    A100's 312 TFLOP/s: 3.29e13 / 1.56e14 = 0.211 s. Swap wins about 10x here.
+    Under this linear model both costs grow in proportion to the tokens, so the ratio is the same
+    at any length (swap: 2 x kv_bytes_per_token / bandwidth per token; recompute: 2 x params /
+    (FLOP/s x MFU) per token); only what it leaves out changes that: a copy's fixed latency (which
+    favours recomputing very short sequences) and attention's quadratic FLOPs (which make long ones
+    dearer to recompute). Recompute needs no host memory and no copy engine.
+
+    vLLM's V1 engine preempts by recomputation only ("Preempted requests are recomputed"); swapping
+    KV to the host was a V0 preemption mode and went with it. What V1 keeps in host memory is
+    prefix-cache blocks (``--kv-offloading-size``, in GiB despite its name, like ``--cpu-offload-gb``).
 
     >>> r = swap_vs_recompute(2048, 131_072, 8_030_261_248)
     >>> r.kv_bytes, r.cheaper, round(r.ratio, 1)

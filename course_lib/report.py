@@ -172,6 +172,8 @@ def offload_report(weights: WeightOffload, swap: SwapVsRecompute, model_name: st
         f"  recompute (prefill again): {swap.recompute_flops:.3g} FLOP at {swap.mfu:.0%} (assumed) of "
         f"{flops_name} {swap.flops_per_s / 1e12:g} TFLOP/s = {swap.recompute_s:.4f} s",
         f"  cheaper: {swap.cheaper} ({swap.ratio:.1f}x); swapping also needs host memory for the KV",
+        "  (this linear model gives the same ratio at any length; vLLM's V1 engine always recomputes a preempted "
+        "request: swap was a V0 mode)",
     ]
     return "\n".join(lines)
 

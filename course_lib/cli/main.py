@@ -19,7 +19,7 @@ from ..budget import DEFAULT_PREFILL_CHUNK_TOKENS, DEFAULT_RESERVE, estimate, pl
 from ..errors import CourseInputError
 from ..models import kv_cache_bytes_per_token
 from ..output import check_output_dir
-from ..presets import DEFAULT_GPU, GPU_BYTES, get_model, model_names
+from ..presets import DEFAULT_GPU, GPU_BYTES, GPUS, get_model, model_names
 from ..report import budget_table, estimate_table
 from ..units import GB, GiB
 from . import measure as measure_verb
@@ -78,18 +78,28 @@ def _cmd_presets(args: argparse.Namespace) -> int:
         models.append({"name": name, "model_type": spec.model_type, "attention": spec.attention,
                        "params_total": spec.params_total,
                        "kv_cache_bytes_per_token_fp16": kv_cache_bytes_per_token(spec, "fp16")})
-    gpus = [{"name": n, "device_bytes": b} for n, b in GPU_BYTES.items()]
+    gpus = []
+    for n, b in GPU_BYTES.items():
+        g = GPUS.get(n)
+        gpus.append({"name": n, "device_bytes": b, "cuda_total_bytes": b,
+                     "nvidia_smi_bytes": g.smi_bytes if g else b, "sold_as": g.sold if g else "the lesson's 24 GB",
+                     "cuda_total_estimated": g.estimated if g else False,
+                     "cuda_source": g.cuda_source if g else "the lesson's simplified device (24 x 10^9 bytes)",
+                     "smi_source": g.smi_source if g else ""})
     if args.json:
         print_json({"models": models, "gpus": gpus})
         return 0
-    print(f"{'model':<18} {'type':<12} {'attn':<5} {'params':>16} {'KV B/token fp16':>16}")
+    print(f"{'model':<22} {'type':<18} {'attn':<5} {'params':>18} {'KV B/token fp16':>16}")
     for m in models:
-        print(f"{m['name']:<18} {m['model_type']:<12} {m['attention']:<5} {m['params_total']:>16,} "
+        print(f"{m['name']:<22} {m['model_type']:<18} {m['attention']:<5} {m['params_total']:>18,} "
               f"{m['kv_cache_bytes_per_token_fp16']:>16,}")
     print()
-    print(f"{'gpu':<12} {'bytes':>16} {'GB':>8} {'GiB':>8}")
+    print("GPUs: budgets and runtimes plan with the total CUDA reports, not nvidia-smi's (* = estimated)")
+    print(f"{'gpu':<12} {'sold as':<10} {'CUDA GiB':>9} {'CUDA bytes':>17} {'smi GiB':>8}  source of the CUDA total")
     for g in gpus:
-        print(f"{g['name']:<12} {g['device_bytes']:>16,} {g['device_bytes'] / GB:>8.2f} {g['device_bytes'] / GiB:>8.2f}")
+        mark = "*" if g["cuda_total_estimated"] else " "
+        print(f"{g['name']:<12} {g['sold_as'][:10]:<10} {g['cuda_total_bytes'] / GiB:>8.2f}{mark} "
+              f"{g['cuda_total_bytes']:>17,} {g['nvidia_smi_bytes'] / GiB:>8.2f}  {g['cuda_source']}")
     return 0
 
 

@@ -27,7 +27,7 @@ from ..budget import Budget, plan_budget
 from ..errors import CourseInputError
 from ..loading import (DEFAULT_COMPILE_S, DEFAULT_DEVICE_INIT_S, DEFAULT_STORAGE, DEFAULT_WARMUP_S,
                        STORAGE_BYTES_PER_S, readiness_timeline, rollout_plan, storage_rate)
-from ..models import kv_cache_bytes_per_token, weight_bytes
+from ..models import active_params, kv_cache_bytes_per_token, weight_bytes
 from ..plots import check_plot_path, plot_rollout, plot_simulation
 from ..offload import (DEFAULT_EFFICIENCY, DEFAULT_FLOPS, DEFAULT_HBM, DEFAULT_LINK, DEFAULT_MFU, GPU_FLOPS,
                        HBM_BYTES_PER_S, LINKS, _flops, get_link, offload_weights, swap_vs_recompute)
@@ -168,7 +168,7 @@ def _cmd_offload(args: argparse.Namespace) -> int:
                                f"is above the bound of 1 PB ({MAX_DEVICE_BYTES.why}); use fewer --tokens")
     weights = offload_weights(args.bytes, link=args.link, efficiency=args.efficiency, hbm=args.hbm,
                               kv_bytes_per_token=kv)
-    swap = swap_vs_recompute(args.tokens, kv, spec.params_total, link=args.link, efficiency=args.efficiency,
+    swap = swap_vs_recompute(args.tokens, kv, active_params(spec), link=args.link, efficiency=args.efficiency,
                              flops=args.flops, mfu=args.mfu)
     if args.json:
         print_json({"model": spec.name, "weights_offload": weights.to_dict(), "swap_vs_recompute": swap.to_dict()})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from course_lib.errors import CourseInputError
@@ -73,3 +75,27 @@ def test_custom_link_rate():
 def test_bad_input_names_the_value(call, words):
     with pytest.raises(CourseInputError, match=words.replace("(", r"\(")):
         call()
+
+
+def test_recompute_runs_through_the_active_parameters_of_a_mixture_of_experts():
+    # Mixtral-8x7B: 12.9B active (Mistral's figure) of 46.7B; DeepSeek-V3: 37B active (its model card)
+    from course_lib.models import active_params
+    from course_lib.presets import get_model
+    assert abs(active_params(get_model("mixtral-8x7b")) / 12.9e9 - 1) < 0.01
+    assert abs(active_params(get_model("deepseek-v3")) / 37e9 - 1) < 0.02
+    assert active_params(get_model("llama-3-8b")) == 8_030_261_248
+
+
+def test_offload_cli_recomputes_mixtral_through_its_active_parameters(capsys):
+    from course_lib.cli import main
+    assert main(["offload", "--model", "mixtral-8x7b", "--tokens", "2048", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)["swap_vs_recompute"]
+    # 2 x 12,879,925,248 active params x 2,048 tokens = 5.28e13 FLOP (not 2 x 46.7e9 x 2,048 = 1.91e14)
+    assert data["recompute_flops"] == 2 * 12_879_925_248 * 2048
+
+
+def test_swap_against_recompute_ratio_does_not_depend_on_length():
+    # both costs are linear in tokens here, so the docstring's claim is that the ratio is the same at any length
+    short = swap_vs_recompute(128, 131_072, 8_030_261_248)
+    long = swap_vs_recompute(32768, 131_072, 8_030_261_248)
+    assert short.cheaper == long.cheaper and abs(short.ratio - long.ratio) < 1e-9
