@@ -124,6 +124,7 @@ def main(argv=None) -> int:
     p.add_argument("--set", choices=("visible", "dev", "heldout", "all"), default="all")
     p.add_argument("--json", help="write the rows to this file")
     p.add_argument("--verbose", action="store_true", help="print each case's terms")
+    p.add_argument("--markdown", action="store_true", help="print each set as a markdown table (for RESULTS.md)")
     args = p.parse_args(argv)
     names = tuple(SETS) if args.set == "all" else (args.set,)
     all_rows = {}
@@ -144,6 +145,15 @@ def main(argv=None) -> int:
                   f"{r.get('read_back_error', '-')} {r.get('error', '')}")
             if args.verbose and "terms_gib" in r:
                 print(f"      {r['launch']}\n      {r['terms_gib']}")
+        if args.markdown:
+            print(f"\n| case | runtime | logged KV | predicted | error | note |\n|---|---|---|---|---|---|")
+            for r in rows:
+                err = r.get("kv_error")
+                unit = "GiB" if r.get("logged_kv_gib") else "tokens"
+                logged_v = r.get("logged_kv_gib") or r.get("logged_tokens")
+                pred = r.get("predicted_kv_gib") if unit == "GiB" else r.get("predicted_tokens")
+                print(f"| {r['id']} | {r['runtime']} | {logged_v} {unit} | {pred if pred is not None else '-'} | "
+                      f"{'' if err is None else f'{err:+.1%}'} | {r.get('error', '')[:90]} |")
         errs = [abs(r["kv_error"]) for r in rows if "kv_error" in r]
         if errs:
             within = sum(e <= 0.10 for e in errs)

@@ -91,14 +91,28 @@ NOTEBOOK_MEASURE_SETTING = {"dtype": "fp32", "sequences": 4, "context_tokens": 1
 
 GPU_DIFFERENCES = """\
 On a GPU the same cell shows more than one number, because "free" is not one thing there:
-  - total and free device memory (cudaMemGetInfo), what nvidia-smi reports;
+  - total and free device memory as CUDA reports them (cudaMemGetInfo; its total is a few hundred MiB
+    below nvidia-smi's, and it is the one runtimes plan with);
   - torch's allocated bytes (live tensors) vs reserved bytes (what its caching allocator holds);
-    reserved - allocated is cached or fragmented memory: free to torch, not free to other processes;
+    reserved - allocated is cached: free to torch, not to other processes, and handed back to CUDA when
+    a whole segment is free;
   - non-torch memory = (total - free) - reserved: the CUDA context, cuBLAS/NCCL workspaces, other processes
     (typically a few hundred MiB before the first tensor);
-  - inactive split blocks: freed pieces too small for the next large allocation.
+  - inactive split bytes: free blocks inside segments that still hold a live tensor, the part of the
+    cache that is fragmented.
 Here on the CPU the process's resident memory (RSS) plays the role of 'used', and the allocator (glibc)
 keeps freed memory too, as the demonstration below shows."""
+
+
+#: What the GPU half of the demonstration shows, for a machine without one.
+GPU_ALLOCATOR_NOTE = """
+On an NVIDIA GPU the same demonstration (course_lib.measure.fragmentation) separates two things a "free
+memory" number mixes up. torch's caching allocator keeps freed tensors' memory *cached*: a segment with no
+live tensor is returned to CUDA by empty_cache(), and the allocator returns such segments by itself and
+retries when a cudaMalloc fails, so cached memory is still plannable by torch. What is really lost is
+*fragmented* memory: free blocks inside a segment that still holds a live tensor (memory_stats()'s
+inactive_split_bytes). Tensors of 10 MiB or more get segments of their own and never fragment this way;
+smaller ones share 2 MiB and 20 MiB segments. (No run recorded on a GPU ships with this course yet.)"""
 
 
 def _grading(what: str) -> bool:
@@ -126,14 +140,21 @@ def show_device_memory() -> Any:
     if result.device == "cpu":
         freed, large = result.steps[2], result.steps[3]
         print(f"\nHalf the blocks were freed ({freed.free_inside_bytes / 1e6:.0f} MB), yet the process still holds "
-              f"them: its RSS stayed at {freed.used_bytes / 1e6:.0f} MB. The {LARGE_BYTES // 2**20} MiB request fits "
-              f"in none of the freed holes, so it took new memory (RSS {large.used_bytes / 1e6:.0f} MB) although "
-              f"the free bytes exceeded it. Free memory is not guaranteed capacity.")
+              f"them: its RSS stayed at {freed.used_bytes / 1e6:.0f} MB. The {LARGE_BYTES // 2**20} MiB request took "
+              f"new memory (RSS {large.used_bytes / 1e6:.0f} MB) although the free bytes exceeded it (a request that "
+              f"large is served by mmap whatever holes exist). Free is not the same as available to the next "
+              f"request.")
+        print(GPU_ALLOCATOR_NOTE)
     else:
-        freed, large = result.steps[2], result.steps[3]
-        print(f"\nAfter freeing, torch still reserves {freed.used_bytes / 1e6:.0f} MB ({freed.free_inside_bytes / 1e6:.0f}"
-              f" MB of it cached, free only to torch); the large request grew the reservation to "
-              f"{large.used_bytes / 1e6:.0f} MB although cached bytes were there.")
+        cached = next(st for st in result.steps if st.name.startswith("the 16 x 32 MiB freed"))
+        split = next(st for st in result.steps if st.name.startswith("the 4 MiB ones freed"))
+        capped = next(st for st in result.steps if st.name.startswith("cap at"))
+        print(f"\nCached is not lost: the {cached.free_inside_bytes / 2**20:.0f} MiB freed in whole segments stayed "
+              f"reserved (the device's free memory did not come back), but under the cap the allocator released them "
+              f"and the 256 MiB request succeeded. Fragmented is lost: {split.inactive_split_bytes / 2**20:.0f} MiB of "
+              f"free blocks sit between live tensors and stayed held ({capped.inactive_split_bytes / 2**20:.0f} MiB "
+              f"after the cap). {result.steps[-2].note}.")
+    return result
     return result
 
 

@@ -2,11 +2,11 @@
 
 "Free memory is not guaranteed capacity": a snapshot shows why. On a GPU,
 ``total - free`` is more than what torch allocated: torch *reserves* blocks it
-keeps for reuse (reserved - allocated is fragmentation and cache), and the CUDA
+keeps for reuse (reserved - allocated is its cache; only the inactive split part of it is fragmented), and the CUDA
 context and other libraries sit outside torch altogether:
 
     non_torch_bytes     = (total - free) - reserved      # CUDA context, cuBLAS, other processes
-    fragmentation_bytes = reserved - allocated           # cached by torch, not in any tensor
+    cached_bytes        = reserved - allocated           # cached by torch, not in any tensor
 
 On the CPU the same questions are answered by the operating system: the
 process's resident set (RSS, pages it has actually touched), its peak (the
@@ -22,7 +22,7 @@ reporting 2 GiB free, with torch holding 20 GiB reserved and 19 GiB allocated:
 ...                  peak_reserved_bytes=20 * GiB, inactive_split_bytes=0)
 >>> s.non_torch_bytes // GiB      # (24 - 2) - 20: the CUDA context and friends
 2
->>> s.fragmentation_bytes // GiB  # 20 - 19: reserved by torch, in no tensor
+>>> s.cached_bytes // GiB  # 20 - 19: reserved by torch, in no tensor
 1
 
 Nothing here imports torch unless you ask about a GPU.
@@ -144,8 +144,9 @@ class CudaSnapshot:
     allocated_bytes: bytes in live torch tensors.
     reserved_bytes: bytes torch's caching allocator holds (allocated + cached).
     peak_allocated_bytes / peak_reserved_bytes: their maxima since the last reset.
-    inactive_split_bytes: cached blocks split by an earlier allocation that a
-        large new tensor cannot use as one piece (``memory_stats``).
+    inactive_split_bytes: free blocks inside segments that still hold a live
+        tensor (``memory_stats()["inactive_split_bytes.all.current"]``): the
+        fragmented part of the cache, which torch cannot hand back.
     """
 
     device: str
@@ -164,8 +165,13 @@ class CudaSnapshot:
         return (self.total_bytes - self.free_bytes) - self.reserved_bytes
 
     @property
-    def fragmentation_bytes(self) -> int:
-        """reserved - allocated: held by torch's cache but in no live tensor."""
+    def cached_bytes(self) -> int:
+        """reserved - allocated: held by torch's cache but in no live tensor.
+
+        Cached is not lost: torch hands whole free segments back (``empty_cache()``, or by itself when a
+        ``cudaMalloc`` fails). Only :attr:`inactive_split_bytes`, free blocks inside segments that still
+        hold a tensor, are fragmented.
+        """
         return self.reserved_bytes - self.allocated_bytes
 
     def describe(self) -> str:
@@ -175,14 +181,14 @@ class CudaSnapshot:
             f"  torch allocated {_mb(self.allocated_bytes)}, reserved {_mb(self.reserved_bytes)}, "
             f"peak allocated {_mb(self.peak_allocated_bytes)}, peak reserved {_mb(self.peak_reserved_bytes)}",
             f"  outside torch (CUDA context, libraries, other processes): {_mb(self.non_torch_bytes)}",
-            f"  fragmentation (reserved - allocated): {_mb(self.fragmentation_bytes)}; "
-            f"inactive split blocks: {_mb(self.inactive_split_bytes)}",
+            f"  cached (reserved - allocated): {_mb(self.cached_bytes)}; of it fragmented (free blocks in segments "
+            f"that hold a live tensor, inactive_split): {_mb(self.inactive_split_bytes)}",
         ])
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["non_torch_bytes"] = self.non_torch_bytes
-        out["fragmentation_bytes"] = self.fragmentation_bytes
+        out["cached_bytes"] = self.cached_bytes
         return out
 
 

@@ -7,10 +7,14 @@ In a fresh process (so the notebook's own memory does not blur the figures):
   blocks are free inside the process, yet its resident memory (RSS) does not drop: the freed
   holes sit between live blocks, the allocator keeps them, and none of them is big enough for
   the large request, which takes new memory although the free bytes exceed it.
-- **GPU** (torch's caching allocator): allocate blocks of mixed sizes, free the large ones;
-  torch's *reserved* stays high while *allocated* drops, and the device's free memory
-  (``cudaMemGetInfo``) does not come back until ``empty_cache()``; a request larger than any
-  cached piece grows the reservation although reserved - allocated exceeds it.
+- **GPU** (torch's caching allocator, whose rules are in PyTorch's ``CUDACachingAllocator.cpp`` and
+  E. Yang's devlog "When does fragmentation occur in the CUDA caching allocator?"): a tensor of
+  10 MiB or more gets a segment of its own; smaller ones share 2 MiB (up to 1 MiB) or 20 MiB
+  segments. *Cached* memory (reserved - allocated) is not lost: a segment with no live tensor goes
+  back to CUDA on ``empty_cache()``, and the allocator releases such segments itself and retries
+  when a ``cudaMalloc`` fails. Only free blocks inside segments that still hold a live tensor
+  (``inactive_split``) are fragmented. :func:`_cuda` shows both, under a memory-fraction cap, with
+  ``expandable_segments`` off or on.
 
 Each step is one :class:`Step` of plain integers; :meth:`FragmentationResult.describe` prints them.
 
@@ -46,6 +50,10 @@ class Step:
     free_inside_bytes: bytes the program freed but the process (allocator) still holds.
     device_free_bytes: GPU only: what ``cudaMemGetInfo`` reports free (0 on the CPU).
     allocated_bytes: GPU only: bytes in live tensors.
+    inactive_split_bytes: GPU only: free blocks inside segments that still hold a live tensor
+        (``memory_stats()["inactive_split_bytes.all.current"]``): the fragmented part of the cache.
+    whole_free_segment_bytes: GPU only: cached segments with no live tensor (torch can release them).
+    segments / note / total_bytes: GPU only: segments held, what the step shows, the device's total.
     """
 
     name: str
@@ -53,12 +61,21 @@ class Step:
     free_inside_bytes: int
     device_free_bytes: int
     allocated_bytes: int = 0
+    inactive_split_bytes: int = 0
+    whole_free_segment_bytes: int = 0
+    segments: int = 0
+    note: str = ""
+    total_bytes: int = 0
 
 
 @dataclass(frozen=True)
 class FragmentationResult:
+    """One run: the device, its steps, and (GPU) the allocator settings and where it was recorded."""
+
     device: str
     steps: tuple[Step, ...]
+    alloc_conf: str = ""
+    recorded: str = ""
 
     def step(self, name: str) -> Step:
         for s in self.steps:
@@ -71,24 +88,43 @@ class FragmentationResult:
             head = f"{'step':<44} {'RSS (MB)':>10} {'freed, still held (MB)':>24}"
             rows = [f"{s.name:<44} {s.used_bytes / MB:>10.1f} {s.free_inside_bytes / MB:>24.1f}" for s in self.steps]
         else:
-            head = (f"{'step':<44} {'allocated (MB)':>15} {'reserved (MB)':>14} {'cached free (MB)':>17} "
-                    f"{'device free (MB)':>17}")
-            rows = [f"{s.name:<44} {s.allocated_bytes / MB:>15.1f} {s.used_bytes / MB:>14.1f} "
-                    f"{s.free_inside_bytes / MB:>17.1f} {s.device_free_bytes / MB:>17.1f}" for s in self.steps]
-        return "\n".join([head, "-" * len(head), *rows])
+            head = (f"{'step':<58} {'allocated':>10} {'reserved':>9} {'cached':>8} {'of it split':>11} "
+                    f"{'device free':>12}  (MiB)")
+            rows = [f"{s.name:<58} {s.allocated_bytes / MiB:>10.0f} {s.used_bytes / MiB:>9.0f} "
+                    f"{s.free_inside_bytes / MiB:>8.0f} {s.inactive_split_bytes / MiB:>11.0f} "
+                    f"{s.device_free_bytes / MiB:>12.0f}" + (f"  {s.note}" if s.note else "") for s in self.steps]
+            if self.alloc_conf:
+                head = f"PYTORCH_CUDA_ALLOC_CONF={self.alloc_conf}\n" + head
+        lines = [head, "-" * len(head.splitlines()[-1]), *rows]
+        if self.recorded:
+            lines.insert(0, f"RECORDED, not measured here: {self.recorded}")
+        return "\n".join(lines)
 
 
-def held_after_free(device: str = "auto", timeout_s: float = 120) -> FragmentationResult:
-    """Run the demonstration on ``device`` ("auto", "cpu", "cuda") in a fresh process."""
+def held_after_free(device: str = "auto", timeout_s: float = 120, expandable_segments: bool = False
+                    ) -> FragmentationResult:
+    """Run the demonstration on ``device`` ("auto", "cpu", "cuda") in a fresh process.
+
+    ``expandable_segments`` runs the GPU half with ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``
+    (segments that grow and shrink by pages, so freed pages can be returned even between live blocks).
+    """
     dev = resolve_device(device)
     env = worker_env(threads=1, malloc="default")     # glibc's malloc as it is: that is the point
+    if dev != "cpu":
+        env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True" if expandable_segments else ""
     proc = subprocess.run([sys.executable, "-m", "course_lib.measure.fragmentation", dev], capture_output=True,
                           text=True, env=env, timeout=timeout_s)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise CourseInputError(f"the fragmentation demonstration failed on {dev}: {last}")
     data = json.loads(proc.stdout.strip().splitlines()[-1])
-    return FragmentationResult(data["device"], tuple(Step(**s) for s in data["steps"]))
+    return result_from_json(data)
+
+
+def result_from_json(data: dict[str, Any], recorded: str = "") -> FragmentationResult:
+    """A :class:`FragmentationResult` from the measuring process's JSON (or a recorded run's)."""
+    steps = tuple(Step(**{k: v for k, v in st.items() if k in Step.__dataclass_fields__}) for st in data["steps"])
+    return FragmentationResult(data["device"], steps, data.get("alloc_conf", ""), recorded)
 
 
 # ---------------------------------------------------------------- the measuring process
@@ -122,33 +158,105 @@ def _cpu() -> dict[str, Any]:
     return {"device": "cpu", "steps": [s.__dict__ for s in steps]}
 
 
+def segment_summary(segments: list[dict[str, Any]]) -> dict[str, int]:
+    """Totals of a ``torch.cuda.memory_snapshot()`` segment list: what is cached whole, and what is split.
+
+    A segment whose blocks are all free can be handed back to CUDA (``empty_cache()``, or the
+    allocator itself when a ``cudaMalloc`` fails: it frees such segments and retries). A free block in a
+    segment that still holds a live tensor cannot: that is PyTorch's ``inactive_split`` memory, the
+    part of the cache that is really fragmented.
+
+    >>> segs = [{"total_size": 20 * MiB, "blocks": [{"size": 4 * MiB, "state": "inactive"},
+    ...          {"size": 2 * MiB, "state": "active_allocated"}, {"size": 14 * MiB, "state": "inactive"}]},
+    ...         {"total_size": 32 * MiB, "blocks": [{"size": 32 * MiB, "state": "inactive"}]}]
+    >>> r = segment_summary(segs)
+    >>> r["whole_free_bytes"] // MiB, r["split_free_bytes"] // MiB, r["segments"], r["split_segments"]
+    (32, 18, 2, 1)
+    """
+    whole = split = live = 0
+    split_segments = 0
+    for seg in segments:
+        blocks = seg.get("blocks", [])
+        free = sum(b["size"] for b in blocks if b.get("state") == "inactive")
+        used = sum(b["size"] for b in blocks if b.get("state") != "inactive")
+        live += used
+        if used == 0:
+            whole += seg.get("total_size", free)
+        else:
+            split += free
+            split_segments += 1 if free else 0
+    return {"segments": len(segments), "whole_free_bytes": whole, "split_free_bytes": split, "live_bytes": live,
+            "split_segments": split_segments}
+
+
 def _cuda() -> dict[str, Any]:
+    """Caching against fragmentation on a GPU, with torch's caching allocator (see the module docstring).
+
+    1. 16 tensors of 32 MiB (each >= 10 MiB gets a segment of its own), then freed: cached *whole*
+       segments, free to torch, not to other processes; ``inactive_split`` stays ~0.
+    2. 48 pairs of a 4 MiB and a 1.5 MiB tensor (both < 10 MiB: they share 20 MiB segments), then the
+       4 MiB ones freed: free blocks inside segments that still hold live tensors: ``inactive_split``.
+    3. A memory-fraction cap a little above what torch holds, then one 256 MiB request: CUDA refuses
+       the new segment, so the allocator releases the whole cached segments of step 1 and retries;
+       it succeeds, and the split memory of step 2 is still held.
+    4. A request larger than what the cap leaves after everything releasable: out of memory, although
+       the split free blocks would add up to more.
+    """
     import torch  # the GPU half needs it
 
-    def snap(name: str) -> Step:
-        free, _ = torch.cuda.mem_get_info()
+    def snap(name: str, note: str = "") -> dict[str, Any]:
+        free, total = torch.cuda.mem_get_info()
+        stats = torch.cuda.memory_stats()
         reserved, allocated = torch.cuda.memory_reserved(), torch.cuda.memory_allocated()
-        return Step(name, reserved, reserved - allocated, free, allocated)
+        summary = segment_summary(torch.cuda.memory_snapshot())
+        return {"name": name, "used_bytes": reserved, "free_inside_bytes": reserved - allocated,
+                "device_free_bytes": free, "allocated_bytes": allocated,
+                "inactive_split_bytes": int(stats.get("inactive_split_bytes.all.current", 0)),
+                "whole_free_segment_bytes": summary["whole_free_bytes"], "segments": summary["segments"],
+                "note": note, "total_bytes": total}
 
     torch.cuda.init()
+    torch.cuda.empty_cache()
     steps = [snap("start")]
-    big, small = [], []
-    for _ in range(64):   # interleaved: 20 MiB and 2 MiB blocks
-        big.append(torch.empty(20 * MiB, dtype=torch.uint8, device="cuda"))
-        small.append(torch.empty(2 * MiB, dtype=torch.uint8, device="cuda"))
+    whole = [torch.empty(32 * MiB, dtype=torch.uint8, device="cuda") for _ in range(16)]
     torch.cuda.synchronize()
-    steps.append(snap("64 x (20 MiB + 2 MiB) allocated"))
+    steps.append(snap("16 x 32 MiB allocated (a segment each)"))
+    whole.clear()
+    torch.cuda.synchronize()
+    steps.append(snap("the 16 x 32 MiB freed", "cached whole: torch can give these back"))
+    big, small = [], []
+    for _ in range(48):
+        big.append(torch.empty(4 * MiB, dtype=torch.uint8, device="cuda"))
+        small.append(torch.empty(3 * MiB // 2, dtype=torch.uint8, device="cuda"))
+    torch.cuda.synchronize()
+    steps.append(snap("48 x (4 MiB + 1.5 MiB) allocated (sharing 20 MiB segments)"))
     big.clear()
     torch.cuda.synchronize()
-    steps.append(snap("the 20 MiB blocks freed"))
-    large = torch.empty(256 * MiB, dtype=torch.uint8, device="cuda")   # larger than any cached piece
+    steps.append(snap("the 4 MiB ones freed", "split: free blocks between live tensors"))
+    held = torch.cuda.memory_reserved()
+    _, total = torch.cuda.mem_get_info()
+    cap = held + 64 * MiB
+    torch.cuda.set_per_process_memory_fraction(min(1.0, cap / total))
+    large = torch.empty(256 * MiB, dtype=torch.uint8, device="cuda")
     torch.cuda.synchronize()
-    steps.append(snap("one 256 MiB request"))
+    steps.append(snap("cap at reserved + 64 MiB, then one 256 MiB request",
+                      "the allocator released whole cached segments and retried"))
+    note = ""
+    try:
+        huge = torch.empty(cap - torch.cuda.memory_reserved() + 128 * MiB, dtype=torch.uint8, device="cuda")
+        del huge
+        note = "allocated (nothing was out of reach)"
+    except torch.cuda.OutOfMemoryError:
+        note = "out of memory: the split free blocks could not serve it"
+    steps.append(snap("a request 128 MiB beyond the cap's room", note))
     del large
     small.clear()
+    torch.cuda.set_per_process_memory_fraction(1.0)
     torch.cuda.empty_cache()
     steps.append(snap("everything freed + empty_cache()"))
-    return {"device": "cuda", "steps": [s.__dict__ for s in steps]}
+    conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
+    return {"device": "cuda", "alloc_conf": conf, "torch": torch.__version__,
+            "device_name": torch.cuda.get_device_name(), "steps": steps}
 
 
 if __name__ == "__main__":  # pragma: no cover - run by held_after_free in a fresh process

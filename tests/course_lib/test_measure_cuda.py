@@ -60,3 +60,17 @@ def test_readiness_timeline_on_the_gpu():
     assert t.phase("device_init").seconds > 0, "creating a CUDA context takes time"
     assert t.phase("host_to_device").seconds > 0
     assert t.phase("warm_up").seconds > 0
+
+
+def test_allocator_demo_separates_cached_from_fragmented():
+    # the caching allocator's rules (CUDACachingAllocator.cpp): tensors >= 10 MiB get their own segments (cached
+    # whole, releasable), smaller ones share 20 MiB segments (freeing some leaves inactive split blocks)
+    from course_lib.measure.fragmentation import held_after_free
+    r = held_after_free("cuda")
+    whole = r.step("the 16 x 32 MiB freed")
+    split = r.step("the 4 MiB ones freed")
+    capped = r.step("cap at reserved + 64 MiB, then one 256 MiB request")
+    assert whole.free_inside_bytes >= 16 * 32 * 2**20 and whole.inactive_split_bytes < 2**20
+    assert split.inactive_split_bytes >= 48 * 4 * 2**20 // 2
+    assert capped.whole_free_segment_bytes < whole.free_inside_bytes        # released on the failed cudaMalloc
+    assert capped.inactive_split_bytes == split.inactive_split_bytes        # split blocks stayed held

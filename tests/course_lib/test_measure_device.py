@@ -64,9 +64,9 @@ def test_cuda_snapshot_arithmetic_by_hand():
                      allocated_bytes=19 * GiB, reserved_bytes=20 * GiB, peak_allocated_bytes=19 * GiB,
                      peak_reserved_bytes=20 * GiB, inactive_split_bytes=GiB // 2)
     assert s.non_torch_bytes == 2 * GiB, "(24 - 2) - 20 GiB lies outside torch"
-    assert s.fragmentation_bytes == GiB, "20 - 19 GiB is reserved but in no tensor"
+    assert s.cached_bytes == GiB, "20 - 19 GiB is reserved but in no tensor"
     d = s.to_dict()
-    assert d["non_torch_bytes"] == 2 * GiB and d["fragmentation_bytes"] == GiB
+    assert d["non_torch_bytes"] == 2 * GiB and d["cached_bytes"] == GiB
     assert snapshot_from_dict(d) == s
     assert "outside torch" in s.describe()
 
