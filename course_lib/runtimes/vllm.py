@@ -211,6 +211,11 @@ def resolve(spec: ModelSpec, gpu: str | int, launch: VllmLaunch) -> tuple[VllmLa
     if launch.pipeline_parallel > max(1, spec.num_layers):
         raise CourseInputError(f"--pipeline-parallel={launch.pipeline_parallel} is more stages than {spec.name} has "
                                f"layers ({spec.num_layers}); use at most {spec.num_layers}")
+    heads, tp = spec.num_attention_heads, launch.tensor_parallel
+    if tp < 1 or (heads and heads % tp):
+        # ModelConfig.verify_with_parallel_config (vllm/config/model.py) refuses it with this line
+        raise CourseInputError(f"Total number of attention heads ({heads}) must be divisible by tensor parallel size "
+                               f"({tp}) (vLLM's check); use a --tensor-parallel that divides {heads}")
     name = str(gpu).strip().lower()
     platform = launch.platform or ("rocm" if name.startswith("mi") else "cuda")
     engine = launch.engine or ("V1" if version >= V1_DEFAULT_SINCE else "V0")

@@ -28,3 +28,52 @@ def test_explorer_widget_builds_with_all_presets():
     box = budget_explorer(model="qwen3-next-80b-a3b", gpu="b200", dtype="bf16")
     dropdowns = [c for c in box.children if hasattr(c, "options")]
     assert len(dropdowns[0].options) == len(model_names())
+
+
+def test_weight_format_and_kv_dtype_are_two_controls():
+    """The issue's case: Llama-3-8B with int4 weights on an RTX 4090 at 8k. One dtype for both pools made
+    the KV cache int4 too and "fitted" 68 sequences; vLLM (kv_cache_dtype auto) fits about 15-17. By hand:
+    2 x 32 layers x 8 KV heads x 128 x 2 B = 131,072 B per token (bf16, the config's dtype), 8,192
+    tokens = 1 GiB per sequence; 23.65 GiB less 8 % and ~6.4 GB of int4 weights and workspace leaves ~15."""
+    int4 = explorer_budget(model="llama-3-8b", dtype="int4", gpu="rtx-4090", context_tokens=8192,
+                           active_sequences=1, reserve_percent=8)
+    assert int4.kv_cache_bytes_per_token == 2 * 32 * 8 * 128 * 2
+    assert 13 <= int4.budget.max_active_sequences <= 17, int4.budget.max_active_sequences
+    fp8_kv = explorer_budget(model="llama-3-8b", dtype="int4", gpu="rtx-4090", context_tokens=8192,
+                             active_sequences=1, reserve_percent=8, kv_dtype="fp8")
+    assert fp8_kv.kv_cache_bytes_per_token == 2 * 32 * 8 * 128 * 1
+    assert fp8_kv.budget.parts["weights"] == int4.budget.parts["weights"], "the KV dtype moved the weights"
+    bf16 = explorer_budget(model="llama-3-8b", dtype="bf16", gpu="rtx-4090", context_tokens=8192,
+                           active_sequences=1, reserve_percent=8)
+    assert bf16.kv_cache_bytes_per_token == int4.kv_cache_bytes_per_token, "the weight format moved the KV cache"
+
+
+def test_headroom_curve_flips_where_the_budget_says():
+    from course_lib.budget import plan_budget
+    from course_lib.explorer import headroom_curve
+    # 80 GB device, 10 GB reserve, 30 GB weights, 5 GB workspace: 35 GB for requests, 3 GB each -> 11 fit.
+    b = plan_budget(device_bytes="80GB", weights_bytes="30GB", workspace_bytes="5GB", reserve_bytes="10GB",
+                    per_sequence_kv_bytes="3GB", active_sequences=2)
+    counts, room = headroom_curve(b)
+    last_fit = max(n for n, r in zip(counts, room) if r >= 0)
+    assert last_fit == 11 == b.max_active_sequences
+    assert counts[-1] >= 17, "the curve should run well past the flip"
+    big = plan_budget(device_bytes="80GB", weights_bytes="1GB", reserve_bytes="0GB", per_sequence_kv_bytes="1MB",
+                      active_sequences=3)
+    counts, room = headroom_curve(big)
+    assert len(counts) < 420 and {0, 3, big.max_active_sequences, big.max_active_sequences + 1} <= set(counts)
+
+
+def test_budget_figure_has_the_headroom_panel():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    from course_lib.explorer import budget_figure, figure_png
+    est = explorer_budget(model="llama-2-7b", dtype="fp16", gpu="rtx-4090", context_tokens=4096,
+                          active_sequences=6, reserve_percent=10)
+    fig = budget_figure(est.budget, title="t")
+    bar, headroom = fig.axes[:2]
+    assert headroom.get_xlabel() == "active sequences (count)"
+    flips = [t.get_text() for t in headroom.texts]
+    assert flips == [f"flips: {est.budget.max_active_sequences} fit, {est.budget.max_active_sequences + 1} do not"]
+    assert figure_png(fig)[:8] == b"\x89PNG\r\n\x1a\n"

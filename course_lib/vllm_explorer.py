@@ -1,0 +1,244 @@
+"""The launch explorer: choose vLLM's knobs and see the KV pool vLLM would build, and how many users it serves.
+
+Where :mod:`course_lib.explorer` draws the lesson's simple budget, this one follows vLLM's own
+sizing rule (:func:`course_lib.runtimes.estimate_vllm`): the budget is ``total x
+gpu_memory_utilization``; the weights, the profile's activation peak, non-torch memory and
+(from v0.21) the CUDA-graph estimate come off it; what is left is the KV pool, preallocated at
+start-up. How many requests of ``max_model_len`` tokens run at once is then the smaller of the
+pool's "maximum concurrency" (the start-up line ``Maximum concurrency for 8,192 tokens per
+request: 6.00x``) and ``max_num_seqs`` (the scheduler's slot count).
+
+:func:`plan_launch` is the arithmetic (no widgets, no plotting); :func:`launch_figure` draws one
+plan; :func:`launch_explorer` wraps both in ipywidgets controls.
+
+Worked example: Llama-3.1-8B in bf16 on an RTX 4090 (23.65 GiB CUDA total) with vLLM's defaults
+has room for under three 8k requests; with an fp8 KV cache and 16 sequence slots, nearly 12:
+
+>>> plan = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192)
+>>> plan.concurrent_requests, plan.serves(10)
+(2, False)
+>>> plan = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, kv_cache_dtype="fp8",
+...                    max_num_seqs=16)
+>>> round(plan.estimate.max_concurrency, 2), plan.concurrent_requests, plan.serves(10)
+(11.99, 11, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import CourseInputError
+from .explorer import figure_png, gpu_options, model_options
+from .presets import get_model
+from .runtimes import RuntimeEstimate, VllmLaunch, estimate_vllm
+from .units import GiB
+
+#: Weight formats offered: None is the checkpoint's own (the config's dtype or quantization).
+WEIGHT_FORMATS = [("checkpoint's own", None), ("fp8", "fp8"), ("int8", "int8"), ("int4 (AWQ g128)", "int4")]
+#: vLLM's --kv-cache-dtype values.
+KV_CACHE_DTYPES = [("auto (compute dtype)", "auto"), ("fp8", "fp8")]
+#: The max_model_len slider's stops.
+MAX_MODEL_LENS = [2**k for k in range(10, 18)]          # 1,024 ... 131,072
+#: The max_num_seqs slider's stops (vLLM's defaults are 256 and 1,024).
+MAX_NUM_SEQS = [1, 2, 4, 8, 10, 12, 16, 24, 32, 48, 64, 128, 256, 512, 1024]
+
+TERM_COLOURS = {"weights": "#4c72b0", "activation_peak": "#8c8c8c", "non_torch": "#b07aa1",
+                "cuda_graph": "#9c755f", "kv_cache": "#dd8452"}
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """One launch: vLLM's estimate, or the reason it would not start.
+
+    estimate: the runtime-faithful estimate (None when vLLM refuses the launch or the input is bad).
+    refusal: vLLM's own refusal, or the input error, in one line ('' when it starts).
+    concurrent_requests: requests of ``max_model_len`` tokens running at once: ``min(floor(max
+    concurrency), max_num_seqs)``; 0 when it does not start.
+    """
+
+    estimate: RuntimeEstimate | None
+    refusal: str = ""
+
+    @property
+    def starts(self) -> bool:
+        return self.estimate is not None and not self.refusal
+
+    @property
+    def concurrent_requests(self) -> int:
+        if not self.starts:
+            return 0
+        return min(int(self.estimate.max_concurrency), int(self.estimate.launch["max_num_seqs"]))
+
+    def serves(self, users: int) -> bool:
+        """True when ``users`` requests of ``max_model_len`` tokens can all be running at once."""
+        return self.concurrent_requests >= users
+
+    def verdict(self, users: int | None = None) -> str:
+        """One line for people: starts or not, the pool, and (with ``users``) whether they are all served."""
+        if self.estimate is None or self.refusal:
+            return f"vLLM does not start: {self.refusal}"
+        e = self.estimate
+        length = e.launch["max_model_len"]
+        line = (f"vLLM starts: KV pool {e.runtime_kv_cache_bytes / GiB:.2f} GiB = {e.kv_cache_tokens:,} tokens; "
+                f"maximum concurrency for {length:,} tokens per request: {e.max_concurrency:.2f}x; "
+                f"max_num_seqs {e.launch['max_num_seqs']:,}: {self.concurrent_requests} such requests at once")
+        if users is not None:
+            line += (f"; {users} users at {length:,} tokens: " + ("served" if self.serves(users) else "NOT served"))
+        return line
+
+
+def plan_launch(*, model: str, gpu: str, max_model_len: int, weights: str | None = None,
+                kv_cache_dtype: str = "auto", max_num_seqs: int | None = None,
+                gpu_memory_utilization: float | None = None, tensor_parallel: int = 1,
+                vllm_version: str | None = None) -> LaunchPlan:
+    """vLLM's sizing of one launch (None knobs take the release's defaults); never raises on a bad launch.
+
+    ``weights`` is the weight format (None: the checkpoint's own); the KV cache follows the compute
+    dtype unless ``kv_cache_dtype="fp8"``.
+    """
+    try:
+        launch = VllmLaunch(version=vllm_version, dtype=weights, kv_cache_dtype=kv_cache_dtype,
+                            max_model_len=max_model_len, max_num_seqs=max_num_seqs,
+                            gpu_memory_utilization=gpu_memory_utilization, tensor_parallel=tensor_parallel)
+        est = estimate_vllm(get_model(model), gpu=gpu, launch=launch, refuse=False)
+    except CourseInputError as exc:
+        return LaunchPlan(None, str(exc))
+    refusal = next((n for n in est.notes if n.startswith("vLLM would refuse")), "")
+    return LaunchPlan(est, refusal)
+
+
+def launch_figure(plan: LaunchPlan, users: int | None = None, title: str = "vLLM launch"):
+    """The budget as vLLM spends it (one bar per GPU) and, beside it, KV needed by N requests of
+    ``max_model_len`` tokens against the pool, with where it stops fitting. Returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    fig, (bar, line) = plt.subplots(1, 2, figsize=(12, 4.8), gridspec_kw={"width_ratios": [1, 1.35]})
+    fig.subplots_adjust(left=0.06, right=0.985, top=0.86, bottom=0.25, wspace=0.32)
+    fig.suptitle(title, fontsize=11)
+    e = plan.estimate
+    if e is None:
+        for ax in (bar, line):
+            ax.axis("off")
+        bar.text(0, 0.5, "vLLM does not start:\n" + _wrap(plan.refusal), fontsize=10, color="#b71c1c",
+                 va="center", transform=bar.transAxes)
+        return fig
+    total = e.launch["gpu_total_bytes"]
+    bottom = 0.0
+    for t in e.terms[1:]:
+        if t.sign != -1 or t.bytes <= 0:
+            continue
+        bar.bar(0, t.bytes / GiB, bottom=bottom, width=0.5, color=TERM_COLOURS.get(t.name, "#999999"),
+                edgecolor="white", label=f"{t.name}: {t.bytes / GiB:.2f} GiB")
+        bottom += t.bytes / GiB
+    kv = max(0, e.runtime_kv_cache_bytes) / GiB
+    bar.bar(0, kv, bottom=bottom, width=0.5, color=TERM_COLOURS["kv_cache"], edgecolor="white",
+            label=f"KV pool (preallocated): {kv:.2f} GiB")
+    budget = e.terms[0].bytes / GiB
+    bar.axhline(total / GiB, color="black", lw=1.5, label=f"device (CUDA total): {total / GiB:.2f} GiB")
+    bar.axhline(budget, color="#2a9d3f", lw=1.5, ls="--",
+                label=f"budget: total x {e.launch['gpu_memory_utilization']} = {budget:.2f} GiB")
+    graphs = e.term("cuda_graph")
+    if graphs and next(t for t in e.terms if t.name == "cuda_graph").sign == 0:
+        bar.bar(0, graphs / GiB, bottom=budget, width=0.62, color="none", edgecolor="#9c755f", hatch="..",
+                label=f"CUDA graphs, outside the budget: {graphs / GiB:.2f} GiB")
+    bar.set_xlim(-0.6, 0.6)
+    bar.set_xticks([0])
+    bar.set_xticklabels([f"one GPU of {e.launch['tensor_parallel']}" if e.launch["tensor_parallel"] > 1 else "the GPU"])
+    bar.set_ylabel("memory (GiB = 2^30 bytes)")
+    bar.set_ylim(0, total / GiB * 1.08)
+    bar.set_title(plan.verdict(users).split(";")[0] if plan.starts else "vLLM refuses to start",
+                  fontsize=10, color="#1b5e20" if plan.starts else "#b71c1c")
+
+    length = e.launch["max_model_len"]
+    per_request = e.kv_cache_bytes_per_token * length / GiB
+    slots = e.launch["max_num_seqs"]
+    last = max(8, users or 0, -(-3 * (int(e.max_concurrency) + 1) // 2))
+    last = min(last, max(slots, users or 0) + 8) if slots < last else last
+    xs = list(range(0, last + 1))
+    line.plot(xs, [n * per_request for n in xs], color="#dd8452", lw=2,
+              label=f"KV needed: {per_request:.3f} GiB per {length:,}-token request")
+    line.axhline(kv, color="black", lw=1.2, label=f"KV pool: {kv:.2f} GiB")
+    line.axvline(e.max_concurrency, color="#b71c1c", ls=":", lw=1.5,
+                 label=f"maximum concurrency {e.max_concurrency:.2f}x")
+    if slots <= last:
+        line.axvline(slots, color="#4c72b0", ls="--", lw=1.2, label=f"max_num_seqs = {slots}")
+    if users:
+        colour = "#1b5e20" if plan.serves(users) else "#b71c1c"
+        line.plot([users], [users * per_request], "o", ms=8, color=colour, label=f"target: {users} users")
+    line.set_xlim(0, last)
+    line.set_ylim(0, max(kv, last * per_request) * 1.05 or 1)
+    line.set_xlabel(f"requests of {length:,} tokens running at once (count)")
+    line.set_ylabel("KV cache (GiB)")
+    line.set_title(f"{plan.concurrent_requests} run at once (the smaller of the pool and max_num_seqs)", fontsize=10)
+    line.legend(loc="upper left", fontsize=8, frameon=False)
+    line.grid(alpha=0.3)
+    fig.legend(*bar.get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=8, frameon=False)
+    return fig
+
+
+def _wrap(text: str, width: int = 70) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
+
+
+def launch_explorer(model: str = "llama-3.1-8b", gpu: str = "rtx-4090", max_model_len: int = 8192,
+                    users: int = 10, weights: str | None = None, kv_cache_dtype: str = "auto",
+                    max_num_seqs: int = 256, gpu_memory_utilization: float = 0.92, tensor_parallel: int = 1):
+    """Interactive controls over :func:`plan_launch`, drawing :func:`launch_figure` (vLLM's newest defaults).
+
+    Returns the ipywidgets container (display it, or let the cell show it).
+    """
+    import ipywidgets as w
+    from IPython.display import Image, display
+
+    style = {"description_width": "190px"}
+    layout = w.Layout(width="540px")
+    controls = {
+        "model": w.Dropdown(options=model_options(), value=model, description="model preset", style=style,
+                            layout=layout),
+        "gpu": w.Dropdown(options=gpu_options(), value=gpu, description="GPU (CUDA total)", style=style, layout=layout),
+        "weights": w.Dropdown(options=WEIGHT_FORMATS, value=weights, description="weight format", style=style,
+                              layout=layout),
+        "kv_cache_dtype": w.Dropdown(options=KV_CACHE_DTYPES, value=kv_cache_dtype, description="--kv-cache-dtype",
+                                     style=style, layout=layout),
+        "tensor_parallel": w.Dropdown(options=[1, 2, 4, 8], value=tensor_parallel,
+                                      description="--tensor-parallel-size (GPUs)", style=style, layout=layout),
+        "max_model_len": w.SelectionSlider(options=[(f"{n:,}", n) for n in MAX_MODEL_LENS], value=max_model_len,
+                                           description="--max-model-len (tokens)", style=style, layout=layout),
+        "max_num_seqs": w.SelectionSlider(options=[(f"{n:,}", n) for n in MAX_NUM_SEQS], value=max_num_seqs,
+                                          description="--max-num-seqs (slots)", style=style, layout=layout),
+        "gpu_memory_utilization": w.FloatSlider(value=gpu_memory_utilization, min=0.5, max=0.98, step=0.01,
+                                                description="--gpu-memory-utilization (share)", style=style,
+                                                layout=layout),
+        "users": w.IntSlider(value=users, min=1, max=64, description="users to serve (count)", style=style,
+                             layout=layout),
+    }
+    verdict = w.HTML(layout=w.Layout(width="95%"))
+    verdict.add_class("course-launch-verdict")
+    out = w.Output()
+
+    def redraw(_change=None) -> None:
+        values = {name: c.value for name, c in controls.items()}
+        users_now = values.pop("users")
+        plan = plan_launch(**values)
+        colour = "#1b5e20" if plan.serves(users_now) else "#b71c1c"
+        verdict.value = f"<span style='color:{colour}'>{_html(plan.verdict(users_now))}</span>"
+        with out:
+            out.clear_output(wait=True)
+            fig = launch_figure(plan, users_now, title=f"{values['model']} on {values['gpu']} "
+                                f"(TP {values['tensor_parallel']}), vLLM's newest defaults for the rest")
+            display(Image(data=figure_png(fig)))
+
+    for control in controls.values():
+        control.observe(redraw, names="value")
+    redraw()
+    box = w.VBox([*controls.values(), verdict, out])
+    box.add_class("course-launch-explorer")
+    return box
+
+
+def _html(text: str) -> str:
+    import html
+
+    return html.escape(text)

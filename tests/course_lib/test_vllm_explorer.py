@@ -1,0 +1,69 @@
+"""The launch explorer: vLLM's knobs to a KV pool and a count of users served, checked by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from course_lib.units import GiB
+from course_lib.vllm_explorer import launch_figure, plan_launch
+
+# Llama-3.1-8B: 2 (K and V) x 32 layers x 8 KV heads x 128 dims = 65,536 values per token.
+VALUES_PER_TOKEN = 2 * 32 * 8 * 128
+
+
+def test_one_request_at_8k_is_one_gib_in_bf16_and_half_in_fp8():
+    bf16 = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192)
+    fp8 = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, kv_cache_dtype="fp8")
+    assert bf16.estimate.kv_cache_bytes_per_token == VALUES_PER_TOKEN * 2
+    assert fp8.estimate.kv_cache_bytes_per_token == VALUES_PER_TOKEN
+    # same budget, same weights: twice the concurrency (to the block)
+    assert fp8.estimate.max_concurrency == pytest.approx(2 * bf16.estimate.max_concurrency, rel=0.01)
+
+
+def test_concurrency_is_the_smaller_of_the_pool_and_the_slots():
+    roomy = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, weights="int4", max_num_seqs=4)
+    assert roomy.estimate.max_concurrency > 10
+    assert roomy.concurrent_requests == 4 and not roomy.serves(5) and roomy.serves(4)
+
+
+def test_a_request_longer_than_the_pool_is_refused_with_vllms_advice():
+    # 131,072 tokens x 131,072 B = 16 GiB for one request; the pool after 15 GiB of bf16 weights is a few GiB.
+    plan = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=131072)
+    assert not plan.starts and plan.concurrent_requests == 0 and not plan.serves(1)
+    assert "16.00 GiB KV cache is needed" in plan.refusal and "max_model_len" in plan.refusal
+    assert plan.verdict(1).startswith("vLLM does not start: vLLM would refuse")
+
+
+def test_bad_input_is_a_refusal_not_a_traceback():
+    plan = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, tensor_parallel=3)
+    assert not plan.starts and plan.refusal
+    assert plan.verdict().startswith("vLLM does not start:")
+
+
+def test_the_budget_is_the_cuda_total_times_utilization():
+    plan = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, gpu_memory_utilization=0.8)
+    budget = plan.estimate.terms[0]
+    assert budget.name == "budget" and budget.bytes == int(23.65 * GiB * 0.8) or abs(budget.bytes - 23.65 * GiB * 0.8) < 0.01 * GiB
+
+
+def test_figure_draws_both_panels_and_a_refusal():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    plan = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, kv_cache_dtype="fp8", max_num_seqs=16)
+    fig = launch_figure(plan, users=10)
+    assert fig.axes[1].get_xlabel() == "requests of 8,192 tokens running at once (count)"
+    bad = launch_figure(plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, tensor_parallel=3))
+    assert "does not start" in bad.axes[0].texts[0].get_text()
+
+
+def test_widget_redraws_when_a_knob_moves():
+    pytest.importorskip("ipywidgets")
+    from course_lib.vllm_explorer import launch_explorer
+    box = launch_explorer()
+    verdict = next(c for c in box.children if "course-launch-verdict" in c._dom_classes)
+    assert "NOT served" in verdict.value
+    kv = next(c for c in box.children if getattr(c, "description", "") == "--kv-cache-dtype")
+    seqs = next(c for c in box.children if getattr(c, "description", "") == "--max-num-seqs (slots)")
+    kv.value, seqs.value = "fp8", 16
+    assert "10 users at 8,192 tokens: served" in verdict.value
