@@ -142,9 +142,11 @@ NON_TORCH_CONTEXT_PER_EXTRA_RANK_BYTES = round(1.1 * GiB)
 
 #: MiB of CUDA-graph pool per captured graph and per layer: fitted on the visible logs' "Graph capturing
 #: finished ..., took X GiB": 0.23 (T4, V0 0.8.2, 27 graphs x 28 layers), 0.27 (A100, 0.10.1.1, 67 x 28),
-#: 0.33 (H100 gpt-oss, 0.11, 51 x 24); from v0.21 FULL and PIECEWISE graphs are both captured for each size
-#: and the visible v0.23 MI300X log took 3.74 GiB for 51 sizes x 34 layers: 2.16 MiB (FULL and PIECEWISE graphs per size).
-CUDA_GRAPH_MIB = {"V0": 0.23, "V1": 0.27, "V1-0.11": 0.33, "V1-0.21": 2.16}
+#: 0.33 (H100 gpt-oss, 0.11, 51 x 24). The development set's v0.19 H100 logs (cudagraph_mode FULL_AND_PIECEWISE,
+#: 51 sizes) took 0.91 GiB for Llama-3.1-8B's 32 layers and 1.23 GiB for Gemma-2-27B's 46 (0.57 and 0.54 MiB;
+#: their "Estimated CUDA graph memory", what v0.21 takes from the budget, was 0.84 and 1.13 GiB): 0.55 on CUDA
+#: from 0.19. ROCm's graphs are larger: the visible v0.23 MI300X log took 3.74 GiB for 51 sizes x 34 layers (2.16).
+CUDA_GRAPH_MIB = {"V0": 0.23, "V1": 0.27, "V1-0.11": 0.33, "V1-0.19": 0.55, "V1-0.19-rocm": 2.16}
 
 
 @dataclass(frozen=True)
@@ -304,8 +306,10 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     fitted: list[str] = []
     notes: list[str] = []
     v0 = launch.engine == "V0"
-    era = "V0" if v0 else ("V1-0.21" if version >= CUDA_GRAPHS_IN_BUDGET_SINCE else
+    era = "V0" if v0 else ("V1-0.19" if version >= Version(0, 19, 0) else
                            "V1-0.11" if version >= Version(0, 11, 0) else "V1")
+    if era == "V1-0.19" and launch.platform == "rocm":
+        era = "V1-0.19-rocm"
     stage_list = stages(spec, tp, pp)
     rotary = rotary_cache_bytes(spec, 2 if version < Version(0, 9, 0) else 4)
     graphs = 0 if launch.enforce_eager else _capture_sizes(version, launch.engine, launch.max_num_seqs)

@@ -249,3 +249,20 @@ def test_gpu_totals_are_cuda_s_not_nvidia_smi_s():
     # the T4 log: "total_gpu_memory (14.74GiB)", against nvidia-smi's 15,360 MiB (15.0 GiB)
     assert abs(gpu_bytes("t4") / GiB - 14.74) < 0.005
     assert kv_cache_bytes_per_token(get_model("llama-3.2-3b"), "fp16") == 114_688     # the log's page: 2 x 28 x 8 x 128 x 2
+
+
+def test_cuda_graph_pool_against_logged_captures():
+    """Graph pools as logged ("Graph capturing finished ..., took X GiB"): vLLM 0.19 on an H100 with the
+    default 51 capture sizes took 0.91 GiB for Llama-3.1-8B (32 layers; development-set log
+    vllm-llama31-8b-kvfp8-h100-v019) and 1.23 GiB for Gemma-2-27B (46 layers; vllm-gemma2-27b-h100-v019);
+    vLLM 0.23 on an MI300X took 3.74 GiB for Gemma-3-4B (34 layers; the visible log): ROCm's are larger."""
+    def graphs(model, gpu, version, length):
+        return estimate_vllm(get_model(model), gpu=gpu, launch=VllmLaunch(
+            version=version, max_model_len=length, gpu_memory_utilization=0.95)).term("cuda_graph") / 2**30
+    assert graphs("llama-3.1-8b", "h100-80gb", "0.19.0", 8192) == pytest.approx(0.91, rel=0.1)
+    assert graphs("gemma-2-27b", "h100-80gb", "0.19.0", 8192) == pytest.approx(1.23, rel=0.1)
+    assert graphs("gemma-3-4b", "mi300x", "0.23.0", 8192) == pytest.approx(3.74, rel=0.1)
+    # without CUDA graphs there is no pool
+    eager = estimate_vllm(get_model("llama-3.1-8b"), gpu="h100-80gb",
+                          launch=VllmLaunch(version="0.19.0", max_model_len=8192, enforce_eager=True))
+    assert eager.term("cuda_graph") == 0

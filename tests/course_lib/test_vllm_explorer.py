@@ -43,7 +43,7 @@ def test_bad_input_is_a_refusal_not_a_traceback():
 def test_the_budget_is_the_cuda_total_times_utilization():
     plan = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, gpu_memory_utilization=0.8)
     budget = plan.estimate.terms[0]
-    assert budget.name == "budget" and budget.bytes == int(23.65 * GiB * 0.8) or abs(budget.bytes - 23.65 * GiB * 0.8) < 0.01 * GiB
+    assert budget.name == "budget" and abs(budget.bytes - 23.65 * GiB * 0.8) < 0.01 * GiB
 
 
 def test_figure_draws_both_panels_and_a_refusal():
@@ -66,4 +66,4 @@ def test_widget_redraws_when_a_knob_moves():
     kv = next(c for c in box.children if getattr(c, "description", "") == "--kv-cache-dtype")
     seqs = next(c for c in box.children if getattr(c, "description", "") == "--max-num-seqs (slots)")
     kv.value, seqs.value = "fp8", 16
-    assert "10 users at 8,192 tokens: served" in verdict.value
+    assert "12 users at 8,192 tokens: served" in verdict.value
