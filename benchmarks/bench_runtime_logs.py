@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from course_lib.errors import CourseInputError  # noqa: E402
 from course_lib.logs import read_startup_log  # noqa: E402
 from course_lib.models import from_hf_config  # noqa: E402
+from course_lib.gpus import gpu_preset_for  # noqa: E402
 from course_lib.presets import get_model  # noqa: E402
 from course_lib.runtimes.from_log import compare, preset_for  # noqa: E402
 from course_lib.runtimes.versions import parse_version  # noqa: E402
@@ -96,7 +97,8 @@ def run_case(folder: Path, case: dict) -> dict:
     if spec is None:
         row["error"] = "no config for the model"
         return row
-    gpu = case["gpu"].get("preset") or None
+    # the GPU the source names, as a reader would pass it with --gpu (the manifest's preset, or its name matched)
+    gpu = case["gpu"].get("preset") or gpu_preset_for(case["gpu"].get("name"))
     try:
         result = compare(log, gpu=gpu, spec=spec)
     except CourseInputError as exc:

@@ -25,6 +25,7 @@ True
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .units import GiB, MiB
@@ -78,8 +79,9 @@ GPU_LIST: tuple[GPU, ...] = (
         f"estimated: nvidia-smi total - {ESTIMATED_GAP_GIB} GiB"),
     GPU("a10", "24 GB", 23_028, "nvidia-smi '23028MiB' in public A10 logs (the A10G's too)", None,
         f"estimated: nvidia-smi total - {ESTIMATED_GAP_GIB} GiB"),
-    GPU("rtx-3090", "24 GB", 24_576, "nvidia-smi '24576MiB' in public RTX 3090 logs", None,
-        f"estimated: nvidia-smi total - {ESTIMATED_GAP_GIB} GiB"),
+    GPU("rtx-3090", "24 GB", 24_576, "nvidia-smi '24576MiB' in public RTX 3090 logs", 23.58,
+        "vLLM 0.6.4 start-up log, 'total_gpu_memory=23.58GiB' (vllm-project/vllm issue #10517; "
+        "benchmarks/runtime_logs/dev/logs/vllm-llama31-8b-rtx3090-v0-20k.txt)"),
     GPU("rtx-4090", "24 GB", 24_564, _REF, 23.65,
         "PyTorch OOM message, 'a total capacity of 23.65 GiB' (pytorch/pytorch issue #16417, kerrj/lerf issue #73; "
         "23.64-23.68 GiB in other reports)"),
@@ -114,3 +116,31 @@ LESSON_GPU = "lesson-24gb"
 #: What budgets and runtimes plan with: the CUDA-visible total of each preset, in bytes.
 GPU_BYTES: dict[str, int] = {g.name: g.cuda_bytes for g in GPU_LIST}
 GPU_BYTES[LESSON_GPU] = 24 * 10**9
+
+
+#: Words in GPU names that say nothing about which card it is.
+_NOISE = re.compile(r"\(.*?\)|\bnvidia\b|\bgeforce\b|\btesla\b|\bquadro\b|\bamd\b|\binstinct\b|\bhbm3e?\b|"
+                    r"-?\bsxm[0-9]?\b|-?\bpcie\b|\bgpu\b|\bx[0-9]+\b")
+#: (pattern over the cleaned, lower-case name, preset), first match wins.
+_NAME_RULES: tuple[tuple[str, str], ...] = (
+    (r"\bgh200\b", "gh200"), (r"\bh200\b", "h200"), (r"\bb200\b", "b200"), (r"\bh100\b", "h100-80gb"),
+    (r"\ba100\b.*\b40 ?gb\b|\ba100-40gb\b", "a100-40gb"), (r"\ba100\b", "a100-80gb"),
+    (r"\bh20\b(?!.*\b141 ?gb\b)", "h20"), (r"\bl40s\b", "l40s"), (r"\bl4\b", "l4"), (r"\ba10g\b", "a10g"),
+    (r"\ba10\b", "a10"), (r"\bt4\b", "t4"), (r"\b(rtx )?3090\b", "rtx-3090"), (r"\b(rtx )?4090\b", "rtx-4090"),
+    (r"\b(rtx )?5090\b", "rtx-5090"), (r"\bmi300x\b", "mi300x"),
+)
+
+
+def gpu_preset_for(name: str | None) -> str | None:
+    """The preset for a GPU as people and tools name it, or None when none is ours.
+
+    >>> [gpu_preset_for(n) for n in ("NVIDIA A100-SXM4-40GB", "H100 80GB HBM3", "NVIDIA GeForce RTX 4090",
+    ...                              "A10 24GB", "Tesla T4 (Colab)", "H20 141GB", "Quadro RTX A4000 16GB")]
+    ['a100-40gb', 'h100-80gb', 'rtx-4090', 'a10', 't4', None, None]
+    """
+    if not name:
+        return None
+    text = " ".join(_NOISE.sub(" ", name.lower()).split())
+    if text in GPUS:
+        return text
+    return next((preset for pattern, preset in _NAME_RULES if re.search(pattern, text)), None)
