@@ -9,7 +9,7 @@ that need them (``course_lib.measure``, ``course_lib.plots``).
 4
 """
 
-from .budget import (FIXED, REQUEST_DEPENDENT, Budget, Estimate, Pool, activation_peak_bytes, estimate,
+from .budget import (FIXED, GROWS, REQUEST_DEPENDENT, Budget, Estimate, Pool, activation_peak_bytes, estimate,
                      plan_budget, request_state_bytes_per_sequence, resolve_reserve)
 from .dtypes import DType, get_dtype
 from .errors import CourseInputError
@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Budget", "CourseInputError", "DType", "Estimate", "FIXED", "GB", "GPU_BYTES", "GiB", "KB", "KiB", "MB",
-    "MiB", "ModelSpec", "Pool", "REQUEST_DEPENDENT", "TB", "TiB", "activation_peak_bytes", "estimate",
+    "MiB", "ModelSpec", "GROWS", "Pool", "REQUEST_DEPENDENT", "TB", "TiB", "activation_peak_bytes", "estimate",
     "format_bytes", "format_gb", "format_gib", "from_hf_config", "get_dtype", "get_model", "gpu_bytes",
     "kv_cache_bytes_per_sequence", "kv_cache_bytes_per_token", "model_names", "params_per_gpu", "parse_bytes",
     "plan_budget", "request_state_bytes_per_sequence", "resolve_reserve", "to_gb", "to_gib", "weight_bytes",

@@ -8,9 +8,9 @@ pool            kind                 what it holds
 weights         fixed                parameters x bytes per value
 workspace       fixed                activation peak of a prefill chunk + runtime overhead
 reserve         fixed                memory we choose never to fill (safety margin)
-kv_cache        request-dependent    keys/values of every active token
-request_state   request-dependent    per-sequence logits buffer, token ids, block table
-recurrent       request-dependent    hybrids only: linear-attention state, fixed per sequence
+kv_cache        grows                keys/values of every active token
+request_state   grows                per-sequence logits buffer, token ids, block table
+recurrent       grows                hybrids only: linear-attention state, fixed per sequence
 ==============  ===================  ==========================================
 
 A hybrid model (Qwen3-Next, Qwen3.5) adds a sixth pool: each active sequence
@@ -45,7 +45,10 @@ from .quantization import WeightFormat
 from .units import GB, MiB, parse_bytes
 
 FIXED = "fixed"
-REQUEST_DEPENDENT = "request-dependent"
+#: A pool that grows with active requests (and with their length): the lesson's "request-dependent state".
+GROWS = "grows"
+#: The old name of GROWS (its value was "request-dependent" before the lesson and the library agreed on "grows").
+REQUEST_DEPENDENT = GROWS
 POOL_ORDER = ("weights", "workspace", "reserve", "kv_cache", "request_state")
 #: The sixth pool, present only for hybrid (linear-attention) models.
 RECURRENT_POOL = "recurrent"
@@ -58,7 +61,7 @@ class Pool:
     """One named slice of device memory.
 
     name: one of POOL_ORDER. bytes: its size (int). kind: FIXED or
-    REQUEST_DEPENDENT. note: where the figure comes from, in words.
+    GROWS. note: where the figure comes from, in words.
     """
 
     name: str
@@ -219,11 +222,11 @@ def plan_budget(*, device_bytes: int | str, weights_bytes: int | str, workspace_
         Pool("weights", weights, FIXED, notes.get("weights", "")),
         Pool("workspace", workspace, FIXED, notes.get("workspace", "")),
         Pool("reserve", reserve, FIXED, notes.get("reserve", "")),
-        Pool("kv_cache", n * kv, REQUEST_DEPENDENT, notes.get("kv_cache", "")),
-        Pool("request_state", n * state, REQUEST_DEPENDENT, notes.get("request_state", "")),
+        Pool("kv_cache", n * kv, GROWS, notes.get("kv_cache", "")),
+        Pool("request_state", n * state, GROWS, notes.get("request_state", "")),
     )
     if recurrent:
-        pools += (Pool(RECURRENT_POOL, n * recurrent, REQUEST_DEPENDENT,
+        pools += (Pool(RECURRENT_POOL, n * recurrent, GROWS,
                        notes.get(RECURRENT_POOL, RECURRENT_NOTE)),)
     return Budget(device, pools, n, kv, state, recurrent)
 

@@ -66,7 +66,7 @@ def test_hybrid_json_has_the_recurrent_pool(capsys):
     data = json.loads(out)
     assert rc == 0 and data["recurrent_bytes"] == 3 * 77_266_944 == 3 * data["per_sequence_recurrent_bytes"]
     pool = next(p for p in data["pools"] if p["name"] == "recurrent")
-    assert pool["kind"] == "request-dependent" and "grows with active sequences, not with tokens" in pool["note"]
+    assert pool["kind"] == "grows" and "grows with active sequences, not with tokens" in pool["note"]
 
 
 @pytest.mark.parametrize("change, shown", [({"tie_word_embeddings": "false"}, "tie_word_embeddings='false'"),

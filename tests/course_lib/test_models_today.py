@@ -122,7 +122,7 @@ def test_qwen3_next_state_is_fixed_per_sequence():
     long = estimate(spec, gpu="b200", dtype="bf16", context_tokens=100_000, active_sequences=4)
     for est in (short, long):
         pool = {p.name: p for p in est.budget.pools}["recurrent"]
-        assert pool.bytes == 4 * per_sequence and pool.kind == "request-dependent"
+        assert pool.bytes == 4 * per_sequence and pool.kind == "grows"
         assert "grows with active sequences, not with tokens" in pool.note
         assert est.to_dict()["recurrent_bytes"] == 4 * per_sequence
     assert long.budget.parts["kv_cache"] == 1000 * short.budget.parts["kv_cache"]
