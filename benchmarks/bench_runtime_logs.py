@@ -100,7 +100,7 @@ def run_case(folder: Path, case: dict) -> dict:
     # the GPU the source names, as a reader would pass it with --gpu (the manifest's preset, or its name matched)
     gpu = case["gpu"].get("preset") or gpu_preset_for(case["gpu"].get("name"))
     try:
-        result = compare(log, gpu=gpu, spec=spec)
+        result = compare(log, gpu=gpu, spec=spec, dtype=FLAGS.get(case["id"], {}).get("dtype"))
     except CourseInputError as exc:
         row["error"] = f"refused: {exc}"
         return row

@@ -44,6 +44,7 @@ _NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
 #: A line that starts a new log record (so a line that does not continues the one before it).
 _RECORD_START = re.compile(
     r"^\s*(?:\(\w[\w ]*(?:pid|rank)[=\w ]*\)|\x1b|INFO|WARNING|DEBUG|ERROR|\[\d{4}-\d\d-\d\d|\[TensorRT-LLM\]|"
+    r"\[\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d\]|"      # TensorRT-LLM's Python logger: [12/07/2025-00:20:27] [TRT-LLM]
     r"vLLM STDOUT|Unsloth|\$ |#|[-*|>]|\w[\w.-]*:|\d{4}-\d\d-\d\d|[A-Z][a-z]+ )")
 
 
@@ -292,6 +293,11 @@ def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[s
         note("enable_chunked_prefill", m, (m.group(1) or m.group(2) or "True") == "True")
     m = re.search(r"kv_cache_dtype=([\w]+)|'kv_cache_dtype': '(\w+)'|--kv-cache-dtype[= ]+(\w+)", text)
     note("kv_cache_dtype", m, next(g for g in m.groups() if g) if m else None)
+    m = re.search(r"'cpu_offload_gb': ([0-9.]+)|--cpu-offload-gb[= ]+([0-9.]+)|\bcpu_offload_gb=([0-9.]+)", text)
+    if m:
+        value = _number(next(g for g in m.groups() if g))
+        if value:
+            note("cpu_offload_gb", m, value)
     m = re.search(r"\bdtype=torch\.(\w+)|'dtype': '(\w+)'|--dtype[= ]+(\w+)|Using dtype = torch\.(\w+)", text)
     note("dtype", m, next(g for g in m.groups() if g) if m else None)
     m = re.search(r"quantization=(\w+)|'quantization': '(\w+)'|--quantization[= ]+(\w+)", text)
@@ -361,7 +367,8 @@ def _read_sglang(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict
                              ("chunked_prefill_size", ("chunked_prefill_size",), int),
                              ("cuda_graph_max_bs", ("cuda_graph_max_bs",), int),
                              ("context_length", ("context_length",), int),
-                             ("max_running_requests", ("max_running_requests",), int)):
+                             ("max_running_requests", ("max_running_requests",), int),
+                             ("cpu_offload_gb", ("cpu_offload_gb",), float)):
         value = _number(_arg(text, *names))
         if value is not None:
             launch[key] = conv(value) if conv is float else _bounded_count(key, value)
@@ -403,7 +410,8 @@ def _read_trtllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict
     m = re.search(r"TensorRT-LLM version: ?v?(\d+\.\d+\.\d+[\w.]*)", text)
     if m:
         launch["trtllm_version"], ev["trtllm_version"] = m.group(1), m.group(0)
-    m = re.search(r'repo_id = "([^"]+)"|--model_dir[= ]+(\S+)|--hf_model_dir[= ]+(\S+)|--tokenizer_dir[= ]+(\S+)', text)
+    m = re.search(r'repo_id = "([^"]+)"|--model_dir[= ]+(\S+)|--hf_model_dir[= ]+(\S+)|--tokenizer_dir[= ]+(\S+)|'
+                  r"\bmodel='([^']+)'", text)      # the last: the PyTorch backend's LLM args dump
     if m:
         launch["model"] = next(g for g in m.groups() if g)
     for key, names, conv in (("max_batch_size", ("max_batch_size",), int),
@@ -431,7 +439,10 @@ def _read_trtllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict
         launch["gpu_total_bytes"] = _gib(m.group(1))
         logged["free_bytes"] = _gib(m.group(2))
         ev["free_bytes"] = m.group(0)
-    m = _first(lines, r"Allocated ([0-9.]+) GiB for max tokens in paged KV cache \(([0-9,]+)\)")
+    # The PyTorch backend (1.x) allocates twice: a small pool for its estimation pass, then the real one.
+    allocations = [m for line in lines for m in [re.search(
+        r"Allocated ([0-9.]+) GiB for max tokens in paged KV cache \(([0-9,]+)\)", line)] if m]
+    m = allocations[-1] if allocations else None
     if m:
         logged["kv_cache_bytes"], logged["kv_cache_tokens"] = _gib(m.group(1)), _int(m.group(2))
         ev["kv_cache_bytes"] = m.group(0)
@@ -441,6 +452,9 @@ def _read_trtllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict
     m = re.search(r"use ([0-9.]+) for `?kv_cache_free_gpu_mem_fraction`?", text)
     if m and "kv_cache_free_gpu_mem_fraction" not in launch:
         launch["kv_cache_free_gpu_mem_fraction"] = _share("kv_cache_free_gpu_mem_fraction", m.group(1))
+    m = _first(lines, r"device total memory ([0-9.]+) GiB")          # the PyTorch backend's profiling line
+    if m and "gpu_total_bytes" not in launch:
+        launch["gpu_total_bytes"], ev["gpu_total_bytes"] = _gib(m.group(1)), m.group(0)
     m = _first(lines, r"Number of blocks in KV cache primary pool: ([0-9,]+)")
     if m:
         logged["num_gpu_blocks"] = _int(m.group(1))

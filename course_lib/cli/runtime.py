@@ -14,13 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from ..bounds import MAX_BLOCK_SIZE_TOKENS, MAX_CONTEXT_TOKENS, MAX_SEQUENCES, MIN_SHARE
+
+#: The most --cpu-offload-gb takes: 1 PiB of host memory is far past any machine (bounds.py keeps sizes under 1 PB).
+MAX_OFFLOAD_GIB = 2.0**20
 from ..errors import CourseInputError
 from ..logs import MAX_LOG_BYTES, read_startup_log
 from ..models import ModelSpec
 from ..report import from_log_table, runtime_table
 from ..runtimes import SglangLaunch, TrtllmLaunch, VllmLaunch, estimate_sglang, estimate_trtllm, estimate_vllm
 from ..runtimes.from_log import compare
-from .args import add_model_args, model_from_args, number, print_json, whole
+from .args import add_model_args, dtype_name, model_from_args, number, print_json, whole
 
 #: Each runtime's own flags: (dest, runtime). A flag given with another --runtime is refused.
 RUNTIME_FLAGS = {
@@ -29,7 +32,7 @@ RUNTIME_FLAGS = {
     "mem_fraction_static": "sglang", "sglang_version": "sglang", "chunked_prefill_size": "sglang",
     "cuda_graph_max_bs": "sglang",
     "kv_cache_free_gpu_mem_fraction": "trtllm", "trtllm_version": "trtllm", "max_batch_size": "trtllm",
-    "max_num_tokens": "trtllm",
+    "max_num_tokens": "trtllm", "cpu_offload_gb": ("vllm", "sglang"),
 }
 _SHARE = {"vllm": "--gpu-memory-utilization", "sglang": "--mem-fraction-static",
           "trtllm": "--kv-cache-free-gpu-mem-fraction"}
@@ -69,6 +72,8 @@ def add_runtime_args(p: argparse.ArgumentParser) -> None:
                    help="TensorRT-LLM: the engine's max batch size (default 2048)")
     g.add_argument("--max-num-tokens", type=whole("--max-num-tokens", 1, MAX_CONTEXT_TOKENS),
                    help="TensorRT-LLM: the engine's max tokens per step (default 8192)")
+    g.add_argument("--cpu-offload-gb", type=number("--cpu-offload-gb", 0.0, MAX_OFFLOAD_GIB),
+                   help="vLLM / SGLang: GiB (despite the name) of decoder-layer weights kept in CPU memory, per GPU")
 
 
 def _given(args: argparse.Namespace, dest: str) -> bool:
@@ -82,10 +87,12 @@ def check_runtime_flags(args: argparse.Namespace) -> None:
         if not _given(args, dest):
             continue
         flag = "--" + dest.replace("_", "-")
+        owners = owner if isinstance(owner, tuple) else (owner,)
+        names = " or ".join(owners)
         if args.runtime is None:
-            raise CourseInputError(f"{flag} is a knob of {owner}'s sizing rule; add --runtime {owner}")
-        if owner != args.runtime:
-            raise CourseInputError(f"{flag} is {owner}'s knob, not {args.runtime}'s; with --runtime {args.runtime} use "
+            raise CourseInputError(f"{flag} is a knob of {names}'s sizing rule; add --runtime {owners[0]}")
+        if args.runtime not in owners:
+            raise CourseInputError(f"{flag} is {names}'s knob, not {args.runtime}'s; with --runtime {args.runtime} use "
                                    f"{_SHARE[args.runtime]} for its memory share")
     if args.runtime is None and args.pipeline_parallel != 1:
         raise CourseInputError("--pipeline-parallel needs a runtime's rule; add --runtime vllm (or sglang, trtllm)")
@@ -105,13 +112,13 @@ def estimate_runtime(args: argparse.Namespace, spec: ModelSpec) -> dict[str, Any
             gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=ctx, max_num_seqs=args.max_num_seqs,
             max_num_batched_tokens=args.max_num_batched_tokens, kv_cache_dtype=_kv_flag(args), dtype=args.dtype,
             enforce_eager=args.enforce_eager, tensor_parallel=tp, pipeline_parallel=pp, block_size=args.block_size,
-            sampler=args.sampler or "auto"))
+            sampler=args.sampler or "auto", cpu_offload_gb=args.cpu_offload_gb or 0.0))
     elif args.runtime == "sglang":
         est = estimate_sglang(spec, gpu=args.gpu, launch=SglangLaunch(
             version=args.sglang_version, mem_fraction_static=args.mem_fraction_static,
             chunked_prefill_size=args.chunked_prefill_size, cuda_graph_max_bs=args.cuda_graph_max_bs,
             kv_cache_dtype=_kv_flag(args), dtype=args.dtype, context_length=ctx, tensor_parallel=tp,
-            pipeline_parallel=pp))
+            pipeline_parallel=pp, cpu_offload_gb=args.cpu_offload_gb or 0.0))
     else:
         est = estimate_trtllm(spec, gpu=args.gpu, launch=TrtllmLaunch(
             version=args.trtllm_version, kv_cache_free_gpu_mem_fraction=args.kv_cache_free_gpu_mem_fraction,
@@ -153,10 +160,11 @@ def read_log_file(flag: str, path: str) -> str:
 
 
 def cmd_from_log(args: argparse.Namespace) -> int:
+    dtype_name("--dtype", args.dtype)
     text = read_log_file("FILE", args.file)
     log = read_startup_log(text, runtime=args.runtime)
     spec = model_from_args(args) if (args.model or args.config) else None
-    result = compare(log, gpu=args.gpu, spec=spec)
+    result = compare(log, gpu=args.gpu, spec=spec, dtype=args.dtype)
     if args.json:
         print_json({k: result[k] for k in ("runtime", "model", "launch", "logged", "predicted")
                     if k in result} | {k: result[k] for k in ("difference", "evidence", "preset") if k in result})
@@ -172,5 +180,7 @@ def register(sub: Any) -> None:
     p.add_argument("--runtime", choices=("vllm", "sglang", "trtllm"), help="force the runtime (default: recognised)")
     p.add_argument("--gpu", help="GPU preset or size, when the log prints no total (e.g. h100-80gb)")
     add_model_args(p, required=False)
+    p.add_argument("--dtype", default=None, metavar="DTYPE",
+                   help="the weight format served, when the log does not name it (e.g. int8 for an 8-bit engine)")
     p.add_argument("--json", action="store_true", help="print JSON (integers of bytes, null where the log is silent)")
     p.set_defaults(func=cmd_from_log)

@@ -130,7 +130,8 @@ def launch_for(log: StartupLog, spec: ModelSpec, gpu: str | int) -> tuple[Any, d
                           enable_chunked_prefill=L.get("enable_chunked_prefill"),
                           kv_cache_dtype=_kv(L.get("kv_cache_dtype")), dtype=None,
                           enforce_eager=bool(L.get("enforce_eager", False)), tensor_parallel=tp, pipeline_parallel=pp,
-                          block_size=L.get("block_size"), sampler=L.get("sampler", "auto")), from_log
+                          block_size=L.get("block_size"), sampler=L.get("sampler", "auto"),
+                          cpu_offload_gb=float(L.get("cpu_offload_gb") or 0.0)), from_log
     if log.runtime == "sglang":
         kv = _kv(L.get("kv_cache_dtype"))
         return SglangLaunch(version=L.get("sglang_version"), mem_fraction_static=L.get("mem_fraction_static"),
@@ -138,7 +139,8 @@ def launch_for(log: StartupLog, spec: ModelSpec, gpu: str | int) -> tuple[Any, d
                             chunked_prefill_size=L.get("chunked_prefill_size"),
                             cuda_graph_max_bs=L.get("cuda_graph_max_bs"), kv_cache_dtype=kv, dtype=None,
                             context_length=L.get("context_length"), tensor_parallel=tp, pipeline_parallel=pp,
-                            disable_cuda_graph=bool(L.get("disable_cuda_graph", False))), from_log
+                            disable_cuda_graph=bool(L.get("disable_cuda_graph", False)),
+                            cpu_offload_gb=float(L.get("cpu_offload_gb") or 0.0)), from_log
     kv = _kv(L.get("kv_cache_dtype"))
     return TrtllmLaunch(version=L.get("trtllm_version"),
                         kv_cache_free_gpu_mem_fraction=L.get("kv_cache_free_gpu_mem_fraction"),
@@ -148,10 +150,15 @@ def launch_for(log: StartupLog, spec: ModelSpec, gpu: str | int) -> tuple[Any, d
                         pipeline_parallel=pp), from_log
 
 
-def estimate_for(log: StartupLog, spec: ModelSpec, gpu: str | int) -> RuntimeEstimate:
-    """Our estimate for the launch ``log`` shows, on ``gpu`` (the log's own CUDA total when it printed one)."""
+def estimate_for(log: StartupLog, spec: ModelSpec, gpu: str | int, dtype: str | None = None) -> RuntimeEstimate:
+    """Our estimate for the launch ``log`` shows, on ``gpu`` (the log's own CUDA total when it printed one).
+
+    ``dtype`` is the weight format as served when the log does not name it (``--dtype int8``).
+    """
     spec = served_spec(log, spec)
     launch, _ = launch_for(log, spec, gpu)
+    if dtype is not None:
+        launch = replace(launch, dtype=dtype)
     device = log.launch.get("gpu_total_bytes") or gpu
     if log.runtime == "vllm" and isinstance(gpu, str):      # the card's kind, when the log gives only its size
         from .vllm import NVSWITCH_GPUS
@@ -177,11 +184,12 @@ def predicted_figures(est: RuntimeEstimate) -> dict[str, Any]:
     return out
 
 
-def compare(log: StartupLog, *, gpu: str | int | None = None, spec: ModelSpec | None = None) -> dict[str, Any]:
+def compare(log: StartupLog, *, gpu: str | int | None = None, spec: ModelSpec | None = None,
+            dtype: str | None = None) -> dict[str, Any]:
     """The five pools as the runtime saw them beside our prediction for the same launch, with the differences.
 
     ``spec`` defaults to the preset the log's model names; without one, ``predicted`` says why it is
-    missing and ``logged`` is still filled.
+    missing and ``logged`` is still filled. ``dtype``: the weight format served, when the log does not say.
     """
     out: dict[str, Any] = {"runtime": log.runtime, "model": log.model, "launch": dict(log.launch),
                            "logged": {k: log.logged.get(k) for k in LOGGED_KEYS} | {
@@ -204,7 +212,7 @@ def compare(log: StartupLog, *, gpu: str | int | None = None, spec: ModelSpec | 
                                        "size)"}
         return out
     try:
-        est = estimate_for(log, spec, gpu if gpu is not None else device)
+        est = estimate_for(log, spec, gpu if gpu is not None else device, dtype)
     except CourseInputError as exc:
         out["predicted"] = {"missing": f"{exc}"}
         return out

@@ -39,7 +39,7 @@ from ..dtypes import get_dtype
 from ..models import params_per_gpu_by_group
 from ..quantization import WeightFormat
 from ..spec import ModelSpec
-from ..units import MiB
+from ..units import GiB, MiB
 
 #: Parameter groups that live in the decoder layers (split across pipeline stages by layer).
 LAYER_GROUPS = ("attention", "attention_kv", "mlp", "experts", "expert_bias", "shared_experts", "linear_attention",
@@ -129,6 +129,24 @@ def stage_weight_bytes(spec: ModelSpec, fmt: WeightFormat, stage: Stage) -> int:
     if spec.tie_word_embeddings and stage.stages > 1 and stage.last and not stage.first:
         total += fmt.dtype_for("lm_head").bytes_for(by_group.get("embedding", 0))
     return total
+
+
+def offloaded_bytes(spec: ModelSpec, fmt: WeightFormat, stage: Stage, cpu_offload_gib: float) -> int:
+    """Weights ``--cpu-offload-gb`` moves to the CPU on one GPU: at most that many GiB, of the decoder layers only.
+
+    vLLM's ``maybe_offload_to_cpu`` (vllm/model_executor/models/utils.py) wraps each decoder layer made by
+    ``make_layers`` and moves its parameters to pinned CPU memory until ``cpu_offload_gb * 1024**3`` bytes are
+    offloaded: the value is GiB ("the space in GiB to offload to CPU, per GPU"), and the embedding and the LM
+    head stay on the GPU. SGLang took the same helper (``cpu_offload_gb``). Qwen3-14B at TP 2 with 48 GiB asked:
+    every layer goes and the two vocabulary shards (151,936 x 5,120 / 2 x 2 B each, 1.45 GiB together) stay;
+    a published SGLang log of that launch loads "mem usage=1.50 GB" (SGLang's GB are GiB).
+    """
+    if cpu_offload_gib <= 0:
+        return 0
+    by_group = params_per_gpu_by_group(spec, stage.tp)
+    layers = sum(fmt.dtype_for(group).bytes_for(math.ceil(count * stage.layer_share))
+                 for group, count in by_group.items() if group in LAYER_GROUPS)
+    return min(layers, int(cpu_offload_gib * GiB))
 
 
 def rotary_cache_bytes(spec: ModelSpec, value_bytes: int = 4) -> int:

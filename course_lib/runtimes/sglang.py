@@ -40,7 +40,7 @@ from ..models import kv_cache_bytes_per_token, weights_format
 from ..presets import gpu_bytes
 from ..spec import ModelSpec
 from ..units import GiB, MiB
-from .profile import cuda_graph_bytes, rotary_cache_bytes, stage_weight_bytes, stages
+from .profile import cuda_graph_bytes, offloaded_bytes, rotary_cache_bytes, stage_weight_bytes, stages
 from .result import RuntimeEstimate, Term
 from .versions import Version, parse_version
 
@@ -71,6 +71,7 @@ class SglangLaunch:
     chunked_prefill_size / cuda_graph_max_bs: enter the v0.5.3+ default of mem_fraction_static.
     kv_cache_dtype: "auto" or fp8_e4m3 / fp8_e5m2. dtype: the weights. context_length: max tokens of a request.
     tensor_parallel / pipeline_parallel: GPUs per replica. disable_cuda_graph: no graphs.
+    cpu_offload_gb: GiB of decoder-layer weights kept in CPU memory, per GPU (see profile.offloaded_bytes).
     free_at_start_bytes: the memory free when the weights start loading, when known (a log's
     "Load weight begin. avail mem=X GB"); otherwise the CUDA total minus the context.
     """
@@ -86,6 +87,7 @@ class SglangLaunch:
     pipeline_parallel: int = 1
     disable_cuda_graph: bool = False
     free_at_start_bytes: int | None = None
+    cpu_offload_gb: float = 0.0
 
 
 def _batch_defaults(gpu_mib: float, tp: int) -> tuple[int, int]:
@@ -162,7 +164,8 @@ def estimate_sglang(spec: ModelSpec, *, gpu: str | int, launch: SglangLaunch | N
         launch.kv_cache_dtype.replace("_", "-")).name
     stage = stages(spec, tp, pp)[0]
     at_start = launch.free_at_start_bytes or total - CONTEXT_BYTES - (DISTRIBUTED_INIT_BYTES if tp * pp > 1 else 0)
-    weights = stage_weight_bytes(spec, fmt, stage) + rotary_cache_bytes(spec) + LOAD_OVERHEAD_BYTES
+    offloaded = offloaded_bytes(spec, fmt, stage, launch.cpu_offload_gb)
+    weights = stage_weight_bytes(spec, fmt, stage) - offloaded + rotary_cache_bytes(spec) + LOAD_OVERHEAD_BYTES
     reserve = math.ceil(at_start * (1 - mfs))
     available = at_start - weights - reserve
     cell = kv_cache_bytes_per_token(spec, get_dtype(kv_name), tp)
@@ -178,7 +181,8 @@ def estimate_sglang(spec: ModelSpec, *, gpu: str | int, launch: SglangLaunch | N
     terms = (
         Term("free_at_start", at_start, f"CUDA total {total / GiB:.2f} GiB - CUDA context"
              + (" - torch.distributed init" if tp * pp > 1 else "") + " (fitted)", +1),
-        Term("weights", weights, f"{fmt.describe()}, + rotary cache + load overhead (fitted)"),
+        Term("weights", weights, f"{fmt.describe()}, + rotary cache + load overhead (fitted)"
+             + (f"; {offloaded / GiB:.2f} GiB of layers offloaded to the CPU (--cpu-offload-gb)" if offloaded else "")),
         Term("reserved", reserve, f"(1 - mem_fraction_static {mfs}) x free_at_start: activations, sampler, CUDA graphs"),
         Term("activation_peak", 0, "not profiled by SGLang: it lives in the reserved share", 0),
         Term("non_torch", 0, "counted in free_at_start (context) and the load", 0),
@@ -190,7 +194,8 @@ def estimate_sglang(spec: ModelSpec, *, gpu: str | int, launch: SglangLaunch | N
         launch={"runtime": "sglang", "sglang_version": str(version), "gpu": str(gpu), "gpu_total_bytes": total,
                 "mem_fraction_static": mfs, "chunked_prefill_size": chunk, "cuda_graph_max_bs": max_bs,
                 "context_length": context_length, "kv_cache_dtype": launch.kv_cache_dtype, "kv_dtype": kv_name,
-                "weights_format": fmt.name, "tensor_parallel": tp, "pipeline_parallel": pp},
+                "weights_format": fmt.name, "tensor_parallel": tp, "pipeline_parallel": pp,
+                "cpu_offload_gb": launch.cpu_offload_gb},
         defaults=why, terms=terms, runtime_kv_cache_bytes=tokens * cell, num_gpu_blocks=tokens,
         kv_cache_tokens=tokens, max_concurrency=tokens / context_length, kv_cache_bytes_per_token=cell, block_size=1,
         fitted=("CUDA context", "load overhead", "CUDA-graph MiB per graph and layer"),

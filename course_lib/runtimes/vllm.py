@@ -50,7 +50,7 @@ from ..models import kv_cache_bytes_per_token, weights_format
 from ..presets import GPUS, gpu_bytes
 from ..spec import ModelSpec
 from ..units import GiB, MiB
-from .profile import (cuda_graph_bytes, forward_peak_bytes, rotary_cache_bytes, sampler_peak_bytes, stage_weight_bytes,
+from .profile import (cuda_graph_bytes, forward_peak_bytes, offloaded_bytes, rotary_cache_bytes, sampler_peak_bytes, stage_weight_bytes,
                       stages)
 from .result import RuntimeEstimate, Term
 from .versions import Version, parse_version
@@ -165,6 +165,8 @@ class VllmLaunch:
     block_size: tokens per KV block (16). sampler: the profile's sampling path ("auto", "native" or
     "flashinfer"). platform: "cuda" or "rocm". interconnect: "nvswitch" or "pcie" between the
     tensor-parallel GPUs (default: by the GPU preset, NVSwitch for H100/H200/B200/H20).
+    cpu_offload_gb: GiB of decoder-layer weights kept in CPU memory per GPU, despite the name
+    (see profile.offloaded_bytes).
     """
 
     version: str | Version | None = None
@@ -184,6 +186,7 @@ class VllmLaunch:
     sampler: str = "auto"
     platform: str | None = None
     interconnect: str | None = None
+    cpu_offload_gb: float = 0.0
 
 
 def _kv_dtype(name: str, compute: str) -> str:
@@ -315,7 +318,8 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     graphs = 0 if launch.enforce_eager else _capture_sizes(version, launch.engine, launch.max_num_seqs)
     per_stage: list[tuple[int, list[Term], int]] = []
     for stage in stage_list:
-        weights = stage_weight_bytes(spec, fmt, stage) + rotary + _padding_bytes(spec, fmt, stage)
+        offloaded = offloaded_bytes(spec, fmt, stage, launch.cpu_offload_gb)
+        weights = stage_weight_bytes(spec, fmt, stage) - offloaded + rotary + _padding_bytes(spec, fmt, stage)
         forward = forward_peak_bytes(spec, launch.max_num_batched_tokens, tp, compute)
         hidden = launch.max_num_batched_tokens * spec.hidden_size * int(get_dtype(compute).bytes_per_value)
         rows = min(launch.max_num_seqs, launch.max_num_batched_tokens)
@@ -335,6 +339,7 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
         terms = [
             Term("budget", requested, f"total {total / GiB:.2f} GiB (CUDA) x gpu_memory_utilization {util}", +1),
             Term("weights", weights, f"{fmt.describe()}; rotary cache {rotary:,} B"
+                 + (f"; {offloaded / GiB:.2f} GiB of layers offloaded to the CPU (--cpu-offload-gb)" if offloaded else "")
                  + (f"; stage {stage.index + 1} of {pp}: {stage.layers} layers" if pp > 1 else "")),
             Term("activation_peak", activation,
                  f"max(forward over {launch.max_num_batched_tokens} tokens {forward / GiB:.2f} GiB, "
@@ -399,7 +404,7 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
         "kv_cache_dtype": launch.kv_cache_dtype, "kv_dtype": kv_name, "weights_format": fmt.name,
         "enforce_eager": launch.enforce_eager, "tensor_parallel": tp, "pipeline_parallel": pp,
         "block_size": launch.block_size, "sampler": launch.sampler, "platform": launch.platform,
-        "interconnect": launch.interconnect,
+        "interconnect": launch.interconnect, "cpu_offload_gb": launch.cpu_offload_gb,
     }
     if GPUS.get(str(gpu).strip().lower()) is not None and GPUS[str(gpu).strip().lower()].estimated:
         notes.append(f"the CUDA total of {gpu} is estimated from nvidia-smi's (no published figure found)")

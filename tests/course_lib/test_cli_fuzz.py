@@ -321,7 +321,8 @@ RUNTIME_FLAGS = {
     "--kv-cache-free-gpu-mem-fraction": number(B.MIN_SHARE, 1),
     "--trtllm-version": st.sampled_from(["0.19.0", "1.0", "bad"]), "--max-batch-size": whole(1, B.MAX_SEQUENCES),
     "--max-num-tokens": whole(1, B.MAX_CONTEXT_TOKENS), "--max-model-len": whole(1, B.MAX_CONTEXT_TOKENS),
-    "--kv-cache-dtype": mostly(st.sampled_from(["auto", "fp8", "fp8_e5m2", "bf16"]), DTYPES)}
+    "--kv-cache-dtype": mostly(st.sampled_from(["auto", "fp8", "fp8_e5m2", "bf16"]), DTYPES),
+    "--cpu-offload-gb": mostly(st.sampled_from(["0", "4", "2.5", "1000000"]), st.sampled_from(["-1", "nan", "1e300", "x"]))}
 RUNTIME_LOGS = sorted((Path(__file__).resolve().parent.parent / "files" / "runtime_logs" / "logs").glob("*.txt"))
 
 
@@ -373,7 +374,7 @@ def _argv_for(draw, verb: str, scratch: Scratch) -> list[str]:
     if verb == "from-log":
         path = draw(mostly(st.just(scratch.file("startup.log", draw(log_text()))),
                            st.sampled_from(["", "/dev/null", str(scratch.root), "no.log", "/proc/self/status"]), 90))
-        flags = {"--gpu": SIZES, "--runtime": st.sampled_from(["vllm", "sglang", "trtllm", "tgi"])}
+        flags = {"--gpu": SIZES, "--runtime": st.sampled_from(["vllm", "sglang", "trtllm", "tgi"]), "--dtype": DTYPES}
         return [verb, path, *model(False), *_flags(draw, flags, max_flags=3)]
     if verb == "presets":
         return [verb, *_flags(draw, {})]

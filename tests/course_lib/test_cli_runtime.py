@@ -44,7 +44,7 @@ def test_estimate_runtime_json_has_the_runtime_terms(runtime, share, capsys):
 
 
 def test_estimate_without_runtime_says_it_is_the_lesson_model(capsys):
-    rc, out, _ = run(["estimate", "--model", "llama-3.1-8b", "--json"], capsys)
+    rc, out, _ = run(["estimate", "--model", "llama-3-8b", "--json"], capsys)
     assert rc == 0 and "simple model" in json.loads(out)["estimate_model"]
     rc, out, _ = run(["estimate", "--model", "llama-3.1-8b"], capsys)
     assert rc == 0 and out.startswith("estimate: the lesson's simple model")
@@ -81,6 +81,9 @@ def test_kv_cache_dtype_fp8_halves_the_page_not_the_weights(capsys):
     (["--runtime", "vllm", "--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization"),
     (["--runtime", "vllm", "--vllm-version", "banana"], "--vllm-version='banana'"),
     (["--runtime", "vllm", "--kv-cache-dtype", "int3"], "kv"),
+    (["--runtime", "trtllm", "--cpu-offload-gb", "4"], "--cpu-offload-gb is vllm or sglang's knob"),
+    (["--cpu-offload-gb", "4"], "add --runtime vllm"),
+    (["--runtime", "vllm", "--cpu-offload-gb", "-1"], "--cpu-offload-gb"),
 ])
 def test_runtime_refusals_are_one_line(argv, fragment, capsys):
     rc, out, err = run(["estimate", "--model", "llama-3.1-8b", *argv], capsys)
@@ -125,3 +128,28 @@ def test_from_log_refuses_what_is_not_a_log(make, tmp_path, capsys):
     make(path)
     rc, out, err = run(["from-log", str(path)], capsys)
     assert rc == 2 and out == "" and len(err.splitlines()) == 1
+
+
+def test_cpu_offload_gb_is_gib_per_gpu(capsys):
+    base = json.loads(run(["estimate", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--runtime", "vllm",
+                           "--max-model-len", "8192", "--json"], capsys)[1])
+    off = json.loads(run(["estimate", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--runtime", "vllm",
+                          "--max-model-len", "8192", "--cpu-offload-gb", "6", "--json"], capsys)[1])
+    assert base["weights_bytes"] - off["weights_bytes"] == 6 * GiB
+    assert off["runtime_kv_cache_bytes"] - base["runtime_kv_cache_bytes"] == 6 * GiB
+
+
+def test_from_log_dtype_says_what_the_log_does_not(capsys, tmp_path):
+    """An engine the log never calls 8-bit: --dtype int8 makes the weights int8 (linear layers only)."""
+    log = tmp_path / "trt.log"
+    log.write_text("[TensorRT-LLM][INFO] Memory usage when calculating max tokens in paged kv cache: total: 23.99 GiB, "
+                   "available: 12.22 GiB\n[TensorRT-LLM][INFO] [MemUsageChange] Allocated 11.00 GiB for max tokens in "
+                   "paged KV cache (288384).\n")
+    rc16, out16, err16 = run(["from-log", str(log), "--model", "llama-3-8b", "--json"], capsys)
+    rc8, out8, err8 = run(["from-log", str(log), "--model", "llama-3-8b", "--dtype", "int8", "--json"], capsys)
+    assert rc16 == rc8 == 0, err16 + err8
+    w16, w8 = json.loads(out16)["predicted"]["weights_bytes"], json.loads(out8)["predicted"]["weights_bytes"]
+    # 6.98e9 linear parameters go from 2 B to 1 B; the 2 x 525M embedding/head parameters stay 16-bit
+    assert 6.5e9 < w16 - w8 < 7.2e9, (w16, w8)
+    rc, out, err = run(["from-log", str(log), "--dtype", "int9"], capsys)
+    assert rc == 2 and out == "" and err.count("\n") == 1 and "--dtype='int9'" in err

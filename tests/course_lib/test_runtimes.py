@@ -266,3 +266,44 @@ def test_cuda_graph_pool_against_logged_captures():
     eager = estimate_vllm(get_model("llama-3.1-8b"), gpu="h100-80gb",
                           launch=VllmLaunch(version="0.19.0", max_model_len=8192, enforce_eager=True))
     assert eager.term("cuda_graph") == 0
+
+
+def test_trtllm_pytorch_backend_lines_are_read():
+    """TensorRT-LLM 1.x's PyTorch backend logs through Python ("[12/07/2025-00:20:27] [TRT-LLM] [I] ..."), each
+    record its own line, and allocates twice: a small pool for its estimation pass, then the real one
+    (lines from faradawn/bench3 logs/trtllm-serve-egine.log, held-out set B)."""
+    text = "\n".join([
+        '[12/07/2025-00:20:27] [TRT-LLM] [I] Validating KV Cache config against kv_cache_dtype="auto"',
+        "[12/07/2025-00:20:27] [TRT-LLM] [I] Use 14.96 GB for model weights.",
+        "[TensorRT-LLM][INFO] [MemUsageChange] Allocated 0.13 GiB for max tokens in paged KV cache (1088).",
+        "[12/07/2025-00:21:00] [TRT-LLM] [I] Peak memory during memory usage profiling (torch + non-torch): 17.76 GiB, "
+        "available KV cache memory when calculating max tokens: 109.96 GiB, fraction is set 0.9, kv size is 131072. "
+        "device total memory 139.80 GiB, , tmp kv_mem 0.13 GiB",
+        "[TensorRT-LLM][INFO] [MemUsageChange] Allocated 109.96 GiB for max tokens in paged KV cache (900800).",
+    ])
+    log = read_startup_log(text)
+    assert log.runtime == "trtllm"
+    assert log.logged["kv_cache_tokens"] == 900_800
+    assert log.logged["kv_cache_bytes"] == round(109.96 * 2**30)
+    assert log.launch["gpu_total_bytes"] == round(139.80 * 2**30)
+    assert "dtype" not in log.launch or log.launch["dtype"] == "auto", log.launch
+
+
+def test_cpu_offload_moves_layers_only_and_is_gib():
+    """Qwen3-14B in bf16 at TP 2: its 40 decoder layers are about 12.4 GiB per GPU; asking 48 GiB offloads
+    every layer and leaves the embedding and LM-head shards (151,936 x 5,120 / 2 x 2 B each) on the GPU."""
+    from course_lib.runtimes.profile import offloaded_bytes, stages
+    from course_lib.models import weights_format
+    spec = get_model("qwen3-14b")
+    stage = stages(spec, 2, 1)[0]
+    fmt = weights_format(spec, None)
+    vocab_shards = 2 * (151_936 * 5_120 // 2) * 2
+    everything = offloaded_bytes(spec, fmt, stage, 48)
+    from course_lib.runtimes.profile import stage_weight_bytes
+    resident = stage_weight_bytes(spec, fmt, stage) - everything
+    assert abs(resident - vocab_shards) < 0.01 * vocab_shards, resident      # norms are all that is left besides
+    assert offloaded_bytes(spec, fmt, stage, 2) == 2 * 2**30, "--cpu-offload-gb counts GiB"
+    base = estimate_vllm(spec, gpu="l40s", launch=VllmLaunch(tensor_parallel=2, max_model_len=8192))
+    off = estimate_vllm(spec, gpu="l40s", launch=VllmLaunch(tensor_parallel=2, max_model_len=8192, cpu_offload_gb=4))
+    assert base.term("weights") - off.term("weights") == 4 * 2**30
+    assert off.runtime_kv_cache_bytes - base.runtime_kv_cache_bytes == 4 * 2**30
