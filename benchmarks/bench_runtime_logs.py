@@ -93,12 +93,18 @@ def run_case(folder: Path, case: dict) -> dict:
     if read_kv is not None and logged_kv:
         row["read_back_error"] = round(read_kv / GiB / logged_kv - 1, 5)
     log = _with_known_version(log, case)
-    spec = _spec(case)
+    try:
+        spec = _spec(case)
+    except CourseInputError as exc:
+        row["error"] = f"config refused: {exc}"
+        return row
     if spec is None:
         row["error"] = "no config for the model"
         return row
     # the GPU the source names, as a reader would pass it with --gpu (the manifest's preset, or its name matched)
     gpu = case["gpu"].get("preset") or gpu_preset_for(case["gpu"].get("name"))
+    if gpu is None and case["gpu"].get("total_gib_published"):      # a card we have no preset for: its size
+        gpu = f"{case['gpu']['total_gib_published']}GiB"
     try:
         result = compare(log, gpu=gpu, spec=spec, dtype=FLAGS.get(case["id"], {}).get("dtype"))
     except CourseInputError as exc:

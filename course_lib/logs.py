@@ -293,6 +293,9 @@ def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[s
         note("enable_chunked_prefill", m, (m.group(1) or m.group(2) or "True") == "True")
     m = re.search(r"kv_cache_dtype=([\w]+)|'kv_cache_dtype': '(\w+)'|--kv-cache-dtype[= ]+(\w+)", text)
     note("kv_cache_dtype", m, next(g for g in m.groups() if g) if m else None)
+    m = re.search(r"/opt/rocm\b|\bROCm\b|--offload-arch=gfx|\bgfx9[0-9]{2}\b|\bgfx1[0-9]{3}\b|\(ROCm\)", text)
+    if m:
+        note("platform", m, "rocm")          # an AMD GPU: ROCm's sampler path and CUDA-graph pool apply
     m = re.search(r"'cpu_offload_gb': ([0-9.]+)|--cpu-offload-gb[= ]+([0-9.]+)|\bcpu_offload_gb=([0-9.]+)", text)
     if m:
         value = _number(next(g for g in m.groups() if g))
