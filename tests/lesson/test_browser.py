@@ -314,7 +314,7 @@ def test_lab_command_is_local_and_uses_the_learners_python(tmp_path):
 
 
 def test_workspace_never_overwrites_learner_work(tmp_path, monkeypatch):
-    def fake_release(out_dir):
+    def fake_release(out_dir, python=None):
         folder = out_dir / workspace.ASSIGNMENT
         folder.mkdir(parents=True)
         (folder / workspace.NOTEBOOK_NAME).write_text("released notebook")
