@@ -33,7 +33,7 @@ import pytest
 from autograder import workspace
 from course_lib.labfile import find_lab_file
 from browser_support import (ARTIFACTS, CHROMIUM_ARGS, REPO, JupyterLab, chromium_executable,
-                             fill_in_reference_answers, playwright_module, set_active_sequences)
+                             fill_in_reference_answers, free_port, playwright_module, set_active_sequences)
 
 INSTRUCTOR_NB = REPO / "notebooks" / "level-14" / workspace.NOTEBOOK_NAME
 LAB_SOURCE = REPO / "labs" / "notebooks" / "level-14" / workspace.LAB_NAME
@@ -66,10 +66,8 @@ class Session:
         return path
 
 
-def _make_workspace(root: Path) -> Path:
-    """The learner workspace as `make lab` makes it (from the release), answers filled in, lab at 16."""
-    folder = workspace.build_workspace(root, quiet=True)
-    workspace.ensure_learner_env(root, quiet=True)   # the learner's own Python: a minute on a first run
+def _fill_in(folder: Path) -> Path:
+    """The workspace's notebook with every answer filled in, and the lab at 16 (step 3)."""
     notebook = folder / workspace.NOTEBOOK_NAME
     student = nbformat.read(notebook, as_version=4)
     instructor = nbformat.read(INSTRUCTOR_NB, as_version=4)
@@ -108,18 +106,33 @@ def _wait_for_run_all(page, timeout_s: float) -> None:
 
 
 @pytest.fixture(scope="module")
-def session():
-    chromium = chromium_executable()
-    sync_api = playwright_module()
+def learner_root():
+    """A learner workspace as `make lab` makes it (from the release, its own Python), as released:
+    (root, the folder that holds it). Shared by this module's servers; removed at the end."""
+    chromium_executable()
+    playwright_module()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for old in ARTIFACTS.glob("[0-9][0-9]-*.png"):  # this module's; the feedback page's are test_examples'
         old.unlink()
-    t0 = time.monotonic()
-    # mkdtemp under the system temp dir: deep enough that the lab's `parents[3]` exists.
     base = Path(tempfile.mkdtemp(prefix="course-browser-"))
-    root, home = base / "workspace" / "root", base / "home"
+    root = base / "workspace" / "root"
     root.mkdir(parents=True)
-    notebook = _make_workspace(root)
+    workspace.build_workspace(root, quiet=True)
+    workspace.ensure_learner_env(root, quiet=True)   # the learner's own Python: a minute on a first run
+    try:
+        yield root, base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def session(learner_root):
+    chromium = chromium_executable()
+    sync_api = playwright_module()
+    t0 = time.monotonic()
+    root, base = learner_root
+    home = base / "home"
+    notebook = _fill_in(root / workspace.ASSIGNMENT)
     timings = {"workspace": time.monotonic() - t0}
 
     lab = JupyterLab(root, home, ARTIFACTS / "jupyterlab.log")
@@ -176,7 +189,87 @@ def session():
                 context.close()
     finally:
         lab.stop()
-        shutil.rmtree(base, ignore_errors=True)
+
+
+PRINTED_URL = re.compile(r"http://127\.0\.0\.1:\d+/(\S*)\?token=\w+")
+
+
+def _current_document(page) -> str:
+    """The title of the main area's current tab (the document in front)."""
+    return page.evaluate("""() => document.querySelector(
+        '#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel')?.textContent || ''""")
+
+
+@pytest.mark.browser
+def test_the_printed_link_opens_the_notebook_with_a_fresh_config(learner_root):
+    """A learner's first day: `make lab`'s server (``--serve``) with an empty Jupyter config folder, a
+    fresh data, runtime and home folder (no settings, no saved workspace) and its own random token.
+    The URL it prints, opened as printed, shows the notebook in front, not the Launcher. Then with a
+    Launcher opened in front (JupyterLab saves that layout), the same URL again brings the notebook back."""
+    chromium, sync_api = chromium_executable(), playwright_module()
+    root, base = learner_root
+    fresh = Path(tempfile.mkdtemp(prefix="first-visit-", dir=base))
+    for name in ("config", "data", "runtime", "home", "ipython"):
+        (fresh / name).mkdir()
+    env = workspace.server_env(python=workspace.learner_python(root))
+    env.update(JUPYTER_CONFIG_DIR=str(fresh / "config"), JUPYTER_DATA_DIR=str(fresh / "data"),
+               JUPYTER_RUNTIME_DIR=str(fresh / "runtime"), HOME=str(fresh / "home"), IPYTHONDIR=str(fresh / "ipython"))
+    log_path = ARTIFACTS / "jupyterlab-first-visit.log"
+    port = free_port()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "autograder.workspace", "--serve", "--dir", str(root),
+                                 "--port", str(port), "--no-browser"], cwd=REPO, env=env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline, url = time.monotonic() + 120, None
+        while url is None and time.monotonic() < deadline and proc.poll() is None:
+            found = PRINTED_URL.search(log_path.read_text())
+            url = found.group(0) if found else time.sleep(0.25)
+        assert url, f"no URL printed in 120 s; log:\n{log_path.read_text()[-3000:]}"
+        expected = f"lab/tree/{workspace.ASSIGNMENT}/{workspace.NOTEBOOK_NAME}"
+        assert PRINTED_URL.search(url).group(1) == expected, f"the printed URL is {url}"
+        assert f"/{expected}?token=..." in log_path.read_text(), "the workspace's message names the same URL"
+        with sync_api.sync_playwright() as pw:
+            context = pw.chromium.launch_persistent_context(
+                str(fresh / "chromium-profile"), executable_path=chromium, headless=True, args=CHROMIUM_ARGS,
+                viewport={"width": 1400, "height": 900})
+            try:
+                page = context.pages[0] if context.pages else context.new_page()
+                page.goto(url)
+                page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
+                page.wait_for_function("""(name) => document.querySelector('#jp-main-dock-panel '
+                    + '.lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel')?.textContent === name""",
+                                       arg=workspace.NOTEBOOK_NAME, timeout=30_000)
+                page.screenshot(path=str(ARTIFACTS / "00-first-visit.png"))
+                assert _current_document(page) == workspace.NOTEBOOK_NAME
+                assert page.locator(".jp-Launcher").count() == 0, "the Launcher is open on a first visit"
+
+                page.locator(".lm-MenuBar-itemLabel").filter(has_text=re.compile(r"^File$")).click()
+                page.locator(".lm-Menu-itemLabel").filter(has_text=re.compile(r"^New Launcher$")).click()
+                page.locator(".jp-Launcher").first.wait_for(timeout=30_000)
+                assert _current_document(page) == "Launcher"
+                saved = fresh / "config" / "lab" / "workspaces"
+                deadline = time.monotonic() + 30     # JupyterLab saves the layout a moment after it changes
+                while time.monotonic() < deadline and not any(
+                        "launcher" in p.read_text() for p in saved.glob("*.jupyterlab-workspace")):
+                    time.sleep(0.25)
+                page.goto(url)
+                page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
+                page.wait_for_function("""(name) => document.querySelector('#jp-main-dock-panel '
+                    + '.lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel')?.textContent === name""",
+                                       arg=workspace.NOTEBOOK_NAME, timeout=30_000)
+                page.screenshot(path=str(ARTIFACTS / "00-second-visit.png"))
+                assert _current_document(page) == workspace.NOTEBOOK_NAME, "a later visit shows the notebook too"
+            finally:
+                context.close()
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, 9)
+                proc.wait()
 
 
 # ------------------------------------------------------------------ helpers
@@ -420,3 +513,31 @@ def test_make_lab_adds_torch_only_when_the_learner_python_has_none(tmp_path):
     before = Path(first[1]).stat().st_mtime_ns
     workspace.ensure_learner_env(tmp_path, quiet=True, torch=str(wheel))
     assert Path(first[1]).stat().st_mtime_ns == before, "a Python that has torch keeps it"
+
+
+@pytest.mark.browser
+def test_checkpoints_stay_outside_the_folder_handed_in(session):
+    """The session saved the notebook (File > Save Notebook, which also makes a checkpoint): JupyterLab's
+    checkpoint is in the workspace root, and the assignment folder holds only what is handed in."""
+    folder = session.notebook.parent
+    root = folder.parent
+    checkpoint = root / workspace.CHECKPOINTS / f"{session.notebook.stem}-checkpoint.ipynb"
+    deadline = time.monotonic() + 20
+    while not checkpoint.is_file() and time.monotonic() < deadline:
+        time.sleep(0.25)
+    assert checkpoint.is_file(), f"no checkpoint at {checkpoint}: {sorted(p.name for p in root.rglob('*checkpoint*'))}"
+    assert sorted(p.name for p in folder.iterdir()) == sorted([workspace.NOTEBOOK_NAME, workspace.LAB_NAME]), \
+        f"the folder to hand in holds {sorted(p.name for p in folder.iterdir())}"
+
+
+@pytest.mark.browser
+def test_the_lab_runs_in_the_workspace_as_the_lesson_says(session):
+    """`python3 l14-04-model-memory.py` beside the notebook, with the workspace's Python first on PATH
+    (as in JupyterLab's terminal): the session's lab is at 16 (step 3), so kv_cache is 16 x 0.537 GB."""
+    folder = session.notebook.parent
+    python = workspace.learner_python(folder.parent)
+    proc = subprocess.run(["python3", workspace.LAB_NAME], cwd=folder, capture_output=True, text=True,
+                          env=workspace.server_env(python=python), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "parts_gb = {'weights': 14.0, 'workspace': 2.0, 'reserve': 2.0, 'kv_cache': 8.59}" in proc.stdout
+    assert "verdict: the workload does not fit" in proc.stdout
