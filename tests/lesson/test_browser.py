@@ -21,7 +21,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -32,8 +31,8 @@ import pytest
 
 from autograder import workspace
 from course_lib.labfile import find_lab_file
-from browser_support import (ARTIFACTS, CHROMIUM_ARGS, REPO, JupyterLab, chromium_executable,
-                             fill_in_reference_answers, free_port, playwright_module, set_active_sequences)
+from browser_support import (ARTIFACTS, PRINTED_URL, REPO, JupyterLab, chromium_executable,
+                             chromium_page, fill_in_reference_answers, playwright_module, set_active_sequences)
 
 INSTRUCTOR_NB = REPO / "notebooks" / "level-14" / workspace.NOTEBOOK_NAME
 LAB_SOURCE = REPO / "labs" / "notebooks" / "level-14" / workspace.LAB_NAME
@@ -127,7 +126,6 @@ def learner_root():
 
 @pytest.fixture(scope="module")
 def session(learner_root):
-    chromium = chromium_executable()
     sync_api = playwright_module()
     t0 = time.monotonic()
     root, base = learner_root
@@ -139,59 +137,49 @@ def session(learner_root):
     try:
         lab.wait_ready()
         timings["server"] = time.monotonic() - t0
-        with sync_api.sync_playwright() as pw:
-            context = pw.chromium.launch_persistent_context(
-                str(home / "chromium-profile"), executable_path=chromium, headless=True, args=CHROMIUM_ARGS,
-                viewport={"width": 1400, "height": 1000})
+        with chromium_page(sync_api, home / "chromium-profile") as page:
+            s = Session(page, notebook, timings)
+            page.on("console", lambda msg: s.console.append(f"{msg.type}: {msg.text}") if msg.type == "error" else None)
+            rel = notebook.relative_to(root).as_posix()
+            page.goto(lab.url(f"lab/tree/{rel}") + "&reset")
+            page.locator(".jp-Notebook .jp-CodeCell").first.wait_for(timeout=60_000)
+            # The kernel is ready when the status bar says "Idle" (not "Initializing", "Connecting").
+            page.locator(".jp-StatusBar-TextItem").filter(has_text=re.compile(r"\| Idle$")).wait_for(timeout=60_000)
+            page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=60_000)
+            timings["notebook_open"] = time.monotonic() - t0
+            s.shot("01-opened")
+            clicks = _run_all(page)
             try:
-                page = context.pages[0] if context.pages else context.new_page()
-                s = Session(page, notebook, timings)
-                page.on("console", lambda msg: s.console.append(f"{msg.type}: {msg.text}") if msg.type == "error" else None)
-                rel = notebook.relative_to(root).as_posix()
-                page.goto(lab.url(f"lab/tree/{rel}") + "&reset")
-                page.locator(".jp-Notebook .jp-CodeCell").first.wait_for(timeout=60_000)
-                # The kernel is ready when the status bar says "Idle" (not "Initializing", "Connecting").
-                page.locator(".jp-StatusBar-TextItem").filter(has_text=re.compile(r"\| Idle$")).wait_for(timeout=60_000)
-                page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=60_000)
-                timings["notebook_open"] = time.monotonic() - t0
-                s.shot("01-opened")
-                clicks = _run_all(page)
-                try:
-                    _wait_for_run_all(page, RUN_ALL_TIMEOUT_S)
-                except sync_api.TimeoutError:
-                    busy = page.locator(".jp-CodeCell").filter(
-                        has=page.locator(".jp-InputPrompt", has_text="[*]"))
-                    first = busy.first.locator(".jp-InputArea-editor").inner_text()[:200] if busy.count() else "(none)"
-                    if busy.count():
-                        busy.first.scroll_into_view_if_needed()
-                    s.shot("02-run-all-timeout")
-                    pytest.fail(f"Run All did not finish in {RUN_ALL_TIMEOUT_S} s; {busy.count()} cells still "
-                                f"waiting, the first:\n{first}\n(see test-artifacts/browser/02-run-all-timeout.png)",
-                                pytrace=False)
-                timings["run_all"] = time.monotonic() - t0
-                s.shot("02-after-run-all")
+                _wait_for_run_all(page, RUN_ALL_TIMEOUT_S)
+            except sync_api.TimeoutError:
+                busy = page.locator(".jp-CodeCell").filter(
+                    has=page.locator(".jp-InputPrompt", has_text="[*]"))
+                first = busy.first.locator(".jp-InputArea-editor").inner_text()[:200] if busy.count() else "(none)"
+                if busy.count():
+                    busy.first.scroll_into_view_if_needed()
+                s.shot("02-run-all-timeout")
+                pytest.fail(f"Run All did not finish in {RUN_ALL_TIMEOUT_S} s; {busy.count()} cells still "
+                            f"waiting, the first:\n{first}\n(see test-artifacts/browser/02-run-all-timeout.png)",
+                            pytrace=False)
+            timings["run_all"] = time.monotonic() - t0
+            s.shot("02-after-run-all")
 
-                # Save (File > Save Notebook) so the outputs can be read back from the .ipynb.
-                before = notebook.stat().st_mtime_ns
-                page.locator(".lm-MenuBar-itemLabel").filter(has_text=re.compile(r"^File$")).click()
-                page.locator(".lm-Menu-itemLabel").filter(has_text=re.compile(r"^Save Notebook$")).click()
-                deadline = time.monotonic() + 30
-                while notebook.stat().st_mtime_ns == before and time.monotonic() < deadline:
-                    time.sleep(0.2)
-                assert notebook.stat().st_mtime_ns != before, "JupyterLab did not save the notebook (File > Save)"
-                yield s
-                timings["total"] = time.monotonic() - t0
-                print("\nbrowser timings (s, cumulative):", {k: round(v, 1) for k, v in timings.items()},
-                      f"(Run All clicked {clicks}x)")
-                if s.console:
-                    (ARTIFACTS / "console-errors.txt").write_text("\n".join(s.console))
-            finally:
-                context.close()
+            # Save (File > Save Notebook) so the outputs can be read back from the .ipynb.
+            before = notebook.stat().st_mtime_ns
+            page.locator(".lm-MenuBar-itemLabel").filter(has_text=re.compile(r"^File$")).click()
+            page.locator(".lm-Menu-itemLabel").filter(has_text=re.compile(r"^Save Notebook$")).click()
+            deadline = time.monotonic() + 30
+            while notebook.stat().st_mtime_ns == before and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert notebook.stat().st_mtime_ns != before, "JupyterLab did not save the notebook (File > Save)"
+            yield s
+            timings["total"] = time.monotonic() - t0
+            print("\nbrowser timings (s, cumulative):", {k: round(v, 1) for k, v in timings.items()},
+                  f"(Run All clicked {clicks}x)")
+            if s.console:
+                (ARTIFACTS / "console-errors.txt").write_text("\n".join(s.console))
     finally:
         lab.stop()
-
-
-PRINTED_URL = re.compile(r"http://127\.0\.0\.1:\d+/(\S*)\?token=\w+")
 
 
 def _current_document(page) -> str:
@@ -200,76 +188,51 @@ def _current_document(page) -> str:
         '#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel')?.textContent || ''""")
 
 
+def _open_as_printed(page, url: str) -> str:
+    """Go to ``url`` and wait until a notebook's cells show and the document in front is settled."""
+    page.goto(url)
+    page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
+    page.wait_for_function("""(name) => document.querySelector('#jp-main-dock-panel '
+        + '.lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel')?.textContent === name""",
+                           arg=workspace.NOTEBOOK_NAME, timeout=30_000)
+    return _current_document(page)
+
+
 @pytest.mark.browser
 def test_the_printed_link_opens_the_notebook_with_a_fresh_config(learner_root):
     """A learner's first day: `make lab`'s server (``--serve``) with an empty Jupyter config folder, a
     fresh data, runtime and home folder (no settings, no saved workspace) and its own random token.
     The URL it prints, opened as printed, shows the notebook in front, not the Launcher. Then with a
     Launcher opened in front (JupyterLab saves that layout), the same URL again brings the notebook back."""
-    chromium, sync_api = chromium_executable(), playwright_module()
+    sync_api = playwright_module()
     root, base = learner_root
-    fresh = Path(tempfile.mkdtemp(prefix="first-visit-", dir=base))
-    for name in ("config", "data", "runtime", "home", "ipython"):
-        (fresh / name).mkdir()
-    env = workspace.server_env(python=workspace.learner_python(root))
-    env.update(JUPYTER_CONFIG_DIR=str(fresh / "config"), JUPYTER_DATA_DIR=str(fresh / "data"),
-               JUPYTER_RUNTIME_DIR=str(fresh / "runtime"), HOME=str(fresh / "home"), IPYTHONDIR=str(fresh / "ipython"))
-    log_path = ARTIFACTS / "jupyterlab-first-visit.log"
-    port = free_port()
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "autograder.workspace", "--serve", "--dir", str(root),
-                                 "--port", str(port), "--no-browser"], cwd=REPO, env=env, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+    home = Path(tempfile.mkdtemp(prefix="first-visit-", dir=base))
+    lab = JupyterLab(root, home, ARTIFACTS / "jupyterlab-first-visit.log", fresh=True)
     try:
-        deadline, url = time.monotonic() + 120, None
-        while url is None and time.monotonic() < deadline and proc.poll() is None:
-            found = PRINTED_URL.search(log_path.read_text())
-            url = found.group(0) if found else time.sleep(0.25)
-        assert url, f"no URL printed in 120 s; log:\n{log_path.read_text()[-3000:]}"
+        url = lab.printed_url()
         expected = f"lab/tree/{workspace.ASSIGNMENT}/{workspace.NOTEBOOK_NAME}"
         assert PRINTED_URL.search(url).group(1) == expected, f"the printed URL is {url}"
-        assert f"/{expected}?token=..." in log_path.read_text(), "the workspace's message names the same URL"
-        with sync_api.sync_playwright() as pw:
-            context = pw.chromium.launch_persistent_context(
-                str(fresh / "chromium-profile"), executable_path=chromium, headless=True, args=CHROMIUM_ARGS,
-                viewport={"width": 1400, "height": 900})
-            try:
-                page = context.pages[0] if context.pages else context.new_page()
-                page.goto(url)
-                page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
-                page.wait_for_function("""(name) => document.querySelector('#jp-main-dock-panel '
-                    + '.lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel')?.textContent === name""",
-                                       arg=workspace.NOTEBOOK_NAME, timeout=30_000)
-                page.screenshot(path=str(ARTIFACTS / "00-first-visit.png"))
-                assert _current_document(page) == workspace.NOTEBOOK_NAME
-                assert page.locator(".jp-Launcher").count() == 0, "the Launcher is open on a first visit"
+        assert f"/{expected}?token=..." in lab.log(20_000), "the workspace's message names the same URL"
+        with chromium_page(sync_api, home / "chromium-profile", (1400, 900)) as page:
+            front = _open_as_printed(page, url)
+            page.screenshot(path=str(ARTIFACTS / "00-first-visit.png"))
+            assert front == workspace.NOTEBOOK_NAME
+            assert page.locator(".jp-Launcher").count() == 0, "the Launcher is open on a first visit"
 
-                page.locator(".lm-MenuBar-itemLabel").filter(has_text=re.compile(r"^File$")).click()
-                page.locator(".lm-Menu-itemLabel").filter(has_text=re.compile(r"^New Launcher$")).click()
-                page.locator(".jp-Launcher").first.wait_for(timeout=30_000)
-                assert _current_document(page) == "Launcher"
-                saved = fresh / "config" / "lab" / "workspaces"
-                deadline = time.monotonic() + 30     # JupyterLab saves the layout a moment after it changes
-                while time.monotonic() < deadline and not any(
-                        "launcher" in p.read_text() for p in saved.glob("*.jupyterlab-workspace")):
-                    time.sleep(0.25)
-                page.goto(url)
-                page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
-                page.wait_for_function("""(name) => document.querySelector('#jp-main-dock-panel '
-                    + '.lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel')?.textContent === name""",
-                                       arg=workspace.NOTEBOOK_NAME, timeout=30_000)
-                page.screenshot(path=str(ARTIFACTS / "00-second-visit.png"))
-                assert _current_document(page) == workspace.NOTEBOOK_NAME, "a later visit shows the notebook too"
-            finally:
-                context.close()
+            page.locator(".lm-MenuBar-itemLabel").filter(has_text=re.compile(r"^File$")).click()
+            page.locator(".lm-Menu-itemLabel").filter(has_text=re.compile(r"^New Launcher$")).click()
+            page.locator(".jp-Launcher").first.wait_for(timeout=30_000)
+            assert _current_document(page) == "Launcher"
+            saved = home / "config" / "lab" / "workspaces"
+            deadline = time.monotonic() + 30     # JupyterLab saves the layout a moment after it changes
+            while time.monotonic() < deadline and not any(
+                    "launcher" in p.read_text() for p in saved.glob("*.jupyterlab-workspace")):
+                time.sleep(0.25)
+            front = _open_as_printed(page, url)
+            page.screenshot(path=str(ARTIFACTS / "00-second-visit.png"))
+            assert front == workspace.NOTEBOOK_NAME, "a later visit shows the notebook too"
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, 9)
-                proc.wait()
+        lab.stop()
 
 
 # ------------------------------------------------------------------ helpers
