@@ -61,8 +61,10 @@ PROJECT = "course-model-memory"
 BUNDLE_JSON = "bundle.json"
 ROOT_VARIABLE = "COURSE_GRADE_GRADESCOPE_ROOT"
 DEFAULT_ROOT = "/autograder"
-#: The oldest Python setup.sh takes from the base image (the package's Requires-Python).
+#: The package's own Requires-Python; pinned dependencies may need a newer one (:func:`min_python`).
 MIN_PYTHON = (3, 10)
+#: The newest python3.N setup.sh asks apt for when the image's python3 is too old.
+NEWEST_MINOR = 14
 
 SETUP_SH = """\
 #!/usr/bin/env bash
@@ -77,14 +79,26 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # bubblewrap: the sandbox's namespaces, where the container allows them (else the grader says what it used)
 apt-get install -y -qq python3 python3-venv bubblewrap >/dev/null
-# The image's own Python, {min_python} or newer (Ubuntu 22.04, Gradescope's default base image, has 3.10):
-# nothing is downloaded but the course package's dependencies.
-if ! python3 -c 'import sys; sys.exit(sys.version_info < ({min_major}, {min_minor}))'; then
-    echo "setup.sh: the base image's $(python3 -V 2>&1) is too old: the grader needs Python {min_python} or newer;" \\
-         "choose the Ubuntu 22.04 (or newer) base image on Configure Autograder" >&2
+# The image's own python3 when it is {min_python} or newer (what the pinned dependencies need:
+# {why}); else the distribution's own newer python3.N from apt (Ubuntu
+# 22.04, Gradescope's default base image, has 3.10 as python3 and python3.11 in universe). No Python is
+# downloaded from anywhere else.
+PY=python3
+new_enough() {{ "$1" -c 'import sys; sys.exit(sys.version_info < ({min_major}, {min_minor}))' 2>/dev/null; }}
+if ! new_enough python3; then
+    for minor in {minors}; do
+        if apt-get install -y -qq "python3.$minor" "python3.$minor-venv" >/dev/null 2>&1 && new_enough "python3.$minor"; then
+            PY="python3.$minor"
+            break
+        fi
+    done
+fi
+if ! new_enough "$PY"; then
+    echo "setup.sh: the base image's $(python3 -V 2>&1) is too old and apt has no python3.{min_minor} or newer: the" \\
+         "grader needs Python {min_python} or newer; choose the Ubuntu 22.04 (or newer) base image on Configure Autograder" >&2
     exit 1
 fi
-python3 -m venv "$ROOT/venv"
+"$PY" -m venv "$ROOT/venv"
 "$ROOT/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$SOURCE/wheels/{wheel}"
 # The grader's own code (trusted checks, expected answers) is root's alone too: learner code never needs it,
 # and without bubblewrap (Docker often forbids it) nothing else would hide it from the learner's uid.
@@ -125,6 +139,34 @@ def _requirements() -> list[str]:
         raise AutograderError(f"the {PROJECT} package is not installed here (its dependencies go into the "
                               f"bundle); run `make venv` or `pip install -e .` first") from None
     return [r for r in requires if "extra ==" not in r]
+
+
+def min_python() -> tuple[tuple[int, int], str]:
+    """The oldest Python 3 the grader installs on, and why: the package's own Requires-Python, raised
+    by the Requires-Python of each dependency pinned with ``==`` (that version or none). Ranges are
+    left out: pip picks an older release that fits an older Python.
+
+    >>> (major, minor), why = min_python()
+    >>> (major, minor) >= MIN_PYTHON and why != ""
+    True
+    """
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+
+    found, why = MIN_PYTHON, f"{PROJECT} itself: >={MIN_PYTHON[0]}.{MIN_PYTHON[1]}"
+    for text in _requirements():
+        req = Requirement(text)
+        pinned = [s for s in req.specifier if s.operator == "=="]
+        if not pinned:
+            continue
+        try:
+            needs = SpecifierSet(importlib.metadata.metadata(req.name).get("Requires-Python") or "")
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        oldest = next(((3, m) for m in range(found[1], NEWEST_MINOR + 1) if f"3.{m}.0" in needs), found)
+        if oldest > found:
+            found, why = oldest, f"{req.name}{pinned[0]} has Requires-Python {needs}"
+    return found, why
 
 
 def _wheel_files() -> tuple[str, list[tuple[str, bytes]], str]:
@@ -180,9 +222,10 @@ def main(out: str | Path = "autograder.zip", cell_timeout: float = 60, notebook_
             "lab": f"instructor/{assignment.lab_name}", "checks": checks, "settings": asdict(settings),
             "environment": env, "instructor_digest": digest_bytes(*(instructor[k] for k in sorted(instructor))),
             "max_score": spec.max_score, "manual_max_score": spec.manual_max_score}
+    (major, minor), why = min_python()
     words = {"assignment": assignment.name, "root_variable": ROOT_VARIABLE, "default_root": DEFAULT_ROOT,
-             "wheel": wheel, "min_python": ".".join(map(str, MIN_PYTHON)), "min_major": MIN_PYTHON[0],
-             "min_minor": MIN_PYTHON[1]}
+             "wheel": wheel, "min_python": f"{major}.{minor}", "min_major": major, "min_minor": minor, "why": why,
+             "minors": " ".join(str(m) for m in range(minor, NEWEST_MINOR + 1))}
     with tempfile.TemporaryDirectory() as tmp:
         wheel_bytes = write_wheel(Path(tmp) / wheel, wheel_files, info).read_bytes()
     members = [("setup.sh", SETUP_SH.format(**words).encode(), 0o755),

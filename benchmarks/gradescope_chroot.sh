@@ -41,6 +41,14 @@ deb $MIRROR $SUITE-updates main restricted universe multiverse
 deb $MIRROR $SUITE-security main restricted universe multiverse
 EOF
 cp /etc/resolv.conf "$ROOTFS/etc/resolv.conf"
+# Where this machine reaches PyPI through a TLS-inspecting proxy, pip needs its CA bundle (PIP_CERT or
+# pip's `cert` setting here); Gradescope's builders need nothing of the kind, and setup.sh is unchanged.
+HOST_CERT="${PIP_CERT:-$(pip config get global.cert 2>/dev/null || true)}"
+if [ -n "$HOST_CERT" ] && [ -f "$HOST_CERT" ]; then
+    mkdir -p "$ROOTFS/etc/ssl" && cp "$HOST_CERT" "$ROOTFS/etc/ssl/host-proxy-ca.crt"
+    printf '[global]\ncert = /etc/ssl/host-proxy-ca.crt\n' >"$ROOTFS/etc/pip.conf"
+    echo "pip in the rootfs trusts $HOST_CERT (this machine's proxy), through /etc/pip.conf"
+fi
 mount -t proc proc "$ROOTFS/proc"; mount --bind /sys "$ROOTFS/sys"
 mount --bind /dev "$ROOTFS/dev"; mount --bind /dev/pts "$ROOTFS/dev/pts"
 

@@ -78,7 +78,7 @@ def test_the_bundle_holds_what_gradescope_runs(bundle):
     assert meta["environment"] == environment() and meta["max_score"] == load_source(Assignment()).max_score
     assert subprocess.run(["bash", "-n", "-c", setup]).returncode == 0, "setup.sh is valid bash"
     # the base image's own Python (3.10 or newer), not the builder's pinned and downloaded (issue 24)
-    assert "python3 -m venv" in setup and "--python" not in setup and "uv " not in setup
+    assert "\"$PY\" -m venv" in setup and "--python" not in setup and "uv " not in setup
     assert "bubblewrap" in setup and "torch" not in setup.split("no torch")[0]
     import io
     with zipfile.ZipFile(io.BytesIO(wheel_bytes)) as wz:
@@ -167,18 +167,22 @@ def test_the_image_s_python_may_be_another_minor_version(bundle, tmp_path):
 
 
 def _fake_bin(folder: Path, python_version: str) -> Path:
-    """A PATH with a no-op apt-get and a python3 that says it is ``python_version`` (and is too old)."""
+    """A PATH with a no-op apt-get, a python3 that says it is ``python_version`` (and is too old), and
+    no python3.N (these fail as a missing command does: the host's own must not be found)."""
     folder.mkdir()
     (folder / "apt-get").write_text("#!/bin/sh\nexit 0\n")
     (folder / "python3").write_text(f"#!/bin/sh\n[ \"$1\" = -V ] && echo 'Python {python_version}' && exit 0\nexit 1\n")
+    for minor in range(11, 15):
+        (folder / f"python3.{minor}").write_text("#!/bin/sh\nexit 127\n")
     for f in folder.iterdir():
         f.chmod(0o755)
     return folder
 
 
-def test_setup_sh_refuses_a_python_older_than_3_10_in_one_line(bundle, tmp_path):
+def test_setup_sh_refuses_a_python_too_old_in_one_line(bundle, tmp_path):
     """The fast part of setup.sh's test (the whole of it runs in a fresh Ubuntu root filesystem:
-    benchmarks/gradescope_chroot.sh, recorded in RESULTS): its gate, before any venv is made."""
+    benchmarks/gradescope_chroot.sh, recorded in RESULTS): an image whose python3 is too old and whose
+    apt has no newer python3.N stops at the gate, in one line, before any venv is made."""
     root = tmp_path / "root"
     _unpack(bundle, root)
     fake = _fake_bin(tmp_path / "bin", "3.8.10")
@@ -186,11 +190,13 @@ def test_setup_sh_refuses_a_python_older_than_3_10_in_one_line(bundle, tmp_path)
     proc = subprocess.run(["bash", str(root / "source" / "setup.sh")], env=env, capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 1 and not (root / "venv").exists(), proc.stderr
-    assert proc.stderr.strip() == ("setup.sh: the base image's Python 3.8.10 is too old: the grader needs Python "
-                                   "3.10 or newer; choose the Ubuntu 22.04 (or newer) base image on Configure Autograder")
+    assert proc.stderr.strip() == ("setup.sh: the base image's Python 3.8.10 is too old and apt has no python3.11 "
+                                   "or newer: the grader needs Python 3.11 or newer; choose the Ubuntu 22.04 (or "
+                                   "newer) base image on Configure Autograder")
     gate = next(line for line in (root / "source" / "setup.sh").read_text().splitlines() if "sys.version_info" in line)
-    snippet = gate.split("python3 -c '", 1)[1].split("'", 1)[0]
-    assert subprocess.run([sys.executable, "-c", snippet]).returncode == 0, "this Python (3.10+) passes the gate"
+    snippet = gate.split("-c '", 1)[1].split("'", 1)[0]
+    assert "(3, 11)" in snippet, "nbgrader==0.9.6 has Requires-Python >=3.11: the gate asks for that"
+    assert subprocess.run([sys.executable, "-c", snippet]).returncode == 0, "this Python (3.11+) passes the gate"
 
 
 def test_bad_bundle_options_are_one_line(tmp_path):
