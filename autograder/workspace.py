@@ -61,7 +61,8 @@ STAMP = ".installed-wheel"
 CHECKPOINTS = ".ipynb_checkpoints"
 #: What is never copied from a release into a workspace (nor travels with a hand-in).
 NOT_COPIED = (CHECKPOINTS, "__pycache__")
-MIN_PYTHON = (3, 10)
+#: The oldest Python requirements.txt installs on: nbgrader==0.9.6 (for Validate) has Requires-Python >=3.11.
+MIN_PYTHON = (3, 11)
 
 
 class WorkspaceError(RuntimeError):

@@ -391,6 +391,20 @@ def test_workspace_never_overwrites_learner_work(tmp_path, monkeypatch):
     assert lab.read_text() == "active_sequences = 8\n" and notebook.read_text() == "my answers"
 
 
+def test_workspace_takes_no_checkpoints_from_a_release(tmp_path, monkeypatch):
+    def fake_release(out_dir, python=None):
+        folder = out_dir / workspace.ASSIGNMENT
+        (folder / ".ipynb_checkpoints").mkdir(parents=True)
+        (folder / ".ipynb_checkpoints" / "l14-04-model-memory-checkpoint.ipynb").write_text("old")
+        (folder / workspace.NOTEBOOK_NAME).write_text("released notebook")
+        (folder / workspace.LAB_NAME).write_text("active_sequences = 8\n")
+        return folder
+
+    monkeypatch.setattr(workspace, "release_to", fake_release)
+    folder = workspace.build_workspace(tmp_path, quiet=True)
+    assert sorted(p.name for p in folder.iterdir()) == sorted([workspace.NOTEBOOK_NAME, workspace.LAB_NAME])
+
+
 def test_workspace_is_the_release_with_the_lab_beside_the_notebook(tmp_path):
     folder = workspace.build_workspace(tmp_path / "ws", quiet=True)
     notebook = folder / workspace.NOTEBOOK_NAME
