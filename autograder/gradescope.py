@@ -127,6 +127,10 @@ class BundleResult:
     files: list[str]
     """What it holds."""
     seconds: float = 0.0
+    max_score: float = 0.0
+    """What the autograder is worth in the assignment's outline (its tests' maxima)."""
+    manual_max_score: float = 0.0
+    """The written answer's points: a manually graded question of the outline on Gradescope."""
 
 
 # ---- building the bundle (here) ---------------------------------------------------------------
@@ -242,7 +246,8 @@ def main(out: str | Path = "autograder.zip", cell_timeout: float = 60, notebook_
             entry.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(entry, data)
     os.replace(tmp_out, out)
-    return BundleResult(path=str(out), files=[m[0] for m in members], seconds=round(time.monotonic() - start, 2))
+    return BundleResult(path=str(out), files=[m[0] for m in members], seconds=round(time.monotonic() - start, 2),
+                        max_score=spec.max_score, manual_max_score=spec.manual_max_score)
 
 
 # ---- running it (on Gradescope, once per submission) -----------------------------------------

@@ -31,7 +31,9 @@ if [ ! -x "$ROOTFS/usr/bin/apt-get" ]; then
     step "debootstrap $SUITE (minbase) into $ROOTFS"
     check=--no-check-gpg
     [ -f /usr/share/keyrings/ubuntu-archive-keyring.gpg ] && check=--keyring=/usr/share/keyrings/ubuntu-archive-keyring.gpg
-    debootstrap --variant=minbase "$check" "$SUITE" "$ROOTFS" "$MIRROR" >"$ROOTFS.debootstrap.log" 2>&1 \
+    script=()   # an Ubuntu release newer than this debootstrap knows is built by its generic Ubuntu script
+    [ -e "/usr/share/debootstrap/scripts/$SUITE" ] || script=(/usr/share/debootstrap/scripts/gutsy)
+    debootstrap --variant=minbase "$check" "$SUITE" "$ROOTFS" "$MIRROR" "${script[@]}" >"$ROOTFS.debootstrap.log" 2>&1 \
         || { tail -20 "$ROOTFS.debootstrap.log"; exit 1; }
 fi
 t1=$(date +%s)
@@ -90,4 +92,4 @@ print("results.json: score", r["score"], "=", sum(t.get("score", 0) for t in tes
       "status", r["extra_data"]["status"], ";", [t["name"] for t in tests if "score" not in t], "pending")
 print("output:", r["output"].replace("\n", " | ")[:400])
 EOF
-echo "seconds: debootstrap $((t1 - t0)), setup.sh $((t3 - t2)), run_autograder $((t4 - t3)); rootfs $(du -sh "$ROOTFS" | cut -f1)"
+echo "seconds: debootstrap $((t1 - t0)), setup.sh $((t3 - t2)), run_autograder $((t4 - t3)); rootfs $(du -shx "$ROOTFS" | cut -f1)"
