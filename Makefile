@@ -44,10 +44,12 @@ sandbox-deps:
 	      || echo "warning: could not install bubblewrap; the autograder falls back to weaker isolation"; \
 	  else echo "warning: bwrap not found and cannot apt-get it; the autograder falls back to weaker isolation"; fi; }
 
-# The learner's workspace gets a Python of its own from the release (no grader in it); torch as for
-# .venv: the pinned CPU build, or the base interpreter's own torch when it has one.
-lab: $(STAMP)
-	$(BIN)/python -m autograder.workspace --serve $(if $(VENV_FLAGS),--system-site-packages,--torch "$(TORCH_SPEC)")
+# The learner's workspace: only what it needs, not .venv's dev tools. The machine's python3 runs
+# autograder/workspace.py (the standard library is enough) to make the workspace's own Python from the
+# release's requirements.txt, torch in the same pip run (the pinned CPU build, or the base interpreter's
+# own torch when it has one), then the release in it, then JupyterLab. LAB_ARGS: e.g. --no-browser --port 8890.
+lab:
+	$(PYTHON) -m autograder.workspace --serve $(if $(VENV_FLAGS),--system-site-packages,--torch "$(TORCH_SPEC)") $(LAB_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

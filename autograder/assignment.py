@@ -20,14 +20,15 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import nbformat
+from typing import TYPE_CHECKING, Any
 
 from .cells import grade_id as cell_grade_id
 from .cells import is_grade, is_locked, is_solution, nbgrader_meta
 from .cells import points as cell_points
 from .errors import AutograderError
+
+if TYPE_CHECKING:   # nbformat is imported where a notebook is read: `make lab` imports this module before it exists
+    import nbformat
 
 REPO = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "l14-04-model-memory"
@@ -115,6 +116,8 @@ class SourceSpec:
 
 @functools.lru_cache(maxsize=8)
 def _load_source_cached(path: str, mtime_ns: int) -> SourceSpec:
+    import nbformat
+
     raw = Path(path).read_bytes()
     try:
         nb = nbformat.reads(raw.decode("utf-8"), as_version=4)

@@ -4,6 +4,7 @@
     RESULTS_DIR/grades.json, grades.csv         the class (exact shape: autograder.results)
     RESULTS_DIR/gradescope/<id>.json            Gradescope results, one per student
     RESULTS_DIR/feedback/<id>/<assignment>/     feedback HTML, hidden tests removed
+    RESULTS_DIR/submitted/<id>/<assignment>/    the hand-ins as read (formgrader lists these)
     RESULTS_DIR/autograded/<id>/<assignment>/   the executed notebooks (for formgrader)
     RESULTS_DIR/gradebook.db                    nbgrader's gradebook (RESULTS_DIR is a course root)
     RESULTS_DIR/records/<id>.json               per-student records (resume state)
@@ -44,10 +45,11 @@ from .distributed import Cluster
 from .environment import tree_digest
 from .errors import AutograderError
 from .export import write_exports
-from .grade import Job, Settings, crashed, grade_submission, new_sandbox, submission_sha
-from .gradebook import add_lab_cells, manual_scores, merge, open_gradebook
+from .grade import Job, Settings, crashed, grade_submission, new_sandbox, read_files, submission_sha
+from .gradebook import NOT_IN_GRADEBOOK, add_lab_cells, manual_comments, manual_scores, merge, open_gradebook
 from .lab import lab_baseline
-from .layout import autograded_path, load_records, remove_student_files, write_batch
+from .layout import (autograded_path, load_records, remove_student_files, remove_submitted, write_batch,
+                     write_submitted)
 from .results import GRADER_ERROR, RAN, BatchResult, StudentResult, write_json
 from .sandbox import (Limits, disk_limit_bytes, fork_server_early, memory_limit_bytes, probe, stop_fork_servers,
                       sweep_leftovers)
@@ -310,8 +312,14 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
                         warnings=warnings, reused=reused, limits=settings.limits.summary())
     merge(results_dir, assignment, spec, {sid: r for sid, r in batch.students.items() if sid not in course.merged},
           remove=gone)
+    for sid, r in batch.students.items():   # what formgrader lists: the gradebook's submissions, as handed in
+        if r.status in NOT_IN_GRADEBOOK:
+            remove_submitted(results_dir, sid, assignment)
+        else:
+            write_submitted(results_dir, sid, assignment, read_files(submitted_dir / sid / assignment.name, assignment))
     write_json(results_dir / "grades.json", batch.grades_json())
-    write_exports(results_dir, batch.students, manual_scores(results_dir, assignment, spec))
+    write_exports(results_dir, batch.students, manual_scores(results_dir, assignment, spec),
+                  manual_comments(results_dir, assignment, spec))
     batch.seconds = round(time.monotonic() - start, 2)
     return batch
 

@@ -129,8 +129,10 @@ def main(argv: list[str] | None = None) -> int:
             result = gradescope.main(out=args.out, cell_timeout=args.cell_timeout,
                                      notebook_timeout=args.notebook_timeout, memory_limit=args.memory_limit)
             print(f"wrote {result.path} ({', '.join(result.files)}) in {result.seconds:.1f} s")
-            print("on Gradescope: a Programming Assignment, Configure Autograder, upload this zip (Ubuntu base "
-                  "image); learners hand in the notebook and the lab file")
+            print(f"on Gradescope: a Programming Assignment whose outline has the autograder ({result.max_score:g} "
+                  f"points) and a manually graded question ({result.manual_max_score:g}, the written answer); "
+                  f"Configure Autograder, upload this zip (Ubuntu 22.04 or newer base image); learners hand in "
+                  f"the notebook and the lab file")
     except AutograderError as e:
         print(f"course-grade {args.verb}: {e}", file=sys.stderr)
         return 2

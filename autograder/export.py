@@ -1,14 +1,25 @@
 """``course-grade export``: grades.csv and Gradescope results JSON, from an autograde run.
 
 Run it again after grading the written answer in formgrader: the manual points
-come from the gradebook. A failed submission shows its status in every export,
-so it never reads as a plain 0.
+and every comment entered there come from the gradebook (grades.csv's ``comments``
+column; in the Gradescope JSON, the written answer's comment in its test and the
+others in the output). A failed submission shows its status in every export, so it
+never reads as a plain 0.
 
-Gradescope format (https://gradescope-autograders.readthedocs.io/en/latest/specs/)::
+Gradescope format (https://gradescope-autograders.readthedocs.io/en/latest/specs/, from
+gradescope/autograder_samples docs/specs.md)::
 
     {"score": 31.0, "output": "...", "tests": [{"name": "test_kv_per_token", "score": 3.0,
-     "max_score": 3.0, "status": "passed", "output": "correct", "visibility": "visible"}, ...],
+     "max_score": 3.0, "status": "passed", "output": "correct", "visibility": "visible"}, ...,
+     {"name": "written answer (3 points, graded by hand)", "output": "pending: ...", "tags": ["pending"]}],
      "extra_data": {"status": "graded", ...}}
+
+The spec knows two test statuses, ``passed`` and ``failed`` ("You can omit score information to add
+test cases that serve as informational checks"), and a top-level ``score`` "overrides total of
+tests". So a written answer not graded yet is such an informational test: no score, no maximum,
+no status, tagged ``pending`` (on Gradescope its points come from a manually graded question of
+the outline, not from the autograder). Once graded in formgrader it is a test with its score and
+maximum. The top-level score is always the sum of the tests' scores.
 """
 
 from __future__ import annotations
@@ -21,12 +32,14 @@ from pathlib import Path
 
 from .assignment import load_source
 from .errors import AutograderError
-from .gradebook import manual_scores
+from .gradebook import HandComments, manual_comments, manual_scores
 from .layout import GRADES_CSV, GRADES_JSON, assignment_from_results, gradescope_path, load_records
 from .results import GRADED, StudentResult, write_atomic, write_json
 
 CSV_FIELDS = ["student_id", "status", "score", "max_score", "manual_score", "manual_max_score",
-              "needs_manual_grading", "total_score", "total_max_score", "message"]
+              "needs_manual_grading", "total_score", "total_max_score", "message", "comments"]
+#: The hand-graded answer's test in the Gradescope JSON while nobody has graded it.
+PENDING = "pending"
 #: What makes a spreadsheet read a cell as a formula (OWASP, "CSV Injection").
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -55,23 +68,51 @@ class ExportResult:
     """Students whose Gradescope file could not be written, with why (the others were)."""
 
 
-def gradescope_json(r: StudentResult, manual_score: float | None) -> dict:
+def gradescope_json(r: StudentResult, manual_score: float | None, comments: HandComments | None = None) -> dict:
+    """One student's Gradescope results: every autograded question, the written answer (pending until
+    graded by hand), the comments from formgrader; the top-level score is the tests' total.
+
+    >>> from autograder.results import QuestionResult
+    >>> r = StudentResult("amy", "graded", 3.0, 5.0, 3.0, True, {
+    ...     "test_a": QuestionResult(3.0, 3.0, "passed", "correct"), "test_b": QuestionResult(0.0, 2.0, "failed", "no")})
+    >>> data = gradescope_json(r, None)
+    >>> data["score"], [t.get("score") for t in data["tests"]], data["tests"][-1]["tags"]
+    (3.0, [3.0, 0.0, None], ['pending'])
+    >>> graded = gradescope_json(r, 2.0, HandComments("good, but name the pool"))
+    >>> graded["score"], graded["tests"][-1]["score"], graded["tests"][-1]["max_score"]
+    (5.0, 2.0, 3.0)
+    >>> graded["tests"][-1]["output"]
+    'graded by hand: 2 of 3\\n\\ncomment: good, but name the pool'
+    """
+    comments = comments or HandComments()
     tests = [{"name": gid, "score": q.score, "max_score": q.max_score,
               "status": "passed" if q.status == "passed" else "failed",
               "output": q.message if q.status != "not_run" else f"(not run) {q.message}",
               "visibility": "visible"} for gid, q in r.questions.items()]
     if r.manual_max_score:
-        tests.append({"name": "written answer (graded by hand)", "score": manual_score or 0.0,
-                      "max_score": r.manual_max_score, "visibility": "visible",
-                      "output": "not graded yet" if manual_score is None else "graded by hand"})
+        written = {"name": f"written answer ({r.manual_max_score:g} points, graded by hand)", "visibility": "visible"}
+        if manual_score is None:
+            written.update(output=f"{PENDING}: graded by hand; its {r.manual_max_score:g} points are not in this "
+                                  f"score yet", tags=[PENDING])
+        else:
+            written.update(score=manual_score, max_score=r.manual_max_score,
+                           output=f"graded by hand: {manual_score:g} of {r.manual_max_score:g}")
+        if comments.written:
+            written["output"] += f"\n\ncomment: {comments.written}"
+        tests.append(written)
     headline = f"status: {r.status}" + (f": {r.message}" if r.message else "")
-    return {"score": r.score + (manual_score or 0.0), "output": headline, "tests": tests,
+    if comments.cells:
+        headline += "\n\nComments from your grader:\n" + "\n".join(f"  {c}: {text}" for c, text in comments.cells.items())
+    return {"score": sum(t["score"] for t in tests if "score" in t), "output": headline, "tests": tests,
             "extra_data": {"status": r.status, "autograded_score": r.score, "autograded_max_score": r.max_score,
                            "manual_score": manual_score, "manual_max_score": r.manual_max_score,
-                           "needs_manual_grading": r.needs_manual_grading and manual_score is None}}
+                           "needs_manual_grading": r.needs_manual_grading and manual_score is None,
+                           "comments": {**({"written answer": comments.written} if comments.written else {}),
+                                        **comments.cells}}}
 
 
-def csv_text(results: dict[str, StudentResult], manual: dict[str, float | None]) -> str:
+def csv_text(results: dict[str, StudentResult], manual: dict[str, float | None],
+             comments: dict[str, HandComments] | None = None) -> str:
     question_ids: list[str] = []
     for r in results.values():
         for gid in r.questions:
@@ -87,21 +128,24 @@ def csv_text(results: dict[str, StudentResult], manual: dict[str, float | None])
                "manual_score": "" if m is None else m, "manual_max_score": r.manual_max_score,
                "needs_manual_grading": r.needs_manual_grading and m is None,
                "total_score": r.score + (m or 0.0), "total_max_score": r.max_score + r.manual_max_score,
-               "message": r.message if r.status != GRADED else ""}
+               "message": r.message if r.status != GRADED else "",
+               "comments": "\n".join((comments or {}).get(sid, HandComments()).lines())}
         row.update({gid: q.score for gid, q in r.questions.items()})
         # Every field a learner can reach (the id is a folder name, the message may quote the notebook).
         writer.writerow({csv_safe(k): csv_safe(v) for k, v in row.items()})
     return buf.getvalue()
 
 
-def write_exports(results_dir: Path, results: dict[str, StudentResult], manual: dict[str, float | None]) -> ExportResult:
+def write_exports(results_dir: Path, results: dict[str, StudentResult], manual: dict[str, float | None],
+                  comments: dict[str, HandComments] | None = None) -> ExportResult:
     results_dir = Path(results_dir)
-    write_atomic(results_dir / GRADES_CSV, csv_text(results, manual))
+    comments = comments or {}
+    write_atomic(results_dir / GRADES_CSV, csv_text(results, manual, comments))
     files, failed = [], []
     for sid, r in sorted(results.items()):
         path = gradescope_path(results_dir, sid)
         try:
-            write_json(path, gradescope_json(r, manual.get(sid)))
+            write_json(path, gradescope_json(r, manual.get(sid), comments.get(sid)))
         except Exception as e:  # noqa: BLE001 - one odd record never stops the class's export
             failed.append(f"{sid}: {type(e).__name__}: {e}"[:300])
             continue
@@ -122,5 +166,6 @@ def main(results_dir: str | Path = "results") -> ExportResult:
         raise AutograderError(f"{results_dir}/grades.json is missing or unreadable; run "
                               f"`course-grade autograde` first") from None
     records = {sid: r for sid, r in load_records(results_dir).items() if sid in listed}
-    manual = manual_scores(results_dir, assignment, load_source(assignment))
-    return write_exports(results_dir, records, manual)
+    spec = load_source(assignment)
+    return write_exports(results_dir, records, manual_scores(results_dir, assignment, spec),
+                         manual_comments(results_dir, assignment, spec))

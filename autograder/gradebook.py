@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import json
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .assignment import LAB_QUESTIONS, Assignment, SourceSpec
+from .cells import grade_id as cell_grade_id
 from .layout import db_url
 from .results import GRADER_ERROR, INVALID, MISSING, StudentResult, write_json
 
 STATE = ".gradebook-state.json"
+#: Statuses that leave no submission in the gradebook (and so none in formgrader).
+NOT_IN_GRADEBOOK = (MISSING, INVALID, GRADER_ERROR)
 
 
 def add_lab_cells(results_dir: Path, assignment: Assignment) -> None:
@@ -69,7 +73,7 @@ def merge(results_dir: Path, assignment: Assignment, spec: SourceSpec,
             state.pop(sid, None)
         for sid, r in sorted(results.items()):
             gb.update_or_create_student(sid)
-            if r.status in (MISSING, INVALID, GRADER_ERROR):
+            if r.status in NOT_IN_GRADEBOOK:
                 _remove(gb, assignment.name, sid, MissingEntry)
                 state.pop(sid, None)
                 continue
@@ -108,24 +112,68 @@ def _remove(gb, assignment: str, sid: str, missing_entry) -> None:
         pass
 
 
-def manual_scores(results_dir: Path, assignment: Assignment, spec: SourceSpec) -> dict[str, float | None]:
-    """Hand-given points per student (None where nobody graded the written answer yet)."""
+def _submitted_notebooks(results_dir: Path, assignment: Assignment):
+    """(student id, the submitted notebook's gradebook row) for every submission in the gradebook,
+    read inside one open gradebook (nothing when there is none yet)."""
     from nbgrader.api import Gradebook, MissingEntry
 
     if not (Path(results_dir) / "gradebook.db").is_file():
-        return {}
-    manual_ids = {c.grade_id for c in spec.manual}
+        return
     notebook = Path(assignment.notebook_name).stem
-    out: dict[str, float | None] = {}
     with Gradebook(db_url(results_dir)) as gb:
         try:
             submissions = gb.assignment_submissions(assignment.name)
         except MissingEntry:
-            return {}
+            return
         for sub in submissions:
             for sub_nb in sub.notebooks:
-                if sub_nb.name != notebook:
-                    continue
-                scores = [g.manual_score for g in sub_nb.grades if g.name in manual_ids]
-                out[sub.student.id] = None if any(s is None for s in scores) else float(sum(scores))
+                if sub_nb.name == notebook:
+                    yield sub.student.id, sub_nb
+
+
+def manual_scores(results_dir: Path, assignment: Assignment, spec: SourceSpec) -> dict[str, float | None]:
+    """Hand-given points per student (None where nobody graded the written answer yet)."""
+    manual_ids = {c.grade_id for c in spec.manual}
+    out: dict[str, float | None] = {}
+    for sid, sub_nb in _submitted_notebooks(results_dir, assignment):
+        scores = [g.manual_score for g in sub_nb.grades if g.name in manual_ids]
+        out[sid] = None if any(s is None for s in scores) else float(sum(scores))
+    return out
+
+
+@dataclass(frozen=True)
+class HandComments:
+    """What an instructor wrote in formgrader's comment boxes for one student."""
+
+    written: str = ""
+    """On the hand-graded answer (several such cells: joined by a blank line)."""
+    cells: dict[str, str] = field(default_factory=dict)
+    """On any other solution cell, by its grade_id."""
+
+    def lines(self) -> list[str]:
+        """``written answer: ...`` first, then ``<cell>: ...`` in cell order.
+
+        >>> HandComments("clear and right", {"answer_kv": "check the units"}).lines()
+        ['written answer: clear and right', 'answer_kv: check the units']
+        """
+        return ([f"written answer: {self.written}"] if self.written else []) + \
+            [f"{cell}: {text}" for cell, text in self.cells.items()]
+
+
+def manual_comments(results_dir: Path, assignment: Assignment, spec: SourceSpec) -> dict[str, HandComments]:
+    """The comments entered in formgrader, per student who has any (empty boxes are left out).
+
+    formgrader keeps one comment box per solution cell of each submitted notebook (nbgrader's
+    ``Comment.manual_comment``); the hand-graded answer's box is under that answer's grade_id.
+    """
+    manual_ids = [c.grade_id for c in spec.manual]
+    order = {cell_grade_id(cell): i for i, cell in enumerate(spec.nb.cells)}
+    out: dict[str, HandComments] = {}
+    for sid, sub_nb in _submitted_notebooks(results_dir, assignment):
+        texts = {c.name: c.manual_comment.strip() for c in sub_nb.comments
+                 if c.manual_comment and c.manual_comment.strip()}
+        if texts:
+            cells = sorted((n for n in texts if n not in manual_ids), key=lambda n: order.get(n, len(order)))
+            out[sid] = HandComments(written="\n\n".join(texts[n] for n in manual_ids if n in texts),
+                                    cells={n: texts[n] for n in cells})
     return out

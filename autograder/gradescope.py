@@ -10,9 +10,10 @@ for each submission (https://gradescope-autograders.readthedocs.io/en/latest/spe
 
 The bundle holds::
 
-    setup.sh          apt: python3, bubblewrap; uv: a venv of the Python this bundle was built with,
-                      the course package's wheel and its dependencies (no torch: grading never needs it);
-                      then checks that the installed grader is the one the bundle was built with
+    setup.sh          apt: python3, bubblewrap; a venv of the image's own Python (3.10 or newer: no
+                      download), the course package's wheel and its dependencies (no torch: grading
+                      never needs it); then checks that the installed grader is the one the bundle was
+                      built with (its code; the Python's minor version may differ and is reported)
     run_autograder    python -m autograder.gradescope --root /autograder
     wheels/           the course package (course_lib + autograder), written by hand as release does
     instructor/       the instructor notebook (solutions, hidden tests), the lab, a checks file if any
@@ -60,6 +61,10 @@ PROJECT = "course-model-memory"
 BUNDLE_JSON = "bundle.json"
 ROOT_VARIABLE = "COURSE_GRADE_GRADESCOPE_ROOT"
 DEFAULT_ROOT = "/autograder"
+#: The package's own Requires-Python; pinned dependencies may need a newer one (:func:`min_python`).
+MIN_PYTHON = (3, 10)
+#: The newest python3.N setup.sh asks apt for when the image's python3 is too old.
+NEWEST_MINOR = 14
 
 SETUP_SH = """\
 #!/usr/bin/env bash
@@ -73,11 +78,28 @@ chmod -R go-rwx "$SOURCE"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # bubblewrap: the sandbox's namespaces, where the container allows them (else the grader says what it used)
-apt-get install -y -qq python3 python3-pip python3-venv bubblewrap >/dev/null
-python3 -m pip install --quiet uv || python3 -m pip install --quiet --break-system-packages uv
-# The Python this bundle was built with (uv fetches it if the image has another), then the course package.
-python3 -m uv venv --python {python} "$ROOT/venv"
-python3 -m uv pip install --python "$ROOT/venv/bin/python" "$SOURCE/wheels/{wheel}"
+apt-get install -y -qq python3 python3-venv bubblewrap >/dev/null
+# The image's own python3 when it is {min_python} or newer (what the pinned dependencies need:
+# {why}); else the distribution's own newer python3.N from apt (Ubuntu
+# 22.04, Gradescope's default base image, has 3.10 as python3 and python3.11 in universe). No Python is
+# downloaded from anywhere else.
+PY=python3
+new_enough() {{ "$1" -c 'import sys; sys.exit(sys.version_info < ({min_major}, {min_minor}))' 2>/dev/null; }}
+if ! new_enough python3; then
+    for minor in {minors}; do
+        if apt-get install -y -qq "python3.$minor" "python3.$minor-venv" >/dev/null 2>&1 && new_enough "python3.$minor"; then
+            PY="python3.$minor"
+            break
+        fi
+    done
+fi
+if ! new_enough "$PY"; then
+    echo "setup.sh: the base image's $(python3 -V 2>&1) is too old and apt has no python3.{min_minor} or newer: the" \\
+         "grader needs Python {min_python} or newer; choose the Ubuntu 22.04 (or newer) base image on Configure Autograder" >&2
+    exit 1
+fi
+"$PY" -m venv "$ROOT/venv"
+"$ROOT/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$SOURCE/wheels/{wheel}"
 # The grader's own code (trusted checks, expected answers) is root's alone too: learner code never needs it,
 # and without bubblewrap (Docker often forbids it) nothing else would hide it from the learner's uid.
 chmod -R go-rwx "$("$ROOT/venv/bin/python" -c 'import autograder, os; print(os.path.dirname(autograder.__file__))')"
@@ -105,6 +127,10 @@ class BundleResult:
     files: list[str]
     """What it holds."""
     seconds: float = 0.0
+    max_score: float = 0.0
+    """What the autograder is worth in the assignment's outline (its tests' maxima)."""
+    manual_max_score: float = 0.0
+    """The written answer's points: a manually graded question of the outline on Gradescope."""
 
 
 # ---- building the bundle (here) ---------------------------------------------------------------
@@ -117,6 +143,34 @@ def _requirements() -> list[str]:
         raise AutograderError(f"the {PROJECT} package is not installed here (its dependencies go into the "
                               f"bundle); run `make venv` or `pip install -e .` first") from None
     return [r for r in requires if "extra ==" not in r]
+
+
+def min_python() -> tuple[tuple[int, int], str]:
+    """The oldest Python 3 the grader installs on, and why: the package's own Requires-Python, raised
+    by the Requires-Python of each dependency pinned with ``==`` (that version or none). Ranges are
+    left out: pip picks an older release that fits an older Python.
+
+    >>> (major, minor), why = min_python()
+    >>> (major, minor) >= MIN_PYTHON and why != ""
+    True
+    """
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+
+    found, why = MIN_PYTHON, f"{PROJECT} itself: >={MIN_PYTHON[0]}.{MIN_PYTHON[1]}"
+    for text in _requirements():
+        req = Requirement(text)
+        pinned = [s for s in req.specifier if s.operator == "=="]
+        if not pinned:
+            continue
+        try:
+            needs = SpecifierSet(importlib.metadata.metadata(req.name).get("Requires-Python") or "")
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        oldest = next(((3, m) for m in range(found[1], NEWEST_MINOR + 1) if f"3.{m}.0" in needs), found)
+        if oldest > found:
+            found, why = oldest, f"{req.name}{pinned[0]} has Requires-Python {needs}"
+    return found, why
 
 
 def _wheel_files() -> tuple[str, list[tuple[str, bytes]], str]:
@@ -172,8 +226,10 @@ def main(out: str | Path = "autograder.zip", cell_timeout: float = 60, notebook_
             "lab": f"instructor/{assignment.lab_name}", "checks": checks, "settings": asdict(settings),
             "environment": env, "instructor_digest": digest_bytes(*(instructor[k] for k in sorted(instructor))),
             "max_score": spec.max_score, "manual_max_score": spec.manual_max_score}
+    (major, minor), why = min_python()
     words = {"assignment": assignment.name, "root_variable": ROOT_VARIABLE, "default_root": DEFAULT_ROOT,
-             "python": env["python"], "wheel": wheel}
+             "wheel": wheel, "min_python": f"{major}.{minor}", "min_major": major, "min_minor": minor, "why": why,
+             "minors": " ".join(str(m) for m in range(minor, NEWEST_MINOR + 1))}
     with tempfile.TemporaryDirectory() as tmp:
         wheel_bytes = write_wheel(Path(tmp) / wheel, wheel_files, info).read_bytes()
     members = [("setup.sh", SETUP_SH.format(**words).encode(), 0o755),
@@ -190,7 +246,8 @@ def main(out: str | Path = "autograder.zip", cell_timeout: float = 60, notebook_
             entry.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(entry, data)
     os.replace(tmp_out, out)
-    return BundleResult(path=str(out), files=[m[0] for m in members], seconds=round(time.monotonic() - start, 2))
+    return BundleResult(path=str(out), files=[m[0] for m in members], seconds=round(time.monotonic() - start, 2),
+                        max_score=spec.max_score, manual_max_score=spec.manual_max_score)
 
 
 # ---- running it (on Gradescope, once per submission) -----------------------------------------
@@ -210,10 +267,33 @@ def _bundle(root: Path) -> tuple[dict, Assignment, Settings]:
     return meta, assignment, settings
 
 
+def grader_differences(built: dict, here: dict) -> list[str]:
+    """What differs in the grader's code (course_lib, autograder) between the bundle and this machine.
+
+    The Python is the base image's own (3.10 or newer), so its version is not refused: :func:`python_note`
+    says when it is not the builder's.
+
+    >>> grader_differences({"course_lib": "a", "python": "3.11"}, {"course_lib": "a", "python": "3.10"})
+    []
+    """
+    return differences({k: v for k, v in built.items() if k != "python"}, {k: v for k, v in here.items() if k != "python"})
+
+
+def python_note(built: dict, here: dict) -> str:
+    """A line saying the Python differs from the builder's, or "" when it does not.
+
+    >>> python_note({"python": "3.11"}, {"python": "3.10"})
+    'python 3.10 here; the bundle was built with 3.11'
+    """
+    if built.get("python") == here.get("python"):
+        return ""
+    return f"python {here.get('python')} here; the bundle was built with {built.get('python')}"
+
+
 def check(root: Path) -> str:
-    """The environment installed here is the one the bundle was built with (else AutograderError)."""
+    """The grader installed here is the one the bundle was built with (else AutograderError)."""
     meta, _, _ = _bundle(root)
-    differ = differences(meta["environment"], environment())
+    differ = grader_differences(meta["environment"], environment())
     if differ:
         raise AutograderError(f"the grader installed here is not the one this bundle was built with: {'; '.join(differ)}; "
                               f"rebuild the bundle (course-grade gradescope) from the course package you grade with")
@@ -254,7 +334,7 @@ def run(root: str | Path) -> dict:
         job = Job(student_id=sid, folder=str(scratch / "submitted" / sid / assignment.name),
                   results_dir=str(scratch / "results"), assignment=assignment, settings=settings,
                   lab_baseline={}, fingerprint="")
-        differ = differences(meta["environment"], environment())
+        differ = grader_differences(meta["environment"], environment())
         if differ:
             result = blank_result(job, load_source(assignment), GRADER_ERROR,
                                   f"the grader installed here is not the one this bundle was built with: {'; '.join(differ)}")
@@ -269,7 +349,8 @@ def run(root: str | Path) -> dict:
                                           laid_out, assignment, hand_in.files).encode()))
             result = grade_submission(job, files=hand_in.files)
     data = gradescope_json(result, None)
-    lines = [data["output"], f"isolation: {iso.summary()}", *(f"note: {w}" for w in iso.warnings)]
+    notes = [*iso.warnings, *filter(None, [python_note(meta["environment"], environment())])]
+    lines = [data["output"], f"isolation: {iso.summary()}", *(f"note: {w}" for w in notes)]
     data["output"] = "\n".join(lines)
     data["execution_time"] = round(time.monotonic() - start, 1)
     data["stdout_visibility"] = "hidden"
@@ -287,7 +368,10 @@ def run_main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.check:
-            print(f"the installed grader matches the bundle (environment {check(Path(args.root))[:12]}...)")
+            digest_here = check(Path(args.root))
+            note = python_note(_bundle(Path(args.root))[0]["environment"], environment())
+            print(f"the installed grader matches the bundle (environment {digest_here[:12]}...)"
+                  + (f"; {note}" if note else ""))
             return 0
         data = run(args.root)
     except AutograderError as e:

@@ -5,6 +5,7 @@
     batch.json                              the last batch: assignment, instructor files, settings, isolation
     grades.json, grades.csv                 the class (exact shape: autograder.results)
     records/<id>.json                       one student's result (the resume state; written last)
+    submitted/<id>/<assignment>/            the hand-in as the grader read it (formgrader counts these)
     autograded/<id>/<assignment>/<nb>       the executed notebook (for formgrader)
     feedback/<id>/<assignment>/<stem>.html  the learner's feedback page
     gradescope/<id>.json                    Gradescope results, one per student
@@ -23,12 +24,13 @@ functions here, so none of them imports another verb.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 from .assignment import Assignment
 from .errors import AutograderError
-from .results import StudentResult, write_json
+from .results import StudentResult, write_atomic, write_json
 
 BATCH = "batch.json"
 GRADES_JSON = "grades.json"
@@ -41,6 +43,28 @@ def record_path(results_dir: str | Path, student_id: str) -> Path:
 
 def autograded_path(results_dir: str | Path, student_id: str, assignment: Assignment) -> Path:
     return Path(results_dir) / "autograded" / student_id / assignment.name / assignment.notebook_name
+
+
+def submitted_path(results_dir: str | Path, student_id: str, assignment: Assignment) -> Path:
+    """The folder nbgrader's formgrader looks in: it counts a student as having handed in (its
+    ``get_submitted_students``) only where ``submitted/<id>/<assignment>/`` is a folder."""
+    return Path(results_dir) / "submitted" / student_id / assignment.name
+
+
+def write_submitted(results_dir: str | Path, student_id: str, assignment: Assignment,
+                    files: dict[str, object]) -> Path:
+    """``submitted/<id>/<assignment>/`` with the files the grader read (bytes); a file it refused or
+    did not find is not there. No ``timestamp.txt``: formgrader compares it with the gradebook's
+    (none), and a folder with one would read as "not autograded yet". Returns the folder."""
+    folder = submitted_path(results_dir, student_id, assignment)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        target = folder / name
+        if not isinstance(data, bytes):
+            target.unlink(missing_ok=True)
+        elif not target.is_file() or target.read_bytes() != data:
+            write_atomic(target, data)
+    return folder
 
 
 def feedback_path(results_dir: str | Path, student_id: str, assignment_name: str, notebook_name: str) -> Path:
@@ -108,3 +132,9 @@ def remove_student_files(results_dir: str | Path, student_id: str, assignment: A
             path.unlink()
         except FileNotFoundError:
             pass
+    remove_submitted(results_dir, student_id, assignment)
+
+
+def remove_submitted(results_dir: str | Path, student_id: str, assignment: Assignment) -> None:
+    """No ``submitted/<id>/`` (a student formgrader must not list)."""
+    shutil.rmtree(submitted_path(results_dir, student_id, assignment).parent, ignore_errors=True)

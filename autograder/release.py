@@ -87,7 +87,8 @@ def main(out: str | Path = "release", assignment: Assignment = Assignment()) -> 
         target = out / assignment.name
         staging = out / f".{assignment.name}.tmp"
         shutil.rmtree(staging, ignore_errors=True)
-        shutil.copytree(released, staging)
+        # what a learner hands in is this folder: nothing of Jupyter's (checkpoints) or Python's (caches) in it
+        shutil.copytree(released, staging, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
         shutil.rmtree(target, ignore_errors=True)
         staging.rename(target)
     install = write_learner_install(out)

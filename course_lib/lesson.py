@@ -1,13 +1,15 @@
 """Notebook cells that show the library at work: one call each, a report and a figure.
 
-Each function prints its numbers, saves its figure under ``figures/`` and
-displays it inline when run in a notebook (IPython present), so the exercise
+Each function prints its numbers, saves its figure in :func:`figures_dir` (outside the
+assignment folder, so figures never travel in a hand-in and a run in the repository leaves
+it clean) and displays it inline when run in a notebook (IPython present), so the exercise
 notebook stays short and the same code is tested outside it.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,39 @@ from .report import comparison_table, simulation_report
 from .scenario import LESSON_KV_SOURCE, lesson_budget, lesson_config, lesson_trace
 from .simulate import simulate
 
-FIGURES = Path("figures")
+#: Overrides where the figures go (a folder; made if needed).
+FIGURES_ENV = "COURSE_FIGURES_DIR"
+
+
+def figures_dir() -> Path:
+    """The folder the notebook's figures are saved in, made if needed; never the notebook's own folder.
+
+    ``$COURSE_FIGURES_DIR`` if set, else ``l14-course-lib/figures`` in the user's cache folder
+    (``$XDG_CACHE_HOME``, default ``~/.cache``); a fresh temporary folder where that cannot be made
+    (a read-only home, as in some graders).
+
+    >>> chosen = tempfile.mkdtemp()
+    >>> os.environ[FIGURES_ENV] = chosen
+    >>> figures_dir() == Path(chosen)
+    True
+    >>> del os.environ[FIGURES_ENV]
+    """
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    folder = Path(os.environ.get(FIGURES_ENV) or cache / "l14-course-lib" / "figures")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if os.access(folder, os.W_OK):
+            return folder
+    except OSError:
+        pass
+    return Path(tempfile.mkdtemp(prefix="l14-figures-"))
+
+
+def _figure_path(out_dir: str | Path | None, name: str) -> Path:
+    """``out_dir/name`` (the folder made if needed); ``out_dir=None``: in :func:`figures_dir`."""
+    folder = Path(out_dir) if out_dir is not None else figures_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / name
 
 
 def _show_image(path: Path) -> None:
@@ -38,29 +72,26 @@ def _show_image(path: Path) -> None:
         display(Image(filename=str(path)))
 
 
-def show_simulation(out_dir: str | Path = FIGURES) -> dict[str, Any]:
+def show_simulation(out_dir: str | Path | None = None) -> dict[str, Any]:
     """Ten requests fit the lesson's 6 GB KV budget and the eleventh is queued; reserve-max vs paged.
 
     Returns ``{"reserve-max": SimulationResult, "paged": SimulationResult}``.
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     trace = lesson_trace(11)
     runs = {policy: simulate(trace, lesson_config(policy)) for policy in ("reserve-max", "paged")}
     print(simulation_report(runs["reserve-max"], lesson_budget(), LESSON_KV_SOURCE, max_listed=1))
     print()
     print(comparison_table(list(runs.items())))
     path = plot_simulation([("reserve-max: reserve prompt + max_new_tokens", runs["reserve-max"]),
-                            ("paged: 16-token blocks on demand", runs["paged"])], out / "admission.png",
+                            ("paged: 16-token blocks on demand", runs["paged"])],
+                           _figure_path(out_dir, "admission.png"),
                            title="Ten requests fit the safe KV budget; the eleventh is queued, not crashed")
     _show_image(path)
     return runs
 
 
-def show_loading_and_offload(out_dir: str | Path = FIGURES) -> dict[str, Any]:
+def show_loading_and_offload(out_dir: str | Path | None = None) -> dict[str, Any]:
     """Offloading 10 GB over PCIe Gen4, and a 4-replica rollout of Llama-2-7B from a network disk."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     spec = get_model("llama-2-7b")
     off = offload_weights("10GB", link="pcie-gen4-x16", kv_bytes_per_token=kv_cache_bytes_per_token(spec, "fp16"))
     print(f"Offloading 10 GB of weights over {off.link}: +{off.added_step_s_ideal:.3f} s per decode step at "
@@ -76,7 +107,7 @@ def show_loading_and_offload(out_dir: str | Path = FIGURES) -> dict[str, Any]:
     plan = rollout_plan(4, timeline.ready_s, drain_s=10.0)
     print(f"\nRolling 4 replicas one at a time takes {plan.total_s:.0f} s; at least {plan.min_capacity} of 4 "
           f"serve throughout, and {plan.replica_seconds_lost:.0f} replica-seconds of capacity are lost.")
-    path = plot_rollout(plan, timeline, out / "rollout.png")
+    path = plot_rollout(plan, timeline, _figure_path(out_dir, "rollout.png"))
     _show_image(path)
     return {"offload": off, "timeline": timeline, "rollout": plan}
 
@@ -159,7 +190,7 @@ def show_device_memory() -> Any:
 
 
 def predict_then_measure(predicted_weights_bytes: int, predicted_kv_cache_bytes: int,
-                         out_dir: str | Path = FIGURES) -> Any:
+                         out_dir: str | Path | None = None) -> Any:
     """Measure the notebook's small model on this machine and set it beside the learner's predictions.
 
     Prints pool | your prediction | course_lib | measured | error, and draws one panel per pool.
@@ -185,7 +216,7 @@ def predict_then_measure(predicted_weights_bytes: int, predicted_kv_cache_bytes:
     print("(course_lib predicts the workspace from the activation peak of a prefill; you were not asked to)")
     mixed = replace(result, pools=tuple(replace(p, predicted_bytes=yours[p.name]) if isinstance(yours.get(p.name), int)
                                         else p for p in result.pools))
-    path = plot_pools(mixed, Path(out_dir) / "predicted_vs_measured.png", include_total=False,
+    path = plot_pools(mixed, _figure_path(out_dir, "predicted_vs_measured.png"), include_total=False,
                       predicted_label="predicted (yours; the workspace: course_lib's)")
     _show_image(path)
     return result

@@ -7,6 +7,7 @@ nothing is ever downloaded. JupyterLab is started through ``make lab``'s entry p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -76,35 +77,53 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: The URL a Jupyter server prints: its path and its token.
+PRINTED_URL = re.compile(r"http://127\.0\.0\.1:\d+/(\S*)\?token=(\w+)")
+
+
 class JupyterLab:
     """``make lab``'s server (``python -m autograder.workspace --serve``) on a free port, rooted at ``root``.
 
     ``root`` must already hold the workspace (``--serve`` keeps a learner's files, so what the test
     put there is what gets served). Token, settings and runtime folders come from a private
-    Jupyter config dir under ``home``; stop() ends the server and its kernels.
+    Jupyter config dir under ``home``; stop() ends the server and its kernels. ``fresh=True``: a
+    learner's first day instead: an empty config folder (so no settings and no saved workspace),
+    empty data, runtime and home folders, and Jupyter's own random token (read from the URL it
+    prints: :meth:`printed_url`). ``formgrader=True``: the instructor's JupyterLab in this Python
+    (nbgrader's formgrader on) started in ``root``, an nbgrader course root such as a RESULTS_DIR,
+    as ``cd results && jupyter lab`` would.
     """
 
-    def __init__(self, root: Path, home: Path, log_path: Path):
+    def __init__(self, root: Path, home: Path, log_path: Path, fresh: bool = False, formgrader: bool = False):
         self.root, self.port, self.token = root, free_port(), secrets.token_hex(16)
         settings, config = home / "user-settings", home / "config"
-        for plugin, values in USER_SETTINGS.items():
-            path = settings / f"{plugin}.jupyterlab-settings"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(values))
         config.mkdir(parents=True, exist_ok=True)
-        (config / "jupyter_server_config.json").write_text(json.dumps({
-            "IdentityProvider": {"token": self.token},
-            "LabApp": {"user_settings_dir": str(settings), "workspaces_dir": str(home / "workspaces")},
-        }))
-        env = server_env(python=learner_python(root))
+        if not fresh:
+            for plugin, values in USER_SETTINGS.items():
+                path = settings / f"{plugin}.jupyterlab-settings"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(values))
+            (config / "jupyter_server_config.json").write_text(json.dumps({
+                "IdentityProvider": {"token": self.token},
+                "LabApp": {"user_settings_dir": str(settings), "workspaces_dir": str(home / "workspaces")},
+            }))
+        env = dict(os.environ) if formgrader else server_env(python=learner_python(root))
         env.update(JUPYTER_CONFIG_DIR=str(config), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
                    JUPYTER_DATA_DIR=str(home / "data"), IPYTHONDIR=str(home / "ipython"), MPLBACKEND="agg")
-        argv = [sys.executable, "-m", "autograder.workspace", "--serve", "--dir", str(root),
-                "--port", str(self.port), "--no-browser"]
+        if fresh:
+            (home / "home").mkdir(exist_ok=True)
+            env["HOME"] = str(home / "home")
+        if formgrader:
+            argv = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+                    f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0", f"--ServerApp.root_dir={root}",
+                    "--LabApp.news_url=None", *(["--ServerApp.allow_root=True"] if os.geteuid() == 0 else [])]
+        else:
+            argv = [sys.executable, "-m", "autograder.workspace", "--serve", "--dir", str(root),
+                    "--port", str(self.port), "--no-browser"]
         self.log_path = log_path
         self._log = open(log_path, "w")
-        self.proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(argv, cwd=root if formgrader else REPO, env=env, stdout=self._log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}?token={self.token}"
@@ -123,6 +142,17 @@ class JupyterLab:
             time.sleep(0.25)
         raise RuntimeError(f"JupyterLab did not answer on port {self.port} in {timeout_s:.0f} s; log:\n{self.log()}")
 
+    def printed_url(self, timeout_s: float = 120) -> str:
+        """The first URL the server printed (with its token), once it has printed one."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            found = PRINTED_URL.search(Path(self.log_path).read_text(errors="replace"))
+            if found:
+                self.token = found.group(2)
+                return found.group(0)
+            time.sleep(0.25)
+        raise RuntimeError(f"JupyterLab printed no URL in {timeout_s:.0f} s; log:\n{self.log()}")
+
     def log(self, tail_chars: int = 4000) -> str:
         return Path(self.log_path).read_text(errors="replace")[-tail_chars:]
 
@@ -135,6 +165,19 @@ class JupyterLab:
                 os.killpg(self.proc.pid, 9)
                 self.proc.wait()
         self._log.close()
+
+
+@contextlib.contextmanager
+def chromium_page(sync_api, profile: Path, viewport: tuple[int, int] = (1400, 1000)):
+    """A page of a headless Debian Chromium with its own profile folder (closed on exit)."""
+    with sync_api.sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(profile), executable_path=chromium_executable(), headless=True, args=CHROMIUM_ARGS,
+            viewport={"width": viewport[0], "height": viewport[1]})
+        try:
+            yield context.pages[0] if context.pages else context.new_page()
+        finally:
+            context.close()
 
 
 # ---------------------------------------------------------------- the reference notebook

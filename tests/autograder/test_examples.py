@@ -300,7 +300,8 @@ def test_exports_agree_with_grades_json(course):
         assert float(rows[sid]["score"]) == entry["score"] and rows[sid]["status"] == entry["status"]
         gs = json.loads((course["results"] / "gradescope" / f"{sid}.json").read_text())
         assert gs["score"] == entry["score"]  # no manual points given yet
-        assert sum(t["score"] for t in gs["tests"]) == entry["score"]
+        # the written answer, not graded yet, is pending: a test without a score (issue 24)
+        assert sum(t["score"] for t in gs["tests"] if "score" in t) == entry["score"]
 
 
 def test_gradebook_holds_the_same_scores(course):

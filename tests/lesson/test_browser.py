@@ -21,7 +21,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -32,8 +31,8 @@ import pytest
 
 from autograder import workspace
 from course_lib.labfile import find_lab_file
-from browser_support import (ARTIFACTS, CHROMIUM_ARGS, REPO, JupyterLab, chromium_executable,
-                             fill_in_reference_answers, playwright_module, set_active_sequences)
+from browser_support import (ARTIFACTS, PRINTED_URL, REPO, JupyterLab, chromium_executable,
+                             chromium_page, fill_in_reference_answers, playwright_module, set_active_sequences)
 
 INSTRUCTOR_NB = REPO / "notebooks" / "level-14" / workspace.NOTEBOOK_NAME
 LAB_SOURCE = REPO / "labs" / "notebooks" / "level-14" / workspace.LAB_NAME
@@ -66,10 +65,8 @@ class Session:
         return path
 
 
-def _make_workspace(root: Path) -> Path:
-    """The learner workspace as `make lab` makes it (from the release), answers filled in, lab at 16."""
-    folder = workspace.build_workspace(root, quiet=True)
-    workspace.ensure_learner_env(root, quiet=True)   # the learner's own Python: a minute on a first run
+def _fill_in(folder: Path) -> Path:
+    """The workspace's notebook with every answer filled in, and the lab at 16 (step 3)."""
     notebook = folder / workspace.NOTEBOOK_NAME
     student = nbformat.read(notebook, as_version=4)
     instructor = nbformat.read(INSTRUCTOR_NB, as_version=4)
@@ -108,75 +105,134 @@ def _wait_for_run_all(page, timeout_s: float) -> None:
 
 
 @pytest.fixture(scope="module")
-def session():
-    chromium = chromium_executable()
-    sync_api = playwright_module()
+def learner_root():
+    """A learner workspace as `make lab` makes it (from the release, its own Python), as released:
+    (root, the folder that holds it). Shared by this module's servers; removed at the end."""
+    chromium_executable()
+    playwright_module()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for old in ARTIFACTS.glob("[0-9][0-9]-*.png"):  # this module's; the feedback page's are test_examples'
         old.unlink()
-    t0 = time.monotonic()
-    # mkdtemp under the system temp dir: deep enough that the lab's `parents[3]` exists.
     base = Path(tempfile.mkdtemp(prefix="course-browser-"))
-    root, home = base / "workspace" / "root", base / "home"
+    root = base / "workspace" / "root"
     root.mkdir(parents=True)
-    notebook = _make_workspace(root)
+    workspace.build_workspace(root, quiet=True)
+    workspace.ensure_learner_env(root, quiet=True)   # the learner's own Python: a minute on a first run
+    try:
+        yield root, base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def session(learner_root):
+    sync_api = playwright_module()
+    t0 = time.monotonic()
+    root, base = learner_root
+    home = base / "home"
+    notebook = _fill_in(root / workspace.ASSIGNMENT)
     timings = {"workspace": time.monotonic() - t0}
 
     lab = JupyterLab(root, home, ARTIFACTS / "jupyterlab.log")
     try:
         lab.wait_ready()
         timings["server"] = time.monotonic() - t0
-        with sync_api.sync_playwright() as pw:
-            context = pw.chromium.launch_persistent_context(
-                str(home / "chromium-profile"), executable_path=chromium, headless=True, args=CHROMIUM_ARGS,
-                viewport={"width": 1400, "height": 1000})
+        with chromium_page(sync_api, home / "chromium-profile") as page:
+            s = Session(page, notebook, timings)
+            page.on("console", lambda msg: s.console.append(f"{msg.type}: {msg.text}") if msg.type == "error" else None)
+            rel = notebook.relative_to(root).as_posix()
+            page.goto(lab.url(f"lab/tree/{rel}") + "&reset")
+            page.locator(".jp-Notebook .jp-CodeCell").first.wait_for(timeout=60_000)
+            # The kernel is ready when the status bar says "Idle" (not "Initializing", "Connecting").
+            page.locator(".jp-StatusBar-TextItem").filter(has_text=re.compile(r"\| Idle$")).wait_for(timeout=60_000)
+            page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=60_000)
+            timings["notebook_open"] = time.monotonic() - t0
+            s.shot("01-opened")
+            clicks = _run_all(page)
             try:
-                page = context.pages[0] if context.pages else context.new_page()
-                s = Session(page, notebook, timings)
-                page.on("console", lambda msg: s.console.append(f"{msg.type}: {msg.text}") if msg.type == "error" else None)
-                rel = notebook.relative_to(root).as_posix()
-                page.goto(lab.url(f"lab/tree/{rel}") + "&reset")
-                page.locator(".jp-Notebook .jp-CodeCell").first.wait_for(timeout=60_000)
-                # The kernel is ready when the status bar says "Idle" (not "Initializing", "Connecting").
-                page.locator(".jp-StatusBar-TextItem").filter(has_text=re.compile(r"\| Idle$")).wait_for(timeout=60_000)
-                page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=60_000)
-                timings["notebook_open"] = time.monotonic() - t0
-                s.shot("01-opened")
-                clicks = _run_all(page)
-                try:
-                    _wait_for_run_all(page, RUN_ALL_TIMEOUT_S)
-                except sync_api.TimeoutError:
-                    busy = page.locator(".jp-CodeCell").filter(
-                        has=page.locator(".jp-InputPrompt", has_text="[*]"))
-                    first = busy.first.locator(".jp-InputArea-editor").inner_text()[:200] if busy.count() else "(none)"
-                    if busy.count():
-                        busy.first.scroll_into_view_if_needed()
-                    s.shot("02-run-all-timeout")
-                    pytest.fail(f"Run All did not finish in {RUN_ALL_TIMEOUT_S} s; {busy.count()} cells still "
-                                f"waiting, the first:\n{first}\n(see test-artifacts/browser/02-run-all-timeout.png)",
-                                pytrace=False)
-                timings["run_all"] = time.monotonic() - t0
-                s.shot("02-after-run-all")
+                _wait_for_run_all(page, RUN_ALL_TIMEOUT_S)
+            except sync_api.TimeoutError:
+                busy = page.locator(".jp-CodeCell").filter(
+                    has=page.locator(".jp-InputPrompt", has_text="[*]"))
+                first = busy.first.locator(".jp-InputArea-editor").inner_text()[:200] if busy.count() else "(none)"
+                if busy.count():
+                    busy.first.scroll_into_view_if_needed()
+                s.shot("02-run-all-timeout")
+                pytest.fail(f"Run All did not finish in {RUN_ALL_TIMEOUT_S} s; {busy.count()} cells still "
+                            f"waiting, the first:\n{first}\n(see test-artifacts/browser/02-run-all-timeout.png)",
+                            pytrace=False)
+            timings["run_all"] = time.monotonic() - t0
+            s.shot("02-after-run-all")
 
-                # Save (File > Save Notebook) so the outputs can be read back from the .ipynb.
-                before = notebook.stat().st_mtime_ns
-                page.locator(".lm-MenuBar-itemLabel").filter(has_text=re.compile(r"^File$")).click()
-                page.locator(".lm-Menu-itemLabel").filter(has_text=re.compile(r"^Save Notebook$")).click()
-                deadline = time.monotonic() + 30
-                while notebook.stat().st_mtime_ns == before and time.monotonic() < deadline:
-                    time.sleep(0.2)
-                assert notebook.stat().st_mtime_ns != before, "JupyterLab did not save the notebook (File > Save)"
-                yield s
-                timings["total"] = time.monotonic() - t0
-                print("\nbrowser timings (s, cumulative):", {k: round(v, 1) for k, v in timings.items()},
-                      f"(Run All clicked {clicks}x)")
-                if s.console:
-                    (ARTIFACTS / "console-errors.txt").write_text("\n".join(s.console))
-            finally:
-                context.close()
+            # Save (File > Save Notebook) so the outputs can be read back from the .ipynb.
+            before = notebook.stat().st_mtime_ns
+            page.locator(".lm-MenuBar-itemLabel").filter(has_text=re.compile(r"^File$")).click()
+            page.locator(".lm-Menu-itemLabel").filter(has_text=re.compile(r"^Save Notebook$")).click()
+            deadline = time.monotonic() + 30
+            while notebook.stat().st_mtime_ns == before and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert notebook.stat().st_mtime_ns != before, "JupyterLab did not save the notebook (File > Save)"
+            yield s
+            timings["total"] = time.monotonic() - t0
+            print("\nbrowser timings (s, cumulative):", {k: round(v, 1) for k, v in timings.items()},
+                  f"(Run All clicked {clicks}x)")
+            if s.console:
+                (ARTIFACTS / "console-errors.txt").write_text("\n".join(s.console))
     finally:
         lab.stop()
-        shutil.rmtree(base, ignore_errors=True)
+
+
+def _current_document(page) -> str:
+    """The title of the main area's current tab (the document in front)."""
+    return page.evaluate("""() => document.querySelector(
+        '#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel')?.textContent || ''""")
+
+
+def _open_as_printed(page, url: str) -> str:
+    """Go to ``url`` and wait until a notebook's cells show and the document in front is settled."""
+    page.goto(url)
+    page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
+    page.wait_for_function("""(name) => document.querySelector('#jp-main-dock-panel '
+        + '.lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel')?.textContent === name""",
+                           arg=workspace.NOTEBOOK_NAME, timeout=30_000)
+    return _current_document(page)
+
+
+@pytest.mark.browser
+def test_the_printed_link_opens_the_notebook_with_a_fresh_config(learner_root):
+    """A learner's first day: `make lab`'s server (``--serve``) with an empty Jupyter config folder, a
+    fresh data, runtime and home folder (no settings, no saved workspace) and its own random token.
+    The URL it prints, opened as printed, shows the notebook in front, not the Launcher. Then with a
+    Launcher opened in front (JupyterLab saves that layout), the same URL again brings the notebook back."""
+    sync_api = playwright_module()
+    root, base = learner_root
+    home = Path(tempfile.mkdtemp(prefix="first-visit-", dir=base))
+    lab = JupyterLab(root, home, ARTIFACTS / "jupyterlab-first-visit.log", fresh=True)
+    try:
+        url = lab.printed_url()
+        expected = f"lab/tree/{workspace.ASSIGNMENT}/{workspace.NOTEBOOK_NAME}"
+        assert PRINTED_URL.search(url).group(1) == expected, f"the printed URL is {url}"
+        assert f"/{expected}?token=..." in lab.log(20_000), "the workspace's message names the same URL"
+        with chromium_page(sync_api, home / "chromium-profile", (1400, 900)) as page:
+            front = _open_as_printed(page, url)
+            page.screenshot(path=str(ARTIFACTS / "00-first-visit.png"))
+            assert front == workspace.NOTEBOOK_NAME
+            assert page.locator(".jp-Launcher").count() == 0, "the Launcher is open on a first visit"
+
+            page.locator(".lm-MenuBar-itemLabel").filter(has_text=re.compile(r"^File$")).click()
+            page.locator(".lm-Menu-itemLabel").filter(has_text=re.compile(r"^New Launcher$")).click()
+            page.locator(".jp-Launcher").first.wait_for(timeout=30_000)
+            assert _current_document(page) == "Launcher"
+            saved = home / "config" / "lab" / "workspaces"
+            deadline = time.monotonic() + 30     # JupyterLab saves the layout a moment after it changes
+            while time.monotonic() < deadline and not any(
+                    "launcher" in p.read_text() for p in saved.glob("*.jupyterlab-workspace")):
+                time.sleep(0.25)
+            front = _open_as_printed(page, url)
+            page.screenshot(path=str(ARTIFACTS / "00-second-visit.png"))
+            assert front == workspace.NOTEBOOK_NAME, "a later visit shows the notebook too"
+    finally:
+        lab.stop()
 
 
 # ------------------------------------------------------------------ helpers
@@ -314,7 +370,7 @@ def test_lab_command_is_local_and_uses_the_learners_python(tmp_path):
 
 
 def test_workspace_never_overwrites_learner_work(tmp_path, monkeypatch):
-    def fake_release(out_dir):
+    def fake_release(out_dir, python=None):
         folder = out_dir / workspace.ASSIGNMENT
         folder.mkdir(parents=True)
         (folder / workspace.NOTEBOOK_NAME).write_text("released notebook")
@@ -333,6 +389,20 @@ def test_workspace_never_overwrites_learner_work(tmp_path, monkeypatch):
     lab.unlink()                         # a deleted file comes back; the notebook is still kept
     workspace.build_workspace(tmp_path, quiet=True)
     assert lab.read_text() == "active_sequences = 8\n" and notebook.read_text() == "my answers"
+
+
+def test_workspace_takes_no_checkpoints_from_a_release(tmp_path, monkeypatch):
+    def fake_release(out_dir, python=None):
+        folder = out_dir / workspace.ASSIGNMENT
+        (folder / ".ipynb_checkpoints").mkdir(parents=True)
+        (folder / ".ipynb_checkpoints" / "l14-04-model-memory-checkpoint.ipynb").write_text("old")
+        (folder / workspace.NOTEBOOK_NAME).write_text("released notebook")
+        (folder / workspace.LAB_NAME).write_text("active_sequences = 8\n")
+        return folder
+
+    monkeypatch.setattr(workspace, "release_to", fake_release)
+    folder = workspace.build_workspace(tmp_path, quiet=True)
+    assert sorted(p.name for p in folder.iterdir()) == sorted([workspace.NOTEBOOK_NAME, workspace.LAB_NAME])
 
 
 def test_workspace_is_the_release_with_the_lab_beside_the_notebook(tmp_path):
@@ -420,3 +490,31 @@ def test_make_lab_adds_torch_only_when_the_learner_python_has_none(tmp_path):
     before = Path(first[1]).stat().st_mtime_ns
     workspace.ensure_learner_env(tmp_path, quiet=True, torch=str(wheel))
     assert Path(first[1]).stat().st_mtime_ns == before, "a Python that has torch keeps it"
+
+
+@pytest.mark.browser
+def test_checkpoints_stay_outside_the_folder_handed_in(session):
+    """The session saved the notebook (File > Save Notebook, which also makes a checkpoint): JupyterLab's
+    checkpoint is in the workspace root, and the assignment folder holds only what is handed in."""
+    folder = session.notebook.parent
+    root = folder.parent
+    checkpoint = root / workspace.CHECKPOINTS / f"{session.notebook.stem}-checkpoint.ipynb"
+    deadline = time.monotonic() + 20
+    while not checkpoint.is_file() and time.monotonic() < deadline:
+        time.sleep(0.25)
+    assert checkpoint.is_file(), f"no checkpoint at {checkpoint}: {sorted(p.name for p in root.rglob('*checkpoint*'))}"
+    assert sorted(p.name for p in folder.iterdir()) == sorted([workspace.NOTEBOOK_NAME, workspace.LAB_NAME]), \
+        f"the folder to hand in holds {sorted(p.name for p in folder.iterdir())}"
+
+
+@pytest.mark.browser
+def test_the_lab_runs_in_the_workspace_as_the_lesson_says(session):
+    """`python3 l14-04-model-memory.py` beside the notebook, with the workspace's Python first on PATH
+    (as in JupyterLab's terminal): the session's lab is at 16 (step 3), so kv_cache is 16 x 0.537 GB."""
+    folder = session.notebook.parent
+    python = workspace.learner_python(folder.parent)
+    proc = subprocess.run(["python3", workspace.LAB_NAME], cwd=folder, capture_output=True, text=True,
+                          env=workspace.server_env(python=python), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "parts_gb = {'weights': 14.0, 'workspace': 2.0, 'reserve': 2.0, 'kv_cache': 8.59}" in proc.stdout
+    assert "verdict: the workload does not fit" in proc.stdout

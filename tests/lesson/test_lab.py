@@ -132,3 +132,24 @@ def test_graders_run_the_same_lab_file_once(tmp_path, monkeypatch, repo_root):
     lab.write_text(lab.read_text().replace("active_sequences = 8 ", "active_sequences = 16 ", 1))
     edited = labfile.run_lab(lab)
     assert len(runs) == 4 and edited["fits"] is False and first["fits"] is True
+
+
+def test_runs_beside_the_notebook_with_the_installed_course_lib(tmp_path, repo_root, python_exe):
+    """In a workspace the lab sits beside the notebook and runs as ``python3 l14-04-model-memory.py``,
+    with the course_lib installed in that Python. Nothing else goes on sys.path: a ``course_lib``
+    four folders up (where the old ``parent.parent.parent.parent`` insert looked) is never imported."""
+    folder = tmp_path / "home" / "learner-workspace" / "l14-04-model-memory"
+    folder.mkdir(parents=True)
+    shutil.copy(repo_root / LAB, folder / LAB.name)
+    decoy = tmp_path / "course_lib"
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("raise ImportError('the lab imported an unrelated folder')\n")
+    out = run_lab(python_exe, Path(LAB.name), folder, env_without_pythonpath())   # the venv has course_lib installed
+    assert out["parts_gb"] == {"weights": 14.0, "workspace": 2.0, "reserve": 2.0, "kv_cache": 4.295}
+    assert "does not fit" not in out["verdict"]
+
+
+def test_the_docstring_says_how_to_run_it_in_both_places(repo_root):
+    doc = ast.get_docstring(ast.parse((repo_root / LAB).read_text(encoding="utf-8")))
+    assert "python3 l14-04-model-memory.py" in doc, "the workspace command (the lab beside the notebook)"
+    assert f"python3 {LAB.as_posix()}" in doc, "the repository command (from its root)"

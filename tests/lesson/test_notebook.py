@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -186,6 +187,33 @@ def test_source_notebook_runs_headless_with_no_errors(tmp_path):
     assert errors == []
     figure = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "budget_figure")
     assert any("image/png" in o.get("data", {}) for o in figure.outputs), "the static budget figure is shown"
+
+
+def _git_status() -> str:
+    proc = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"not a git checkout: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def test_running_the_instructors_notebook_leaves_the_repository_clean(tmp_path, monkeypatch):
+    """As an instructor runs it: in notebooks/level-14/ of the checkout (the lab found in labs/, at 8, so
+    the step-3 cells fail, as they would for them). Its figures go to the cache folder, not the repo."""
+    from nbclient import NotebookClient
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))     # the kernel inherits it
+    monkeypatch.delenv("COURSE_FIGURES_DIR", raising=False)
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    before, start_ns = _git_status(), time.time_ns()
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
+    figures = tmp_path / "cache" / "l14-course-lib" / "figures"
+    assert {"admission.png", "rollout.png"} <= {p.name for p in figures.glob("*.png")}, "the figures were drawn"
+    assert _git_status() == before, "running the notebook changed the repository"
+    touched = [str(p.relative_to(REPO)) for p in NOTEBOOK.parent.rglob("*")
+               if p.is_file() and p.stat().st_mtime_ns >= start_ns]
+    assert touched == [], f"running the notebook wrote {touched}"
 
 
 def test_release_keeps_every_instruction(course, source_nb):

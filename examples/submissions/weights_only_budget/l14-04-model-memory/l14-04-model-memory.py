@@ -1,6 +1,10 @@
 """L14.4 lab: separate fixed model memory from request-dependent KV-cache memory.
 
-Run from the repository root:
+Run it where it lies. Beside the notebook (your workspace from `make lab`, or the release folder):
+
+    python3 l14-04-model-memory.py
+
+From the repository root:
 
     python3 labs/notebooks/level-14/l14-04-model-memory.py
 
@@ -13,8 +17,11 @@ Step 4: rerun and confirm that only kv_cache doubled and the workload no longer 
 import sys
 from pathlib import Path
 
-# labs/notebooks/level-14/ -> the repository root, so course_lib imports from a checkout
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent.parent))
+# In the repository (this file in labs/notebooks/level-14/) course_lib is the checkout's, three folders
+# up; beside the notebook it is the one installed in your Python (the workspace's .venv), so nothing is added.
+HERE = Path(__file__).resolve().parent
+if HERE.parts[-3:] == ("labs", "notebooks", "level-14"):
+    sys.path.insert(0, str(HERE.parents[2]))
 
 from course_lib import GB, get_model, kv_cache_bytes_per_sequence, plan_budget
 

@@ -1,0 +1,74 @@
+"""The exports against the Gradescope results spec and against what formgrader holds.
+
+The spec (gradescope/autograder_samples, docs/specs.md): a top-level ``score`` "overrides total of
+tests"; a test's ``status`` is ``passed`` or ``failed``; score information may be omitted for an
+"informational" test. So every export must have score == the sum of its tests' scores, and the
+written answer, until it is graded by hand, must be such an informational test (pending), not a
+failed 0 of 3. Hand grading is given the way formgrader gives it (nbgrader's Gradebook API, its own
+connection and commit) on a copy of the example class's results.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+from nbgrader.api import Gradebook
+
+from autograder.assignment import Assignment, load_source
+from autograder.export import PENDING
+from autograder.export import main as export
+from autograder.layout import db_url
+
+
+def _gradescope(results: Path) -> dict[str, dict]:
+    return {p.stem: json.loads(p.read_text()) for p in sorted((results / "gradescope").glob("*.json"))}
+
+
+def test_every_export_meets_the_spec_and_its_score_is_its_tests(example_class_local):
+    batch, results = example_class_local
+    spec = load_source(Assignment())
+    exports = _gradescope(results)
+    assert set(exports) == set(batch.students)
+    for sid, data in exports.items():
+        scored = [t for t in data["tests"] if "score" in t]
+        assert data["score"] == sum(t["score"] for t in scored) == batch.students[sid].score, sid
+        assert sum(t["max_score"] for t in scored) == spec.max_score == 40, "the autograder's tests total 40"
+        assert {t["status"] for t in data["tests"] if "status" in t} <= {"passed", "failed"}
+        (pending,) = [t for t in data["tests"] if "score" not in t]
+        assert pending["tags"] == [PENDING] and "max_score" not in pending and "status" not in pending
+        assert pending["output"].startswith(f"{PENDING}:") and "3 points" in pending["name"]
+        assert data["extra_data"]["needs_manual_grading"] is True
+
+
+def test_hand_grading_and_comments_from_formgrader_reach_grades_csv_and_gradescope(example_class_local, tmp_path):
+    _, local = example_class_local
+    results = tmp_path / "results"
+    shutil.copytree(local, results)
+    a, spec = Assignment(), load_source(Assignment())
+    manual = spec.manual[0].grade_id
+    notebook = Path(a.notebook_name).stem
+    with Gradebook(db_url(results)) as gb:        # what formgrader writes when an instructor types
+        gb.find_grade(manual, notebook, a.name, "reference").manual_score = 3.0
+        gb.find_comment(manual, notebook, a.name, "reference").manual_comment = "=all five pools, well argued"
+        gb.find_comment("answer_kv_per_token", notebook, a.name, "blank").manual_comment = "start from 2 x layers"
+        gb.db.commit()
+    export(results)
+    rows = {r["student_id"]: r for r in csv.DictReader((results / "grades.csv").open())}
+    assert rows["reference"]["comments"] == "written answer: =all five pools, well argued"
+    assert rows["reference"]["total_score"] == "43.0" and rows["reference"]["needs_manual_grading"] == "False"
+    assert rows["blank"]["comments"] == "answer_kv_per_token: start from 2 x layers"
+    assert rows["forgot_k_and_v"]["comments"] == ""
+    exports = _gradescope(results)
+    ref = exports["reference"]
+    assert ref["score"] == 43.0 == sum(t["score"] for t in ref["tests"])
+    assert ref["tests"][-1] == {"name": "written answer (3 points, graded by hand)", "visibility": "visible",
+                                "score": 3.0, "max_score": 3.0,
+                                "output": "graded by hand: 3 of 3\n\ncomment: =all five pools, well argued"}
+    blank = exports["blank"]
+    assert "Comments from your grader:\n  answer_kv_per_token: start from 2 x layers" in blank["output"]
+    assert blank["extra_data"]["comments"] == {"answer_kv_per_token": "start from 2 x layers"}
+    assert [t for t in blank["tests"] if "score" not in t][0]["tags"] == [PENDING]
+

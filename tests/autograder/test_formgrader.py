@@ -1,0 +1,114 @@
+"""Hand grading in nbgrader's own formgrader, in Chromium, on a folder ``course-grade autograde`` wrote.
+
+Three students of the example class are graded; the instructor's JupyterLab is started in the
+results folder (``cd results && jupyter lab``, as the README says) and formgrader must list all three
+as handed in and graded (nbgrader counts ``submitted/<id>/<assignment>/`` folders). A score and two
+comments are then typed into formgrader's own boxes for one student, and ``course-grade export``
+must carry them into grades.csv and that student's Gradescope JSON. Screenshots:
+test-artifacts/browser/formgrader-*.png.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder.assignment import ASSIGNMENT, Assignment, load_source
+from autograder.gradebook import HandComments, manual_comments, manual_scores
+
+REPO = Path(__file__).resolve().parents[2]
+STUDENTS = ("reference", "blank", "gb_gib_mixup")
+WRITTEN_COMMENT = "Names all five pools; say which two grow with requests."
+OTHER_COMMENT = "Show the factor 2 for K and V."
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    from autograder.autograde import main as autograde
+
+    base = tmp_path_factory.mktemp("formgrader")
+    for sid in STUDENTS:
+        shutil.copytree(REPO / "examples" / "submissions" / sid, base / "submitted" / sid)
+    batch = autograde(base / "submitted", out=base / "results", workers=2, progress=False)
+    assert all(r.status == "graded" for r in batch.students.values()), batch.counts()
+    return base
+
+
+def test_every_graded_submission_is_in_submitted_as_handed_in(graded):
+    results = graded / "results"
+    for sid in STUDENTS:
+        folder = results / "submitted" / sid / ASSIGNMENT
+        handed_in = graded / "submitted" / sid / ASSIGNMENT
+        assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in handed_in.iterdir())
+        for p in folder.iterdir():
+            assert p.read_bytes() == (handed_in / p.name).read_bytes()
+        assert not (folder / "timestamp.txt").exists(), "formgrader would compare it with the gradebook's (none)"
+
+
+@pytest.mark.browser
+def test_formgrader_lists_every_submission_and_its_comments_reach_the_exports(graded):
+    from browser_support import ARTIFACTS, JupyterLab, chromium_page, playwright_module
+
+    sync_api = playwright_module()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    results, a = graded / "results", Assignment()
+    lab = JupyterLab(results, graded / "home", ARTIFACTS / "formgrader.log", formgrader=True)
+    try:
+        lab.wait_ready(120)
+        with chromium_page(sync_api, graded / "chromium-profile") as page:
+            page.goto(lab.url("formgrader"))
+            row = page.locator("tr", has_text=ASSIGNMENT)
+            row.wait_for(timeout=60_000)
+            page.screenshot(path=str(ARTIFACTS / "formgrader-assignments.png"))
+            headers = [h.strip() for h in page.locator("thead th").all_inner_texts()]
+            cells = [c.strip() for c in row.locator("td").all_inner_texts()]
+            assert cells[headers.index("# Submissions")] == str(len(STUDENTS)), dict(zip(headers, cells))
+
+            page.goto(lab.url(f"formgrader/gradebook/{ASSIGNMENT}/{Path(a.notebook_name).stem}"))
+            listed = page.locator("tbody tr")
+            page.wait_for_function("n => document.querySelectorAll('tbody tr td a').length >= n",
+                                   arg=len(STUDENTS), timeout=30_000)
+            page.get_by_text("Show All Names").click()      # formgrader hides names behind "Submission #n"
+            listed.locator("td a >> visible=true", has_text="reference").wait_for(timeout=10_000)
+            names = sorted(t.strip() for t in listed.locator("td a >> visible=true").all_inner_texts() if t.strip())
+            page.screenshot(path=str(ARTIFACTS / "formgrader-submissions.png"))
+            assert names == sorted(STUDENTS), names
+
+            listed.locator("td a >> visible=true", has_text="reference").click()
+            written = page.locator("#explain_written")
+            written.wait_for(timeout=60_000)
+            page.locator(f"#{load_source(a).manual[0].grade_id}-comment").fill(WRITTEN_COMMENT)
+            page.locator("#answer_kv_per_token-comment").fill(OTHER_COMMENT)
+            written.fill("2")
+            page.keyboard.press("Tab")                      # formgrader saves a box when it loses focus
+            spec = load_source(a)
+
+            def saved() -> bool:
+                comments = manual_comments(results, a, spec).get("reference", HandComments())
+                return manual_scores(results, a, spec).get("reference") == 2.0 and bool(comments.written and comments.cells)
+
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not saved():
+                time.sleep(0.5)
+            written.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "formgrader-written-answer.png"))
+    finally:
+        lab.stop()
+
+    from autograder.export import main as export
+    export(results)
+    rows = {r["student_id"]: r for r in csv.DictReader((results / "grades.csv").open())}
+    assert rows["reference"]["manual_score"] == "2.0" and rows["reference"]["total_score"] == "42.0"
+    assert rows["reference"]["comments"] == (f"written answer: {WRITTEN_COMMENT}\n"
+                                             f"answer_kv_per_token: {OTHER_COMMENT}")
+    assert rows["blank"]["comments"] == "" and rows["blank"]["manual_score"] == ""
+    data = json.loads((results / "gradescope" / "reference.json").read_text())
+    written = data["tests"][-1]
+    assert written["score"] == 2.0 and written["max_score"] == 3.0 and WRITTEN_COMMENT in written["output"]
+    assert OTHER_COMMENT in data["output"] and data["score"] == 42.0 == sum(t["score"] for t in data["tests"])
+
