@@ -32,8 +32,9 @@ POOL_COLOURS = {
 }
 #: Weight formats (``--dtype``): quantized ones quantize the linear layers only (see quantization.format_for_dtype).
 DTYPES = ["fp32", "bf16", "fp16", "fp8", "int8", "int4-g128", "int4"]
-#: KV-cache dtypes (vLLM's ``--kv-cache-dtype``): None is "auto", the compute dtype.
-KV_DTYPES = [("auto (compute dtype)", None), ("fp16", "fp16"), ("bf16", "bf16"), ("fp8", "fp8"), ("fp32", "fp32")]
+#: KV-cache dtypes (vLLM's ``--kv-cache-dtype``): "auto" is the compute dtype. (Not None: a Dropdown shows
+#: a None value as no selection at all.)
+KV_DTYPES = [("auto (compute dtype)", "auto"), ("fp16", "fp16"), ("bf16", "bf16"), ("fp8", "fp8"), ("fp32", "fp32")]
 #: The largest count the active-sequences slider and the headroom plot reach.
 MAX_ACTIVE_SEQUENCES = 128
 #: The context slider's stops: powers of two, so 1,024 or 2,048 tokens are one step each, not a drag in 128s.
@@ -65,7 +66,7 @@ def explorer_budget(*, model: str, dtype: str, gpu: str, context_tokens: int, ac
                     reserve_percent: float, kv_dtype: str | None = None) -> Estimate:
     """The estimate behind one explorer setting (reserve as a % of the device).
 
-    ``dtype`` is the weight format; ``kv_dtype`` None means "auto" (the compute dtype), so int4 weights
+    ``dtype`` is the weight format; ``kv_dtype`` None or "auto" means the compute dtype, so int4 weights
     keep a 16-bit KV cache:
 
     >>> int4 = explorer_budget(model="llama-3-8b", dtype="int4", gpu="rtx-4090", context_tokens=8192,
@@ -76,7 +77,7 @@ def explorer_budget(*, model: str, dtype: str, gpu: str, context_tokens: int, ac
     ...                 active_sequences=1, reserve_percent=8, kv_dtype="fp8").kv_cache_bytes_per_token
     65536
     """
-    return estimate(get_model(model), gpu=gpu, dtype=dtype, kv_dtype=kv_dtype,
+    return estimate(get_model(model), gpu=gpu, dtype=dtype, kv_dtype=None if kv_dtype in (None, "auto") else kv_dtype,
                     context_tokens=context_tokens, active_sequences=active_sequences,
                     reserve=f"{reserve_percent}%")
 
@@ -228,7 +229,7 @@ def verdict_html(est: Estimate) -> str:
 
 def budget_explorer(model: str = "llama-2-7b", dtype: str = "fp16", gpu: str = "rtx-4090",
                     context_tokens: int = 4096, active_sequences: int = 8, reserve_percent: float = 10.0,
-                    kv_dtype: str | None = None):
+                    kv_dtype: str = "auto"):
     """Interactive controls over :func:`explorer_budget`, drawing :func:`budget_figure`.
 
     Returns the ipywidgets container (display it, or let the cell show it).
@@ -262,7 +263,7 @@ def budget_explorer(model: str = "llama-2-7b", dtype: str = "fp16", gpu: str = "
         verdict.value = verdict_html(est)
         with out:
             out.clear_output(wait=True)
-            kv = values["kv_dtype"] or f"auto = {est.kv_dtype}"
+            kv = f"auto = {est.kv_dtype}" if values["kv_dtype"] == "auto" else values["kv_dtype"]
             fig = budget_figure(est.budget, title=f"{values['model']} (weights {values['dtype']}, KV {kv}) on "
                                                   f"{values['gpu']}, {values['context_tokens']:,} tokens per sequence")
             display(Image(data=figure_png(fig)))

@@ -36,8 +36,9 @@ from .presets import get_model
 from .runtimes import RuntimeEstimate, VllmLaunch, estimate_vllm
 from .units import GiB
 
-#: Weight formats offered: None is the checkpoint's own (the config's dtype or quantization).
-WEIGHT_FORMATS = [("checkpoint's own", None), ("fp8", "fp8"), ("int8", "int8"), ("int4 (AWQ g128)", "int4")]
+#: Weight formats offered: "checkpoint" is the checkpoint's own (the config's dtype or quantization). (Not None:
+#: a Dropdown shows a None value as no selection at all.)
+WEIGHT_FORMATS = [("checkpoint's own", "checkpoint"), ("fp8", "fp8"), ("int8", "int8"), ("int4 (AWQ g128)", "int4")]
 #: vLLM's --kv-cache-dtype values.
 KV_CACHE_DTYPES = [("auto (compute dtype)", "auto"), ("fp8", "fp8")]
 #: The max_model_len slider's stops.
@@ -96,11 +97,11 @@ def plan_launch(*, model: str, gpu: str, max_model_len: int, weights: str | None
                 vllm_version: str | None = None) -> LaunchPlan:
     """vLLM's sizing of one launch (None knobs take the release's defaults); never raises on a bad launch.
 
-    ``weights`` is the weight format (None: the checkpoint's own); the KV cache follows the compute
-    dtype unless ``kv_cache_dtype="fp8"``.
+    ``weights`` is the weight format (None or "checkpoint": the checkpoint's own); the KV cache follows
+    the compute dtype unless ``kv_cache_dtype="fp8"``.
     """
     try:
-        launch = VllmLaunch(version=vllm_version, dtype=weights, kv_cache_dtype=kv_cache_dtype,
+        launch = VllmLaunch(version=vllm_version, dtype=None if weights in (None, "checkpoint") else weights, kv_cache_dtype=kv_cache_dtype,
                             max_model_len=max_model_len, max_num_seqs=max_num_seqs,
                             gpu_memory_utilization=gpu_memory_utilization, tensor_parallel=tensor_parallel)
         est = estimate_vllm(get_model(model), gpu=gpu, launch=launch, refuse=False)
@@ -186,7 +187,7 @@ def _wrap(text: str, width: int = 70) -> str:
 
 
 def launch_explorer(model: str = "llama-3.1-8b", gpu: str = "rtx-4090", max_model_len: int = 8192,
-                    users: int = 12, weights: str | None = None, kv_cache_dtype: str = "auto",
+                    users: int = 12, weights: str = "checkpoint", kv_cache_dtype: str = "auto",
                     max_num_seqs: int = 256, gpu_memory_utilization: float = 0.92, tensor_parallel: int = 1):
     """Interactive controls over :func:`plan_launch`, drawing :func:`launch_figure` (vLLM's newest defaults).
 

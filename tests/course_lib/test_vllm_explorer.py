@@ -67,3 +67,14 @@ def test_widget_redraws_when_a_knob_moves():
     seqs = next(c for c in box.children if getattr(c, "description", "") == "--max-num-seqs (slots)")
     kv.value, seqs.value = "fp8", 16
     assert "12 users at 8,192 tokens: served" in verdict.value
+
+
+def test_every_dropdown_shows_a_selection():
+    """A Dropdown whose value is None shows an empty box (seen in the browser screenshot of the explorer)."""
+    pytest.importorskip("ipywidgets")
+    from course_lib.explorer import budget_explorer
+    from course_lib.vllm_explorer import launch_explorer
+    for box in (budget_explorer(), launch_explorer()):
+        for control in box.children:
+            if hasattr(control, "options"):
+                assert control.value is not None and control.label, (control.description, control.value)

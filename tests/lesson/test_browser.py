@@ -8,8 +8,8 @@ learner would see. Screenshots go to test-artifacts/browser/.
 Independent references: the verdict flip is checked against the explorer's own "at most N
 sequences fit" line *and* the hand-worked limit for its default setting (Llama-2-7B fp16, 4096
 tokens, RTX 4090, 10 % reserve: 2 x 32 layers x 32 heads x 128 dims x 2 B = 524,288 B per token,
-x 4096 = 2.147 GB per sequence; 24,564 MiB = 25.757 GB, less 2.576 reserve, 13.477 weights
-(6.738e9 params x 2 B) and 0.706 workspace leaves 9.0 GB: room for 4), and errors are read from
+x 4096 = 2.147 GB per sequence (+ 0.16 MB of request state); CUDA's 23.65 GiB = 25.394 GB, less 2.539 reserve, 13.477 weights
+(6.738e9 params x 2 B) and 0.706 workspace leaves 8.67 GB: room for 4), and errors are read from
 the saved .ipynb, not only from the page.
 
 Without Chromium these tests skip (run ``make browser-deps``); with CI=true they fail instead.
