@@ -34,6 +34,7 @@ from typing import Any, Mapping
 
 from .bounds import MAX_CONFIG_FILE_BYTES, MAX_PARAMS, check_int
 from .checkpoint import read_checkpoint
+from . import meta_model
 from .dtypes import DType, get_dtype
 from .errors import CourseInputError, check_count
 from .families import FAMILIES, build, build_text_only, supported, text_family
@@ -150,10 +151,15 @@ def from_hf_config(source: Mapping[str, Any] | str | Path, *, name: str | None =
     ...                        "n_head": 12, "n_positions": 1024, "vocab_size": 50257})
     >>> gpt2.params_total          # the published 124,439,808 of openai-community/gpt2
     124439808
-    >>> from_hf_config({"model_type": "mamba"})
+
+    A ``model_type`` without a formula is built by transformers on the meta
+    device when it is installed (:mod:`course_lib.meta_model`): its
+    parameters, buffers and cache are read from the model itself.
+
+    >>> from_hf_config({"model_type": "brandnew"})
     Traceback (most recent call last):
     ...
-    course_lib.errors.CourseInputError: model_type='mamba' is not supported; supported: ... (or give the parameter count explicitly: params_total=... / --params N, or a model folder with its safetensors)
+    course_lib.errors.CourseInputError: model_type='brandnew' is not supported: no formula here, and ... (or give the parameter count explicitly: params_total=... / --params N, or a model folder with its safetensors)
     """
     cfg = load_config(source)
     checkpoint = None
@@ -164,18 +170,12 @@ def from_hf_config(source: Mapping[str, Any] | str | Path, *, name: str | None =
     c = Config(cfg)
     if params_total is not None:
         params_total = check_int("params_total", params_total, 1, MAX_PARAMS)
-    if model_type in supported() or text_family(c):
-        spec = build(c, label) if model_type in supported() else build_text_only(c, label)
-        if params_total is not None:
-            spec = _override_params(spec, params_total)
-    elif params_total is not None or checkpoint is not None:
-        spec = generic(c, label, params_total, checkpoint)
+    if model_type in supported():
+        spec = build(c, label)
     else:
-        raise CourseInputError(
-            f"model_type={model_type!r:.60} is not supported; supported: {', '.join(supported())} "
-            f"(or give the parameter count explicitly: params_total=... / --params N, "
-            f"or a model folder with its safetensors)"
-        )
+        spec = _without_formula(c, label, params_total, checkpoint)
+    if params_total is not None:
+        spec = _override_params(spec, params_total)
     if spec.params_total > MAX_PARAMS:
         raise CourseInputError(f"config for model_type={model_type!r} describes {spec.params_total:.3g} parameters, "
                                f"above the bound 10^13 (20x the largest published checkpoints); "
@@ -184,7 +184,25 @@ def from_hf_config(source: Mapping[str, Any] | str | Path, *, name: str | None =
     return replace(spec, torch_dtype=raw_torch_dtype(cfg), quantization=fmt, checkpoint=checkpoint)
 
 
+def _without_formula(c: Config, label: str, params_total: int | None, checkpoint: Any) -> ModelSpec:
+    """A model_type with no formula: built on the meta device when transformers knows it, else the
+    decoder of a known text family, else the common keys with a given count or a folder's bytes."""
+    reason = meta_model.why_not(c.model_type)
+    if reason is None:
+        return meta_model.meta_spec(c.cfg, label)
+    if text_family(c):
+        return build_text_only(c, label)
+    if params_total is not None or checkpoint is not None:
+        return generic(c, label, params_total, checkpoint, reason)
+    raise CourseInputError(
+        f"model_type={c.model_type!r:.60} is not supported: no formula here, and {reason}; supported: "
+        f"{', '.join(supported())} (or give the parameter count explicitly: params_total=... / --params N, "
+        f"or a model folder with its safetensors)")
+
+
 def _override_params(spec: ModelSpec, params_total: int) -> ModelSpec:
+    if dict(spec.params) == {"given": params_total}:
+        return spec
     return replace(spec, params={"given": params_total},
                    notes=spec.notes + ("parameter count given explicitly",))
 

@@ -88,7 +88,12 @@ class ModelSpec:
     """The shape of a decoder-only model, as memory sees it.
 
     params: parameter count by group (see SHARDED_GROUPS / KV_GROUPS /
-        REPLICATED_GROUPS); ``params_total`` is their sum.
+        REPLICATED_GROUPS); ``params_total`` is their sum, counted as transformers
+        counts ``model.parameters()`` (a tied weight once, no buffers).
+    buffers: persistent buffers by group: tensors the checkpoint stores and
+        serving loads that are not parameters (DeepSeek-V3's router
+        ``e_score_correction_bias``, Gemma-4's per-layer ``layer_scalar``);
+        ``buffers_total`` is their sum. They belong in the weight bytes.
     layers: one :class:`LayerCache` per attention layer, in order.
     states: one :class:`LayerState` per linear-attention layer (hybrids).
     not_loaded: parameters the checkpoint holds that serving does not load by
@@ -122,11 +127,17 @@ class ModelSpec:
     counted: tuple[str, ...] = field(default=())
     quantization: Any = None   # a course_lib.quantization.WeightFormat: the checkpoint's storage format
     checkpoint: Any = None     # a course_lib.checkpoint.Checkpoint: bytes read from the safetensors headers
+    buffers: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def params_total(self) -> int:
-        """Every parameter serving loads (tied embeddings counted once)."""
+        """Every parameter serving loads (tied embeddings counted once; buffers apart)."""
         return sum(self.params.values())
+
+    @property
+    def buffers_total(self) -> int:
+        """Values of the persistent buffers serving loads beside the parameters."""
+        return sum(self.buffers.values())
 
     @property
     def sliding_window_layers(self) -> int:
