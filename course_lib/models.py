@@ -46,7 +46,7 @@ from .spec import KV_GROUPS, REPLICATED_GROUPS, SHARDED_GROUPS, LayerCache, Laye
 __all__ = ["FAMILIES", "KV_GROUPS", "REPLICATED_GROUPS", "SHARDED_GROUPS", "LayerCache", "LayerState", "ModelSpec",
            "from_hf_config", "kv_cache_bytes_per_sequence", "kv_cache_bytes_per_token", "load_config",
            "params_per_gpu", "params_per_gpu_by_group", "replicated_params", "state_bytes_per_sequence",
-           "weight_bytes", "formula_weight_bytes"]
+           "weight_bytes", "formula_weight_bytes", "buffer_bytes", "checkpoint_served_bytes", "checkpoint_words"]
 
 
 # --------------------------------------------------------------------- loading
@@ -210,13 +210,16 @@ def _override_params(spec: ModelSpec, params_total: int) -> ModelSpec:
 # ------------------------------------------------------------------ the formulas
 
 def weight_bytes(spec: ModelSpec, dtype: str | DType | None = "fp16", tensor_parallel: int = 1) -> int:
-    """Bytes of weights on one GPU: about params x bytes / N.
+    """Bytes of weights on one GPU: about params x bytes / N, plus the persistent buffers.
 
     Norms, MoE routers and learned position tables are replicated on every GPU;
-    K/V projections split by KV head but never below one head per GPU.
+    K/V projections split by KV head but never below one head per GPU. Buffers
+    (``spec.buffers``: a router's bias, per-layer scalars) are loaded too, never
+    quantized, and held whole by every GPU (:func:`buffer_bytes`).
     ``dtype=None`` uses the checkpoint's own format (``spec.quantization``:
-    quantized linears, 16-bit rest), or its exact bytes when read from its
-    safetensors (``spec.checkpoint``).
+    quantized linears, 16-bit rest), or, when read from a model folder's
+    safetensors (``spec.checkpoint``), its exact bytes in the dtype it is
+    served in (:func:`checkpoint_served_bytes`).
 
     >>> spec = from_hf_config({"model_type": "llama", "hidden_size": 4096,
     ...     "intermediate_size": 11008, "num_hidden_layers": 32,
@@ -225,18 +228,69 @@ def weight_bytes(spec: ModelSpec, dtype: str | DType | None = "fp16", tensor_par
     13476831232
     >>> weight_bytes(spec, "int4")
     3369207808
+    >>> from course_lib.presets import get_model                # + 58 x 256 router biases at 2 B
+    >>> weight_bytes(get_model("deepseek-v3"), "bf16") == 2 * 671_026_404_352 + 2 * 14_848
+    True
     """
     tensor_parallel = check_count("tensor_parallel", tensor_parallel, 1)
     if dtype is not None:
-        return get_dtype(dtype).bytes_for(params_per_gpu(spec, tensor_parallel))
+        dt = get_dtype(dtype)
+        return dt.bytes_for(params_per_gpu(spec, tensor_parallel)) + buffer_bytes(spec, dt)
     if spec.checkpoint is not None:
         share = params_per_gpu(spec, tensor_parallel) / max(1, spec.params_total)
-        return math.ceil(spec.checkpoint.total_bytes * share)
+        return math.ceil(checkpoint_served_bytes(spec) * share)
     fmt = spec.quantization
     if fmt is None:
-        return get_dtype("fp16").bytes_for(params_per_gpu(spec, tensor_parallel))
+        return weight_bytes(spec, "fp16", tensor_parallel)
     by_group = params_per_gpu_by_group(spec, tensor_parallel)
-    return sum(fmt.dtype_for(group).bytes_for(count) for group, count in by_group.items())
+    return sum(fmt.dtype_for(group).bytes_for(count) for group, count in by_group.items()) + \
+        buffer_bytes(spec, fmt.base)
+
+
+def buffer_bytes(spec: ModelSpec, dtype: str | DType = "fp16") -> int:
+    """Bytes of the persistent buffers: in ``dtype`` when it is a 16-bit or wider float, else fp16
+    (a quantization method quantizes weights, never buffers)."""
+    dt = get_dtype(dtype)
+    if dt.bits < 16 or dt.group_size or not dt.name.startswith(("fp", "bf")):
+        dt = get_dtype("fp16")
+    return dt.bytes_for(spec.buffers_total)
+
+
+def checkpoint_served_bytes(spec: ModelSpec) -> int:
+    """A model folder's weights once loaded, in the dtype the config says it is served in.
+
+    An unquantized checkpoint's float tensors are cast to that dtype at load
+    (vLLM's ``dtype="auto"`` serves a float32 checkpoint in 16 bits); a
+    quantized one keeps what it stores (int4 packs, fp8, their fp32 scales).
+
+    >>> import json, struct, tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 4,
+    ...     "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 1, "vocab_size": 2,
+    ...     "torch_dtype": "float32"}))
+    >>> h = json.dumps({"w": {"dtype": "F32", "shape": [10], "data_offsets": [0, 40]}}).encode()
+    >>> _ = (d / "model.safetensors").write_bytes(struct.pack("<Q", len(h)) + h + bytes(40))
+    >>> spec = from_hf_config(d)
+    >>> spec.checkpoint.total_bytes, checkpoint_served_bytes(spec)     # 10 floats stored in 4 B, served in 2 B
+    (40, 20)
+    """
+    checkpoint, fmt = spec.checkpoint, spec.quantization
+    if fmt is not None and fmt.quantized is None:
+        served = checkpoint.served_bytes(fmt.base.bytes_per_value)
+        if served is not None:
+            return served
+    return checkpoint.total_bytes
+
+
+def checkpoint_words(spec: ModelSpec) -> str:
+    """A model folder's weights in words: the bytes as stored, and as served when they differ."""
+    checkpoint = spec.checkpoint
+    served = checkpoint_served_bytes(spec)
+    stored = f"{checkpoint.total_bytes:,} B read from the checkpoint ({checkpoint.source})"
+    if served == checkpoint.total_bytes:
+        return stored
+    return (f"{stored}, stored as {checkpoint.stored_dtypes}; served in {spec.quantization.base.name}: "
+            f"{served:,} B")
 
 
 def formula_weight_bytes(spec: ModelSpec, tensor_parallel: int = 1) -> int:

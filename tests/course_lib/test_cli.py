@@ -224,7 +224,7 @@ BAD_INPUTS = [
     (["estimate", "--config", "tests/files/list.config.json"], "list.config.json"),
     (["estimate", "--config", "tests/files/missing-fields.config.json"], "num_hidden_layers"),
     (["estimate", "--config", "tests/files/zero-heads.config.json"], "num_attention_heads=0"),
-    (["estimate", "--config", "tests/files/unknown-type.config.json"], "mamba"),
+    (["estimate", "--config", "tests/files/unknown-type.config.json"], "brandnew"),
     (["estimate", "--model", "llama-2-7b", "--context-tokens", "-5"], "-5"),
     (["estimate", "--model", "llama-2-7b", "--context-tokens", "0"], "--context-tokens=0"),
     (["estimate", "--model", "llama-2-7b", "--active-sequences", "-1"], "-1"),

@@ -415,7 +415,7 @@ def test_unknown_model_type_lists_supported_and_the_way_out(files_dir):
     with pytest.raises(CourseInputError) as info:
         from_hf_config(files_dir / "unknown-type.config.json")
     message = str(info.value)
-    assert "'mamba'" in message
+    assert "'brandnew'" in message
     for family in SUPPORTED:
         assert family in message, f"the refusal should list {family} as supported: {message}"
     assert "params_total" in message, "the refusal should say how to give the count explicitly"
