@@ -52,10 +52,13 @@ __all__ = ["FAMILIES", "KV_GROUPS", "REPLICATED_GROUPS", "SHARDED_GROUPS", "Laye
 # --------------------------------------------------------------------- loading
 
 class _NonFinite:
-    """A NaN / Infinity read from JSON, kept until its key is known."""
+    """A NaN / Infinity read from JSON, kept until its key is known (shown as written, should it leak)."""
 
     def __init__(self, text: str):
         self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
 
 
 def _finite_float(text: str) -> float | _NonFinite:
@@ -63,10 +66,18 @@ def _finite_float(text: str) -> float | _NonFinite:
     return value if math.isfinite(value) else _NonFinite(text)
 
 
+def _non_finite_in(value: Any) -> _NonFinite | None:
+    """The first NaN / Infinity in a value and the lists inside it (objects are checked as they are read)."""
+    if isinstance(value, _NonFinite):
+        return value
+    if isinstance(value, list):
+        return next((bad for bad in map(_non_finite_in, value) if bad is not None), None)
+    return None
+
+
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     for key, value in pairs:
-        items = value if isinstance(value, list) else [value]
-        bad = next((v for v in items if isinstance(v, _NonFinite)), None)
+        bad = _non_finite_in(value)
         if bad is not None:
             raise CourseInputError(f"{key}={bad.text} is not finite; use a finite number")
     return dict(pairs)
@@ -87,8 +98,8 @@ def parse_config_text(text: str, where: str) -> dict[str, Any]:
         raise CourseInputError(f"config={where!r} holds a value Python refuses to read ({exc}); "
                                f"give a Hugging Face config.json") from None
     if not isinstance(data, dict):
-        raise CourseInputError(f"config={where!r} holds a {type(data).__name__}, not a JSON object; "
-                               f"give a Hugging Face config.json")
+        shown = "a non-finite number" if _non_finite_in(data) is not None else f"a {type(data).__name__}"
+        raise CourseInputError(f"config={where!r} holds {shown}, not a JSON object; give a Hugging Face config.json")
     return data
 
 
