@@ -257,8 +257,9 @@ class _Budget:
     def spend_bytes(self, count: int, where: str) -> None:
         self.bytes += count
         if self.bytes > MAX_TOTAL_HEADER_BYTES:
+            why = getattr(MAX_TOTAL_HEADER_BYTES, "why", "")
             raise CourseInputError(f"{where}: the folder's headers add up to more than {MAX_TOTAL_HEADER_BYTES:,} "
-                                   f"bytes ({MAX_TOTAL_HEADER_BYTES.why}); it is not a real checkpoint")
+                                   f"bytes{f' ({why})' if why else ''}; it is not a real checkpoint")
 
     def check_time(self, where: str) -> None:
         if time.process_time() - self.start > MAX_READ_SECONDS:

@@ -39,7 +39,7 @@ from .dtypes import DType, get_dtype
 from .errors import CourseInputError, check_count
 from .families import FAMILIES, build, build_text_only, supported, text_family
 from .families.generic import generic
-from .families.reader import Config
+from .families.reader import Config, check_model_types
 from .quantization import raw_torch_dtype, weight_format
 from .spec import KV_GROUPS, REPLICATED_GROUPS, SHARDED_GROUPS, LayerCache, LayerState, ModelSpec
 
@@ -179,6 +179,7 @@ def from_hf_config(source: Mapping[str, Any] | str | Path, *, name: str | None =
     model_type = cfg.get("model_type")
     label = name or str(cfg.get("_name_or_path") or model_type or "model")
     c = Config(cfg)
+    check_model_types(cfg)
     if params_total is not None:
         params_total = check_int("params_total", params_total, 1, MAX_PARAMS)
     if model_type in supported():
