@@ -10,8 +10,8 @@ is in the folder).
 
 Everything in a folder is untrusted input (see :mod:`course_lib.regular_files`
 for the files themselves). A header is checked as the safetensors format
-defines it (:func:`check_header`): a JSON object; ``__metadata__`` a map of
-strings to strings; every tensor a known ``dtype`` string, a ``shape`` of
+defines it (:func:`check_header`), and as the safetensors library reads it:
+a JSON object; ``__metadata__`` a map of strings to strings (or null); every tensor a known ``dtype`` string, a ``shape`` of
 whole numbers >= 0 and two whole ``data_offsets``, whose byte length is the
 shape's elements x the dtype's size; the tensors tile the data region from
 its first byte to its last, none overlapping. Each header, the index, the
@@ -29,7 +29,7 @@ bytes of data.
 >>> check_header({"w": {"dtype": ["F16"], "shape": [2, 3], "data_offsets": [0, 12]}}, 12, "f")
 Traceback (most recent call last):
 ...
-course_lib.errors.CourseInputError: f: tensor 'w' has dtype=['F16'], not a safetensors dtype; use one of BF16, BOOL, F16, F32, F4, F64, F6_E2M3, F6_E3M2, F8_E4M3, F8_E5M2, F8_E8M0, I16, I32, I64, I8, U16, U32, U64, U8
+course_lib.errors.CourseInputError: f: tensor 'w' has dtype=['F16'], not a safetensors dtype; use one of BF16, BOOL, C64, F16, F32, F4, F64, F6_E2M3, F6_E3M2, F8_E4M3, F8_E5M2, F8_E8M0, I16, I32, I64, I8, U16, U32, U64, U8
 """
 
 from __future__ import annotations
@@ -61,8 +61,8 @@ MAX_SHARDS = Bound(10_000, "real checkpoints have at most a few hundred shards")
 MAX_READ_SECONDS = 20.0
 #: Largest element count of one tensor (and of a shape's dimension).
 MAX_ELEMENTS = 10**15
-#: Bits per element of each safetensors dtype.
-DTYPE_BITS = {"F64": 64, "I64": 64, "U64": 64, "F32": 32, "I32": 32, "U32": 32, "F16": 16, "BF16": 16,
+#: Bits per element of each safetensors dtype (safetensors 0.8's ``Dtype``; C64 is complex64).
+DTYPE_BITS = {"F64": 64, "I64": 64, "U64": 64, "C64": 64, "F32": 32, "I32": 32, "U32": 32, "F16": 16, "BF16": 16,
               "I16": 16, "U16": 16, "F8_E4M3": 8, "F8_E5M2": 8, "F8_E8M0": 8, "I8": 8, "U8": 8, "BOOL": 8,
               "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6}
 #: The dtypes a server casts to the model's dtype at load (vLLM, transformers); the rest are kept as stored.
@@ -123,19 +123,11 @@ def _no_constant(text: str) -> Any:
     raise CourseInputError(f"{text} is not a JSON number")
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise CourseInputError(f"the key {key[:80]!r} appears twice")
-        out[key] = value
-    return out
-
-
 def load_json(data: bytes, where: str, what: str) -> Any:
-    """Strict JSON: UTF-8, no NaN/Infinity, no key given twice, bounded nesting; else one line."""
+    """Strict JSON: UTF-8, no NaN/Infinity, bounded nesting; else one line. A key given twice keeps its
+    last value, as the safetensors library (serde_json into a map) reads it."""
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
+        return json.loads(data.decode("utf-8"), parse_constant=_no_constant)
     except CourseInputError as exc:
         raise CourseInputError(f"{where}: {exc}; it is not a valid {what}") from None
     except RecursionError:
@@ -198,7 +190,7 @@ def check_header(header: Any, data_bytes: int, where: str) -> dict[str, Any]:
     spans: list[tuple[int, int, str]] = []
     for name, t in header.items():
         if name == "__metadata__":
-            if not isinstance(t, dict) or not all(isinstance(v, str) for v in t.values()):
+            if t is not None and (not isinstance(t, dict) or not all(isinstance(v, str) for v in t.values())):
                 raise CourseInputError(f"{where}: __metadata__={t!r:.60} is not a map of strings to strings")
             continue
         begin, end = _check_entry(name, t, data_bytes, where)
