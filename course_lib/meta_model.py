@@ -157,26 +157,44 @@ def _check_sizes(cfg: Mapping[str, Any], where: str = "") -> None:
                                            f"on the meta device ({bound.why}); use at most {bound:,}")
 
 
+def _kwargs(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in cfg.items() if isinstance(k, str) and not k.startswith("_")
+            and k not in ("model_type", "architectures", "auto_map", "transformers_version")}
+
+
+def hf_config(cfg: Mapping[str, Any]) -> Any:
+    """transformers' config object for ``cfg`` (its class's defaults for what ``cfg`` leaves out); one line if refused."""
+    _, transformers = _import()
+    from transformers import AutoConfig
+
+    _check_sizes(cfg)
+    with _quiet_and_offline():
+        try:
+            return AutoConfig.for_model(cfg.get("model_type"), **_kwargs(cfg))
+        except Exception as exc:        # transformers' own validation of an untrusted config: one line
+            raise CourseInputError(f"config (model_type={cfg.get('model_type')!r:.60}): transformers "
+                                   f"{transformers.__version__} refuses it ({_one_line(exc)}); fix that key in "
+                                   f"config.json") from None
+
+
+def completed(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """``cfg`` as transformers reads it: every key its config class defaults, filled in (``to_dict()``)."""
+    return hf_config(cfg).to_dict()
+
+
 def build(cfg: Mapping[str, Any], dtype: str = "bfloat16") -> tuple[Any, Any]:
     """(model, config) transformers builds from ``cfg`` on the meta device; a refusal is one line.
 
     bf16 by default: fused-expert kernels (``grouped_mm``) accept nothing else.
     """
     torch, transformers = _import()
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
     model_type = cfg.get("model_type")
     where = f"config (model_type={model_type!r:.60})"
-    _check_sizes(cfg)
-    kwargs = {k: v for k, v in cfg.items() if isinstance(k, str) and not k.startswith("_")
-              and k not in ("model_type", "architectures", "auto_map", "transformers_version")}
+    config = hf_config(cfg)
     with _quiet_and_offline():
-        try:
-            config = AutoConfig.for_model(model_type, **kwargs)
-        except Exception as exc:        # transformers' own validation of an untrusted config: one line
-            raise CourseInputError(f"{where}: transformers {transformers.__version__} refuses it "
-                                   f"({_one_line(exc)}); fix that key in config.json") from None
         if getattr(config, "is_encoder_decoder", False):
             raise CourseInputError(f"{where} is an encoder-decoder model; only decoder-only models are budgeted here")
         if hasattr(config, "is_decoder"):
@@ -417,33 +435,34 @@ def _dim(config: Any, *names: str, default: int = 0) -> int:
     return default
 
 
-def meta_spec(cfg: Mapping[str, Any], name: str) -> ModelSpec:
+def meta_spec(cfg: Mapping[str, Any], name: str, why: str | None = None) -> ModelSpec:
     """The :class:`ModelSpec` of the model transformers builds from ``cfg``: every figure read from the model.
 
     Built in bf16, and once more in fp32 if a kernel refuses bf16 on the meta device (the counts do not
-    depend on it). Whatever transformers raises on an untrusted config becomes one line.
+    depend on it). Whatever transformers raises on an untrusted config becomes one line. ``why`` says why
+    the model is built here (default: its model_type has no formula).
     """
     _, transformers = _import()
     where = f"config (model_type={cfg.get('model_type')!r:.60})"
     model, config = build(cfg)
     try:
-        return _spec(model, config, cfg, name, where)
+        return _spec(model, config, cfg, name, where, why)
     except CourseInputError as first:
         if "cannot run it on the meta device" not in str(first):
             raise
         model, config = build(cfg, "float32")
         try:
-            return _spec(model, config, cfg, name, where)
+            return _spec(model, config, cfg, name, where, why)
         except CourseInputError:
             raise first from None
 
 
-def _spec(model: Any, config: Any, cfg: Mapping[str, Any], name: str, where: str) -> ModelSpec:
+def _spec(model: Any, config: Any, cfg: Mapping[str, Any], name: str, where: str, why: str | None) -> ModelSpec:
     _, transformers = _import()
     try:
         params, buffers = _groups(model)
         layout = measure_cache(model, where)
-        return _assemble(model, config, cfg, name, params, buffers, layout)
+        return _assemble(model, config, cfg, name, params, buffers, layout, why)
     except CourseInputError:
         raise
     except Exception as exc:          # reading a model transformers built from an untrusted config
@@ -452,7 +471,7 @@ def _spec(model: Any, config: Any, cfg: Mapping[str, Any], name: str, where: str
 
 
 def _assemble(model: Any, config: Any, cfg: Mapping[str, Any], name: str, params: dict[str, int],
-              buffers: dict[str, int], layout: CacheLayout) -> ModelSpec:
+              buffers: dict[str, int], layout: CacheLayout, why: str | None) -> ModelSpec:
     _, transformers = _import()
     text = config.get_text_config(decoder=True)
     emb = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
@@ -464,7 +483,10 @@ def _assemble(model: Any, config: Any, cfg: Mapping[str, Any], name: str, params
         _dim(text, "num_key_value_heads", default=heads)
     mla = any(n.endswith("kv_a_proj_with_mqa") for n, _ in model.named_modules())
     attention = "mla" if mla else ("mha" if kv_heads == heads else ("mqa" if kv_heads == 1 else "gqa"))
+    if not layout.layers:
+        attention = "none"               # no layer caches K/V (a Mamba or RWKV-like model)
     towers = params.get("vision", 0)
+    default_why = f"model_type={cfg.get('model_type')!r} has no formula here"
     counted = (f"built by transformers {transformers.__version__} on the meta device: text decoder"
                + (f" + towers and projectors ({towers:,} params)" if towers else ""),)
     return ModelSpec(
@@ -479,7 +501,6 @@ def _assemble(model: Any, config: Any, cfg: Mapping[str, Any], name: str, params
         num_experts_per_tok=_dim(text, "num_experts_per_tok", "moe_topk", "top_k_experts"),
         max_position_embeddings=_dim(text, "max_position_embeddings", "n_positions") or None,
         counted=counted,
-        notes=(f"model_type={cfg.get('model_type')!r} has no formula here: parameters, buffers and the cache were "
-               f"measured on the model transformers {transformers.__version__} builds from the config on the meta "
-               f"device (no weights)",),
+        notes=(f"{why or default_why}: parameters, buffers and the cache were measured on the model transformers "
+               f"{transformers.__version__} builds from the config on the meta device (no weights)",),
     )

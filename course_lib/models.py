@@ -39,7 +39,7 @@ from .dtypes import DType, get_dtype
 from .errors import CourseInputError, check_count
 from .families import FAMILIES, build, build_text_only, supported, text_family
 from .families.generic import generic
-from .families.reader import Config, check_model_types
+from .families.reader import Config, MissingKey, check_model_types
 from .quantization import raw_torch_dtype, weight_format
 from .spec import KV_GROUPS, REPLICATED_GROUPS, SHARDED_GROUPS, LayerCache, LayerState, ModelSpec
 
@@ -183,7 +183,16 @@ def from_hf_config(source: Mapping[str, Any] | str | Path, *, name: str | None =
     if params_total is not None:
         params_total = check_int("params_total", params_total, 1, MAX_PARAMS)
     if model_type in supported():
-        spec = build(c, label)
+        try:
+            spec = build(c, label)
+        except MissingKey as missing:   # a key the config leaves to its transformers class's default
+            if meta_model.why_not(model_type) is not None:
+                raise
+            left_out = str(missing).split(": lacks ", 1)[-1].split(";")[0]
+            spec = build(Config(meta_model.completed(cfg)), label)
+            spec = replace(spec, notes=spec.notes + (
+                f"the config leaves out {left_out}: the default of transformers' {model_type} config class "
+                f"applies, as it does when the model is served",))
     else:
         spec = _without_formula(c, label, params_total, checkpoint)
     if params_total is not None:

@@ -116,7 +116,7 @@ class ModelSpec:
     params: Mapping[str, int]
     layers: tuple[LayerCache, ...]
     tie_word_embeddings: bool = False
-    attention: str = "gqa"  # mha, gqa, mqa or mla
+    attention: str = "gqa"  # mha, gqa, mqa, mla, or none (no layer caches K/V)
     num_experts: int = 0
     num_experts_per_tok: int = 0
     max_position_embeddings: int | None = None

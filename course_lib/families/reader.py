@@ -35,6 +35,10 @@ _WHY_WIDTH = "the widest dimension a config may give"
 _WHY_LAYERS = "10^6 layers; real models have under 200"
 
 
+class MissingKey(CourseInputError):
+    """A config leaves out a key the family's formula needs (transformers' config class may default it)."""
+
+
 def check_model_types(cfg: Mapping[str, Any], where: str = "") -> None:
     """Every nested config's ``model_type`` (text_config, vision_config, ...) is a string, or absent.
 
@@ -86,7 +90,7 @@ class Config:
             if self.cfg.get(key) is not None:
                 return self.cfg[key]
         if default is _MISSING:
-            raise self.refuse(f"lacks {' / '.join(repr(k) for k in keys)}; add it to config.json")
+            raise MissingKey(f"{self._where()}: lacks {' / '.join(repr(k) for k in keys)}; add it to config.json")
         return default
 
     def _key(self, keys: Sequence[str]) -> str:

@@ -222,7 +222,6 @@ BAD_INPUTS = [
     (["estimate", "--config", "tests/files/no-such.config.json"], "no-such.config.json"),
     (["estimate", "--config", "tests/files/malformed.config.json"], "malformed.config.json"),
     (["estimate", "--config", "tests/files/list.config.json"], "list.config.json"),
-    (["estimate", "--config", "tests/files/missing-fields.config.json"], "num_hidden_layers"),
     (["estimate", "--config", "tests/files/zero-heads.config.json"], "num_attention_heads=0"),
     (["estimate", "--config", "tests/files/unknown-type.config.json"], "brandnew"),
     (["estimate", "--model", "llama-2-7b", "--context-tokens", "-5"], "-5"),
