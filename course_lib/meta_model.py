@@ -56,8 +56,8 @@ MIN_WINDOW = LENGTHS[1] + 1
 #: 126 layers (Llama-3.1-405B), so 256 keeps a call within seconds.
 MAX_META_LAYERS = Bound(256, "building and running a layer on the meta device takes ~20 ms; real decoders have "
                              "at most ~130")
-#: Experts built as separate modules (older families) cost ~1 ms each to build; real models have at most 512.
-MAX_META_EXPERTS = Bound(4096, "real MoE models have at most 512 experts")
+#: Experts built as separate modules (older families) cost ~1 ms each to build; most real models have at most 512.
+MAX_META_EXPERTS = Bound(2**16, "the most experts of a real config are 16,384 (Doge-MoE's tiny ones)")
 #: Cache layer classes whose tensors mean what :func:`split_growth` assumes (keys/values/indexer keys grow
 #: with tokens, conv/recurrent states do not). Another class (a compressor's buffers) is refused by name.
 KNOWN_CACHE_LAYERS = ("DynamicLayer", "DynamicSlidingWindowLayer", "DynamicIndexedLayer", "LinearAttentionLayer",

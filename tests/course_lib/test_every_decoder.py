@@ -49,8 +49,9 @@ NOT_EXACT = {
                      "longcat_flash", "megatron-bert", "pi0", "qwen3_omni_moe_thinker", "reformer", "rembert",
                      "roformer", "step3p7", "xlm", "xlnet", "xlstm", "xmod"], NO_RUN),
     # our refusals, one line each: cache layer kinds not modelled (compressed attention, a reference
-    # window, cpmant's prompt-prefixed keys), no per-layer cache at all, or experts beyond the meta bound
-    **dict.fromkeys(["cpmant", "deepseek_v4", "doge", "openai-gpt", "recurrent_gemma", "rwkv", "unlimited_ocr"],
+    # window, cpmant's prompt-prefixed keys), or no per-layer cache at all (RWKV and RecurrentGemma keep
+    # their state outside transformers' Cache; GPT-1 keeps none)
+    **dict.fromkeys(["cpmant", "deepseek_v4", "openai-gpt", "recurrent_gemma", "rwkv", "unlimited_ocr"],
                     REFUSED),
 }
 
