@@ -87,6 +87,9 @@ def _import() -> tuple[Any, Any]:
     except ImportError as exc:
         raise CourseInputError(f"building a model on the meta device needs transformers and torch, which are "
                                f"not installed ({exc.name or exc}); install them with {INSTALL}") from None
+    except Exception as exc:          # an install that is there but broken (a torch that does not load)
+        raise CourseInputError(f"building a model on the meta device needs transformers and torch, which do "
+                               f"not import here ({_one_line(exc)}); reinstall them with {INSTALL}") from None
     return torch, transformers
 
 
