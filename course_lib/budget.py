@@ -39,8 +39,9 @@ from typing import Any
 
 from .dtypes import DType, get_dtype
 from .errors import CourseInputError, check_count
-from .models import (ModelSpec, formula_weight_bytes, kv_cache_bytes_per_sequence, kv_cache_bytes_per_token,
-                     params_per_gpu, replicated_params, state_bytes_per_sequence, weight_bytes, weights_format)
+from .models import (ModelSpec, checkpoint_words, formula_weight_bytes, kv_cache_bytes_per_sequence,
+                     kv_cache_bytes_per_token, params_per_gpu, replicated_params, state_bytes_per_sequence, weight_bytes,
+                     weights_format)
 from .quantization import WeightFormat
 from .units import GB, MiB, parse_bytes
 
@@ -315,6 +316,7 @@ class Estimate:
             "params_total": self.spec.params_total,
             "params_per_gpu": params_per_gpu(self.spec, self.tensor_parallel),
             "params_by_group": dict(self.spec.params),
+            "buffers_total": self.spec.buffers_total,
             "dtype": self.dtype,
             "kv_dtype": self.kv_dtype,
             "tensor_parallel": self.tensor_parallel,
@@ -334,6 +336,8 @@ class Estimate:
             "recurrent_state_bytes_per_sequence": self.recurrent_state_bytes_per_sequence,
             "state_dtype": self.state_dtype,
         }
+        if self.spec.checkpoint is not None:   # the folder's bytes as stored; weights_bytes is them as served
+            out["checkpoint_stored_bytes"] = self.spec.checkpoint.total_bytes
         out.update(self.budget.to_dict())
         return out
 
@@ -393,8 +397,7 @@ def estimate(spec: ModelSpec, *, gpu: int | str, dtype: str | None = None, kv_dt
     if source == "checkpoint":
         formula_words = (f"the formula gives {formula:,} B" if "given" not in spec.params
                          else "no formula for this family")
-        weights_note = (f"{spec.checkpoint.total_bytes:,} B read from the checkpoint ({spec.checkpoint.source})"
-                        f"{tp_note}; {formula_words}")
+        weights_note = f"{checkpoint_words(spec)}{tp_note}; {formula_words}"
     elif fmt.quantized is not None:
         weights_note = f"{params_per_gpu(spec, tp):,} params: {fmt.describe()}{tp_note}"
     else:

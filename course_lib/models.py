@@ -34,27 +34,32 @@ from typing import Any, Mapping
 
 from .bounds import MAX_CONFIG_FILE_BYTES, MAX_PARAMS, check_int
 from .checkpoint import read_checkpoint
+from . import meta_model
 from .dtypes import DType, get_dtype
 from .errors import CourseInputError, check_count
 from .families import FAMILIES, build, build_text_only, supported, text_family
 from .families.generic import generic
-from .families.reader import Config
+from .families.reader import Config, MissingKey, check_model_types
 from .quantization import WeightFormat, format_for_dtype, raw_torch_dtype, uniform, weight_format
 from .spec import KV_GROUPS, REPLICATED_GROUPS, SHARDED_GROUPS, LayerCache, LayerState, ModelSpec
 
 __all__ = ["active_params", "FAMILIES", "KV_GROUPS", "REPLICATED_GROUPS", "SHARDED_GROUPS", "LayerCache", "LayerState", "ModelSpec",
            "from_hf_config", "kv_cache_bytes_per_sequence", "kv_cache_bytes_per_token", "load_config",
            "params_per_gpu", "params_per_gpu_by_group", "replicated_params", "state_bytes_per_sequence",
-           "weight_bytes", "weights_format", "formula_weight_bytes"]
+           "weight_bytes", "weights_format", "formula_weight_bytes", "buffer_bytes", "checkpoint_served_bytes",
+           "checkpoint_words"]
 
 
 # --------------------------------------------------------------------- loading
 
 class _NonFinite:
-    """A NaN / Infinity read from JSON, kept until its key is known."""
+    """A NaN / Infinity read from JSON, kept until its key is known (shown as written, should it leak)."""
 
     def __init__(self, text: str):
         self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
 
 
 def _finite_float(text: str) -> float | _NonFinite:
@@ -62,10 +67,18 @@ def _finite_float(text: str) -> float | _NonFinite:
     return value if math.isfinite(value) else _NonFinite(text)
 
 
+def _non_finite_in(value: Any) -> _NonFinite | None:
+    """The first NaN / Infinity in a value and the lists inside it (objects are checked as they are read)."""
+    if isinstance(value, _NonFinite):
+        return value
+    if isinstance(value, list):
+        return next((bad for bad in map(_non_finite_in, value) if bad is not None), None)
+    return None
+
+
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     for key, value in pairs:
-        items = value if isinstance(value, list) else [value]
-        bad = next((v for v in items if isinstance(v, _NonFinite)), None)
+        bad = _non_finite_in(value)
         if bad is not None:
             raise CourseInputError(f"{key}={bad.text} is not finite; use a finite number")
     return dict(pairs)
@@ -86,8 +99,8 @@ def parse_config_text(text: str, where: str) -> dict[str, Any]:
         raise CourseInputError(f"config={where!r} holds a value Python refuses to read ({exc}); "
                                f"give a Hugging Face config.json") from None
     if not isinstance(data, dict):
-        raise CourseInputError(f"config={where!r} holds a {type(data).__name__}, not a JSON object; "
-                               f"give a Hugging Face config.json")
+        shown = "a non-finite number" if _non_finite_in(data) is not None else f"a {type(data).__name__}"
+        raise CourseInputError(f"config={where!r} holds {shown}, not a JSON object; give a Hugging Face config.json")
     return data
 
 
@@ -150,10 +163,15 @@ def from_hf_config(source: Mapping[str, Any] | str | Path, *, name: str | None =
     ...                        "n_head": 12, "n_positions": 1024, "vocab_size": 50257})
     >>> gpt2.params_total          # the published 124,439,808 of openai-community/gpt2
     124439808
-    >>> from_hf_config({"model_type": "mamba"})
+
+    A ``model_type`` without a formula is built by transformers on the meta
+    device when it is installed (:mod:`course_lib.meta_model`): its
+    parameters, buffers and cache are read from the model itself.
+
+    >>> from_hf_config({"model_type": "brandnew"})
     Traceback (most recent call last):
     ...
-    course_lib.errors.CourseInputError: model_type='mamba' is not supported; supported: ... (or give the parameter count explicitly: params_total=... / --params N, or a model folder with its safetensors)
+    course_lib.errors.CourseInputError: model_type='brandnew' is not supported: no formula here, and ... (or give the parameter count explicitly: params_total=... / --params N, or a model folder with its safetensors)
     """
     cfg = load_config(source)
     checkpoint = None
@@ -162,20 +180,24 @@ def from_hf_config(source: Mapping[str, Any] | str | Path, *, name: str | None =
     model_type = cfg.get("model_type")
     label = name or str(cfg.get("_name_or_path") or model_type or "model")
     c = Config(cfg)
+    check_model_types(cfg)
     if params_total is not None:
         params_total = check_int("params_total", params_total, 1, MAX_PARAMS)
-    if model_type in supported() or text_family(c):
-        spec = build(c, label) if model_type in supported() else build_text_only(c, label)
-        if params_total is not None:
-            spec = _override_params(spec, params_total)
-    elif params_total is not None or checkpoint is not None:
-        spec = generic(c, label, params_total, checkpoint)
+    if model_type in supported():
+        try:
+            spec = build(c, label)
+        except MissingKey as missing:   # a key the config leaves to its transformers class's default
+            if meta_model.why_not(model_type) is not None:
+                raise
+            left_out = str(missing).split(": lacks ", 1)[-1].split(";")[0]
+            spec = build(Config(meta_model.completed(cfg)), label)
+            spec = replace(spec, notes=spec.notes + (
+                f"the config leaves out {left_out}: the default of transformers' {model_type} config class "
+                f"applies, as it does when the model is served",))
     else:
-        raise CourseInputError(
-            f"model_type={model_type!r:.60} is not supported; supported: {', '.join(supported())} "
-            f"(or give the parameter count explicitly: params_total=... / --params N, "
-            f"or a model folder with its safetensors)"
-        )
+        spec = _without_formula(c, label, params_total, checkpoint)
+    if params_total is not None:
+        spec = _override_params(spec, params_total)
     if spec.params_total > MAX_PARAMS:
         raise CourseInputError(f"config for model_type={model_type!r} describes {spec.params_total:.3g} parameters, "
                                f"above the bound 10^13 (20x the largest published checkpoints); "
@@ -184,7 +206,25 @@ def from_hf_config(source: Mapping[str, Any] | str | Path, *, name: str | None =
     return replace(spec, torch_dtype=raw_torch_dtype(cfg), quantization=fmt, checkpoint=checkpoint)
 
 
+def _without_formula(c: Config, label: str, params_total: int | None, checkpoint: Any) -> ModelSpec:
+    """A model_type with no formula: built on the meta device when transformers knows it, else the
+    decoder of a known text family, else the common keys with a given count or a folder's bytes."""
+    reason = meta_model.why_not(c.model_type)
+    if reason is None:
+        return meta_model.meta_spec(c.cfg, label)
+    if text_family(c):
+        return build_text_only(c, label)
+    if params_total is not None or checkpoint is not None:
+        return generic(c, label, params_total, checkpoint, reason)
+    raise CourseInputError(
+        f"model_type={c.model_type!r:.60} is not supported: no formula here, and {reason}; supported: "
+        f"{', '.join(supported())} (or give the parameter count explicitly: params_total=... / --params N, "
+        f"or a model folder with its safetensors)")
+
+
 def _override_params(spec: ModelSpec, params_total: int) -> ModelSpec:
+    if dict(spec.params) == {"given": params_total}:
+        return spec
     return replace(spec, params={"given": params_total},
                    notes=spec.notes + ("parameter count given explicitly",))
 
@@ -192,17 +232,20 @@ def _override_params(spec: ModelSpec, params_total: int) -> ModelSpec:
 # ------------------------------------------------------------------ the formulas
 
 def weight_bytes(spec: ModelSpec, dtype: str | DType | WeightFormat | None = "fp16", tensor_parallel: int = 1) -> int:
-    """Bytes of weights on one GPU: about params x bytes / N.
+    """Bytes of weights on one GPU: about params x bytes / N, plus the persistent buffers.
 
     Norms, MoE routers and learned position tables are replicated on every GPU;
-    K/V projections split by KV head but never below one head per GPU.
+    K/V projections split by KV head but never below one head per GPU. Buffers
+    (``spec.buffers``: a router's bias, per-layer scalars) are loaded too, never
+    quantized, and held whole by every GPU (:func:`buffer_bytes`).
     ``dtype`` is what ``--dtype`` means everywhere (:func:`~course_lib.quantization.format_for_dtype`):
     a 16- or 32-bit dtype stores every tensor that way; a quantized one (fp8, int8,
     int4) quantizes the decoder's linear layers and keeps embeddings, the LM head,
     norms and routers in 16 bits, as real checkpoints do. A
     :class:`~course_lib.quantization.WeightFormat` is used as given. ``dtype=None``
-    uses the checkpoint's own format (``spec.quantization``), or its exact bytes
-    when read from its safetensors (``spec.checkpoint``).
+    uses the checkpoint's own format (``spec.quantization``), or, when read from a
+    model folder's safetensors (``spec.checkpoint``), its exact bytes in the dtype
+    it is served in (:func:`checkpoint_served_bytes`).
 
     >>> spec = from_hf_config({"model_type": "llama", "hidden_size": 4096,
     ...     "intermediate_size": 11008, "num_hidden_layers": 32,
@@ -211,14 +254,64 @@ def weight_bytes(spec: ModelSpec, dtype: str | DType | WeightFormat | None = "fp
     13476831232
     >>> weight_bytes(spec, "int4")     # 6,476,005,376 linear x (4 + 20/128)/8 B + 262,410,240 x 2 B
     3889307648
+    >>> from course_lib.presets import get_model                # + 58 x 256 router biases at 2 B
+    >>> weight_bytes(get_model("deepseek-v3"), "bf16") == 2 * 671_026_404_352 + 2 * 14_848
+    True
     """
     tensor_parallel = check_count("tensor_parallel", tensor_parallel, 1)
     if dtype is None and spec.checkpoint is not None:
         share = params_per_gpu(spec, tensor_parallel) / max(1, spec.params_total)
-        return math.ceil(spec.checkpoint.total_bytes * share)
+        return math.ceil(checkpoint_served_bytes(spec) * share)
     fmt = dtype if isinstance(dtype, WeightFormat) else weights_format(spec, dtype)
     by_group = params_per_gpu_by_group(spec, tensor_parallel)
-    return sum(fmt.dtype_for(group).bytes_for(count) for group, count in by_group.items())
+    return sum(fmt.dtype_for(group).bytes_for(count) for group, count in by_group.items()) + \
+        buffer_bytes(spec, fmt.base)
+
+
+def buffer_bytes(spec: ModelSpec, dtype: str | DType = "fp16") -> int:
+    """Bytes of the persistent buffers: in ``dtype`` when it is a 16-bit or wider float, else fp16
+    (a quantization method quantizes weights, never buffers)."""
+    dt = get_dtype(dtype)
+    if dt.bits < 16 or dt.group_size or not dt.name.startswith(("fp", "bf")):
+        dt = get_dtype("fp16")
+    return dt.bytes_for(spec.buffers_total)
+
+
+def checkpoint_served_bytes(spec: ModelSpec) -> int:
+    """A model folder's weights once loaded, in the dtype the config says it is served in.
+
+    An unquantized checkpoint's float tensors are cast to that dtype at load
+    (vLLM's ``dtype="auto"`` serves a float32 checkpoint in 16 bits); a
+    quantized one keeps what it stores (int4 packs, fp8, their fp32 scales).
+
+    >>> import json, struct, tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 4,
+    ...     "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 1, "vocab_size": 2,
+    ...     "torch_dtype": "float32"}))
+    >>> h = json.dumps({"w": {"dtype": "F32", "shape": [10], "data_offsets": [0, 40]}}).encode()
+    >>> _ = (d / "model.safetensors").write_bytes(struct.pack("<Q", len(h)) + h + bytes(40))
+    >>> spec = from_hf_config(d)
+    >>> spec.checkpoint.total_bytes, checkpoint_served_bytes(spec)     # 10 floats stored in 4 B, served in 2 B
+    (40, 20)
+    """
+    checkpoint, fmt = spec.checkpoint, spec.quantization
+    if fmt is not None and fmt.quantized is None:
+        served = checkpoint.served_bytes(fmt.base.bytes_per_value)
+        if served is not None:
+            return served
+    return checkpoint.total_bytes
+
+
+def checkpoint_words(spec: ModelSpec) -> str:
+    """A model folder's weights in words: the bytes as stored, and as served when they differ."""
+    checkpoint = spec.checkpoint
+    served = checkpoint_served_bytes(spec)
+    stored = f"{checkpoint.total_bytes:,} B read from the checkpoint ({checkpoint.source})"
+    if served == checkpoint.total_bytes:
+        return stored
+    return (f"{stored}, stored as {checkpoint.stored_dtypes}; served in {spec.quantization.base.name}: "
+            f"{served:,} B")
 
 
 def weights_format(spec: ModelSpec, dtype: str | DType | None = None) -> WeightFormat:

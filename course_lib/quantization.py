@@ -188,8 +188,8 @@ def format_from_config(cfg: Mapping[str, Any], model_type: str = "") -> WeightFo
                                 LINEAR_GROUPS, compute)
         if not (isinstance(block, list) and len(block) == 2):
             raise CourseInputError(f"config: quantization_config.weight_block_size={block!r:.60} is not [rows, cols]")
-        rows = _int({"r": block[0]}, ("r",), 128, 1, 1 << 16)
-        cols = _int({"c": block[1]}, ("c",), 128, 1, 1 << 16)
+        rows, cols = (_int({f"weight_block_size[{i}]": n}, (f"weight_block_size[{i}]",), 128, 1, 1 << 16)
+                      for i, n in enumerate(block))
         dt = DType(f"fp8-block{rows}x{cols}", 8, rows * cols, 32)
         return WeightFormat(dt.name, f"from quantization_config: fp8, weight_block_size [{rows}, {cols}], "
                             f"fp32 scales", base, dt, LINEAR_GROUPS, compute)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .budget import Budget, Estimate
 from .loading import ReadinessTimeline, RolloutPlan
+from .models import checkpoint_words
 from .offload import GPU_FLOPS, SwapVsRecompute, WeightOffload
 from .simulate import SimulationResult
 from .units import GB, GiB
@@ -64,7 +65,8 @@ def estimate_table(est: Estimate) -> str:
         f"estimate: {est.to_dict()['estimate_model']}",
         f"model: {spec.name} ({spec.model_type}, {spec.attention.upper()}, {spec.num_layers} layers, "
         f"{spec.num_attention_heads} heads / {spec.num_kv_heads} KV heads, head_dim {spec.head_dim})",
-        f"params_total: {spec.params_total:,}",
+        f"params_total: {spec.params_total:,}" + (f"; buffers_total: {spec.buffers_total:,} (loaded, not parameters)"
+                                                  if spec.buffers_total else ""),
         f"weights dtype: {est.weights_reason or est.dtype}",
         f"KV-cache dtype: {est.kv_dtype}; tensor parallel: {est.tensor_parallel}",
         f"kv_cache_bytes_per_token{per_gpu}: {est.kv_cache_bytes_per_token:,} B; context: {est.context_tokens} tokens",
@@ -74,8 +76,7 @@ def estimate_table(est: Estimate) -> str:
     if est.weights_source == "checkpoint":
         formula = (f"the formula gives {est.weights_formula_bytes:,}{per_gpu}" if "given" not in spec.params
                    else "no formula for this family")
-        head.append(f"weights bytes: {spec.checkpoint.total_bytes:,} from the checkpoint ({spec.checkpoint.source}); "
-                    f"{formula}")
+        head.append(f"weights bytes: {checkpoint_words(spec)}; {formula}")
     if spec.states:
         head.append(f"recurrent state{per_gpu}: {est.recurrent_state_bytes_per_sequence:,} B per sequence "
                     f"({len(spec.states)} linear-attention layers), the same at any length")

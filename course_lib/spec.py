@@ -88,7 +88,12 @@ class ModelSpec:
     """The shape of a decoder-only model, as memory sees it.
 
     params: parameter count by group (see SHARDED_GROUPS / KV_GROUPS /
-        REPLICATED_GROUPS); ``params_total`` is their sum.
+        REPLICATED_GROUPS); ``params_total`` is their sum, counted as transformers
+        counts ``model.parameters()`` (a tied weight once, no buffers).
+    buffers: persistent buffers by group: tensors the checkpoint stores and
+        serving loads that are not parameters (DeepSeek-V3's router
+        ``e_score_correction_bias``, Gemma-4's per-layer ``layer_scalar``);
+        ``buffers_total`` is their sum. They belong in the weight bytes.
     layers: one :class:`LayerCache` per attention layer, in order.
     states: one :class:`LayerState` per linear-attention layer (hybrids).
     not_loaded: parameters the checkpoint holds that serving does not load by
@@ -112,7 +117,7 @@ class ModelSpec:
     params: Mapping[str, int]
     layers: tuple[LayerCache, ...]
     tie_word_embeddings: bool = False
-    attention: str = "gqa"  # mha, gqa, mqa or mla
+    attention: str = "gqa"  # mha, gqa, mqa, mla, or none (no layer caches K/V)
     num_experts: int = 0
     num_experts_per_tok: int = 0
     max_position_embeddings: int | None = None
@@ -124,11 +129,17 @@ class ModelSpec:
     quantization: Any = None   # a course_lib.quantization.WeightFormat: the checkpoint's storage format
     checkpoint: Any = None     # a course_lib.checkpoint.Checkpoint: bytes read from the safetensors headers
     vision_config: Mapping[str, Any] = field(default_factory=dict)   # a multimodal model's tower, as configured
+    buffers: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def params_total(self) -> int:
-        """Every parameter serving loads (tied embeddings counted once)."""
+        """Every parameter serving loads (tied embeddings counted once; buffers apart)."""
         return sum(self.params.values())
+
+    @property
+    def buffers_total(self) -> int:
+        """Values of the persistent buffers serving loads beside the parameters."""
+        return sum(self.buffers.values())
 
     @property
     def sliding_window_layers(self) -> int:

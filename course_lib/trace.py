@@ -185,7 +185,9 @@ def read_trace(path: str | Path, *, name: str = "trace") -> list[Request]:
         content = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise CourseInputError(f"{name}={text!r} is not UTF-8 text; give a JSONL trace") from None
-    requests = parse_trace(content.splitlines(), source=text)
+    # JSON Lines separates records by "\n" only (a "\r" before it is JSON whitespace); str.splitlines would
+    # also split inside a string at U+2028, U+0085, \x1c... which JSON allows unescaped.
+    requests = parse_trace(content.split("\n"), source=text)
     if not requests:
         raise CourseInputError(f"{name}={text!r} holds no requests; give at least one JSON line")
     return requests

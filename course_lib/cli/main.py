@@ -11,6 +11,8 @@ line on stderr naming the value and what is valid; never a traceback.
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import sys
 from typing import Sequence
 
@@ -168,19 +170,68 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _StdoutError(Exception):
+    """A write to stdout failed (``> /dev/full``, a closed pipe); ``args[0]`` is the OSError."""
+
+
+class _GuardedStdout:
+    """sys.stdout whose write and flush errors are told apart from every other OSError of a verb."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise _StdoutError(exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise _StdoutError(exc) from None
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _stdout_failed(exc: OSError, stream) -> int:
+    """stdout cannot take the report: one line, and nothing left for the interpreter to fail flushing."""
+    try:        # point fd 1 at /dev/null, so the flush at exit has nothing to fail on
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, stream.fileno())
+        os.close(null)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
+    if isinstance(exc, BrokenPipeError):      # `course-memory ... | head`: the reader has what it wanted
+        return 0
+    sys.stderr.write(one_line(f"{PROG}: error: stdout cannot be written ({exc.strerror or exc}); "
+                              f"send the output somewhere it fits, e.g. a file on a disk with space") + "\n")
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    stream = sys.stdout
+    sys.stdout = _GuardedStdout(stream)
     try:
-        return int(args.func(args) or 0)
+        rc = int(args.func(args) or 0)
+        sys.stdout.flush()       # a write error shows here, while it can still be reported in one line
+        return rc
     except CourseInputError as exc:
         sys.stderr.write(one_line(f"{PROG}: error: {exc}") + "\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")
         return 130
+    except _StdoutError as exc:
+        return _stdout_failed(exc.args[0], stream)
     except BrokenPipeError:
-        return 0
+        return _stdout_failed(BrokenPipeError(), stream)
+    finally:
+        sys.stdout = stream
 
 
 def run_main() -> None:  # pragma: no cover - console-script shim

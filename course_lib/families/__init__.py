@@ -68,9 +68,13 @@ def build(c: Config, name: str) -> ModelSpec:
 
 def text_family(c: Config) -> str | None:
     """The known family of an unknown wrapper's ``text_config`` (e.g. mistral3 around a mistral), if any."""
-    text = c.cfg.get("text_config")
-    if isinstance(text, dict) and text.get("model_type") in FAMILIES:
-        return text["model_type"]
+    text = c.sub("text_config")           # refuses a text_config that is not a JSON object
+    if text is not None:
+        mt = text.cfg.get("model_type")
+        if mt is not None and not isinstance(mt, str):
+            raise c.refuse(f"text_config.model_type={mt!r:.60} is not a string; use e.g. \"llama\"")
+        if mt in FAMILIES:
+            return mt
     return None
 
 

@@ -33,19 +33,30 @@ from .parts import Params, add, embeddings, finish, gated_mlp, layer_types
 from .reader import Config
 
 
-def _per_layer_overrides(c: Config, n: int) -> dict[int, dict[str, int]]:
-    """``per_layer_config`` as published: {"05": {"head_dim": 512}, ...}."""
+def _per_layer_overrides(c: Config, n: int) -> dict[int, dict[str, int]] | None:
+    """``per_layer_config`` as published: {"05": {"head_dim": 512}, ...}; ``None`` when absent.
+
+    Absent, Gemma4TextConfig gives every full-attention layer ``global_head_dim`` (and, with
+    ``attention_k_eq_v``, ``num_global_key_value_heads``); given, even empty, exactly its overrides apply.
+    """
     given = c.cfg.get("per_layer_config")
     if given is None:
-        return {}
+        return None
     if not isinstance(given, dict):
         raise c.refuse("per_layer_config is not a JSON object of layer index -> settings")
     out: dict[int, dict[str, int]] = {}
     for key, value in given.items():
-        if not (isinstance(key, str) and key.isdigit() and int(key) < n and isinstance(value, dict)):
-            raise c.refuse(f"per_layer_config has the entry {str(key)[:20]!r}; use layer indices below {n}")
-        sub = Config(value, c.model_type)
-        out[int(key)] = {k: sub.width(k) for k in ("head_dim", "num_key_value_heads") if k in value}
+        index = key if isinstance(key, int) and not isinstance(key, bool) else \
+            int(key) if isinstance(key, str) and key.isascii() and key.isdigit() and len(key) < 8 else None
+        if index is None or index >= n:
+            raise c.refuse(f"per_layer_config has the entry {str(key)[:20]!r}; use layer indices 0 to {n - 1}")
+        if not isinstance(value, dict):
+            raise c.refuse(f"per_layer_config[{key!r}]={value!r:.40} is not a JSON object of settings "
+                           f"(head_dim, num_key_value_heads)")
+        named = Config({f"per_layer_config[{key!r}].{k}": v for k, v in value.items() if isinstance(k, str)},
+                       c.model_type)
+        out[index] = {k: named.width(f"per_layer_config[{key!r}].{k}")
+                      for k in ("head_dim", "num_key_value_heads") if value.get(k) is not None}
     return out
 
 
@@ -85,22 +96,23 @@ def gemma4_text(c: Config, name: str) -> ModelSpec:
         experts = top_k = moe_inter = 0
 
     params: Params = {}
+    buffers: Params = {}
     embeddings(params, vocab, hidden, tied)
     cache: list[LayerCache] = []
     for i, t in enumerate(types):
         full = t == "full_attention"
-        if i in overrides or not overrides:
-            default_hd = global_head_dim if full and not overrides else head_dim
-            hd = overrides.get(i, {}).get("head_dim", default_hd)
-            kv = overrides.get(i, {}).get(
-                "num_key_value_heads", global_kv if full and k_eq_v and global_kv and not overrides else kv_default)
+        if overrides is None:              # the config class's default overrides: full layers go global
+            hd = global_head_dim if full else head_dim
+            kv = global_kv if full and k_eq_v and global_kv else kv_default
         else:
-            hd, kv = head_dim, kv_default
+            hd = overrides.get(i, {}).get("head_dim", head_dim)
+            kv = overrides.get(i, {}).get("num_key_value_heads", kv_default)
         if heads % kv:
             raise c.refuse(f"layer {i}: {kv} KV heads must divide num_attention_heads={heads}")
         b = 1 if bias else 0
         add(params, "attention", 2 * hidden * heads * hd + b * (heads * hd + hidden))   # q_proj, o_proj
-        add(params, "norms", hd + 4 * hidden + 1)        # q_norm, four layer norms, layer_scalar
+        add(params, "norms", hd + 4 * hidden)            # q_norm, four layer norms
+        add(buffers, "norms", 1)                         # layer_scalar: an nn.Buffer, stored in the checkpoint
         is_shared = i >= first_shared
         if not is_shared:
             has_v = not (k_eq_v and full)
@@ -122,7 +134,7 @@ def gemma4_text(c: Config, name: str) -> ModelSpec:
         add(params, "norms", per_layer_dim)
     spec = finish(c, name=name, hidden=hidden, heads=heads, kv_heads=kv_default, head_dim=head_dim, layers=n,
                   intermediate=inter, vocab=vocab, params=params, tied=tied, cache=cache,
-                  num_experts=experts, num_experts_per_tok=top_k)
+                  num_experts=experts, num_experts_per_tok=top_k, buffers=buffers)
     if shared:
         spec = replace(spec, notes=spec.notes + (
             f"the last {shared} layers reuse earlier layers' KV cache: {len(cache)} of {n} layers cache K/V",))
@@ -132,11 +144,12 @@ def gemma4_text(c: Config, name: str) -> ModelSpec:
 # ------------------------------------------------------------------ towers
 
 def _clip_buffers(v: Config, linears: int, default: bool) -> int:
-    """use_clipped_linears: four scalar clamp bounds per linear, saved with the checkpoint."""
+    """use_clipped_linears: four scalar clamp bounds per linear (``nn.Buffer``), saved with the checkpoint."""
     return 4 * linears if v.flag("use_clipped_linears", default) else 0
 
 
-def gemma4_vision_params(v: Config, text_hidden: int) -> int:
+def gemma4_vision_params(v: Config, text_hidden: int) -> tuple[int, int]:
+    """(parameters, persistent buffers) of the vision tower and its projector."""
     h = v.width("hidden_size", default=768)
     i = v.width("intermediate_size", default=3072)
     layers = v.layers("num_hidden_layers", default=16)
@@ -147,13 +160,15 @@ def gemma4_vision_params(v: Config, text_hidden: int) -> int:
     positions = v.width("position_embedding_size", default=10 * 1024)
     total = 3 * patch * patch * h + 2 * positions * h                # input_proj, position_embedding_table
     per_layer = 2 * h * heads * hd + 2 * h * kv * hd + 2 * hd + 3 * h * i + 4 * h
-    total += layers * (per_layer + _clip_buffers(v, 7, False))
+    total += layers * per_layer
+    buffers = layers * _clip_buffers(v, 7, False)
     if v.flag("standardize", False):
-        total += 2 * h                                               # std_bias, std_scale
-    return total + h * text_hidden                                   # embed_vision.embedding_projection
+        buffers += 2 * h                                             # std_bias, std_scale (buffers)
+    return total + h * text_hidden, buffers                          # + embed_vision.embedding_projection
 
 
-def gemma4_audio_params(a: Config, text_hidden: int) -> int:
+def gemma4_audio_params(a: Config, text_hidden: int) -> tuple[int, int]:
+    """(parameters, persistent buffers) of the audio tower and its projector."""
     h = a.width("hidden_size", default=1024)
     layers = a.layers("num_hidden_layers", default=12)
     heads = a.width("num_attention_heads", default=8)
@@ -162,14 +177,16 @@ def gemma4_audio_params(a: Config, text_hidden: int) -> int:
     channels = a.cfg.get("subsampling_conv_channels", [128, 32])
     if not (isinstance(channels, list) and len(channels) == 2):
         raise a.refuse("subsampling_conv_channels must be a list of two channel counts")
-    c0, c1 = (Config({"c": ch}, a.model_type).width("c") for ch in channels)
+    c0, c1 = (Config({f"subsampling_conv_channels[{i}]": ch}, a.model_type).width(f"subsampling_conv_channels[{i}]")
+              for i, ch in enumerate(channels))
     hd = h // heads
     total = c0 * 9 + c0 + c1 * c0 * 9 + c1 + (c0 // 4) * c1 * h      # two 3x3 convs + LayerNorms, input_proj
     feed_forward = 2 * (2 * 4 * h * h + 2 * h)                       # two macaron FFNs, pre/post norms each
     attn = hd + 4 * h * heads * hd + h * heads * hd                  # per_dim_scale, q, k, v, post, relative_k
     light_conv = 2 * h * h + h * h + h * kernel + 2 * h              # linear_start, linear_end, depthwise, norms
-    total += layers * (feed_forward + attn + light_conv + 3 * h + _clip_buffers(a, 10, True))
-    return total + h * out + out + out * text_hidden                 # output_proj, embed_audio projection
+    total += layers * (feed_forward + attn + light_conv + 3 * h)
+    buffers = layers * _clip_buffers(a, 10, True)
+    return total + h * out + out + out * text_hidden, buffers        # + output_proj, embed_audio projection
 
 
 def gemma4(c: Config, name: str) -> ModelSpec:
@@ -179,7 +196,7 @@ def gemma4(c: Config, name: str) -> ModelSpec:
         raise c.refuse("lacks 'text_config' (the language model's settings); add it to config.json")
     text_cfg = dict(text.cfg, tie_word_embeddings=c.flag("tie_word_embeddings", True))
     spec = gemma4_text(Config(text_cfg, "gemma4_text"), name)
-    params = dict(spec.params)
+    params, buffers = dict(spec.params), dict(spec.buffers)
     counted = ["text decoder (gemma4_text)"]
     for key, words, tower in (("vision_config", "vision tower + projector", gemma4_vision_params),
                               ("audio_config", "audio tower + projector", gemma4_audio_params)):
@@ -187,7 +204,8 @@ def gemma4(c: Config, name: str) -> ModelSpec:
         if sub is None:
             counted.append(f"no {key}")
             continue
-        count = tower(sub, spec.hidden_size)
+        count, tower_buffers = tower(sub, spec.hidden_size)
         add(params, "vision", count)
-        counted.append(f"{words}: {count:,} params")
-    return replace(spec, model_type=c.model_type, params=params, counted=tuple(counted))
+        add(buffers, "vision", tower_buffers)
+        counted.append(f"{words}: {count:,} params" + (f" + {tower_buffers:,} buffer values" if tower_buffers else ""))
+    return replace(spec, model_type=c.model_type, params=params, buffers=buffers, counted=tuple(counted))

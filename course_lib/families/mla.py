@@ -8,8 +8,10 @@ per token per layer as ordinary attention; the latent is 512 + 64 = 576.
 Layers before ``first_k_dense_replace`` use a dense MLP; the rest have
 ``n_routed_experts`` routed experts, one shared MLP of
 ``n_shared_experts x moe_intermediate_size`` and a router (``gate``). V3's
-router adds ``e_score_correction_bias`` (one value per expert), a buffer in
-transformers but a tensor of the checkpoint, so it is counted here.
+router adds ``e_score_correction_bias`` (one value per expert): a persistent
+buffer in transformers, not a parameter, but a tensor of the checkpoint that
+serving loads, so it is in ``spec.buffers`` (and the weight bytes), not in
+``params``.
 
 DeepSeek-V3 ships ``num_nextn_predict_layers`` multi-token-prediction (MTP)
 layers in its checkpoint. Serving loads them only for MTP speculative decoding,
@@ -19,11 +21,14 @@ so they are not in ``params`` but in ``spec.not_loaded["mtp"]``.
 >>> v3 = get_model("deepseek-v3")
 >>> v3.layers[0].values_per_token           # 512 + 64
 576
->>> v3.params_total, v3.not_loaded["mtp"]    # the published "671B" main model, and its MTP layer
-(671026419200, 13463426304)
+>>> v3.params_total, v3.buffers_total       # transformers' count of the "671B", and 58 x 256 router biases
+(671026404352, 14848)
+>>> v3.not_loaded["mtp"]                    # the checkpoint's multi-token-prediction layer
+13463426304
 
-The two add to 684,489,845,504; the model card's "685B" also counts the fp8
-checkpoint's ``weight_scale_inv`` tensors (one per 128 x 128 block, ~41 M).
+Parameters, buffers and the MTP layer add to 684,489,845,504; the model
+card's "685B" also counts the fp8 checkpoint's ``weight_scale_inv`` tensors
+(one per 128 x 128 block, ~41 M).
 """
 
 from __future__ import annotations
@@ -75,8 +80,10 @@ def deepseek(c: Config, name: str) -> ModelSpec:
         block: Params = {}
         add(block, "experts", routed * gated_mlp(hidden, moe_inter))
         add(block, "shared_experts", gated_mlp(hidden, moe_inter * shared, mlp_bias) if shared else 0)
-        add(block, "router", routed * hidden + (routed if v3 else 0))   # gate (+ e_score_correction_bias)
+        add(block, "router", routed * hidden)                           # gate.weight
         return block
+
+    router_bias = routed if v3 else 0                                   # gate.e_score_correction_bias (a buffer)
 
     params: Params = {}
     embeddings(params, vocab, hidden, tied)
@@ -86,6 +93,8 @@ def deepseek(c: Config, name: str) -> ModelSpec:
     for group, count in moe_block().items():
         add(params, group, moe_layers * count)
     add(params, "norms", n * (2 * hidden + attn_norms) + hidden)
+    buffers: Params = {}
+    add(buffers, "router", moe_layers * router_bias)
 
     not_loaded: dict[str, int] = {}
     notes: tuple[str, ...] = ()
@@ -93,7 +102,7 @@ def deepseek(c: Config, name: str) -> ModelSpec:
     if mtp:
         # Each MTP module: enorm, hnorm, eh_proj (2h -> h), one MoE decoder layer, and its own copies of
         # the embedding and the head (shared_head.norm + shared_head.head), as the checkpoint stores them.
-        layer = attn + attn_kv + sum(moe_block().values()) + 2 * hidden + attn_norms
+        layer = attn + attn_kv + sum(moe_block().values()) + router_bias + 2 * hidden + attn_norms
         not_loaded["mtp"] = mtp * (2 * vocab * hidden + 2 * hidden * hidden + 3 * hidden + layer)
         notes = (f"num_nextn_predict_layers={mtp}: the checkpoint's multi-token-prediction weights "
                  f"({not_loaded['mtp']:,} params) are not counted; serving loads them only for MTP "
@@ -105,4 +114,4 @@ def deepseek(c: Config, name: str) -> ModelSpec:
                   layers=n, intermediate=inter, vocab=vocab, params=params, tied=tied, cache=cache,
                   attention="mla", num_experts=routed,
                   num_experts_per_tok=c.width("num_experts_per_tok", default=8 if v3 else 0, minimum=0),
-                  not_loaded=not_loaded, notes=notes)
+                  not_loaded=not_loaded, notes=notes, buffers=buffers)

@@ -35,6 +35,28 @@ _WHY_WIDTH = "the widest dimension a config may give"
 _WHY_LAYERS = "10^6 layers; real models have under 200"
 
 
+class MissingKey(CourseInputError):
+    """A config leaves out a key the family's formula needs (transformers' config class may default it)."""
+
+
+def check_model_types(cfg: Mapping[str, Any], where: str = "") -> None:
+    """Every nested config's ``model_type`` (text_config, vision_config, ...) is a string, or absent.
+
+    >>> check_model_types({"model_type": "mistral3", "text_config": {"model_type": ["mistral"]}})
+    Traceback (most recent call last):
+    ...
+    course_lib.errors.CourseInputError: config: text_config.model_type=['mistral'] is not a string; use e.g. "mistral"
+    """
+    for key, value in cfg.items():
+        if isinstance(value, Mapping) and isinstance(key, str):
+            mt = value.get("model_type")
+            if mt is not None and not isinstance(mt, str):
+                example = "mistral" if key == "text_config" else "siglip_vision_model"
+                raise CourseInputError(f"config: {where}{key}.model_type={mt!r:.60} is not a string; "
+                                       f"use e.g. \"{example}\"")
+            check_model_types(value, f"{where}{key}.")
+
+
 class Config:
     """One config dict (or its ``text_config``), read under a family's key names.
 
@@ -68,7 +90,7 @@ class Config:
             if self.cfg.get(key) is not None:
                 return self.cfg[key]
         if default is _MISSING:
-            raise self.refuse(f"lacks {' / '.join(repr(k) for k in keys)}; add it to config.json")
+            raise MissingKey(f"{self._where()}: lacks {' / '.join(repr(k) for k in keys)}; add it to config.json")
         return default
 
     def _key(self, keys: Sequence[str]) -> str:

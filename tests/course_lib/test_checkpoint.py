@@ -68,11 +68,18 @@ def test_bf16_folder_bytes_equal_formula(tmp_path):
     assert "read from the checkpoint" in est.budget.pools[0].note and "the formula gives" in est.budget.pools[0].note
 
 
-def test_sharded_folder_uses_the_index_total(tmp_path):
+def test_sharded_folder_reads_the_shards_its_index_names(tmp_path):
+    # The shards' headers (bounded in all, see test_checkpoint_input.py) give the bytes per dtype; the
+    # index's total_size alone is used only when no shard is in the folder.
     write_folder(tmp_path / "m", TINY_LLAMA, bf16_tensors(TINY_LLAMA), shards=3)
     spec = from_hf_config(tmp_path / "m")
-    assert spec.checkpoint.source == "model.safetensors.index.json metadata.total_size"
-    assert spec.checkpoint.total_bytes == 2 * spec.params_total
+    assert spec.checkpoint.source == "safetensors headers (3 files)"
+    assert spec.checkpoint.total_bytes == 2 * spec.params_total == spec.checkpoint.bytes_by_dtype["BF16"]
+    for shard in (tmp_path / "m").glob("*.safetensors"):
+        shard.unlink()
+    alone = from_hf_config(tmp_path / "m").checkpoint
+    assert alone.source == "model.safetensors.index.json metadata.total_size (no shard in the folder)"
+    assert alone.total_bytes == 2 * spec.params_total
 
 
 def test_headers_only_a_sparse_terabyte_reads_instantly(tmp_path):
@@ -108,7 +115,8 @@ def test_header_offsets_must_match_shapes(tmp_path):
     header = json.dumps({"w": {"dtype": "F16", "shape": [4], "data_offsets": [0, 4]}}).encode()   # 4 x 2 B = 8
     (tmp_path / "config.json").write_text(json.dumps(TINY_LLAMA))
     (tmp_path / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 8)
-    with pytest.raises(CourseInputError, match="malformed"):
+    with pytest.raises(CourseInputError, match=r"tensor 'w' has data_offsets=\[0, 4\] \(4 bytes\) but shape \[4\] "
+                                               r"of F16 needs 8 bytes"):
         from_hf_config(tmp_path)
 
 

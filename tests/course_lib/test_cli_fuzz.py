@@ -26,6 +26,14 @@ replicas, plotted) is probed just past it here, and its worst case run once in t
 Configs are generated too (every supported family, model folders with good and broken safetensors);
 a crash the fuzzer finds in the config reader (the families branch's work) is recorded in
 test_cli_bad_input.py and kept out of the generator.
+
+Model folders get a fuzzer of their own (:func:`test_fuzz_model_folders`): entries of every kind
+(regular files, directories, FIFOs, sockets, symlink loops, dangling and good links) under the names
+a folder reader opens, safetensors headers generated from the format and then broken one field at a
+time, and indexes that agree with their shards or not. Beyond the contract it checks the reader
+against an independent implementation, the safetensors library: each generated file is accepted by
+both or refused by both, and a folder whose every file the library accepts is estimated with exactly
+the bytes the generator wrote.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import itertools
 import json
 import math
 import os
+import socket
 import struct
 from pathlib import Path
 
@@ -46,6 +55,7 @@ from hypothesis import strategies as st
 from conftest import Hang
 from course_lib import bounds as B
 from course_lib.cli import main
+from course_lib.errors import CourseInputError
 from course_lib.families import supported
 from course_lib.presets import model_names
 
@@ -197,6 +207,203 @@ def model_folder(draw, scratch: "Scratch") -> str:
         return str(folder)
     (folder / "model.safetensors").write_bytes(body)
     return str(folder)
+
+
+# ------------------------------------------------------------------ model folders, from the format
+
+from course_lib.checkpoint import DTYPE_BITS, read_header  # noqa: E402  (the reader under test)
+
+TENSOR_NAMES = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=10).filter(
+    lambda n: n != "__metadata__")
+
+
+@st.composite
+def tensor_table(draw, prefix: str = "") -> tuple[dict, int]:
+    """A valid header, laid out as save_file lays it out (tensors tiling the data), and its data bytes.
+    ``prefix`` keeps names unique across the shards of one folder, as in a real checkpoint."""
+    header, at = {}, 0
+    for name in (prefix + n for n in draw(st.lists(TENSOR_NAMES, max_size=4, unique=True))):
+        dtype = draw(st.sampled_from(sorted(DTYPE_BITS)))
+        shape = draw(st.lists(st.integers(0, 6), max_size=3))
+        if math.prod(shape) * DTYPE_BITS[dtype] % 8:
+            shape.append(8)                  # a sub-byte dtype must fill whole bytes
+        size = math.prod(shape) * DTYPE_BITS[dtype] // 8
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [at, at + size]}
+        at += size
+    if draw(st.booleans()):
+        header["__metadata__"] = draw(st.one_of(st.just({"format": "pt"}), st.none(), st.dictionaries(
+            _text(4), _text(4), max_size=2)))
+    return header, at
+
+
+def _break_header(draw, header: dict, data: int) -> tuple[bytes | None, int]:
+    """One field of a valid header broken (or none): (the header's JSON text, or None for ``header``; data bytes)."""
+    tensors = [k for k in header if k != "__metadata__"]
+    kind = draw(st.sampled_from(["none"] * 6 + ["dtype", "shape", "offsets", "missing", "metadata", "data", "text"]))
+    if kind in ("dtype", "shape", "offsets", "missing") and not tensors:
+        kind = "data"
+    if kind == "dtype":
+        header[draw(st.sampled_from(tensors))]["dtype"] = draw(st.sampled_from([["F16"], 16, None, "X9", "f16", ""]))
+    elif kind == "shape":
+        header[draw(st.sampled_from(tensors))]["shape"] = draw(st.sampled_from(
+            [[-1], [1.5], "4", [True], [10**20], None, [[2]]]))
+    elif kind == "offsets":
+        t = header[draw(st.sampled_from(tensors))]
+        begin, end = t["data_offsets"]
+        t["data_offsets"] = draw(st.sampled_from([[end + 1, end], [float(begin), float(end)], [begin, end, end],
+                                                  [begin], [begin, data + 8], [max(0, begin - 1), end], "x",
+                                                  [-1, end]]))
+    elif kind == "missing":
+        header[draw(st.sampled_from(tensors))].pop(draw(st.sampled_from(["dtype", "shape", "data_offsets"])))
+    elif kind == "metadata":
+        header["__metadata__"] = draw(st.sampled_from([{"a": 1}, [1], "x", {"a": None}]))
+    elif kind == "data":
+        data += draw(st.sampled_from([1, 7, -1])) if data else draw(st.sampled_from([1, 3]))
+    elif kind == "text":
+        text = json.dumps(header)
+        return draw(st.sampled_from([text[:-1], "[]", text.replace("}", ", \"n\": NaN}", 1) if "}" in text else "{",
+                                     "", "null", text + " garbage"])).encode(), data
+    return None, max(0, data)
+
+
+@st.composite
+def safetensors_bytes(draw, prefix: str = "") -> bytes:
+    header, data = draw(tensor_table(prefix))
+    text, data = _break_header(draw, header, data)
+    raw = text if text is not None else json.dumps(header, ensure_ascii=draw(st.booleans())).encode()
+    if draw(st.integers(0, 19)) == 0:
+        raw = raw + b"\xff"                  # not UTF-8
+    length = len(raw)
+    bad_length = draw(st.integers(0, 19))
+    if bad_length == 0:
+        length = draw(st.sampled_from([0, len(raw) + 64, 2**63, 2**64 - 1]))
+    body = struct.pack("<Q", length) + raw + bytes(data)
+    if draw(st.integers(0, 19)) == 0:
+        body = body[:draw(st.integers(0, len(body)))]     # truncated anywhere
+    return body
+
+
+ENTRY_KINDS = ("regular",) * 8 + ("directory", "fifo", "socket", "loop", "dangling", "link")
+
+
+def _place(draw, path: Path, content: bytes) -> None:
+    """``content`` at ``path`` as a regular file, or in its place an entry of another kind."""
+    kind = draw(st.sampled_from(ENTRY_KINDS))
+    if kind == "regular":
+        path.write_bytes(content)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        sock = socket.socket(socket.AF_UNIX)
+        try:
+            sock.bind(str(path))
+        except OSError:             # a path too long for a socket: a regular file instead
+            path.write_bytes(content)
+        finally:
+            sock.close()
+    elif kind == "loop":
+        path.symlink_to(path.name)
+    elif kind == "dangling":
+        path.symlink_to("nowhere." + path.name)
+    else:
+        blob = path.with_name("blob-" + path.name.replace(".safetensors", ".bin"))
+        blob.write_bytes(content)
+        path.symlink_to(blob.name)
+
+
+def _library_accepts(path: Path) -> bool | None:
+    """Whether the safetensors library reads ``path`` (None: not a regular file, so not its question)."""
+    from safetensors import SafetensorError, safe_open
+
+    if not path.is_file():
+        return None
+    try:
+        with safe_open(str(path), "np") as f:
+            list(f.keys())
+        return True
+    except (SafetensorError, OSError):
+        return False
+
+
+@st.composite
+def folder_case(draw, scratch: "Scratch") -> tuple[str, bool, int | None]:
+    """(a model folder, whether every file in it should read, the tensor bytes it holds or None without shards)."""
+    d = scratch.root / "model"
+    d.mkdir()
+    good = draw(st.integers(0, 9)) < 8
+    config = json.dumps(dict(LLAMA, tie_word_embeddings=draw(st.booleans()))) if good else draw(config_text())
+    if draw(st.integers(0, 19)) == 0:
+        _place(draw, d / "config.json", config.encode())
+        good = good and (d / "config.json").is_file()
+    else:
+        (d / "config.json").write_text(config, encoding="utf-8")
+    shards = draw(st.integers(0, 3))
+    names = ["model.safetensors"] if shards == 1 else [f"model-{k + 1:05d}-of-{shards:05d}.safetensors"
+                                                       for k in range(shards)]
+    expected, weight_map = 0, {}
+    for k, name in enumerate(names):
+        content = draw(safetensors_bytes(f"{k}."))
+        _place(draw, d / name, content)
+        accepted = _library_accepts(d / name)
+        good = good and bool(accepted)
+        if accepted:
+            header = read_header(d / name)      # the reader under test; the library agreed it is valid
+            expected += sum(t["data_offsets"][1] - t["data_offsets"][0] for k, t in header.items()
+                            if k != "__metadata__")
+            weight_map.update({k: name for k in header if k != "__metadata__"})
+    if shards > 1 or (shards and draw(st.booleans())):
+        index = {"metadata": {"total_size": expected}, "weight_map": dict(weight_map)}
+        broken = draw(st.sampled_from(["none"] * 4 + ["traversal", "missing", "foreign", "total", "empty", "text"]))
+        if broken == "traversal":
+            index["weight_map"]["x"] = draw(st.sampled_from(["../x.safetensors", "/etc/passwd", 5, "", "a/b.safetensors"]))
+        elif broken == "missing":
+            index["weight_map"]["x"] = "model-09999-of-09999.safetensors"
+        elif broken == "foreign" and names:
+            index["weight_map"]["not-in-any-header"] = names[0]
+        elif broken == "total":
+            index["metadata"]["total_size"] = draw(st.sampled_from([-1, 1.5, "8", 10**30, None]))
+        elif broken == "empty":
+            index["weight_map"] = {}
+        text = json.dumps(index) if broken != "text" else draw(st.sampled_from(["[", "[]", "{}", "NaN"]))
+        if not weight_map and broken == "none":
+            good = False                     # an index of nothing is refused
+        good = good and broken == "none"
+        _place(draw, d / "model.safetensors.index.json", text.encode())
+        good = good and (d / "model.safetensors.index.json").is_file()
+    return str(d), good, expected if shards else None
+
+
+@settings(max_examples=EXAMPLES, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_fuzz_model_folders(data, fuzz_root, stand_ins, resource_guard):
+    """Model folders of every kind: the contract, the safetensors library's verdict, and the exact bytes."""
+    scratch = Scratch(fuzz_root)
+    folder, good, expected = data.draw(folder_case(scratch), label="folder")
+    for path in Path(folder).glob("*.safetensors"):     # each file: our reader iff the library
+        library = _library_accepts(path)
+        event(f"file: {'not regular' if library is None else 'library reads' if library else 'library refuses'}")
+        if library is None:
+            continue
+        try:
+            read_header(path)
+            ours = True
+        except CourseInputError:
+            ours = False
+        assert ours == library, f"{path.name}: the safetensors library {'reads' if library else 'refuses'} " \
+                                f"it, course_lib {'reads' if ours else 'refuses'} it: {path.read_bytes()[:300]!r}"
+    argv = ["estimate", "--config", folder, "--json"]
+    run_contract(argv, scratch.root, resource_guard)
+    event(f"folder: {'all valid' if good else 'something odd'}")
+    if good:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = main(argv)
+        assert rc == 0, f"a folder the library reads whole was refused: {err.getvalue()}"
+        stored = json.loads(out.getvalue()).get("checkpoint_stored_bytes")
+        assert stored == expected, f"{folder}: {stored} bytes counted, the generator wrote {expected}"
 
 
 TRACE_INT = st.one_of(st.integers(0, 600), st.integers(1, 3000),

@@ -25,14 +25,30 @@ IMPORTS = {
                      "per_sequence_kv_bytes='1.5GB', active_sequences=4)",
     # every family's formula, the presets, and the estimate, with no transformers or torch behind them
     "estimate every preset": "import course_lib as c; [c.estimate(c.get_model(m), gpu='b200') for m in c.model_names()]",
+    # (a family with a formula: one without is built by transformers on the meta device, the heavy path)
     "read a model folder's safetensors headers": (
         "import json, struct, tempfile, pathlib, course_lib; d = pathlib.Path(tempfile.mkdtemp()); "
-        "(d / 'config.json').write_text(json.dumps({'model_type': 'newfamily', 'hidden_size': 64, "
-        "'num_hidden_layers': 2, 'num_attention_heads': 4})); "
+        "(d / 'config.json').write_text(json.dumps({'model_type': 'llama', 'hidden_size': 64, 'vocab_size': 8, "
+        "'intermediate_size': 64, 'num_hidden_layers': 2, 'num_attention_heads': 4})); "
         "h = json.dumps({'w': {'dtype': 'BF16', 'shape': [4], 'data_offsets': [0, 8]}}).encode(); "
         "(d / 'model.safetensors').write_bytes(struct.pack('<Q', len(h)) + h + bytes(8)); "
         "assert course_lib.from_hf_config(d).checkpoint.total_bytes == 8"),
 }
+
+
+#: Run a snippet as if transformers were not installed (an import of it fails, as on a learner's machine).
+WITHOUT_TRANSFORMERS = "import sys; sys.modules['transformers'] = None\n"
+
+
+def test_without_transformers_an_unknown_family_is_one_line_saying_how_to_get_it(python_exe, python_env, repo_root):
+    code = (WITHOUT_TRANSFORMERS + "import course_lib\ntry:\n    course_lib.from_hf_config({'model_type': 'mamba', "
+            "'hidden_size': 64, 'num_hidden_layers': 2})\nexcept course_lib.CourseInputError as exc:\n    print(exc)")
+    proc = subprocess.run([python_exe, "-c", code], cwd=repo_root, env=python_env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    line, = proc.stdout.splitlines()
+    assert "model_type='mamba' is not supported" in line
+    assert "pip install 'course-model-memory[transformers]'" in line
 
 
 @pytest.mark.parametrize("code", list(IMPORTS.values()), ids=list(IMPORTS))

@@ -415,7 +415,7 @@ def test_unknown_model_type_lists_supported_and_the_way_out(files_dir):
     with pytest.raises(CourseInputError) as info:
         from_hf_config(files_dir / "unknown-type.config.json")
     message = str(info.value)
-    assert "'mamba'" in message
+    assert "'brandnew'" in message
     for family in SUPPORTED:
         assert family in message, f"the refusal should list {family} as supported: {message}"
     assert "params_total" in message, "the refusal should say how to give the count explicitly"
@@ -450,13 +450,22 @@ LLAMA = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
 
 @pytest.mark.parametrize("key", ["hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
                                  "vocab_size"])
-def test_missing_key_named(key):
+def test_missing_key_named(key, monkeypatch):
+    # Without transformers a key the formula needs is named; with it, its config class's default applies
+    # (LlamaConfig: hidden 4096, 32 layers and heads, MLP 11008, vocabulary 32000: Llama-2-7B's shape).
+    from course_lib import meta_model
     cfg = {k: v for k, v in LLAMA.items() if k != key}
+    assert from_hf_config(cfg).params_total == 6_738_415_616
+    assert any(f"leaves out '{key}'" in n for n in from_hf_config(cfg).notes)
+    monkeypatch.setattr(meta_model, "why_not", lambda model_type: "transformers is not installed")
     with pytest.raises(CourseInputError, match=f"'{key}'"):
         from_hf_config(cfg)
 
 
-def test_missing_key_from_file(files_dir):
+def test_missing_key_from_file(files_dir, monkeypatch):
+    from course_lib import meta_model
+    assert from_hf_config(files_dir / "missing-fields.config.json").num_layers == 32    # LlamaConfig's default
+    monkeypatch.setattr(meta_model, "why_not", lambda model_type: "transformers is not installed")
     with pytest.raises(CourseInputError, match="'num_hidden_layers'"):
         from_hf_config(files_dir / "missing-fields.config.json")
 

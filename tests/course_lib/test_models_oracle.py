@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from course_lib.models import from_hf_config
 from course_lib.presets import MODEL_CONFIGS, get_model, model_names
 
-from oracle import build, hf_config, oracle_kv_widths, oracle_params, oracle_states, oracle_windows
+from oracle import build, hf_config, oracle_buffers, oracle_kv_widths, oracle_params, oracle_states, oracle_windows
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -325,6 +325,10 @@ def check_against_oracle(cfg: dict, label: str) -> None:
     assert spec.params_total == expected, (
         f"{label}: counted {spec.params_total:,} parameters, transformers builds {expected:,} "
         f"(off by {spec.params_total - expected:,}); groups {dict(spec.params)}; config {cfg}")
+    buffers = oracle_buffers(model)
+    assert spec.buffers_total == buffers, (
+        f"{label}: counted {spec.buffers_total:,} buffer values, transformers' state_dict holds {buffers:,} beyond "
+        f"the parameters; groups {dict(spec.buffers)}; config {cfg}")
     widths = oracle_kv_widths(model, config)
     assert [layer.values_per_token for layer in spec.layers] == widths, (
         f"{label}: per-layer KV values per token {[l.values_per_token for l in spec.layers]}, "

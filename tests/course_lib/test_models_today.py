@@ -157,14 +157,21 @@ def test_weights_dtype_follows_the_config():
     assert forced.budget.parts["weights"] > est.budget.parts["weights"]
 
 
-def test_unknown_wrapper_around_a_known_text_family():
+def test_unknown_wrapper_around_a_known_text_family(monkeypatch):
     # mistralai/Mistral-Small-3.1-24B-Instruct-2503 wraps a mistral decoder (model_type mistral3, no formula for
-    # its Pixtral tower): the decoder is counted exactly (the same 23,572,403,200 as Mistral-Small-24B), the
-    # tower is named as not counted, and the result says approximate.
+    # its Pixtral tower). With transformers, the model it builds on the meta device is read: the decoder is the
+    # same 23,572,403,200 as Mistral-Small-24B's formula, and the tower is counted too.
+    from course_lib import meta_model
     from course_lib.model_configs import MODEL_CONFIGS
     from course_lib.models import from_hf_config
     text = {k: v for k, v in MODEL_CONFIGS["mistral-small-24b"].items() if k != "torch_dtype"}
-    spec = from_hf_config({"model_type": "mistral3", "text_config": text,
-                           "vision_config": {"model_type": "pixtral", "hidden_size": 1024}})
+    cfg = {"model_type": "mistral3", "text_config": text, "tie_word_embeddings": False,
+           "vision_config": {"model_type": "pixtral", "hidden_size": 1024}}
+    spec = from_hf_config(cfg)
+    assert spec.params_total - spec.params["vision"] == 23_572_403_200 and spec.params["vision"] > 0
+    assert "transformers" in spec.counted[0]
+    # Without transformers: the decoder exactly, the tower named as not counted, the result approximate.
+    monkeypatch.setattr(meta_model, "why_not", lambda model_type: "transformers is not installed")
+    spec = from_hf_config(cfg)
     assert spec.params_total == 23_572_403_200
     assert "not counted" in spec.counted[1] and any(n.startswith("approximate") for n in spec.notes)
