@@ -52,7 +52,7 @@ class Assignment:
     """The instructor notebook: solutions and hidden tests included."""
     lab: Path = SOURCE_LAB
     """The lab script as released; learners hand it back edited."""
-    checks: str = "autograder.checks"
+    checks: str = "lessons.l14_04.checks"
     """Module name (or path of a .py file) holding ``CHECKS``, the trusted scoring per grade_id."""
 
     @property

@@ -46,7 +46,7 @@ from .errors import AutograderError
 from .export import write_exports
 from .grade import Job, Settings, crashed, grade_submission, new_sandbox, submission_sha
 from .gradebook import add_lab_cells, manual_scores, merge, open_gradebook
-from .lab import lab_baseline
+from lessons.l14_04.lab import lab_baseline
 from .layout import autograded_path, load_records, remove_student_files, write_batch
 from .results import GRADER_ERROR, RAN, BatchResult, StudentResult, write_json
 from .sandbox import (Limits, disk_limit_bytes, fork_server_early, memory_limit_bytes, probe, stop_fork_servers,
@@ -64,7 +64,8 @@ def batch_fingerprint(assignment: Assignment, settings: Settings) -> str:
                  checks_source_sha(assignment.checks), json.dumps(asdict(settings), sort_keys=True),
                  # what runs in the learner's kernel: the course library and the hidden tests' collection code
                  tree_digest(REPO / "course_lib"),
-                 *(hashlib.sha256((REPO / "autograder" / f).read_bytes()).hexdigest() for f in ("collect.py", "hidden.py"))):
+                 *(hashlib.sha256((REPO / f).read_bytes()).hexdigest()
+                   for f in ("lessons/l14_04/collect.py", "autograder/hidden.py"))):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
 

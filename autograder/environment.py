@@ -14,7 +14,7 @@ The instructor's notebook and lab are not installed files: they travel with the 
 
 >>> env = environment()
 >>> sorted(env)
-['autograder', 'course_lib', 'python']
+['autograder', 'course_lib', 'lessons', 'python']
 >>> differences(env, env)
 []
 >>> differences(env, dict(env, course_lib="0" * 64))[0].startswith("course_lib differs")
@@ -31,7 +31,8 @@ from pathlib import Path
 import course_lib
 
 PACKAGES = {"course_lib": Path(course_lib.__file__).resolve().parent,
-            "autograder": Path(__file__).resolve().parent}
+            "autograder": Path(__file__).resolve().parent,
+            "lessons": Path(__file__).resolve().parents[1] / "lessons"}
 #: Which files of a package make it what it is: its code and the data it reads.
 SOURCE_SUFFIXES = (".py", ".json", ".txt")
 

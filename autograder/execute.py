@@ -45,10 +45,10 @@ from typing import IO
 
 import nbformat
 
-from .collect import ANSWER_MIME
+from lessons.l14_04.collect import ANSWER_MIME
 from .cells import grade_id
 from .results import DISK_LIMIT, KERNEL_DIED, MEMORY_LIMIT, PROCESS_LIMIT, SEVERITY, TIMEOUT
-from .forkserver import ForkedProcess, ForkServerError
+from .sandbox.forkserver import ForkedProcess, ForkServerError
 from .sandbox import KiB, MiB, Sandbox, fork_server
 
 KERNEL_NAME = "course-grade-sandbox"

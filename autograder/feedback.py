@@ -35,7 +35,7 @@ import nbformat
 from .assignment import LAB_QUESTIONS
 from .cells import grade_id as cell_grade_id
 from .cells import is_test
-from .collect import ANSWER_MIME
+from lessons.l14_04.collect import ANSWER_MIME
 from .errors import AutograderError
 from .layout import assignment_from_results, autograded_path, feedback_path, load_records
 from .results import StudentResult, write_atomic

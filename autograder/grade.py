@@ -26,7 +26,7 @@ from .assignment import LAB_QUESTIONS, Assignment, SourceSpec, load_checks, load
 from .cells import grade_id
 from .execute import Execution, execute_notebook
 from .feedback import write_feedback
-from .lab import check_lab, reference_lab
+from lessons.l14_04.lab import check_lab, reference_lab
 from .layout import autograded_path, feedback_path, record_path
 from .restore import MAX_NOTEBOOK_BYTES, Refused, read_handed_in, read_submission, restore_cells
 from .results import (GRADED, GRADER_ERROR, INVALID, MISSING, NOT_RUN, PASSED, SEVERITY, QuestionResult,

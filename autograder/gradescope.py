@@ -50,7 +50,7 @@ from .errors import AutograderError
 from .export import gradescope_json
 from .grade import Job, Settings, blank_result, grade_submission, new_sandbox, submission_sha
 from .handin import HandIn
-from .lab import lab_baseline
+from lessons.l14_04.lab import lab_baseline
 from .learner_env import FIXED_TIME, write_wheel
 from .results import GRADER_ERROR, write_json
 from .sandbox import Limits, memory_limit_bytes, probe

@@ -30,7 +30,7 @@ import textwrap
 from functools import lru_cache
 from pathlib import Path
 
-from . import collect
+from lessons.l14_04 import collect
 
 COLLECT_PY = Path(collect.__file__)
 
@@ -73,7 +73,7 @@ def hidden_source(grade_id: str) -> str:
 
 
 def _wrap(grade_id: str, roots: tuple[str, ...], values_expression: str,
-          checks_module: str = "autograder.checks") -> str:
+          checks_module: str = "lessons.l14_04.checks") -> str:
     defs, order, text = _definitions(str(COLLECT_PY))
     needed = set().union(*(_closure(root, defs) for root in (*roots, "record")))
     lines = text.splitlines()

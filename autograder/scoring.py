@@ -23,7 +23,7 @@ from typing import Any
 
 from .assignment import SourceSpec, score_answer
 from .cells import grade_id
-from .collect import ANSWER_MIME
+from lessons.l14_04.collect import ANSWER_MIME
 from .execute import Execution
 from .results import FAILED, NOT_RUN, PASSED, QuestionResult
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("course_lib", "autograder")
+PACKAGES = ("course_lib", "autograder", "lessons")
 
 
 def _module_name(path: Path) -> str:

@@ -10,8 +10,8 @@ import math
 
 import pytest
 
-from autograder.checks import CHECKS, score_answer
-from autograder.collect import collect, to_plain
+from lessons.l14_04.checks import CHECKS, score_answer
+from lessons.l14_04.collect import collect, to_plain
 
 GB, GiB = 10**9, 2**30
 
@@ -249,7 +249,7 @@ def test_patched_isclose_in_the_kernel_earns_nothing():
     def recorded(answer: float) -> dict:
         child = (
             "import json, math, sys\n"
-            "sys.modules['autograder'] = None  # the sandbox: the grader is not importable\n"
+            "sys.modules['autograder'] = sys.modules['lessons'] = None  # the sandbox: no grader importable\n"
             "math.isclose = lambda *a, **k: True\n"
             f"ns = {{'offload_seconds_per_step': {answer!r}}}\n"
             f"exec({hidden_source('test_offload_step')!r}, ns)\n"

@@ -21,8 +21,8 @@ import pytest
 from html import escape as html_escape
 
 from autograder.assignment import ASSIGNMENT, Assignment
-from autograder.examples import EXAMPLES, OUT, _same_tree
-from autograder.examples import main as make_examples
+from lessons.l14_04.examples import EXAMPLES, OUT, _same_tree
+from lessons.l14_04.examples import main as make_examples
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -71,12 +71,13 @@ for sp in list(roots):
 for root in sorted(r for r in roots if os.path.isdir(r)):
     for dirpath, dirs, files in os.walk(root):
         if dirpath.endswith("site-packages"):
-            dirs[:] = [d for d in dirs if "autograder" in d or "course" in d or d.endswith(".dist-info")]
+            dirs[:] = [d for d in dirs if "autograder" in d or "lessons" in d or "course" in d or d.endswith(".dist-info")]
         for f in files:
             if f.endswith((".py", ".ipynb", ".json", ".txt", ".cfg", ".toml", ".md")):
                 leak(os.path.join(dirpath, f))
 leak("/run/course-grade/launch.py")
-for name in ("autograder", "autograder.checks", "autograder.collect", "autograder.examples", "autograder.hidden"):
+for name in ("autograder", "lessons", "lessons.l14_04.checks", "lessons.l14_04.collect", "lessons.l14_04.examples",
+             "autograder.hidden"):
     try:
         module = importlib.import_module(name)
         print("IMPORTED", name)
@@ -261,7 +262,7 @@ def _grader_lines(submitted: Path) -> set[str]:
     import ast
     import re
 
-    sources = [path.read_text() for path in (REPO / "autograder").glob("*.py")]
+    sources = [path.read_text() for folder in ("autograder", "lessons") for path in (REPO / folder).rglob("*.py")]
     # Distinctive lines only: they name something the grader defines, or quote a long string of it
     # (a line such as `except (OSError, AttributeError):` is everybody's, the standard library's too).
     names = {n.name for text in sources for n in ast.walk(ast.parse(text))
@@ -280,7 +281,7 @@ def test_the_exfiltrator_keeps_its_marks_and_carries_nothing_out(course):
     assert (entry["status"], entry["score"]) == ("graded", MAX_SCORE), {
         g: q["message"] for g, q in entry["questions"].items() if q["score"] < q["max_score"]}
     page = _feedback(course, "hostile_exfiltrator")
-    assert '<pre class="output stdout">STOLEN' in page and "no autograder.checks ModuleNotFoundError" in page, \
+    assert '<pre class="output stdout">STOLEN' in page and "no lessons.l14_04.checks ModuleNotFoundError" in page, \
         "the crafted cells ran and printed"
     from autograder.feedback import REDACTED
     assert page.count(html_escape(REDACTED)) >= 3, "the stolen hidden-test source was printed, and removed"
@@ -316,7 +317,7 @@ def test_gradebook_holds_the_same_scores(course):
 
 def test_committed_example_class_is_current(course):
     generated = course["root"] / "generated"
-    assert _same_tree(generated, OUT), "examples/submissions is stale: run `python -m autograder.examples`"
+    assert _same_tree(generated, OUT), "examples/submissions is stale: run `python -m lessons.l14_04.examples`"
 
 
 # ------------------------------------------------------------------ the feedback page, in a real browser

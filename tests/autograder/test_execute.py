@@ -120,7 +120,7 @@ def _reference_run(kernels: str) -> list:
     """The reference submission, restored and run as grade.py runs it: each code cell's outputs as
     (type, MIME keys, text), widget ids and figure bytes left out."""
     from autograder.assignment import Assignment, load_source
-    from autograder.lab import reference_lab
+    from lessons.l14_04.lab import reference_lab
     from autograder.restore import read_submission, restore_cells
 
     a = Assignment()

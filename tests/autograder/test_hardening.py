@@ -28,7 +28,7 @@ import hostile  # noqa: E402
 
 from autograder.assignment import Assignment  # noqa: E402
 from autograder.autograde import main as autograde  # noqa: E402
-from autograder.collect import ANSWER_MIME  # noqa: E402
+from lessons.l14_04.collect import ANSWER_MIME  # noqa: E402
 from autograder.sandbox import Limits, cgroup_parents, grader_mounts, probe  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.lab import check_lab, compare_lab, lab_baseline
+from lessons.l14_04.lab import check_lab, compare_lab, lab_baseline
 from course_lib.labfile import edit_knob, parse_output
 from autograder.sandbox import Sandbox
 

@@ -131,21 +131,22 @@ def test_learner_files_cannot_shadow_the_course_library():
 
 GRADER_PROBE = """
 import json, os
-grader, launcher = %r, %r
+graders, launcher = %r, %r
 found = []
-for root, dirs, files in os.walk(grader):
-    found += [os.path.join(root, f) for f in files]
+for grader in graders:
+    for root, dirs, files in os.walk(grader):
+        found += [os.path.join(root, f) for f in files]
 try:
     found.append(open(launcher).read()[:40])
 except OSError:
     pass
 try:
-    import autograder.checks
-    imported = autograder.checks.__file__
+    import lessons.l14_04.checks
+    imported = lessons.l14_04.checks.__file__
 except ImportError as e:
     imported = "ImportError: " + str(e)
 print(json.dumps({"files": found, "imported": imported}))
-""" % (str(REPO / "autograder"), sandbox.INNER_LAUNCHER)
+""" % ([str(REPO / "autograder"), str(REPO / "lessons")], sandbox.INNER_LAUNCHER)
 
 
 def test_nothing_of_the_grader_is_readable_inside():
@@ -155,12 +156,12 @@ def test_nothing_of_the_grader_is_readable_inside():
         got = _inside(box, GRADER_PROBE)
     assert got["files"] == [], f"grader files readable in the sandbox: {got['files'][:5]}"
     assert got["imported"].startswith("ImportError"), got["imported"]
-    assert (REPO / "autograder" / "checks.py").is_file()   # it is there, outside
+    assert (REPO / "lessons" / "l14_04" / "checks.py").is_file()   # it is there, outside
 
 
 def test_without_bubblewrap_the_grader_warns_and_falls_back(monkeypatch):
     real_which = shutil.which
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None if name == "bwrap" else real_which(name))
+    monkeypatch.setattr(shutil, "which", lambda name: None if name == "bwrap" else real_which(name))
     iso = sandbox.probe.__wrapped__()
     assert iso.bubblewrap is False
     assert any("apt-get install bubblewrap" in w for w in iso.warnings)
@@ -183,10 +184,10 @@ status = {l.split(':')[0]: l.split()[1] for l in open('/proc/self/status')
           if l.startswith(('CapInh', 'CapPrm', 'CapEff', 'CapAmb', 'NoNewPrivs', 'Seccomp:'))}
 mounts = sorted({(l.split()[4], l.split()[5].split(',')[0]) for l in open('/proc/self/mountinfo')})
 try:
-    import autograder.checks
+    import lessons.l14_04.checks
     grader = 'imported'
 except ImportError:
-    grader = [m for m in sys.modules if m.startswith('autograder')]
+    grader = [m for m in sys.modules if m.startswith(('autograder', 'lessons'))]
 umask = os.umask(0o077)
 print(json.dumps({
     'uid': os.getuid(), 'gid': os.getgid(), 'groups': os.getgroups(), 'pid': os.getpid(), 'ppid': os.getppid(),

@@ -65,7 +65,7 @@ TRICKY = [
 
 
 def _zygote():
-    spec = importlib.util.spec_from_file_location("_zygote_under_test", REPO / "autograder" / "_zygote.py")
+    spec = importlib.util.spec_from_file_location("_zygote_under_test", REPO / "autograder" / "sandbox" / "_zygote.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

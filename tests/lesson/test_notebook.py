@@ -67,7 +67,7 @@ def test_grade_cells_have_points_and_every_solution_has_a_test(source_nb):
         assert meta.get("points", 0) > 0, meta["grade_id"]
     tests = {m["grade_id"] for c, m in grade if c.cell_type == "code"}
     assert len(tests) >= 10, "roughly ten or more graded cells"
-    from autograder.checks import CHECKS
+    from lessons.l14_04.checks import CHECKS
     assert tests == set(CHECKS), "every autograded test cell has a trusted check, and vice versa"
     for cell, meta in cells:
         if meta.get("solution") and cell.cell_type == "code":
@@ -157,8 +157,8 @@ def test_nbgrader_gives_reference_full_marks_and_blank_zero(course):
 
 def test_reference_records_plain_answers_for_every_check(course):
     """The autograded reference carries one plain answer payload per test cell, and each scores."""
-    from autograder.collect import ANSWER_MIME
-    from autograder.checks import CHECKS, score_answer
+    from lessons.l14_04.collect import ANSWER_MIME
+    from lessons.l14_04.checks import CHECKS, score_answer
     nb = nbformat.read(course / "autograded" / "reference" / ASSIGNMENT / NOTEBOOK.name, as_version=4)
     seen = {}
     for cell in nb.cells:

@@ -30,9 +30,9 @@ from course_lib.labfile import KNOB, edit_knob, knob_assignments, parse_output
 from course_lib.scenario import LAB_ACTIVE_SEQUENCES as RELEASED_VALUE
 from course_lib.scenario import LAB_EDITED_SEQUENCES as EDITED_VALUE
 
-from .assignment import LAB_QUESTIONS
-from .results import FAILED, NOT_RUN, PASSED, QuestionResult
-from .sandbox import Sandbox, scratch_dir
+from autograder.assignment import LAB_QUESTIONS
+from autograder.results import FAILED, NOT_RUN, PASSED, QuestionResult
+from autograder.sandbox import Sandbox, scratch_dir
 
 
 def compare_lab(released: str, submitted: str) -> tuple[bool, bool, str, object]:

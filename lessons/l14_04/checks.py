@@ -679,7 +679,7 @@ def score_answer(grade_id: str, values: Any) -> Result:
     Called by the grader in its own process, and by the hidden part of a test cell in the
     instructor's environment (stock nbgrader), never in a learner's kernel.
     """
-    from .assignment import score_answer as dispatch
+    from autograder.assignment import score_answer as dispatch
 
     passed, message = dispatch(sys.modules[__name__], grade_id, values)
     return Result(passed, message)

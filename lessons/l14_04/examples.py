@@ -6,8 +6,8 @@ then one misconception is applied as exact text replacements in the answers or
 the lab. A replacement that no longer applies (the notebook changed) stops the
 generator instead of writing a wrong example.
 
-    python -m autograder.examples            # rewrite examples/submissions/
-    python -m autograder.examples --check    # fail if the committed class is stale
+    python -m lessons.l14_04.examples            # rewrite examples/submissions/
+    python -m lessons.l14_04.examples --check    # fail if the committed class is stale
 
 What each learner must lose (grade_id -> a phrase of its message) is stated beside the tests
 that hold the grader to it, in ``tests/files/example_class.json``, not here.
@@ -28,11 +28,11 @@ from pathlib import Path
 
 import nbformat
 
-from .assignment import Assignment, load_source
+from autograder.assignment import Assignment, load_source
 from course_lib.labfile import edit_knob
 from course_lib.scenario import LAB_EDITED_SEQUENCES
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "examples" / "submissions"
 MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", re.M)
 
@@ -131,7 +131,7 @@ def main(out: str | Path = OUT, assignment: Assignment = Assignment(),
 
     ``release_folder``: an existing ``course-grade release`` output to start from (else one is built).
     """
-    from .release import main as release
+    from autograder.release import main as release
 
     out = Path(out)
     with tempfile.TemporaryDirectory(prefix="course-examples-") as tmp:
@@ -157,7 +157,7 @@ def main(out: str | Path = OUT, assignment: Assignment = Assignment(),
 
 
 def _readme() -> str:
-    lines = ["# Example class for L14.4 (generated: `python -m autograder.examples`)", "",
+    lines = ["# Example class for L14.4 (generated: `python -m lessons.l14_04.examples`)", "",
              "Each folder is what one learner hands in (`<student>/l14-04-model-memory/`): the reference",
              "solutions with one misconception each. What each must lose is stated in",
              "`tests/files/example_class.json`, which the tests hold the grader to.", "",
@@ -190,6 +190,6 @@ if __name__ == "__main__":  # pragma: no cover
     args = parser.parse_args()
     if args.check:
         ok = check(args.out)
-        print("examples are up to date" if ok else "examples are stale: run python -m autograder.examples")
+        print("examples are up to date" if ok else "examples are stale: run python -m lessons.l14_04.examples")
         sys.exit(0 if ok else 1)
     print(json.dumps(main(args.out)))

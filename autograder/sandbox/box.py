@@ -38,10 +38,10 @@ from pathlib import Path
 from course_lib.errors import CourseInputError
 from course_lib.units import GiB, KiB, MiB, TiB, format_bytes, parse_bytes
 
-from .errors import AutograderError
+from ..errors import AutograderError
 from .forkserver import PRELOAD, ForkedProcess, ForkServer, ForkServerError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = Path(__file__).resolve().with_name("_launch.py")
 #: Where the launcher appears inside bubblewrap. It runs there as root (to drop to the throwaway
 #: uid), from a root-only folder, so learner code cannot read even this file of the grader.
@@ -53,7 +53,7 @@ TRUSTED_DIRS = (REPO / "course_lib",)
 #: inline (autograder.hidden), so a kernel never needs a file of this package. Where a bound
 #: folder contains it (an installed, not editable, package in site-packages), it is covered by
 #: an empty tmpfs.
-GRADER_DIRS = (Path(__file__).resolve().parent,)
+GRADER_DIRS = (Path(__file__).resolve().parents[1], REPO / "lessons")
 
 #: The smallest memory cap a kernel can start under (ipykernel with numpy and matplotlib uses ~200 MB).
 MIN_MEMORY_BYTES = 256 * MiB
