@@ -44,12 +44,13 @@ from pathlib import Path
 from typing import IO
 
 import nbformat
+from course_lib.units import KiB, MiB
 
 from lessons.l14_04.collect import ANSWER_MIME
 from .cells import grade_id
 from .results import DISK_LIMIT, KERNEL_DIED, MEMORY_LIMIT, PROCESS_LIMIT, SEVERITY, TIMEOUT
+from .sandbox import Sandbox, fork_server
 from .sandbox.forkserver import ForkedProcess, ForkServerError
-from .sandbox import KiB, MiB, Sandbox, fork_server
 
 KERNEL_NAME = "course-grade-sandbox"
 #: Seconds an interrupted cell has to stop before its kernel is replaced (KeyboardInterrupt takes ms).
@@ -216,7 +217,7 @@ def start_kernel(sandbox: Sandbox, *, startup_timeout: float, max_message_bytes:
     context.setsockopt(zmq.RECONNECT_IVL, 5)
     log_file.flush()
     offset = log_file.tell()
-    server = fork_server(sandbox.pythonpath) if sandbox.isolation.kernels == "fork" else None
+    server = fork_server(sandbox.pythonpath, sandbox.preload) if sandbox.isolation.kernels == "fork" else None
     if server is not None:
         km = KernelManager(context=context, transport="ipc", ip=str(sandbox.run_dir / "k"),
                            connection_file=str(sandbox.run_dir / "kernel.json"))

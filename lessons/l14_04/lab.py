@@ -88,7 +88,7 @@ def program_key(lab_text: str) -> str | None:
 
 def run_lab_sandboxed(lab_text: str, lab_name: str, new_sandbox: Callable[[Path], Sandbox], timeout: float = 60) -> dict:
     """Run a lab script in a fresh sandbox (its own scratch copy) and parse what it printed."""
-    with new_sandbox(scratch_dir("lab")) as sandbox:   # the sandbox removes its folder as it closes
+    with new_sandbox(scratch_dir("side")) as sandbox:   # the sandbox removes its folder as it closes
         lab = sandbox.work / lab_name
         lab.write_text(lab_text, encoding="utf-8")
         rc, out, err = sandbox.run([sys.executable, "-P", "-s", str(lab)], cwd=sandbox.work, timeout=timeout)

@@ -22,7 +22,7 @@ MODULES = [info.name for package in (autograder, lessons)
 
 def test_the_grader_modules_with_examples_are_found():
     for name in ("autograder.handin", "lessons.l14_04.collect", "autograder.feedback", "autograder.distributed",
-                 "autograder.sandbox.box"):
+                 "autograder.sandbox.mounts", "autograder.sandbox.isolation"):
         assert name in MODULES
 
 

@@ -180,7 +180,7 @@ def test_nothing_is_left_behind(graded):
     assert leftovers == []
     # Named as this grader names them, after this process or a dead one (its workers); a concurrent
     # suite killed elsewhere on the machine can leave some too until its next run sweeps them.
-    names = re.compile(r"(?:cg-(?:lab-|probe-|zygote-|task-|instructor-)?|course-grade-)(\d+)-[a-z0-9_]{8}")
+    names = re.compile(r"(?:cg-(?:side-|lab-|probe-|zygote-|task-|instructor-)?|course-grade-)(\d+)-[a-z0-9_]{8}")
     mine = lambda name: (m := names.fullmatch(name)) and (int(m.group(1)) == os.getpid()
                                                           or not psutil.pid_exists(int(m.group(1))))
     mounts = [m for m in grader_mounts() if mine(m.name)]

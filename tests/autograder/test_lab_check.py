@@ -9,7 +9,7 @@ import pytest
 
 from lessons.l14_04.lab import check_lab, compare_lab, lab_baseline
 from course_lib.labfile import edit_knob, parse_output
-from autograder.sandbox import Sandbox
+from autograder.sandbox import Limits, Sandbox, probe
 
 REPO = Path(__file__).resolve().parents[2]
 LAB = REPO / "labs" / "notebooks" / "level-14" / "l14-04-model-memory.py"
@@ -56,7 +56,7 @@ def test_parse_output_reads_the_printed_values():
 
 @pytest.fixture(scope="module")
 def baseline():
-    return lab_baseline(RELEASED, LAB.name, lambda root: Sandbox(root))
+    return lab_baseline(RELEASED, LAB.name, lambda root: Sandbox(root, Limits(), probe()))
 
 
 def _check(text: str | None, baseline) -> dict:
@@ -65,7 +65,7 @@ def _check(text: str | None, baseline) -> dict:
         if text is not None:
             path = Path(tmp) / LAB.name
             path.write_text(text)
-        return check_lab(path, RELEASED, LAB.name, baseline, lambda root: Sandbox(root))
+        return check_lab(path, RELEASED, LAB.name, baseline, lambda root: Sandbox(root, Limits(), probe()))
 
 
 def test_baseline_is_the_lessons_figures(baseline):

@@ -71,14 +71,14 @@ print(json.dumps([alone, together]))
 def test_the_disk_cap_covers_every_writable_folder_together():
     if probe().disk != "tmpfs":
         pytest.skip("no tmpfs here: the watchdog applies (tests/autograder/test_execute.py)")
-    with Sandbox(scratch_dir(), Limits(disk_bytes=32 * 2**20)) as box:
+    with Sandbox(scratch_dir(), Limits(disk_bytes=32 * 2**20), probe()) as box:
         alone, together = _inside(box, DISK_PROBE % str(box.run_dir))
     assert alone == [28, 28, 28, 28], "ENOSPC in work/, $HOME, /tmp and the socket folder alike"
     assert together[:2] == [True, True] and together[2:] == [28, 28]
 
 
 def test_the_sandbox_leaves_nothing_behind():
-    with Sandbox(scratch_dir(), Limits()) as box:
+    with Sandbox(scratch_dir(), Limits(), probe()) as box:
         root = box.root
         rc, _, _ = box.run([sys.executable, "-c", "import subprocess; subprocess.Popen(['sleep', '60'], start_new_session=True)"])
         assert rc == 0
@@ -110,7 +110,7 @@ print(json.dumps({"uid": os.getuid(), "cwd": os.getcwd(), "nproc": resource.getr
 
 def test_sandbox_runs_code_as_a_throwaway_user_with_limits():
     iso = probe()
-    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-"))) as box:
+    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-")), Limits(), probe()) as box:
         got = _inside(box, REPORT)
         assert got["cwd"] == str(box.work)
     assert got["nproc"] == Limits().max_processes and got["fsize"] == Limits().max_file_bytes
@@ -123,7 +123,7 @@ def test_sandbox_runs_code_as_a_throwaway_user_with_limits():
 
 
 def test_learner_files_cannot_shadow_the_course_library():
-    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-"))) as box:
+    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-")), Limits(), probe()) as box:
         (box.work / "course_lib.py").write_text("raise SystemExit('shadowed')\n")
         got = _inside(box, "import json, course_lib; print(json.dumps([course_lib.__file__]))")
     assert got == [str(REPO / "course_lib" / "__init__.py")]
@@ -152,7 +152,7 @@ print(json.dumps({"files": found, "imported": imported}))
 def test_nothing_of_the_grader_is_readable_inside():
     if not probe().bubblewrap:
         pytest.skip("needs bubblewrap: without it the sandbox cannot hide files (the probe warns)")
-    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-"))) as box:
+    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-")), Limits(), probe()) as box:
         got = _inside(box, GRADER_PROBE)
     assert got["files"] == [], f"grader files readable in the sandbox: {got['files'][:5]}"
     assert got["imported"].startswith("ImportError"), got["imported"]
@@ -165,7 +165,7 @@ def test_without_bubblewrap_the_grader_warns_and_falls_back(monkeypatch):
     iso = sandbox.probe.__wrapped__()
     assert iso.bubblewrap is False
     assert any("apt-get install bubblewrap" in w for w in iso.warnings)
-    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-")), isolation=iso) as box:
+    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-")), Limits(), iso) as box:
         got = _inside(box, REPORT)
     assert got["nproc"] == Limits().max_processes  # rlimits still apply
     # What the warning says happens: without bubblewrap nothing hides the file system.
@@ -246,7 +246,7 @@ def test_commands_run_through_the_fork_server_as_under_bubblewrap():
     while not server.ready():   # Sandbox.run takes bubblewrap while the server still imports
         assert time.monotonic() < deadline, server.log_tail()
         time.sleep(0.1)
-    with Sandbox(scratch_dir(), Limits()) as box:
+    with Sandbox(scratch_dir(), Limits(), probe()) as box:
         code = "import os, sys; print(os.getpid(), os.path.exists('/run/course-grade')); sys.stderr.write('e'); sys.exit(3)"
         assert box.run([sys.executable, "-c", code]) == (3, "2 False\n", "e"), "forked: no launcher folder inside"
         start = time.monotonic()
