@@ -56,6 +56,11 @@ def is_locked(cell: Mapping[str, Any]) -> bool:
     return _flag(cell, "locked")
 
 
+def is_task(cell: Mapping[str, Any]) -> bool:
+    """A task: a locked markdown cell a person grades as a whole (nbgrader's ``task`` flag)."""
+    return _flag(cell, "task")
+
+
 def is_test(cell: Mapping[str, Any]) -> bool:
     """An autograded test: a grade cell that is not an answer, and code."""
     return is_grade(cell) and not is_solution(cell) and cell.get("cell_type") == "code"

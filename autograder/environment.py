@@ -7,9 +7,9 @@ grades anything its :func:`environment` is compared with the client's, part by p
 machine whose parts differ is refused with a message naming the part and both digests.
 
 The parts: a digest of every source file of ``course_lib`` (the code learners call, whose
-answers the checks compare against) and of ``autograder`` (the engine, the trusted checks, the
-grader version), and the Python version (another minor version can print and round otherwise).
-The instructor's notebook and lab are not installed files: they travel with the batch, and
+answers the checks compare against), of ``autograder`` (the engine) and of ``lessons`` (the
+trusted checks), and the Python version (another minor version can print and round otherwise).
+The instructor's notebooks and files are not installed files: they travel with the batch, and
 :func:`digest_bytes` names them.
 
 >>> env = environment()

@@ -26,7 +26,7 @@ prints past the output cap                       keeps the first bytes, notes th
 
 Each such cell becomes a :class:`CellEvent`; the notebook's status names the
 worst (:data:`~autograder.results.SEVERITY`). Answers
-(:data:`~autograder.collect.ANSWER_MIME` displays) are kept apart from the
+(:data:`~autograder.answers.ANSWER_MIME` displays) are kept apart from the
 output cap, up to a count and a size of their own.
 
 :func:`execute_notebook` never raises for anything the learner's code does: the
@@ -46,7 +46,7 @@ from typing import IO
 import nbformat
 from course_lib.units import KiB, MiB
 
-from lessons.l14_04.collect import ANSWER_MIME
+from .answers import ANSWER_MIME
 from .cells import grade_id
 from .results import DISK_LIMIT, KERNEL_DIED, MEMORY_LIMIT, PROCESS_LIMIT, SEVERITY, TIMEOUT
 from .sandbox import Sandbox, fork_server

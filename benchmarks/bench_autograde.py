@@ -42,10 +42,13 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from cpu_meter import CpuMeter, run_measured  # noqa: E402
 
-from autograder.assignment import ASSIGNMENT, Assignment, load_source  # noqa: E402
+from autograder.assignment import load_source  # noqa: E402
 from autograder.course import nbgrader_env, write_config  # noqa: E402
 from autograder.sandbox import probe  # noqa: E402
+from lessons.l14_04.examples import this_assignment  # noqa: E402
 
+L14 = this_assignment()
+ASSIGNMENT = L14.name
 REFERENCE = REPO / "examples" / "submissions" / "reference" / ASSIGNMENT
 
 
@@ -58,13 +61,13 @@ def make_class(root: Path, students: int) -> Path:
 
 def stock_course(root: Path, submitted: Path) -> Path:
     """An nbgrader course with the assignment generated and the class collected into submitted/."""
-    a = Assignment()
+    a = L14
     course = root / "stock"
     (course / "source" / a.name).mkdir(parents=True)
-    shutil.copy(a.notebook, course / "source" / a.name / a.notebook_name)
-    shutil.copy(a.lab, course / "source" / a.name / a.lab_name)
-    write_config(course, a)
-    env = dict(nbgrader_env(), PYTHONPATH=str(REPO))
+    for name, path in a.instructor_files().items():
+        shutil.copy(path, course / "source" / a.name / name)
+    write_config(course, a)   # with the lesson's exclude_overwriting: the learners' labs are kept
+    env = dict(nbgrader_env())
     subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", a.name, "--force"], cwd=course,
                    env=env, check=True, capture_output=True)
     shutil.copytree(submitted, course / "submitted")
@@ -73,7 +76,7 @@ def stock_course(root: Path, submitted: Path) -> Path:
 
 def run_stock(course: Path, meter: CpuMeter | None) -> tuple[float, float]:
     """(wall s, CPU s) of ``nbgrader autograde`` over the class; checks every notebook got full marks."""
-    env = dict(nbgrader_env(), PYTHONPATH=str(REPO))
+    env = dict(nbgrader_env())   # the hidden tests carry their checks: the kernel needs no grader on its path
     shutil.rmtree(course / "autograded", ignore_errors=True)
     rc, wall, cpu, proc = run_measured([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--force"],
                                        meter, cwd=course, env=env, capture_output=True, text=True)
@@ -82,7 +85,7 @@ def run_stock(course: Path, meter: CpuMeter | None) -> tuple[float, float]:
     from nbgrader.api import Gradebook
     with Gradebook("sqlite:///" + str(course / "gradebook.db")) as gb:
         scores = [s.score for s in gb.assignment_submissions(ASSIGNMENT)]
-    full = load_source(Assignment()).notebook_points
+    full = load_source(L14).notebook_points
     if not scores or any(s != full for s in scores):
         raise SystemExit(f"stock nbgrader did not give the reference full marks ({full:g}): {scores}")
     return wall, cpu
@@ -101,7 +104,7 @@ def run_ours(submitted: Path, results: Path, workers: int | None, meter: CpuMete
     if rc != 0:
         raise SystemExit(f"course-grade autograde failed:\n{proc.stderr[-3000:]}")
     grades = json.loads((results / "grades.json").read_text())["students"]
-    full = load_source(Assignment()).max_score
+    full = load_source(L14).max_score
     bad = {sid: (g["status"], g["score"]) for sid, g in grades.items() if (g["status"], g["score"]) != ("graded", full)}
     if bad:
         raise SystemExit(f"course-grade did not give the reference full marks ({full:g}): {bad}")
@@ -112,10 +115,11 @@ FLOOR_SCRIPT = r"""
 import sys
 from autograder.execute import start_kernel
 from autograder.sandbox import REPO, Limits, Sandbox, fork_server, probe, scratch_dir, stop_fork_servers
+from lessons.l14_04 import LESSON
 if probe().kernels == "fork":
-    fork_server(str(REPO))
+    fork_server(str(REPO), LESSON.preload)
 for _ in range(int(sys.argv[1])):
-    with Sandbox(scratch_dir(), Limits(), probe()) as box:
+    with Sandbox(scratch_dir(), Limits(), probe(), preload=LESSON.preload) as box:
         with open(box.log_dir / "kernel.log", "ab") as log:
             start_kernel(box, startup_timeout=60, max_message_bytes=2**25, log_file=log).close()
 stop_fork_servers()

@@ -28,7 +28,7 @@ MAX_DISK_BYTES = 64 * GiB
 def _size_option(flag: str, text: str | int, lo: int, hi: int, example: str) -> int:
     """Bytes from a size option, read with the course's one size grammar (GB = 10^9, GiB = 2^30)."""
     if isinstance(text, str) and re.fullmatch(r"\s*[-+]?(inf|infinity|nan)\s*[A-Za-z]*\s*", text, re.I):
-        raise AutograderError(f"{flag}={text!r} is not a finite size; use a size from {_both(lo)} to {_both(hi)}, "
+        raise AutograderError(f"{flag}={text!r} is not a finite size; use a size from {both_units(lo)} to {both_units(hi)}, "
                               f"e.g. {example}")
     if isinstance(text, str) and re.fullmatch(r"\s*[\d.eE+]+\s*[KMGTkmgt]\s*", text):
         unit = text.strip()[-1].upper()
@@ -40,12 +40,16 @@ def _size_option(flag: str, text: str | int, lo: int, hi: int, example: str) -> 
         raise AutograderError(str(e)) from None
     if not lo <= value <= hi:
         raise AutograderError(f"{flag}={text!r} is {format_bytes(value, 'auto')}; use a size from "
-                              f"{_both(lo)} to {_both(hi)}, e.g. {example}")
+                              f"{both_units(lo)} to {both_units(hi)}, e.g. {example}")
     return value
 
 
-def _both(n: int) -> str:
-    """A size in decimal and binary units: ``268.44 MB (256 MiB)``, ``2.00 GB (1.86 GiB)``."""
+def both_units(n: int) -> str:
+    """A size in decimal and binary units, as messages print it.
+
+    >>> both_units(256 * MiB), both_units(2 * 10**9)
+    ('268.44 MB (256 MiB)', '2.00 GB (1.86 GiB)')
+    """
     binary = f"{n / GiB:.2f} GiB" if n >= GiB else f"{n / MiB:.0f} MiB"
     return f"{format_bytes(n, 'auto')} ({binary})"
 
@@ -93,11 +97,11 @@ class Limits:
 
     def memory_text(self) -> str:
         """The memory cap in both units, as messages print it: ``2.15 GB (2.00 GiB)``, ``536.87 MB (512 MiB)``."""
-        return _both(self.memory_bytes)
+        return both_units(self.memory_bytes)
 
     def disk_text(self) -> str:
         """The disk cap in both units, as messages print it: ``536.87 MB (512 MiB)``."""
-        return _both(self.disk_bytes)
+        return both_units(self.disk_bytes)
 
     def summary(self) -> str:
         """One line for the batch report: every limit, sizes in both units."""

@@ -28,9 +28,10 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.assignment import Assignment, load_source
 from course_lib.labfile import edit_knob
 from course_lib.scenario import LAB_EDITED_SEQUENCES
+
+from autograder.assignment import Assignment, lesson_assignment, load_source
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "examples" / "submissions"
@@ -101,14 +102,19 @@ def _apply(text: str, edits, where: str) -> str:
     for old, new in edits:
         if old not in text:
             raise RuntimeError(f"{where}: {old!r} not found; the notebook or lab changed, update "
-                               f"autograder/examples.py")
+                               f"lessons/l14_04/examples.py")
         text = text.replace(old, new, 1)
     return text
 
 
+def this_assignment() -> Assignment:
+    """This lesson's assignment, its instructor files where the course keeps them."""
+    return lesson_assignment("lessons.l14_04")
+
+
 def build_example(example: Example, released_nb: nbformat.NotebookNode, released_lab: str,
                   assignment: Assignment) -> tuple[nbformat.NotebookNode, str]:
-    spec = load_source(assignment)
+    spec = load_source(assignment).notebooks[0]
     nb = copy.deepcopy(released_nb)
     if not example.blank:
         for cell in nb.cells:
@@ -125,7 +131,7 @@ def build_example(example: Example, released_nb: nbformat.NotebookNode, released
     return nb, lab
 
 
-def main(out: str | Path = OUT, assignment: Assignment = Assignment(),
+def main(out: str | Path = OUT, assignment: Assignment | None = None,
          release_folder: str | Path | None = None) -> list[str]:
     """Write ``out/<student>/<assignment>/`` for every example; returns the student ids.
 
@@ -133,22 +139,24 @@ def main(out: str | Path = OUT, assignment: Assignment = Assignment(),
     """
     from autograder.release import main as release
 
+    assignment = assignment or this_assignment()
+    lab_name = assignment.file_names[0]
     out = Path(out)
     with tempfile.TemporaryDirectory(prefix="course-examples-") as tmp:
         folder = Path(release_folder) if release_folder else Path(release(out=tmp, assignment=assignment).folder)
         released_nb = nbformat.read(folder / assignment.notebook_name, as_version=4)
-        released_lab = (folder / assignment.lab_name).read_text(encoding="utf-8")
+        released_lab = (folder / lab_name).read_text(encoding="utf-8")
         staging = Path(tmp) / "class"
         for example in EXAMPLES:
             dest = staging / example.student_id / assignment.name
             dest.mkdir(parents=True)
             if example.blank and example.lab == "released":
-                for name in (assignment.notebook_name, assignment.lab_name):
+                for name in (assignment.notebook_name, lab_name):
                     shutil.copyfile(folder / name, dest / name)
                 continue
             nb, lab = build_example(example, released_nb, released_lab, assignment)
             nbformat.write(nb, dest / assignment.notebook_name)
-            (dest / assignment.lab_name).write_text(lab, encoding="utf-8")
+            (dest / lab_name).write_text(lab, encoding="utf-8")
         (staging / "README.md").write_text(_readme(), encoding="utf-8")
         if out.exists():
             shutil.rmtree(out)
@@ -176,7 +184,7 @@ def _same_tree(a: Path, b: Path) -> bool:
     return not mismatch and not errors and all(_same_tree(a / d, b / d) for d in cmp.common_dirs)
 
 
-def check(out: str | Path = OUT, assignment: Assignment = Assignment()) -> bool:
+def check(out: str | Path = OUT, assignment: Assignment | None = None) -> bool:
     """True when ``out`` is exactly what the generator writes now."""
     with tempfile.TemporaryDirectory() as tmp:
         main(out=Path(tmp) / "class", assignment=assignment)

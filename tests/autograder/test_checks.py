@@ -1,4 +1,4 @@
-"""Trusted scoring (autograder/checks.py): right answers pass, each common mistake fails with its hint.
+"""Trusted scoring (lessons/l14_04/checks.py): right answers pass, each common mistake fails with its hint.
 
 The learner functions here are written by hand in the test, as a learner would, so each check is
 exercised through its real collect() -> to_plain -> score() path, outside any kernel.
@@ -11,7 +11,8 @@ import math
 import pytest
 
 from lessons.l14_04.checks import CHECKS, score_answer
-from lessons.l14_04.collect import collect, to_plain
+from autograder.answers import to_plain
+from lessons.l14_04.collect import collect
 
 GB, GiB = 10**9, 2**30
 
@@ -245,6 +246,7 @@ def test_patched_isclose_in_the_kernel_earns_nothing():
     import sys
 
     from autograder.hidden import hidden_source
+    from lessons.l14_04 import collect as collect_module
 
     def recorded(answer: float) -> dict:
         child = (
@@ -252,7 +254,7 @@ def test_patched_isclose_in_the_kernel_earns_nothing():
             "sys.modules['autograder'] = sys.modules['lessons'] = None  # the sandbox: no grader importable\n"
             "math.isclose = lambda *a, **k: True\n"
             f"ns = {{'offload_seconds_per_step': {answer!r}}}\n"
-            f"exec({hidden_source('test_offload_step')!r}, ns)\n"
+            f"exec({hidden_source('test_offload_step', collect_module)!r}, ns)\n"
             "print(json.dumps(ns['_course_values']))\n")
         proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, proc.stderr

@@ -20,7 +20,9 @@ import nbformat
 import pytest
 from html import escape as html_escape
 
-from autograder.assignment import ASSIGNMENT, Assignment
+from lessons.l14_04 import LAB
+from lessons.l14_04 import NAME as ASSIGNMENT
+from lessons.l14_04.examples import this_assignment
 from lessons.l14_04.examples import EXAMPLES, OUT, _same_tree
 from lessons.l14_04.examples import main as make_examples
 
@@ -154,7 +156,7 @@ def course(tmp_path_factory):
     # Tracebacks switched off in a cell of its own, answers left blank: nothing may score.
     dest = submitted / "hostile_traceback_hidden" / ASSIGNMENT
     shutil.copytree(submitted / "blank" / ASSIGNMENT, dest)
-    shutil.copy(ref / Assignment().lab_name, dest)
+    shutil.copy(ref / LAB.name, dest)
     nb = nbformat.read(dest / NOTEBOOK, as_version=4)
     nb.cells.insert(2, nbformat.v4.new_code_cell("get_ipython().showtraceback = lambda *args, **kwargs: None\n"
                                                  "get_ipython()._showtraceback = lambda *args, **kwargs: None"))
@@ -179,7 +181,7 @@ def test_every_verb_exits_zero(course):
 
 def test_release_layout_hides_solutions(course):
     folder = course["root"] / "release" / ASSIGNMENT
-    assert sorted(p.name for p in folder.iterdir()) == sorted([NOTEBOOK, Assignment().lab_name])
+    assert sorted(p.name for p in folder.iterdir()) == sorted([NOTEBOOK, LAB.name])
     text = (folder / NOTEBOOK).read_text()
     for secret in ("BEGIN SOLUTION", "HIDDEN TESTS", "_course_hidden", "return device_gb - weights_gb - workspace_gb"):
         assert secret not in text
@@ -272,7 +274,7 @@ def _grader_lines(submitted: Path) -> set[str]:
     word = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names))) + r")\b")
     grader = {line.strip() for text in sources for line in text.splitlines()
               if len(line.strip()) >= 30 and (word.search(line) or re.search(r"[\"'][^\"']{20,}[\"']", line))}
-    grader.update(secret_lines(Assignment()))
+    grader.update(secret_lines(this_assignment()))
     return {html_lib.escape(line, quote=False) for line in grader - public}
 
 
@@ -312,7 +314,10 @@ def test_gradebook_holds_the_same_scores(course):
             sub = gb.find_submission(ASSIGNMENT, sid)
             assert sub.score == entry["score"], sid
             assert sub.max_score == entry["max_score"] + entry["manual_max_score"]
-            assert sub.needs_manual_grade
+            assert sub.needs_manual_grade == entry["needs_manual_grading"], sid
+    # nbgrader's rule: a written answer handed back as released is "No response" (0, nothing to grade)
+    students = course["grades"]["students"]
+    assert students["reference"]["needs_manual_grading"] and not students["blank"]["needs_manual_grading"]
 
 
 def test_committed_example_class_is_current(course):

@@ -25,7 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.assignment import ASSIGNMENT, Assignment, load_source
+from autograder.assignment import load_source
+from lessons.l14_04 import NAME as ASSIGNMENT
+from lessons.l14_04.examples import this_assignment
 from autograder.environment import environment
 from autograder.gradescope import ROOT_VARIABLE
 
@@ -74,7 +76,7 @@ def test_the_bundle_holds_what_gradescope_runs(bundle):
             f"instructor/{ASSIGNMENT}.py"} <= names
     assert modes["setup.sh"] & 0o100 and modes["run_autograder"] & 0o100
     assert modes[f"instructor/{ASSIGNMENT}.ipynb"] == 0o600, "the solutions are root's alone"
-    assert meta["environment"] == environment() and meta["max_score"] == load_source(Assignment()).max_score
+    assert meta["environment"] == environment() and meta["max_score"] == load_source(this_assignment()).max_score
     assert subprocess.run(["bash", "-n", "-c", setup]).returncode == 0, "setup.sh is valid bash"
     assert f"--python {environment()['python']}" in setup and "bubblewrap" in setup and "torch" not in setup.split("no torch")[0]
     import io

@@ -26,9 +26,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograder"))
 import hostile  # noqa: E402
 
-from autograder.assignment import Assignment  # noqa: E402
 from autograder.autograde import main as autograde  # noqa: E402
-from lessons.l14_04.collect import ANSWER_MIME  # noqa: E402
+from autograder.answers import ANSWER_MIME  # noqa: E402
 from autograder.sandbox import Limits, cgroup_parents, grader_mounts, probe  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -43,10 +42,10 @@ def _sha(path: Path) -> str:
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile")
     # Instructor files and results live in tmp: a failed isolation test must not damage the repo.
-    notebook = root / "instructor" / "fixture.ipynb"
+    notebook = root / "instructor" / hostile.NOTEBOOK   # released under its file name, as nbgrader does
     notebook.parent.mkdir()
     shutil.copy(hostile.FIXTURE, notebook)
-    assignment = Assignment(notebook=notebook, checks=str(hostile.FIXTURE_CHECKS))
+    assignment = hostile.assignment(notebook)
     submitted, results = root / "submitted", root / "results"
     results.mkdir()
     (results / "grades.json").write_text("{}")
