@@ -28,7 +28,6 @@ its notebooks, every other file released beside them) or a lesson's (:func:`less
 
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 import importlib
@@ -40,7 +39,7 @@ from pathlib import Path
 import nbformat
 
 from .cells import grade_id as cell_grade_id
-from .cells import is_grade, is_locked, is_solution, is_task, nbgrader_meta
+from .cells import is_grade, is_locked, is_solution, is_task, nbgrader_meta, released_source
 from .cells import points as cell_points
 from .errors import AutograderError
 from .hidden import records_answer, strip_stock_check
@@ -302,12 +301,19 @@ class AssignmentSpec:
         return next(nb for nb in self.notebooks if nb.name == name)
 
 
-def _released_answers(nb: nbformat.NotebookNode) -> dict[str, str]:
-    """Each solution cell's text as ``nbgrader generate_assignment`` releases it (nbgrader's own ClearSolutions)."""
-    from nbgrader.preprocessors import ClearSolutions
-
-    released, _ = ClearSolutions().preprocess(copy.deepcopy(nb), {})
-    return {gid: cell.source for cell in released.cells if (gid := cell_grade_id(cell)) and is_solution(cell)}
+def _released_answers(nb: nbformat.NotebookNode, path: str) -> dict[str, str]:
+    """Each solution cell's text as ``nbgrader generate_assignment`` releases it (cells.released_source:
+    nbgrader's ClearSolutions, without importing nbgrader, ~0.4 s, on the batch's critical path)."""
+    language = (nb.metadata.get("kernelspec") or {}).get("language", "python")
+    out = {}
+    for cell in nb.cells:
+        gid = cell_grade_id(cell)
+        if gid and is_solution(cell):
+            try:
+                out[gid] = released_source(cell, language)
+            except ValueError as e:
+                raise AutograderError(f"solution cell {gid!r} of {path}: {e}") from None
+    return out
 
 
 def _parse(path: str, raw: bytes, checks: frozenset[str], has_checks: bool, where: str) -> NotebookSpec:
@@ -337,7 +343,7 @@ def _parse(path: str, raw: bytes, checks: frozenset[str], has_checks: bool, wher
                                       f"has {meta.get('points')!r}")
             if grade and solution:
                 if answers is None:
-                    answers = _released_answers(nb)
+                    answers = _released_answers(nb, path)
                 manual.append(GradedCell(gid, pts, i, manual=True, notebook=name, kind=ANSWER,
                                          released=answers.get(gid)))
             elif grade:

@@ -42,7 +42,7 @@ from . import sidecheck
 from .assignment import Assignment, default_assignment, lesson_folder, load_lesson, load_source
 from .course import build_gradebook, copy_gradebook, template_path, write_course_files
 from .distributed import Cluster
-from .environment import digest, environment, tree_digest
+from .environment import PACKAGES, tree_digest
 from .errors import AutograderError
 from .export import write_exports
 from .grade import Job, crashed, grade_submission, submission_sha
@@ -65,11 +65,11 @@ def lesson_digest(assignment: Assignment) -> str:
 
 
 def batch_fingerprint(assignment: Assignment, settings: Settings) -> str:
-    """Everything besides the submission that a grade depends on: the instructor files, the lesson,
-    the settings, and the grader and course library installed here (what runs in the learner's kernel)."""
+    """Everything besides the submission that a grade depends on: the grader's version, the instructor
+    files, the lesson's code, the settings, and the course library (what the learner's code calls)."""
     h = hashlib.sha256()
     for part in (GRADER_VERSION, load_source(assignment).sha256, repr(assignment.lesson), lesson_digest(assignment),
-                 json.dumps(asdict(settings), sort_keys=True), digest(environment())):
+                 json.dumps(asdict(settings), sort_keys=True), tree_digest(PACKAGES["course_lib"])):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
 
@@ -255,8 +255,7 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
                         limits=Limits(memory_bytes=memory_limit_bytes(memory_limit),
                                       disk_bytes=disk_limit_bytes(disk_limit)), insecure=bool(insecure))
     original = assignment or default_assignment(submitted=submitted_dir)
-    load_source(original)   # a broken source or lesson fails here, in one line, before anything is written
-    lesson = load_lesson(original.lesson)
+    lesson = load_lesson(original.lesson)   # a broken lesson fails here, in one line, before anything is written
     students, skipped = list_students(submitted_dir)
     sweep_leftovers()
     # It imports in the background while the probe runs; the workers, forked later, share it.
@@ -279,7 +278,7 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     warnings = list(isolation.warnings) + [
         f"skipped the folder {name!r} in SUBMITTED_DIR: its name is not printable (a tab, a newline...), "
         f"so it cannot be a student id; rename it and run again" for name in skipped]
-    prepared = sidecheck.prepare(assignment, sidecheck.runner(settings, isolation))
+    prepared = sidecheck.prepare(assignment, sidecheck.runner(settings, isolation, lesson.preload))
     fingerprint = batch_fingerprint(assignment, settings)
     write_batch(results_dir, {
         **batch_assignment(assignment), "instructor_files": [str(p) for p in original.instructor_files().values()],

@@ -51,6 +51,7 @@ from .cells import grade_id
 from .results import DISK_LIMIT, KERNEL_DIED, MEMORY_LIMIT, PROCESS_LIMIT, SEVERITY, TIMEOUT
 from .sandbox import Sandbox, fork_server
 from .sandbox.forkserver import ForkedProcess, ForkServerError
+from .settings import Settings
 
 KERNEL_NAME = "course-grade-sandbox"
 #: Seconds an interrupted cell has to stop before its kernel is replaced (KeyboardInterrupt takes ms).
@@ -735,10 +736,10 @@ class _Run:
                          restarts=self.restarts)
 
 
-def execute_notebook(nb: nbformat.NotebookNode, sandbox: Sandbox, *, cell_timeout: float = 60,
-                     notebook_timeout: float = 300, max_output_bytes: int = 1 * MiB,
-                     max_message_bytes: int = 32 * MiB, startup_timeout: float = 60,
-                     max_restarts: int = 3) -> Execution:
+def execute_notebook(nb: nbformat.NotebookNode, sandbox: Sandbox, *, cell_timeout: float = Settings.cell_timeout,
+                     notebook_timeout: float = Settings.notebook_timeout,
+                     max_output_bytes: int = Settings.max_output_bytes, max_message_bytes: int = 32 * MiB,
+                     startup_timeout: float = 60, max_restarts: int = Settings.max_restarts) -> Execution:
     """Execute every code cell of ``nb`` (in place) in sandboxed kernels, errors allowed (see the module)."""
     return _Run(nb, sandbox, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
                 max_output_bytes=max_output_bytes, max_message_bytes=max_message_bytes,

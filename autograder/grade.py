@@ -168,7 +168,8 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
         _explain_events(scored, execution, nb_spec)
         questions.update(scored)
     released = {check.file: sidecheck.released(a, check.file) for check in lesson.side_checks}
-    questions.update(sidecheck.score(lesson, files, released, job.prepared, sidecheck.runner(settings, isolation)))
+    run = sidecheck.runner(settings, isolation, lesson.preload)   # the batch's fork server: the same preload
+    questions.update(sidecheck.score(lesson, files, released, job.prepared, run))
     log.debug("%s side checks done", job.student_id)
 
     statuses = [EXECUTION_STATUS[e.status] for e in executions.values()]

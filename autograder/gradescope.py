@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import sidecheck
-from .assignment import Assignment, default_assignment, load_source
+from .assignment import Assignment, default_assignment, load_lesson, load_source
 from .autograde import check_options
 from .distributed import Instructor
 from .environment import PACKAGES, SOURCE_SUFFIXES, differences, digest, digest_bytes, environment
@@ -277,12 +277,14 @@ def run(root: str | Path) -> dict:
                                   f"the grader installed here is not the one this bundle was built with: {'; '.join(differ)}")
         elif iso.missing():
             result = blank_result(job, load_source(assignment), GRADER_ERROR,
-                                  "not graded: this machine cannot isolate learner code; it lacks " + "; and ".join(iso.missing()))
+                                  "this machine cannot isolate learner code, so nothing is graded; it lacks "
+                                  + "; and ".join(iso.missing()))
         else:
             folder = _hand_in_folder(root / "submission", assignment)
             hand_in = HandIn.read(folder, assignment)
             laid_out = hand_in.lay_out(scratch / "submitted", sid, assignment.name)
-            prepared = sidecheck.prepare(assignment, sidecheck.runner(settings, iso))
+            run = sidecheck.runner(settings, iso, load_lesson(assignment.lesson).preload)
+            prepared = sidecheck.prepare(assignment, run)
             job = dataclasses.replace(job, folder=str(laid_out), prepared=prepared,
                                       fingerprint=digest_bytes(meta["instructor_digest"].encode(), submission_sha(
                                           laid_out, assignment, hand_in.files).encode()))

@@ -88,7 +88,9 @@ def _definitions(path: str) -> tuple[tuple[str, ast.stmt, str], ...]:
 
     def add(name: str, node: ast.stmt) -> None:
         start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-        out.append((name, node, "\n".join(lines[start - 1:node.end_lineno])))
+        skip = _docstring_lines(node, lines)
+        out.append((name, node, "\n".join(line for number, line in enumerate(lines[start - 1:node.end_lineno], start)
+                                          if number not in skip)))
 
     for node in ast.parse(text).body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
@@ -108,6 +110,22 @@ def _definitions(path: str) -> tuple[tuple[str, ast.stmt, str], ...]:
             for alias in node.names:
                 add(alias.asname or alias.name, node)
     return tuple(out)
+
+
+def _docstring_lines(node: ast.stmt, lines: list[str]) -> set[int]:
+    """The line numbers of the docstrings in a definition (its own and its nested ones'), where each
+    stands on lines of its own: a kernel need not compile them, and the hidden tests are shorter."""
+    out: set[int] = set()
+    for inner in ast.walk(node):
+        body = getattr(inner, "body", None)
+        if not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or len(body) < 2:
+            continue
+        doc = body[0]
+        if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str):
+            first, last = lines[doc.lineno - 1], lines[doc.end_lineno - 1]
+            if first[:doc.col_offset].strip() == "" and last[doc.end_col_offset:].strip() == "":
+                out.update(range(doc.lineno, doc.end_lineno + 1))
+    return out
 
 
 def _closure(roots: tuple[str, ...], files: tuple[str, ...]) -> str:

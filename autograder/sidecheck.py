@@ -27,12 +27,13 @@ from .sandbox import Isolation, Sandbox, scratch_dir
 from .settings import Settings
 
 
-def runner(settings: Settings, isolation: Isolation) -> Runner:
-    """``run(file_name, text)``: the Python program ``text`` as ``file_name``, alone in a fresh sandbox."""
+def runner(settings: Settings, isolation: Isolation, preload: tuple[str, ...] = ()) -> Runner:
+    """``run(file_name, text)``: the Python program ``text`` as ``file_name``, alone in a fresh sandbox,
+    forked from the batch's kernel fork server (``preload``: the lesson's, so it is the batch's one server)."""
     def run(file_name: str, text: str) -> RunResult:
         if "/" in file_name or file_name in ("", ".", ".."):
             raise ValueError(f"a side check's program needs a plain file name, not {file_name!r}")
-        with Sandbox(scratch_dir("side"), settings.limits, isolation) as box:   # removes its folder as it closes
+        with Sandbox(scratch_dir("side"), settings.limits, isolation, preload=preload) as box:   # removes its folder
             path = box.work / file_name
             path.write_text(text, encoding="utf-8")
             rc, out, err = box.run([sys.executable, "-P", "-s", str(path)], cwd=box.work,

@@ -202,9 +202,10 @@ class Sandbox:
                 "chown": [str(d) for d in (self.work, self.home, self.run_dir)] if self.uid is not None else [],
                 "rlimits": list(self.rlimits().items()), "env": self.env(), "cwd": str(cwd or self.work)}
 
-    def run(self, argv: list[str], cwd: Path | None = None, timeout: float = 60,
+    def run(self, argv: list[str], cwd: Path | None = None, *, timeout: float,
             max_output_bytes: int = 64 * KiB) -> tuple[int | None, str, str]:
-        """Run a command to completion in the sandbox: (returncode or None on timeout, stdout, stderr)."""
+        """Run a command to completion in the sandbox, for at most ``timeout`` seconds (the caller's
+        setting: autograder.settings): (returncode or None on timeout, stdout, stderr)."""
         out_path, err_path = self.log_dir / "run.out", self.log_dir / "run.err"
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             rc = self._run_forked(argv, cwd, timeout, out, err)

@@ -40,7 +40,11 @@ def python_skips_token_transforms(manager):
     text that already parses as Python (``ast.parse``, with top-level await: ~9 ms) comes out of them
     unchanged. That text skips them; any other text, or a manager whose token transforms are not
     exactly IPython's four (a learner may add one), takes IPython's own path. The cleanup and line
-    transforms (prompts, indentation, ``%%`` cell magics) run as before, first."""
+    transforms (prompts, indentation, ``%%`` cell magics) run as before, first.
+
+    Whether a text parses is a property of the text alone, and ipykernel has IPython transform each
+    cell twice (to decide whether it runs async, then to run it): the verdict on the last text is
+    kept, so the second transform of a cell parses nothing."""
     import ast
     import warnings
     try:
@@ -58,16 +62,23 @@ def python_skips_token_transforms(manager):
         return
     flags = ast.PyCF_ONLY_AST | getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
 
-    def token_transforms(lines):
-        if only_ipythons():
+    last = ["", False]   # the last text asked about, and whether it parses
+
+    def parses(text):
+        if text != last[0]:
             try:
                 with warnings.catch_warnings():   # IPython compiles the text again, and warns then
                     warnings.simplefilter("ignore")
-                    compile("".join(lines), "<cell>", "exec", flags, dont_inherit=True)
+                    compile(text, "<cell>", "exec", flags, dont_inherit=True)
+                verdict = True
             except Exception:  # noqa: BLE001 - not Python as it stands: IPython's own path decides
-                pass
-            else:
-                return lines
+                verdict = False
+            last[:] = [text, verdict]
+        return last[1]
+
+    def token_transforms(lines):
+        if only_ipythons() and parses("".join(lines)):
+            return lines
         return do_token_transforms(lines)
 
     manager.do_token_transforms = token_transforms

@@ -58,8 +58,8 @@ def _unpack(bundle: Path, root: Path) -> None:
             os.chmod(target, (info.external_attr >> 16) & 0o777)
 
 
-def _run(root: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, **{ROOT_VARIABLE: str(root), "COURSE_GRADE_PYTHON": sys.executable})
+def _run(root: Path, **extra: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, **{ROOT_VARIABLE: str(root), "COURSE_GRADE_PYTHON": sys.executable}, **extra)
     return subprocess.run([str(root / "source" / "run_autograder")], cwd=root, env=env, capture_output=True,
                           text=True, timeout=600)
 
@@ -140,6 +140,37 @@ def test_a_grader_other_than_the_bundles_is_refused(bundle, tmp_path):
     got = json.loads((root / "results" / "results.json").read_text())
     assert got["score"] == 0.0 and got["extra_data"]["status"] == "grader_error"
     assert "not the one this bundle was built with" in got["output"]
+
+
+def test_a_container_that_cannot_isolate_learner_code_grades_nothing(bundle, tmp_path):
+    """No isolation, no grading, and never --insecure: here as a container without bubblewrap (PATH has none)."""
+    root = tmp_path / "root"
+    _unpack(bundle, root)
+    _submission(root, "reference")
+    no_bwrap = str(Path(sys.executable).parent)
+    env = dict(os.environ, **{ROOT_VARIABLE: str(root), "PATH": no_bwrap})
+    check = subprocess.run([sys.executable, "-m", "autograder.gradescope", "--check"], env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert check.returncode == 2 and check.stderr.count("\n") == 1, check.stderr
+    assert "cannot isolate learner code" in check.stderr and "apt-get install bubblewrap" in check.stderr
+    proc = _run(root, PATH=no_bwrap)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads((root / "results" / "results.json").read_text())
+    assert got["score"] == 0.0 and got["extra_data"]["status"] == "grader_error"
+    assert "cannot isolate learner code, so nothing is graded; it lacks namespaces" in got["output"]
+
+
+def test_setup_installs_a_python_the_throwaway_uid_can_run(bundle):
+    with zipfile.ZipFile(bundle) as zf:
+        setup = zf.read("setup.sh").decode()
+    # uv's own Pythons live under /root (mode 700): the bundle's go where every user can run them, and the
+    # build fails unless an unprivileged uid runs the venv's Python, then unless the image isolates learner code
+    assert "export UV_PYTHON_INSTALL_DIR=/opt/uv-python" in setup.split("uv venv")[0]
+    lines = setup.splitlines()
+    drop = next(i for i, line in enumerate(lines) if line.startswith("setpriv --reuid=65534"))
+    assert lines[drop + 1].strip().startswith("|| {") and "exit 1" in lines[drop + 1]
+    assert drop < next(i for i, line in enumerate(lines) if "--check" in line and not line.startswith("#"))
+    assert 'for package in autograder lessons' in setup, "the expected answers are root's alone"
 
 
 def test_bad_bundle_options_are_one_line(tmp_path):

@@ -80,7 +80,8 @@ def test_the_disk_cap_covers_every_writable_folder_together():
 def test_the_sandbox_leaves_nothing_behind():
     with Sandbox(scratch_dir(), Limits(), probe()) as box:
         root = box.root
-        rc, _, _ = box.run([sys.executable, "-c", "import subprocess; subprocess.Popen(['sleep', '60'], start_new_session=True)"])
+        rc, _, _ = box.run([sys.executable, "-c", "import subprocess; subprocess.Popen(['sleep', '60'], start_new_session=True)"],
+                           timeout=60)
         assert rc == 0
     assert not root.exists() and root not in grader_mounts()
     assert not any(d.name.startswith(f"course-grade-{os.getpid()}-") for p in cgroup_parents() for d in p.iterdir())
@@ -248,7 +249,7 @@ def test_commands_run_through_the_fork_server_as_under_bubblewrap():
         time.sleep(0.1)
     with Sandbox(scratch_dir(), Limits(), probe()) as box:
         code = "import os, sys; print(os.getpid(), os.path.exists('/run/course-grade')); sys.stderr.write('e'); sys.exit(3)"
-        assert box.run([sys.executable, "-c", code]) == (3, "2 False\n", "e"), "forked: no launcher folder inside"
+        assert box.run([sys.executable, "-c", code], timeout=60) == (3, "2 False\n", "e"), "forked: no launcher folder inside"
         start = time.monotonic()
         assert box.run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=1)[0] is None
         assert time.monotonic() - start < 10
@@ -256,3 +257,26 @@ def test_commands_run_through_the_fork_server_as_under_bubblewrap():
     assert got["nproc"] == Limits().max_processes and got["fsize"] == Limits().max_file_bytes
     assert got["uid"] >= 1_000_000 and got["repo_notebooks"] is False
     assert got["course_lib"] == str(REPO / "course_lib" / "__init__.py")
+
+
+def test_a_side_checks_program_runs_through_the_batchs_one_fork_server():
+    """The side checks' runs are forked from the server the kernels come from (the same PYTHONPATH and
+    preload), never from a second one that imports everything again."""
+    import time
+
+    from autograder.sandbox import servers
+    from autograder.settings import Settings
+    from autograder.sidecheck import runner
+
+    if probe().kernels != "fork":
+        pytest.skip("no kernel fork server here (the probe says why)")
+    preload = ("json",)
+    server = sandbox.fork_server(str(REPO), preload)
+    deadline = time.monotonic() + 120
+    while not server.ready():
+        assert time.monotonic() < deadline, server.log_tail()
+        time.sleep(0.1)
+    before = set(servers._servers)
+    got = runner(Settings(), probe(), preload)("probe.py", "import os; print(os.getpid())")
+    assert (got.returncode, got.stdout.strip()) == (0, "2"), got   # pid 2 of its own namespace: forked
+    assert set(servers._servers) == before, "no second fork server"

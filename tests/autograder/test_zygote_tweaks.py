@@ -142,3 +142,16 @@ def test_a_token_transformer_a_learner_adds_is_honoured():
         manager.token_transformers.append(Shout)
     assert ours.transform_cell("print(quiet)") == stock.transform_cell("print(quiet)") == "print(LOUD)\n"
     assert slow, "with a transformer IPython does not ship, every cell takes IPython's own path"
+
+
+def test_a_cell_transformed_twice_is_parsed_once():
+    """ipykernel transforms each cell twice; whether its text parses is asked once, and again for a new text."""
+    tweaks, manager = _tweaks(), TransformerManager()
+    asked = []
+    tweaks.compile = lambda text, *args, **kwargs: asked.append(text) or compile(text, *args, **kwargs)
+    tweaks.python_skips_token_transforms(manager)
+    for _ in range(2):
+        assert manager.transform_cell("x = 1") == TransformerManager().transform_cell("x = 1")
+    assert len(asked) == 1
+    assert manager.transform_cell("y = %time 1") == TransformerManager().transform_cell("y = %time 1")
+    assert manager.transform_cell("x = 1") == "x = 1\n" and len(asked) == 3
