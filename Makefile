@@ -11,7 +11,7 @@ TORCH_SPEC ?= torch==2.13.0
 VENV_FLAGS := $(shell $(PYTHON) -c "import torch" >/dev/null 2>&1 && echo --system-site-packages)
 STAMP      := $(VENV)/.installed
 
-.PHONY: venv demo test lab browser-deps sandbox-deps clean
+.PHONY: venv demo test check lab browser-deps sandbox-deps clean
 
 venv: $(STAMP)
 
@@ -26,6 +26,16 @@ demo: $(STAMP) sandbox-deps
 
 test: $(STAMP) browser-deps sandbox-deps
 	$(BIN)/python -m pytest -q
+
+# The fast loop (under a minute on 2 cores): the unit tests and one end-to-end grading (a lesson of two
+# notebooks and a side check, through the CLI, in the sandbox: tests/autograder/test_second_lesson.py).
+# Left to `make test`: slow and browser tests, and the heavy unit tests below (the transformers oracle,
+# property fuzzing, subprocess CLIs, torch measurements, nbgrader gradebook builds, learner venvs).
+CHECK_HEAVY := course_lib/test_models_oracle.py course_lib/test_cli_fuzz.py course_lib/test_cli.py \
+	course_lib/test_cli_bad_input.py course_lib/test_measure_run.py course_lib/test_measure_cli.py \
+	autograder/test_course.py lesson/test_browser.py
+check: $(STAMP) sandbox-deps
+	$(BIN)/python -m pytest -q -m "not slow and not browser" $(addprefix --ignore=tests/,$(CHECK_HEAVY))
 
 # Debian's Chromium for the browser tests (Playwright drives it; no browser download).
 browser-deps:

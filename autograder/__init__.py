@@ -1,29 +1,34 @@
-"""course-grade: release, hardened parallel autograding, feedback and exports for L14.4, on nbgrader.
+"""course-grade: the engine. Release, hardened parallel autograding, feedback and exports, on nbgrader.
 
 An instructor's round trip (each verb is a module with a ``main(**kwargs)``; the CLI is ``cli.py``)::
 
     course-grade release --out release                   # release.py: the student folder
-    # ... hand out release/l14-04-model-memory/, collect submitted/<student>/l14-04-model-memory/
+    # ... hand out release/<assignment>/, collect submitted/<student>/<assignment>/
     course-grade autograde submitted --out results       # autograde.py (+ grade.py per submission)
-    nbgrader formgrader  (in results/)                   # grade the written answer by hand
+    nbgrader formgrader  (in results/)                   # grade the written answers by hand
     course-grade feedback results                        # feedback.py: HTML without hidden tests
     course-grade export results                          # export.py: grades.csv, Gradescope JSON
+
+What it grades: any nbgrader assignment (``--source DIR``: ``DIR/<assignment>/`` with its
+notebooks and files), scored as stock ``nbgrader autograde`` scores it, or a lesson
+(``lessons/<lesson>/`` beside this package, found through the ``course_grade.lessons`` entry
+points, or ``--lesson``) that adds trusted checks and side checks (lesson.py, sidecheck.py).
+The engine names no lesson.
 
 What stock nbgrader gets wrong and where it is fixed:
 
 - one notebook at a time -> worker processes, kernels on ipc sockets (autograde.py, execute.py),
-  each forked from a server that imported ipykernel, numpy, matplotlib and the course library
-  once per batch, into a sandbox of its own (forkserver.py, _zygote.py);
+  each forked from a server that imported ipykernel, numpy, matplotlib and what the lesson's
+  notebooks import once per batch, into a sandbox of its own (sandbox/forkserver.py, sandbox/_zygote.py);
 - learner code in the grader's trust -> a sandbox per submission: bubblewrap namespaces, a
-  memory + pids cgroup, a throwaway uid, rlimits (sandbox.py, _launch.py);
+  memory + pids cgroup, a throwaway uid, rlimits (the trust boundary: sandbox/), and no grading
+  at all below that minimum unless asked (``--insecure``);
 - scores decided in the learner's kernel -> plain answers recorded by the test cells
-  (capture.py) and scored in the grader's process (checks.py, scoring.py);
-- edited or deleted test cells -> restored from the instructor source by grade_id (assignment.py);
+  (answers.py, hidden.py) and scored in the grader's process by the lesson's checks (scoring.py);
+- edited or deleted test cells -> restored from the instructor source by grade_id (restore.py);
 - a failed run that looks like 0 or keeps an old score -> a status per submission, records that
   are rewritten whole, a gradebook merge that sets every grade (results.py, gradebook.py);
 - hidden tests in the feedback -> stripped before rendering (feedback.py).
-
-The lab-edit check (lab.py) and the example class (examples.py) are specific to L14.4.
 """
 
 import sys

@@ -39,34 +39,39 @@ from pathlib import Path
 from course_lib.bounds import check_int, check_number
 from course_lib.errors import CourseInputError
 
-from .assignment import Assignment, checks_source_sha, load_checks, load_source, validate_checks
+from . import sidecheck
+from .assignment import Assignment, default_assignment, lesson_folder, load_lesson, load_source
 from .course import build_gradebook, copy_gradebook, template_path, write_course_files
 from .distributed import Cluster
-from .environment import tree_digest
+from .environment import PACKAGES, tree_digest
 from .errors import AutograderError
 from .export import write_exports
-from .grade import Job, Settings, crashed, grade_submission, new_sandbox, read_files, submission_sha
-from .gradebook import NOT_IN_GRADEBOOK, add_lab_cells, manual_comments, manual_scores, merge, open_gradebook
-from .lab import lab_baseline
-from .layout import (autograded_path, load_records, remove_student_files, remove_submitted, write_batch,
-                     write_submitted)
+from .grade import Job, crashed, grade_submission, read_files, submission_sha
+from .gradebook import NOT_IN_GRADEBOOK, add_side_cells, manual_comments, manual_scores, merge, open_gradebook
+from .layout import (autograded_path, batch_assignment, load_records, remove_student_files, remove_submitted,
+                     write_batch, write_submitted)
 from .results import GRADER_ERROR, RAN, BatchResult, StudentResult, write_json
-from .sandbox import (Limits, disk_limit_bytes, fork_server_early, memory_limit_bytes, probe, stop_fork_servers,
-                      sweep_leftovers)
+from .sandbox import (REPO, Limits, disk_limit_bytes, fork_server_early, memory_limit_bytes, probe, require_minimum,
+                      stop_fork_servers, sweep_leftovers)
+from .settings import Settings
 
-GRADER_VERSION = "course-grade 1"
-REPO = Path(__file__).resolve().parents[1]
+GRADER_VERSION = "course-grade 2"
+
+
+def lesson_digest(assignment: Assignment) -> str:
+    """The lesson's code (its checks, collectors and side checks), or "" for a plain nbgrader assignment."""
+    folder = lesson_folder(assignment.lesson)
+    if folder is None:
+        return ""
+    return tree_digest(folder) if folder.is_dir() else hashlib.sha256(folder.read_bytes()).hexdigest()
 
 
 def batch_fingerprint(assignment: Assignment, settings: Settings) -> str:
-    """Everything besides the submission that a grade depends on."""
-    spec = load_source(assignment)
+    """Everything besides the submission that a grade depends on: the grader's version, the instructor
+    files, the lesson's code, the settings, and the course library (what the learner's code calls)."""
     h = hashlib.sha256()
-    for part in (GRADER_VERSION, spec.sha256, Path(assignment.lab).read_bytes().hex(),
-                 checks_source_sha(assignment.checks), json.dumps(asdict(settings), sort_keys=True),
-                 # what runs in the learner's kernel: the course library and the hidden tests' collection code
-                 tree_digest(REPO / "course_lib"),
-                 *(hashlib.sha256((REPO / "autograder" / f).read_bytes()).hexdigest() for f in ("collect.py", "hidden.py"))):
+    for part in (GRADER_VERSION, load_source(assignment).sha256, repr(assignment.lesson), lesson_digest(assignment),
+                 json.dumps(asdict(settings), sort_keys=True), tree_digest(PACKAGES["course_lib"])):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
 
@@ -90,7 +95,7 @@ def _ensure_course(results_dir: Path, assignment: Assignment) -> None:
     a new RESULTS_DIR starts from the gradebook an earlier batch built for the same source)."""
     spec = load_source(assignment)
     stamp, db = results_dir / ".course-source.sha", results_dir / "gradebook.db"
-    want = spec.sha256 + ":" + hashlib.sha256(Path(assignment.lab).read_bytes()).hexdigest()
+    want = spec.sha256
     if stamp.is_file() and stamp.read_text() == want and db.is_file():
         return
     template = template_path(want, assignment)
@@ -104,7 +109,7 @@ def _ensure_course(results_dir: Path, assignment: Assignment) -> None:
             db.unlink(missing_ok=True)
     fresh = not db.exists()
     build_gradebook(results_dir, assignment)
-    add_lab_cells(results_dir, assignment)
+    add_side_cells(results_dir, assignment, spec)
     if fresh and template is not None:   # nothing but the source in it yet
         try:
             copy_gradebook(db, template)
@@ -128,21 +133,22 @@ def _lock(results_dir: Path):
 
 
 def _snapshot(assignment: Assignment, results_dir: Path) -> Assignment:
-    """Copy the instructor notebook and lab into RESULTS_DIR/.snapshot/ and point the batch at them."""
-    import dataclasses
-
+    """Copy the instructor files into RESULTS_DIR/.snapshot/ (under their released names) and point the batch at them."""
     snap = results_dir / ".snapshot"
-    snap.mkdir(exist_ok=True)
+    if snap.exists():
+        shutil.rmtree(snap)
+    snap.mkdir()
     # The solutions and hidden tests: the grader's alone, even where no bubblewrap hides the file system
     # from the learner's throwaway uid.
     os.chmod(snap, 0o700)
-    for path in (assignment.notebook, assignment.lab):
+    for name, path in assignment.instructor_files().items():
         if not Path(path).is_file():
             raise AutograderError(f"instructor file {path} does not exist")
-    notebook, lab = snap / assignment.notebook_name, snap / assignment.lab_name
-    shutil.copyfile(assignment.notebook, notebook)
-    shutil.copyfile(assignment.lab, lab)
-    return dataclasses.replace(assignment, notebook=notebook, lab=lab)
+        (snap / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, snap / name)
+    return Assignment(name=assignment.name, notebooks=tuple(snap / p.name for p in assignment.notebooks),
+                      files=tuple(snap / assignment.file_name(p) for p in assignment.files),
+                      lesson=assignment.lesson, root=snap)
 
 
 def _worker_init() -> None:
@@ -220,18 +226,22 @@ def _results_folder(results_dir: Path) -> None:
 
 
 def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | None = None,
-         cell_timeout: float = 60, notebook_timeout: float = 300, memory_limit: str | int = "2GiB",
-         disk_limit: str | int = "512MiB", regrade: bool = False, progress: bool | None = None,
-         scheduler: str | None = None,
-         assignment: Assignment = Assignment()) -> BatchResult:
+         cell_timeout: float = Settings.cell_timeout, notebook_timeout: float = Settings.notebook_timeout,
+         memory_limit: str | int = Limits.memory_bytes, disk_limit: str | int = Limits.disk_bytes,
+         regrade: bool = False, progress: bool | None = None, scheduler: str | None = None,
+         assignment: Assignment | None = None, insecure: bool = False) -> BatchResult:
     """Grade every ``SUBMITTED_DIR/<student>/<assignment>/`` into ``out``; returns the batch result.
 
+    ``assignment``: what to grade (:class:`~autograder.assignment.Assignment`: an nbgrader source
+    folder, or a lesson's); None: the installed lesson the submissions name
+    (:func:`~autograder.assignment.default_assignment`).
     ``scheduler``: grade on the Dask cluster at this address (``tcp://host:8786``, a scheduler file,
     or ``local:N`` for N Dask worker processes here) instead of local worker processes; see
     autograder.distributed.
+    ``insecure``: grade even where this machine cannot isolate learner code (else refused, in one line).
 
     Raises AutograderError only when the grader itself cannot run (bad paths or options, a broken
-    instructor source); whatever a submission does becomes its status.
+    instructor source, no isolation); whatever a submission does becomes its status.
     """
     start = time.monotonic()
     submitted_dir, results_dir = Path(submitted_dir).resolve(), Path(out).resolve()
@@ -245,32 +255,35 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
         raise AutograderError("RESULTS_DIR must not be inside SUBMITTED_DIR (it would look like a student)")
     settings = Settings(cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
                         limits=Limits(memory_bytes=memory_limit_bytes(memory_limit),
-                                      disk_bytes=disk_limit_bytes(disk_limit)))
-    original = assignment
+                                      disk_bytes=disk_limit_bytes(disk_limit)), insecure=bool(insecure))
+    original = assignment or default_assignment(submitted=submitted_dir)
+    lesson = load_lesson(original.lesson)   # a broken lesson fails here, in one line, before anything is written
+    students, skipped = list_students(submitted_dir)
+    sweep_leftovers()
+    # It imports in the background while the probe runs; the workers, forked later, share it.
+    fork_server_early(str(REPO), lesson.preload)
+    isolation = probe()
+    if isolation.kernels != "fork":
+        stop_fork_servers()
+    if cluster is None:   # a Dask batch: each worker's own isolation decides (autograder.distributed)
+        try:
+            require_minimum(isolation, settings.insecure)
+        except AutograderError:
+            stop_fork_servers()
+            raise
     _results_folder(results_dir)
     lock = _lock(results_dir)  # noqa: F841 - held until this function returns
     # One batch, one version of the instructor files: workers read this snapshot, not files
     # that someone may be editing while the batch runs.
-    assignment = _snapshot(assignment, results_dir)
+    assignment = _snapshot(original, results_dir)
     spec = load_source(assignment)
-    validate_checks(spec, load_checks(assignment.checks), assignment.checks)
-    students, skipped = list_students(submitted_dir)
-    sweep_leftovers()
-    # It imports in the background while the probe runs; the workers, forked later, share it.
-    fork_server_early(str(REPO))
-    isolation = probe()
-    if isolation.kernels != "fork":
-        stop_fork_servers()
     warnings = list(isolation.warnings) + [
         f"skipped the folder {name!r} in SUBMITTED_DIR: its name is not printable (a tab, a newline...), "
         f"so it cannot be a student id; rename it and run again" for name in skipped]
-    baseline = lab_baseline(Path(assignment.lab).read_text(encoding="utf-8"), assignment.lab_name,
-                            new_sandbox(settings))
+    prepared = sidecheck.prepare(assignment, sidecheck.runner(settings, isolation, lesson.preload))
     fingerprint = batch_fingerprint(assignment, settings)
     write_batch(results_dir, {
-        "assignment": assignment.name, "notebook_name": assignment.notebook_name,
-        "notebook": str(assignment.notebook), "lab": str(assignment.lab), "checks": assignment.checks,
-        "instructor_files": [str(original.notebook), str(original.lab)],
+        **batch_assignment(assignment), "instructor_files": [str(p) for p in original.instructor_files().values()],
         "settings": asdict(settings), "limits": settings.limits.summary(), "isolation": isolation.summary(),
         "warnings": warnings, "skipped": skipped})
 
@@ -281,13 +294,14 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
         fp = hashlib.sha256((fingerprint + ":" + (submission_sha(folder, assignment) if folder.is_dir()
                                                   else "<missing>")).encode()).hexdigest()
         old = existing.get(sid)
+        ran = any(autograded_path(results_dir, sid, assignment, name).is_file() for name in assignment.notebook_names)
         if (not regrade and old is not None and old.fingerprint == fp and old.status != GRADER_ERROR
-                and (old.status not in RAN or autograded_path(results_dir, sid, assignment).is_file())):
+                and (old.status not in RAN or ran)):
             results[sid] = old
             reused.append(sid)
             continue
         jobs.append(Job(student_id=sid, folder=str(folder), results_dir=str(results_dir), assignment=assignment,
-                        settings=settings, lab_baseline=baseline, fingerprint=fp))
+                        settings=settings, prepared=prepared, fingerprint=fp))
 
     # The gradebook is needed only for the merge: build it, and merge into it, while the workers grade.
     course = _GradebookWriter(results_dir, assignment, spec)

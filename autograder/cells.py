@@ -56,6 +56,11 @@ def is_locked(cell: Mapping[str, Any]) -> bool:
     return _flag(cell, "locked")
 
 
+def is_task(cell: Mapping[str, Any]) -> bool:
+    """A task: a locked markdown cell a person grades as a whole (nbgrader's ``task`` flag)."""
+    return _flag(cell, "task")
+
+
 def is_test(cell: Mapping[str, Any]) -> bool:
     """An autograded test: a grade cell that is not an answer, and code."""
     return is_grade(cell) and not is_solution(cell) and cell.get("cell_type") == "code"
@@ -72,3 +77,43 @@ def points(cell: Mapping[str, Any]) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         return None
     return float(value)
+
+
+#: What nbgrader's ClearSolutions puts in place of a solution, by kernel language (its defaults).
+CODE_STUBS = {"python": "# YOUR CODE HERE\nraise NotImplementedError()", "R": "# YOUR CODE HERE\nfail()",
+              "matlab": "% YOUR CODE HERE\nerror('No Answer Given!')",
+              "octave": "% YOUR CODE HERE\nerror('No Answer Given!')",
+              "sas": "/* YOUR CODE HERE */\n %notImplemented;", "java": "// YOUR CODE HERE"}
+TEXT_STUB = "YOUR ANSWER HERE"
+
+
+def released_source(cell: Mapping[str, Any], language: str = "python") -> str:
+    """A solution cell's text as ``nbgrader generate_assignment`` releases it (nbgrader's ClearSolutions,
+    with its default stubs): each ``BEGIN SOLUTION`` ... ``END SOLUTION`` region becomes the stub,
+    indented like its first line; a solution cell without a region becomes the stub whole.
+    ``tests/autograder/test_cells.py`` holds it to nbgrader's own preprocessor.
+
+    >>> released_source({"cell_type": "code", "source": "def f():\\n    ### BEGIN SOLUTION\\n    return 1\\n    ### END SOLUTION"})
+    'def f():\\n    # YOUR CODE HERE\\n    raise NotImplementedError()'
+    >>> released_source({"cell_type": "markdown", "source": "My answer."})
+    'YOUR ANSWER HERE'
+    """
+    source = cell.get("source", "")
+    source = "".join(source) if isinstance(source, list) else str(source)
+    code = cell.get("cell_type") == "code"
+    stub = (CODE_STUBS.get(language, CODE_STUBS["python"]) if code else TEXT_STUB).split("\n")
+    out, inside, replaced = [], False, False
+    for line in source.split("\n"):
+        if "BEGIN SOLUTION" in line:
+            if inside:
+                raise ValueError("nested BEGIN SOLUTION regions")
+            inside = replaced = True
+            indent = line[:len(line) - len(line.lstrip())]
+            out += [indent + s for s in stub]
+        elif "END SOLUTION" in line:
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError("a BEGIN SOLUTION region without its END SOLUTION")
+    return "\n".join(out) if replaced else "\n".join(stub)

@@ -1,12 +1,15 @@
-"""course-grade: release, autograde, feedback and export for L14.4 (a thin layer over their main()).
+"""course-grade: release, autograde, feedback and export for nbgrader assignments and the course's lessons
+(a thin layer over their main()).
 
-Every option's default is read from the verb's ``main`` signature, so the command
+Every option's default is read from the verb's ``main`` signature, whose defaults are
+:class:`~autograder.settings.Settings`' and :class:`~autograder.sandbox.Limits`', so the command
 line and the Python API cannot drift apart. Exit status: 0 when the verb
 completed (whatever individual submissions did), 2 for bad input, 1 when the
 grader itself failed, 130 when interrupted.
 
     course-grade release --out release
     course-grade autograde submitted --out results --workers 2
+    course-grade autograde submitted --out results --source course/source --assignment ps1
     course-grade autograde submitted --out results --scheduler tcp://grader0:8786
     course-grade feedback results
     course-grade export results
@@ -24,11 +27,27 @@ from pathlib import Path
 from typing import Callable
 
 from . import autograde, export, feedback, gradescope, release
+from .assignment import default_assignment
 from .errors import AutograderError
+from .sandbox.limits import both_units
 
 
 def _default(fn: Callable, name: str):
     return inspect.signature(fn).parameters[name].default
+
+
+def _which_assignment(p: argparse.ArgumentParser) -> None:
+    """The options that say what to grade (default: the installed lesson the submissions name)."""
+    p.add_argument("--assignment", metavar="NAME", help="the assignment: its folder name in the source, the release "
+                                                       "and every submission (default: the only one there is)")
+    p.add_argument("--source", metavar="DIR", help="an nbgrader course's source/ folder, which holds DIR/NAME/ with "
+                                                   "the instructor notebooks and files (default: the installed lessons)")
+    p.add_argument("--lesson", metavar="MODULE_OR_PATH", help="a lesson that grades beyond stock nbgrader (a module, "
+                                                              "or a .py file or folder defining LESSON)")
+
+
+def _size(fn: Callable, name: str) -> str:
+    return both_units(_default(fn, name))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verbs.add_parser("release", help="build the student version (nbgrader generate_assignment)")
     p.add_argument("--out", default=str(_default(release.main, "out")), help="folder to write (default: %(default)s)")
+    _which_assignment(p)
 
     m = autograde.main
     p = verbs.add_parser("autograde", help="grade SUBMITTED_DIR/<student>/<assignment>/ in parallel")
@@ -50,14 +70,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--notebook-timeout", type=float, default=_default(m, "notebook_timeout"), metavar="S",
                    help="seconds per notebook (default: %(default)s)")
     p.add_argument("--memory-limit", default=_default(m, "memory_limit"), metavar="SIZE",
-                   help="memory per submission, e.g. 2GB (2 x 10^9 bytes) or 2GiB (2^31) (default: %(default)s)")
+                   help=f"memory per submission, e.g. 2GB (2 x 10^9 bytes) or 2GiB (2^31) (default: {_size(m, 'memory_limit')})")
     p.add_argument("--disk-limit", default=_default(m, "disk_limit"), metavar="SIZE",
-                   help="what one notebook may write to disk, all files together (default: %(default)s)")
+                   help=f"what one submission may write to disk, all files together (default: {_size(m, 'disk_limit')})")
     p.add_argument("--regrade", action="store_true", help="grade everyone again, even unchanged submissions")
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     p.add_argument("--scheduler", default=_default(m, "scheduler"), metavar="ADDRESS",
                    help="grade on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786, or a scheduler "
                         "file), or on local:N Dask worker processes here (default: local worker processes)")
+    _which_assignment(p)
+    p.add_argument("--insecure", action="store_true",
+                   help="grade even where this machine cannot isolate learner code (no namespaces, no throwaway "
+                        "uid or no cgroup): learner code can then read the solutions and other submissions")
 
     p = verbs.add_parser("feedback", help="re-render feedback HTML from an autograde run")
     p.add_argument("results_dir", metavar="RESULTS_DIR", nargs="?", default=str(_default(feedback.main, "results_dir")))
@@ -75,8 +99,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--notebook-timeout", type=float, default=_default(g, "notebook_timeout"), metavar="S",
                    help="seconds per notebook (default: %(default)s)")
     p.add_argument("--memory-limit", default=_default(g, "memory_limit"), metavar="SIZE",
-                   help="memory per submission, e.g. 2GB or 2GiB (default: %(default)s)")
+                   help=f"memory per submission, e.g. 2GB or 2GiB (default: {_size(g, 'memory_limit')})")
+    _which_assignment(p)
     return parser
+
+
+def _assignment(args, submitted: str | None = None):
+    """The assignment the options name; None: the verb's own default."""
+    if args.assignment is None and args.source is None and args.lesson is None and submitted is None:
+        return None
+    return default_assignment(args.assignment, args.source, args.lesson, submitted)
 
 
 def print_batch(batch) -> None:
@@ -105,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _sigterm)  # SIGTERM stops the batch like Ctrl-C: workers killed, rerun resumes
     try:
         if args.verb == "release":
-            result = release.main(out=args.out)
+            result = release.main(out=args.out, assignment=_assignment(args))
             print(f"released {result.folder}/ ({', '.join(result.files)}) in {result.seconds:.1f} s; "
                   f"no solution or hidden test in it")
             print(f"learners install with `pip install -r requirements.txt` in {Path(result.folder).parent}/ "
@@ -114,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             batch = autograde.main(args.submitted_dir, out=args.out, workers=args.workers,
                                    cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
                                    memory_limit=args.memory_limit, disk_limit=args.disk_limit, regrade=args.regrade,
-                                   progress=False if args.no_progress else None, scheduler=args.scheduler)
+                                   progress=False if args.no_progress else None, scheduler=args.scheduler,
+                                   assignment=_assignment(args, args.submitted_dir), insecure=args.insecure)
             print_batch(batch)
         elif args.verb == "feedback":
             result = feedback.main(args.results_dir, students=args.students)
@@ -127,12 +160,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {result.csv} and {len(result.gradescope)} Gradescope file(s)")
         elif args.verb == "gradescope":
             result = gradescope.main(out=args.out, cell_timeout=args.cell_timeout,
-                                     notebook_timeout=args.notebook_timeout, memory_limit=args.memory_limit)
+                                     notebook_timeout=args.notebook_timeout, memory_limit=args.memory_limit,
+                                     assignment=_assignment(args))
             print(f"wrote {result.path} ({', '.join(result.files)}) in {result.seconds:.1f} s")
             print(f"on Gradescope: a Programming Assignment whose outline has the autograder ({result.max_score:g} "
-                  f"points) and a manually graded question ({result.manual_max_score:g}, the written answer); "
+                  f"points) and a manually graded question ({result.manual_max_score:g}, the written answers); "
                   f"Configure Autograder, upload this zip (Ubuntu 22.04 or newer base image); learners hand in "
-                  f"the notebook and the lab file")
+                  f"their notebooks and the files the lesson reads")
     except AutograderError as e:
         print(f"course-grade {args.verb}: {e}", file=sys.stderr)
         return 2

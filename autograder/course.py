@@ -14,11 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .assignment import Assignment
+from .assignment import Assignment, load_lesson
 from .errors import AutograderError
 from .layout import db_url
-
-COURSE_ID = "l14"
 
 
 def nbgrader_env() -> dict[str, str]:
@@ -29,14 +27,18 @@ def nbgrader_env() -> dict[str, str]:
 
 
 def write_config(root: Path, assignment: Assignment) -> None:
+    """``root/nbgrader_config.py``: the course root, its gradebook, and (with a lesson) its course id and
+    the files its side checks read, which stock nbgrader must not overwrite from the source."""
+    lesson = load_lesson(assignment.lesson)
+    learners = [check.file for check in lesson.side_checks]
     (root / "nbgrader_config.py").write_text(
         "# Written by course-grade: this folder is an nbgrader course root.\n"
         "c = get_config()\n"
         f"c.CourseDirectory.root = {str(root.resolve())!r}\n"
-        f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
-        f"c.CourseDirectory.db_url = {db_url(root)!r}\n"
-        # the lab file is the learner's to edit; never overwrite it from the source
-        f"c.Autograde.exclude_overwriting = {{{assignment.name!r}: [{assignment.lab_name!r}]}}\n"
+        + (f"c.CourseDirectory.course_id = {lesson.course_id!r}\n" if lesson.course_id else "")
+        + f"c.CourseDirectory.db_url = {db_url(root)!r}\n"
+        # the files the learner edits (a lab script) are theirs; never overwrite them from the source
+        + (f"c.Autograde.exclude_overwriting = {{{assignment.name!r}: {learners!r}}}\n" if learners else "")
     )
 
 
@@ -49,17 +51,11 @@ def build_course(root: Path, assignment: Assignment) -> Path:
     src = root / "source" / assignment.name
     if src.exists():
         shutil.rmtree(src)
-    src.mkdir(parents=True)
-    for path in (assignment.notebook, assignment.lab):
-        if not Path(path).is_file():
-            raise AutograderError(f"instructor file {path} does not exist")
-    shutil.copyfile(assignment.notebook, src / assignment.notebook_name)
-    shutil.copyfile(assignment.lab, src / assignment.lab_name)
-    write_config(root, assignment)
+    write_course_files(root, assignment)
     cmd = [sys.executable, "-m", "nbgrader", "generate_assignment", assignment.name, "--force"]
     proc = subprocess.run(cmd, cwd=root, env=nbgrader_env(), capture_output=True, text=True)
     release = root / "release" / assignment.name
-    if proc.returncode != 0 or not (release / assignment.notebook_name).is_file():
+    if proc.returncode != 0 or not all((release / name).is_file() for name in assignment.notebook_names):
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
         raise AutograderError(f"nbgrader generate_assignment failed in {root}:\n{tail}")
     return release
@@ -68,8 +64,8 @@ def build_course(root: Path, assignment: Assignment) -> Path:
 def build_gradebook(root: Path, assignment: Assignment) -> None:
     """Make ``root`` a course root for grading, in-process (about 1 s instead of generate_assignment's 7).
 
-    nbgrader's own preprocessors, in generate_assignment's order up to SaveCells, record the
-    assignment's grade, solution and source cells in ``root/gradebook.db``; the instructor
+    nbgrader's own preprocessors, in generate_assignment's order up to SaveCells, record each
+    notebook's grade, solution, task and source cells in ``root/gradebook.db``; the instructor
     files are copied to ``root/source/<assignment>/`` as nbgrader expects.
     """
     import nbformat
@@ -90,12 +86,13 @@ def build_gradebook(root: Path, assignment: Assignment) -> None:
     try:
         with Gradebook(url) as gb:
             gb.update_or_create_assignment(assignment.name)
-        nb = nbformat.read(src / assignment.notebook_name, as_version=4)
-        resources = {"nbgrader": {"notebook": Path(assignment.notebook_name).stem, "assignment": assignment.name,
-                                  "student": ".", "db_url": url}}
-        for step in (LockCells(), ClearSolutions(), ClearOutput(), CheckCellMetadata(), ComputeChecksums(),
-                     SaveCells()):
-            nb, resources = step.preprocess(nb, resources)
+        for name in assignment.notebook_names:
+            nb = nbformat.read(src / name, as_version=4)
+            resources = {"nbgrader": {"notebook": Path(name).stem, "assignment": assignment.name,
+                                      "student": ".", "db_url": url}}
+            for step in (LockCells(), ClearSolutions(), ClearOutput(), CheckCellMetadata(), ComputeChecksums(),
+                         SaveCells()):
+                nb, resources = step.preprocess(nb, resources)
     except RuntimeError as e:  # SaveCells refuses to change cells once there are submissions
         raise AutograderError(f"cannot update the gradebook in {root}: {e}; grade into a new RESULTS_DIR") from None
     finally:
@@ -106,9 +103,11 @@ def build_gradebook(root: Path, assignment: Assignment) -> None:
 def write_course_files(root: Path, assignment: Assignment) -> Path:
     """The instructor files in ``root/source/<assignment>/`` and the course's nbgrader_config.py; returns the folder."""
     src = Path(root) / "source" / assignment.name
-    src.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(assignment.notebook, src / assignment.notebook_name)
-    shutil.copyfile(assignment.lab, src / assignment.lab_name)
+    for name, path in assignment.instructor_files().items():
+        if not Path(path).is_file():
+            raise AutograderError(f"instructor file {path} does not exist")
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, src / name)
     write_config(Path(root), assignment)
     return src
 
@@ -124,8 +123,8 @@ def template_path(source_key: str, assignment: Assignment) -> Path | None:
     A new RESULTS_DIR then starts from a copy of it (~5 ms) instead of running nbgrader's preprocessors
     (~0.3 s of CPU, 130 commits), as a stock nbgrader course keeps the gradebook that
     ``generate_assignment`` made. The key also covers what builds it: nbgrader's version and this
-    module, gradebook.py and assignment.py (the lab's grade cells), so a changed builder never reuses
-    an old template.
+    module, gradebook.py and assignment.py, and the lesson's side-check questions (grade cells too),
+    so a changed builder never reuses an old template.
     ``$COURSE_GRADE_CACHE`` (default ``~/.cache/course-grade``) names the folder; ``off`` turns it off.
     """
     import hashlib
@@ -137,8 +136,10 @@ def template_path(source_key: str, assignment: Assignment) -> Path | None:
         return None
     here = Path(__file__).resolve().parent
     # nbgrader's version from its metadata: importing the package costs ~0.4 s (its server extensions)
-    h = hashlib.sha256(repr((source_key, version("nbgrader"), COURSE_ID, assignment.name,
-                             assignment.notebook_name, assignment.lab_name)).encode())
+    lesson = load_lesson(assignment.lesson)
+    h = hashlib.sha256(repr((source_key, version("nbgrader"), lesson.course_id, assignment.name,
+                             assignment.notebook_names, assignment.file_names,
+                             sorted(lesson.side_questions().items()))).encode())
     for name in ("course.py", "gradebook.py", "assignment.py"):
         h.update((here / name).read_bytes())
     templates = Path(folder) / "gradebooks"

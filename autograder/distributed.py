@@ -55,12 +55,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-from .assignment import Assignment, load_source
+from .assignment import Assignment, is_lesson_path, load_source
 from .environment import differences, digest, digest_bytes, environment
 from .errors import AutograderError
 from .grade import Job, blank_result, crashed, grade_submission
 from .handin import HandIn
-from .layout import autograded_path, feedback_path, record_path
+from .layout import autograded_path, feedback_path, record_path, student_files
 from .results import GRADER_ERROR, StudentResult, write_atomic, write_json
 from .sandbox import probe, scratch_dir, stop_fork_servers, sweep_leftovers
 
@@ -128,38 +128,45 @@ class Instructor:
     """The instructor files a batch grades against, as bytes (sent to each worker once)."""
 
     name: str
-    notebook_name: str
-    notebook: bytes
-    lab_name: str
-    lab: bytes
-    checks: str
-    """A module name (part of the installed package, so of the environment), or a .py file's name."""
-    checks_file: bytes | None = None
-    """The .py file's bytes when ``checks`` is a file."""
+    notebook_names: tuple[str, ...]
+    files: tuple[tuple[str, bytes], ...]
+    """Every instructor file (the notebooks, then the others) by its released name."""
+    lesson: str | None
+    """A module name (part of the installed packages, so of the environment), a lesson file's name, or None."""
+    lesson_files: tuple[tuple[str, bytes], ...] = ()
+    """A lesson given by path: its file, or its package folder's files, by name (under ``lesson/``)."""
 
     @classmethod
     def of(cls, assignment: Assignment) -> Instructor:
-        checks, checks_file = assignment.checks, None
-        if checks.endswith(".py"):
-            checks_file, checks = Path(checks).read_bytes(), Path(checks).name
-        return cls(assignment.name, Path(assignment.notebook).name, Path(assignment.notebook).read_bytes(),
-                   assignment.lab_name, Path(assignment.lab).read_bytes(), checks, checks_file)
+        files = tuple((name, Path(path).read_bytes()) for name, path in assignment.instructor_files().items())
+        lesson, lesson_files = assignment.lesson, ()
+        if lesson is not None and is_lesson_path(lesson):
+            path = Path(lesson)
+            if path.is_dir():
+                lesson_files = tuple((f"{path.name}/{p.relative_to(path).as_posix()}", p.read_bytes())
+                                     for p in sorted(path.rglob("*.py")) if "__pycache__" not in p.parts)
+                lesson = f"{path.name}/"
+            else:
+                lesson_files, lesson = ((path.name, path.read_bytes()),), path.name
+        return cls(assignment.name, assignment.notebook_names, files, lesson, lesson_files)
 
     @property
     def digest(self) -> str:
-        return digest_bytes(self.name.encode(), self.notebook_name.encode(), self.notebook, self.lab_name.encode(),
-                            self.lab, self.checks.encode(), self.checks_file or b"")
+        parts = [self.name.encode(), "\0".join(self.notebook_names).encode(), (self.lesson or "").encode()]
+        for name, data in (*self.files, *self.lesson_files):
+            parts += [name.encode(), data]
+        return digest_bytes(*parts)
 
     def install(self, folder: Path) -> Assignment:
         """Write the files into ``folder``; the Assignment that reads them there."""
-        (folder / self.notebook_name).write_bytes(self.notebook)
-        (folder / self.lab_name).write_bytes(self.lab)
-        checks = self.checks
-        if self.checks_file is not None:
-            (folder / self.checks).write_bytes(self.checks_file)
-            checks = str(folder / self.checks)
-        return Assignment(name=self.name, notebook=folder / self.notebook_name, lab=folder / self.lab_name,
-                          checks=checks)
+        for name, data in (*self.files, *(("lesson/" + n, d) for n, d in self.lesson_files)):
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(data)
+        lesson = str(folder / "lesson" / self.lesson) if self.lesson_files else self.lesson
+        names = [name for name, _ in self.files]
+        return Assignment(name=self.name, notebooks=tuple(folder / n for n in self.notebook_names),
+                          files=tuple(folder / n for n in names if n not in self.notebook_names),
+                          lesson=lesson, root=folder)
 
 
 @dataclass(frozen=True)
@@ -170,7 +177,7 @@ class Task:
     hand_in: HandIn
     settings: object
     """grade.Settings: timeouts and the sandbox's limits."""
-    lab_baseline: dict
+    prepared: dict
     fingerprint: str
     environment_digest: str
     """The client's :func:`autograder.environment.digest`: the worker must have the same."""
@@ -186,10 +193,10 @@ class Graded:
 
     record: dict
     """StudentResult.to_json() of the student."""
-    notebook: str | None
-    """The autograded notebook (nbformat JSON), when the notebook ran."""
-    feedback: bytes | None
-    """The feedback page."""
+    notebooks: dict[str, str]
+    """The autograded notebooks (nbformat JSON) that ran, by name."""
+    feedback: dict[str, bytes]
+    """The feedback pages, by notebook name."""
     worker: str
     host: str
     isolation: str
@@ -214,6 +221,8 @@ class WorkerReport:
     pid: int
     isolation: str
     warnings: tuple[str, ...]
+    missing: tuple[str, ...] = ()
+    """What of the isolation minimum it lacks (:meth:`autograder.sandbox.Isolation.missing`)."""
 
 
 # ---- on the worker ---------------------------------------------------------------------------
@@ -225,7 +234,8 @@ _INSTALLED: dict[str, tuple[str, Path, Assignment]] = {}
 def _report() -> WorkerReport:
     """Run on a worker (Client.run): its environment and isolation."""
     iso = probe()
-    return WorkerReport(environment(), socket.gethostname(), os.getpid(), iso.summary(), tuple(iso.warnings))
+    return WorkerReport(environment(), socket.gethostname(), os.getpid(), iso.summary(), tuple(iso.warnings),
+                        iso.missing())
 
 
 async def _admit(instructor: Instructor, tag: str, dask_worker=None) -> str:
@@ -270,14 +280,14 @@ def grade_task(task: Task) -> Graded | Refusal:
         folder = task.hand_in.lay_out(root / "submitted", task.student_id, assignment.name)
         results = root / "results"
         job = Job(student_id=task.student_id, folder=str(folder), results_dir=str(results), assignment=assignment,
-                  settings=task.settings, lab_baseline=task.lab_baseline, fingerprint=task.fingerprint)
+                  settings=task.settings, prepared=task.prepared, fingerprint=task.fingerprint)
         result = grade_submission(job, files=task.hand_in.files)
-        notebook = autograded_path(results, task.student_id, assignment)
-        page = feedback_path(results, task.student_id, assignment.name, assignment.notebook_name)
+        notebooks = {name: autograded_path(results, task.student_id, assignment, name) for name in assignment.notebook_names}
+        pages = {name: feedback_path(results, task.student_id, assignment.name, name) for name in assignment.notebook_names}
         iso = probe()
         return Graded(record=result.to_json(),
-                      notebook=notebook.read_text(encoding="utf-8") if notebook.is_file() else None,
-                      feedback=page.read_bytes() if page.is_file() else None,
+                      notebooks={n: p.read_text(encoding="utf-8") for n, p in notebooks.items() if p.is_file()},
+                      feedback={n: p.read_bytes() for n, p in pages.items() if p.is_file()},
                       worker=address, host=host, isolation=iso.summary(), warnings=tuple(iso.warnings))
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -366,7 +376,7 @@ class Cluster:
         from distributed import wait
 
         client = self.connect()
-        batch = _Batch(client, self, jobs[0].assignment)
+        batch = _Batch(client, self, jobs[0].assignment, insecure=jobs[0].settings.insecure)
         batch.wait_for_a_worker()
         if background is not None:
             background.start()
@@ -433,8 +443,9 @@ class _Report:
 class _Batch:
     """One batch's view of the cluster: admitted and refused workers, and the resource tag."""
 
-    def __init__(self, client, cluster: Cluster, assignment: Assignment):
+    def __init__(self, client, cluster: Cluster, assignment: Assignment, insecure: bool = False):
         self.client, self.cluster = client, cluster
+        self.insecure = insecure
         self.env = environment()
         self.env_digest = digest(self.env)
         self.instructor = Instructor.of(assignment)
@@ -474,6 +485,10 @@ class _Batch:
             if differ:
                 self._refuse(address, f"refused the Dask worker {address} (host {report.host}): {'; '.join(differ)}; "
                                       f"install this course package version there and restart the worker")
+                continue
+            if report.missing and not self.insecure:
+                self._refuse(address, f"refused the Dask worker {address} (host {report.host}): it cannot isolate "
+                                      f"learner code, it lacks {'; and '.join(report.missing)} (or pass --insecure)")
                 continue
             ok.append(address)
         if ok:
@@ -562,13 +577,11 @@ class _Batch:
     def submit(self, job: Job, refusals: int):
         """Remove the student's old files (record first), then send the task."""
         if refusals == 0:
-            results_dir = Path(job.results_dir)
-            for stale in (record_path(results_dir, job.student_id), autograded_path(results_dir, job.student_id, job.assignment),
-                          feedback_path(results_dir, job.student_id, job.assignment.name, job.assignment.notebook_name)):
+            for stale in student_files(job.results_dir, job.student_id, job.assignment):   # the record first
                 stale.unlink(missing_ok=True)
         folder = Path(job.folder)
         task = Task(student_id=job.student_id, hand_in=HandIn.read(folder, job.assignment), settings=job.settings,
-                    lab_baseline=job.lab_baseline, fingerprint=job.fingerprint, environment_digest=self.env_digest,
+                    prepared=job.prepared, fingerprint=job.fingerprint, environment_digest=self.env_digest,
                     instructor_digest=self.instructor.digest, batch=self.tag)
         key = f"grade-{job.student_id[:60]}-{digest_bytes(job.student_id.encode(), job.fingerprint.encode())[:16]}"
         return self.client.submit(grade_task, task, key=key + (f"-again{refusals}" if refusals else ""),
@@ -601,11 +614,12 @@ class _Batch:
         self.cluster.isolation.add(answer.isolation)
         results_dir = Path(job.results_dir)
         try:
-            if answer.notebook is not None:
-                write_atomic(autograded_path(results_dir, job.student_id, job.assignment), answer.notebook)
-            if answer.feedback is not None:
-                write_atomic(feedback_path(results_dir, job.student_id, job.assignment.name,
-                                           job.assignment.notebook_name), answer.feedback)
+            for name, text in answer.notebooks.items():
+                if name in job.assignment.notebook_names:
+                    write_atomic(autograded_path(results_dir, job.student_id, job.assignment, name), text)
+            for name, page in answer.feedback.items():
+                if name in job.assignment.notebook_names:
+                    write_atomic(feedback_path(results_dir, job.student_id, job.assignment.name, name), page)
         except OSError as e:
             result = blank_result(job, self.spec, GRADER_ERROR, f"could not write the results: {e}")
         write_json(record_path(results_dir, job.student_id), result.to_json())

@@ -7,14 +7,14 @@ grades anything its :func:`environment` is compared with the client's, part by p
 machine whose parts differ is refused with a message naming the part and both digests.
 
 The parts: a digest of every source file of ``course_lib`` (the code learners call, whose
-answers the checks compare against) and of ``autograder`` (the engine, the trusted checks, the
-grader version), and the Python version (another minor version can print and round otherwise).
-The instructor's notebook and lab are not installed files: they travel with the batch, and
+answers the checks compare against), of ``autograder`` (the engine) and of ``lessons`` (the
+trusted checks), and the Python version (another minor version can print and round otherwise).
+The instructor's notebooks and files are not installed files: they travel with the batch, and
 :func:`digest_bytes` names them.
 
 >>> env = environment()
 >>> sorted(env)
-['autograder', 'course_lib', 'python']
+['autograder', 'course_lib', 'lessons', 'python']
 >>> differences(env, env)
 []
 >>> differences(env, dict(env, course_lib="0" * 64))[0].startswith("course_lib differs")
@@ -31,7 +31,8 @@ from pathlib import Path
 import course_lib
 
 PACKAGES = {"course_lib": Path(course_lib.__file__).resolve().parent,
-            "autograder": Path(__file__).resolve().parent}
+            "autograder": Path(__file__).resolve().parent,
+            "lessons": Path(__file__).resolve().parents[1] / "lessons"}
 #: Which files of a package make it what it is: its code and the data it reads.
 SOURCE_SUFFIXES = (".py", ".json", ".txt")
 

@@ -26,7 +26,7 @@ prints past the output cap                       keeps the first bytes, notes th
 
 Each such cell becomes a :class:`CellEvent`; the notebook's status names the
 worst (:data:`~autograder.results.SEVERITY`). Answers
-(:data:`~autograder.collect.ANSWER_MIME` displays) are kept apart from the
+(:data:`~autograder.answers.ANSWER_MIME` displays) are kept apart from the
 output cap, up to a count and a size of their own.
 
 :func:`execute_notebook` never raises for anything the learner's code does: the
@@ -44,12 +44,14 @@ from pathlib import Path
 from typing import IO
 
 import nbformat
+from course_lib.units import KiB, MiB
 
-from .collect import ANSWER_MIME
+from .answers import ANSWER_MIME
 from .cells import grade_id
 from .results import DISK_LIMIT, KERNEL_DIED, MEMORY_LIMIT, PROCESS_LIMIT, SEVERITY, TIMEOUT
-from .forkserver import ForkedProcess, ForkServerError
-from .sandbox import KiB, MiB, Sandbox, fork_server
+from .sandbox import Sandbox, fork_server
+from .sandbox.forkserver import ForkedProcess, ForkServerError
+from .settings import Settings
 
 KERNEL_NAME = "course-grade-sandbox"
 #: Seconds an interrupted cell has to stop before its kernel is replaced (KeyboardInterrupt takes ms).
@@ -216,7 +218,7 @@ def start_kernel(sandbox: Sandbox, *, startup_timeout: float, max_message_bytes:
     context.setsockopt(zmq.RECONNECT_IVL, 5)
     log_file.flush()
     offset = log_file.tell()
-    server = fork_server(sandbox.pythonpath) if sandbox.isolation.kernels == "fork" else None
+    server = fork_server(sandbox.pythonpath, sandbox.preload) if sandbox.isolation.kernels == "fork" else None
     if server is not None:
         km = KernelManager(context=context, transport="ipc", ip=str(sandbox.run_dir / "k"),
                            connection_file=str(sandbox.run_dir / "kernel.json"))
@@ -734,10 +736,10 @@ class _Run:
                          restarts=self.restarts)
 
 
-def execute_notebook(nb: nbformat.NotebookNode, sandbox: Sandbox, *, cell_timeout: float = 60,
-                     notebook_timeout: float = 300, max_output_bytes: int = 1 * MiB,
-                     max_message_bytes: int = 32 * MiB, startup_timeout: float = 60,
-                     max_restarts: int = 3) -> Execution:
+def execute_notebook(nb: nbformat.NotebookNode, sandbox: Sandbox, *, cell_timeout: float = Settings.cell_timeout,
+                     notebook_timeout: float = Settings.notebook_timeout,
+                     max_output_bytes: int = Settings.max_output_bytes, max_message_bytes: int = 32 * MiB,
+                     startup_timeout: float = 60, max_restarts: int = Settings.max_restarts) -> Execution:
     """Execute every code cell of ``nb`` (in place) in sandboxed kernels, errors allowed (see the module)."""
     return _Run(nb, sandbox, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
                 max_output_bytes=max_output_bytes, max_message_bytes=max_message_bytes,

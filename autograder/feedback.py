@@ -1,13 +1,13 @@
 """``course-grade feedback``: the learner's feedback page, rendered so a learner can read it.
 
 The page is the graded notebook as the learner wrote it, with a score table on top
-(every question, the lab-edit checks included, with points and what to look at),
+(every question, the lesson's side checks included, with points and what to look at),
 markdown rendered as HTML, and each test cell followed by its verdict. What the page
 never shows:
 
 - the hidden part of a test cell, or anything a test cell printed (learner code runs
   while the hidden part collects values, so a test cell shows the grader's verdict only);
-- answer payloads (:data:`~autograder.collect.ANSWER_MIME`);
+- answer payloads (:data:`~autograder.answers.ANSWER_MIME`);
 - a line that quotes the hidden collection code, wherever learner code printed it
   (``print(In)``, ``inspect.getsource`` of a frame...): it is replaced by a note;
 - anything that runs: learner HTML passes an allow-list sanitiser (nh3), and the page
@@ -32,20 +32,14 @@ from pathlib import Path
 
 import nbformat
 
-from .assignment import LAB_QUESTIONS
+from .answers import ANSWER_MIME
 from .cells import grade_id as cell_grade_id
 from .cells import is_test
-from .collect import ANSWER_MIME
 from .errors import AutograderError
 from .layout import assignment_from_results, autograded_path, feedback_path, load_records
 from .results import StudentResult, write_atomic
 
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?(?:^[ \t]*### END HIDDEN TESTS[ \t]*\n?|\Z)", re.S | re.M)
-LAB_TITLES = {
-    "lab_edit_only_active_sequences": "Lab: only active_sequences changed, to 16",
-    "lab_reports_not_fit": "Lab: the edited lab reports that the workload does not fit",
-    "lab_only_kv_doubled": "Lab: only kv_cache doubled",
-}
 STATUS_WORDS = {
     "graded": "graded",
     "timeout": "a cell ran out of time (only its question lost points)",
@@ -284,7 +278,7 @@ def _verdict_html(title: str, q) -> str:
             + (f' &mdash; {_esc(message)}' if message else "") + "</div>")
 
 
-def _cell_html(cell, result: StudentResult, titles: dict[str, str], redact: Redactor) -> str:
+def _cell_html(cell, result: StudentResult, titles: dict[str, str], redact: Redactor, keys: dict[str, str]) -> str:
     kind = cell.get("cell_type")
     gid = cell_grade_id(cell)
     anchor = f' id="{_esc(gid)}"' if gid else ""
@@ -295,7 +289,7 @@ def _cell_html(cell, result: StudentResult, titles: dict[str, str], redact: Reda
         return ""
     if is_test(cell):
         visible = HIDDEN.sub("", source).rstrip()
-        q = result.questions.get(gid)
+        q = result.questions.get(keys.get(gid, gid))
         verdict = _verdict_html(titles.get(gid, gid), q) if q is not None else ""
         return (f'<section class="cell test"{anchor}><div class="label">check</div>'
                 f'<pre class="source highlight">{code_html(visible)}</pre>{verdict}</section>')
@@ -304,12 +298,14 @@ def _cell_html(cell, result: StudentResult, titles: dict[str, str], redact: Reda
             + (f'<div class="outputs">{outputs}</div>' if outputs else "") + "</section>")
 
 
-def _score_table(result: StudentResult, titles: dict[str, str]) -> str:
+def _score_table(result: StudentResult, titles: dict[str, str], side_titles: dict[str, str],
+                 keys: dict[str, str]) -> str:
+    here = {key: gid for gid, key in keys.items()}   # this page's tests, by their key: linked to their cell
     rows = []
-    for gid, q in result.questions.items():
-        title = LAB_TITLES.get(gid) or titles.get(gid, gid)
+    for key, q in result.questions.items():
+        title = side_titles.get(key) or titles.get(here.get(key, key), key)
         status = q.status if q.status in MARK else "failed"
-        link = f'<a href="#{_esc(gid)}">{_esc(title)}</a>' if gid not in LAB_QUESTIONS else _esc(title)
+        link = f'<a href="#{_esc(here[key])}">{_esc(title)}</a>' if key in here else _esc(title)
         rows.append(f'<tr class="{status}"><td class="mark">{MARK[status]}</td><td>{link}</td>'
                     f'<td class="points">{q.score:g} / {q.max_score:g}</td><td>{_esc(q.message or "")}</td></tr>')
     if not rows:
@@ -358,10 +354,27 @@ def _pygments_css() -> str:
     return HtmlFormatter().get_style_defs(".highlight")
 
 
-def feedback_html(autograded: nbformat.NotebookNode | None, result: StudentResult) -> str:
-    """The learner's feedback page: their notebook as graded, hidden parts removed, scores on top and inline."""
+def _keys(autograded: nbformat.NotebookNode | None, result: StudentResult, notebook_name: str | None,
+          side: dict[str, str]) -> dict[str, str]:
+    """The question key of each test cell on this page: its grade_id, or ``<stem>/<grade_id>`` where
+    two notebooks of the assignment share it."""
+    stem = Path(notebook_name).stem if notebook_name else None
+    keys = {}
+    for cell in (autograded.cells if autograded is not None else []):
+        gid = cell_grade_id(cell)
+        if gid and is_test(cell) and gid not in side:
+            keys[gid] = f"{stem}/{gid}" if stem and f"{stem}/{gid}" in result.questions else gid
+    return keys
+
+
+def feedback_html(autograded: nbformat.NotebookNode | None, result: StudentResult,
+                  side_titles: dict[str, str] | None = None, notebook_name: str | None = None) -> str:
+    """The learner's feedback page: their notebook as graded, hidden parts removed, scores on top and
+    inline; the lesson's side-check questions (``side_titles``: each one's title) in the table only."""
     redact = Redactor(autograded)
+    side_titles = dict(side_titles or {})
     titles = _titles(autograded) if autograded is not None else {}
+    keys = _keys(autograded, result, notebook_name, side_titles)
     sid = _esc(result.student_id)
     head = [f"<h1>Feedback: {sid}</h1>",
             f'<p class="score"><strong>Autograded score: {result.score:g} / {result.max_score:g}</strong> '
@@ -371,12 +384,12 @@ def feedback_html(autograded: nbformat.NotebookNode | None, result: StudentResul
     if result.manual_max_score:
         head.append(f'<p class="manual">Your written answer ({result.manual_max_score:g} points) is graded by hand'
                     + (" and is not included above.</p>" if result.needs_manual_grading else ".</p>"))
-    head.append(_score_table(result, titles))
+    head.append(_score_table(result, titles, side_titles, keys))
     cells = []
     for cell in (autograded.cells if autograded is not None else []):
-        if cell_grade_id(cell) in LAB_QUESTIONS:
-            continue  # the grader's own lab cells in the autograded notebook: in the table above
-        cells.append(_cell_html(cell, result, titles, redact))
+        if cell_grade_id(cell) in side_titles:
+            continue  # the grader's own side-check cells in the autograded notebook: in the table above
+        cells.append(_cell_html(cell, result, titles, redact, keys))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             f"<title>Feedback: {sid}</title><style>{STYLE}{_pygments_css()}</style></head>"
@@ -384,9 +397,9 @@ def feedback_html(autograded: nbformat.NotebookNode | None, result: StudentResul
 
 
 def write_feedback(results_dir: Path, result: StudentResult, autograded: nbformat.NotebookNode | None,
-                   assignment: str, notebook_name: str) -> Path:
+                   assignment: str, notebook_name: str, side_titles: dict[str, str] | None = None) -> Path:
     path = feedback_path(results_dir, result.student_id, assignment, notebook_name)
-    write_atomic(path, feedback_html(autograded, result))
+    write_atomic(path, feedback_html(autograded, result, side_titles, notebook_name))
     return path
 
 
@@ -395,8 +408,11 @@ def main(results_dir: str | Path = "results", students: list[str] | None = None)
 
     A student whose page cannot be rendered is reported and skipped; everyone else still gets one.
     """
+    from .assignment import load_lesson
+
     results_dir = Path(results_dir)
     assignment = assignment_from_results(results_dir)
+    side_titles = load_lesson(assignment.lesson).side_titles()
     records = load_records(results_dir)
     if not records:
         raise AutograderError(f"no graded students under {results_dir}/records; run `course-grade autograde` first")
@@ -405,9 +421,10 @@ def main(results_dir: str | Path = "results", students: list[str] | None = None)
         if students and sid not in students:
             continue
         try:
-            nb_path = autograded_path(results_dir, sid, assignment)
-            nb = nbformat.read(nb_path, as_version=4) if nb_path.is_file() else None
-            files.append(str(write_feedback(results_dir, result, nb, assignment.name, assignment.notebook_name)))
+            for name in assignment.notebook_names:
+                nb_path = autograded_path(results_dir, sid, assignment, name)
+                nb = nbformat.read(nb_path, as_version=4) if nb_path.is_file() else None
+                files.append(str(write_feedback(results_dir, result, nb, assignment.name, name, side_titles)))
         except Exception as e:  # noqa: BLE001 - one bad notebook never stops the others
             failed.append(sid)
             detail = traceback.format_exception_only(type(e), e)[-1].strip()

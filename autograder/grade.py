@@ -3,9 +3,13 @@
 :func:`grade_submission` never raises: whatever the submission does, it returns
 a :class:`~autograder.results.StudentResult` with a status. Its files go to
 ``RESULTS_DIR`` in an order that makes interruption safe: the old record is
-removed first, the autograded notebook and the feedback are written next, and
+removed first, the autograded notebooks and the feedback are written next, and
 the new record (``records/<id>.json``) last, atomically. A record on disk
 therefore always describes files that exist.
+
+One submission is one sandbox: every notebook of the assignment runs there, one after the other,
+each in a fresh kernel, beside the assignment's other files (as the release has them, or as the
+lesson's side checks say); then the tests are scored, and the side checks score the files they read.
 """
 
 from __future__ import annotations
@@ -17,46 +21,30 @@ import signal
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
-from .assignment import LAB_QUESTIONS, Assignment, SourceSpec, load_checks, load_source
+from . import sidecheck
+from .assignment import ANSWER, TASK, Assignment, AssignmentSpec, load_lesson, load_source
 from .cells import grade_id
+from .errors import AutograderError
 from .execute import Execution, execute_notebook
 from .feedback import write_feedback
-from .lab import check_lab, reference_lab
 from .layout import autograded_path, feedback_path, record_path
 from .restore import MAX_NOTEBOOK_BYTES, Refused, read_handed_in, read_submission, restore_cells
 from .results import (GRADED, GRADER_ERROR, INVALID, MISSING, NOT_RUN, PASSED, SEVERITY, QuestionResult,
                       StudentResult, write_atomic, write_json)
-from .sandbox import Limits, Sandbox, probe, scratch_dir
+from .sandbox import Sandbox, probe, require_minimum, scratch_dir
+from .settings import Settings
 
 log = logging.getLogger(__name__)
 EXECUTION_STATUS = {"completed": GRADED, "grader_error": GRADER_ERROR, **{s: s for s in SEVERITY}}
-#: The largest lab file read (the released lab is ~3 KB).
-MAX_LAB_BYTES = 1_000_000
+#: The largest file a side check reads from a hand-in (a lab script is a few KB).
+MAX_SIDE_FILE_BYTES = 1_000_000
 #: Seconds the feedback page may take to render (nbconvert on a pathological notebook).
 RENDER_TIMEOUT_S = 60
-
-
-@dataclass(frozen=True)
-class Settings:
-    """How submissions are run. Part of every result's fingerprint."""
-
-    cell_timeout: float = 60
-    """Seconds one cell may run (the reference notebook's slowest cell takes under 2 s)."""
-    notebook_timeout: float = 300
-    """Seconds the whole notebook may run."""
-    limits: Limits = field(default_factory=Limits)
-    """OS-enforced limits: memory, processes, file size, CPU."""
-    max_output_bytes: int = 1 * 2**20
-    """Text and images the notebook may print in total; the rest is dropped with a note."""
-    lab_timeout: float = 60
-    """Seconds the lab script may run."""
-    max_restarts: int = 3
-    """Fresh kernels a notebook may get after a cell killed or hung its kernel (each replays the cells before)."""
 
 
 @dataclass(frozen=True)
@@ -69,14 +57,17 @@ class Job:
     results_dir: str
     assignment: Assignment
     settings: Settings
-    lab_baseline: dict
+    prepared: dict
+    """The side checks' preparations of this batch, by side check name (:func:`autograder.sidecheck.prepare`)."""
     fingerprint: str
 
 
 def read_files(folder: Path, assignment: Assignment) -> dict[str, bytes | Refused | None]:
-    """The handed-in notebook and lab by name: their bytes, None when absent, or why they were refused."""
+    """The handed-in notebooks and side-check files by name: their bytes, None when absent, or why they were refused."""
+    caps = {name: MAX_NOTEBOOK_BYTES for name in assignment.notebook_names}
+    caps.update({check.file: MAX_SIDE_FILE_BYTES for check in load_lesson(assignment.lesson).side_checks})
     out: dict[str, bytes | Refused | None] = {}
-    for name, cap in ((assignment.notebook_name, MAX_NOTEBOOK_BYTES), (assignment.lab_name, MAX_LAB_BYTES)):
+    for name, cap in caps.items():
         try:
             out[name] = read_handed_in(folder, name, cap)
         except Refused as e:
@@ -98,112 +89,140 @@ def submission_sha(folder: Path, assignment: Assignment, files: dict | None = No
     return h.hexdigest()
 
 
-def blank_result(job: Job, spec: SourceSpec, status: str, message: str) -> StudentResult:
-    questions = {t.grade_id: QuestionResult(0.0, t.points, NOT_RUN, f"not graded: {message}") for t in spec.tests}
-    questions.update({g: QuestionResult(0.0, p, NOT_RUN, f"not graded: {message}") for g, p in LAB_QUESTIONS.items()})
+def blank_result(job: Job, spec: AssignmentSpec, status: str, message: str) -> StudentResult:
+    questions = {t.key: QuestionResult(0.0, t.points, NOT_RUN, f"not graded: {message}") for t in spec.tests}
+    questions.update({g: QuestionResult(0.0, p, NOT_RUN, f"not graded: {message}") for g, p in spec.side.items()})
     return StudentResult(student_id=job.student_id, status=status, score=0.0, max_score=spec.max_score,
                          manual_max_score=spec.manual_max_score, needs_manual_grading=False,
                          questions=questions, message=message, fingerprint=job.fingerprint)
 
 
-def new_sandbox(settings: Settings):
-    def make(root: Path) -> Sandbox:
-        return Sandbox(root, settings.limits, probe())
-    return make
+def _read_notebooks(job: Job, spec: AssignmentSpec, files: dict) -> tuple[dict, dict[str, tuple[str, str]]]:
+    """The notebooks that can be graded (parsed), and for each of the others its status and why."""
+    a, folder = job.assignment, Path(job.folder)
+    readable, problems = {}, {}
+    for nb in spec.notebooks:
+        data = files.get(nb.name)
+        if isinstance(data, Refused):
+            problems[nb.name] = (INVALID, str(data))
+        elif data is None:
+            if not folder.is_dir():
+                problems[nb.name] = (MISSING, f"no folder {job.student_id}/{a.name}/ was handed in")
+                continue
+            others = sum(1 for p in folder.glob("*.ipynb") if p.name not in a.notebook_names)
+            extra = f" (the folder holds {others} other .ipynb file{'s' * (others != 1)}; keep the released name)" \
+                if others else ""
+            problems[nb.name] = (MISSING, f"{nb.name} is not in the submission{extra}")
+        else:
+            try:
+                readable[nb.name] = read_submission(data)
+            except Refused as e:
+                problems[nb.name] = (INVALID, f"{nb.name} cannot be read: {e}")
+    return readable, problems
 
 
-def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentResult, nbformat.NotebookNode | None]:
+def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentResult, dict[str, nbformat.NotebookNode]]:
     a, settings = job.assignment, job.settings
-    spec = load_source(a)
-    checks = load_checks(a.checks)
-    folder = Path(job.folder)
-    notebook = files[a.notebook_name]
-    if isinstance(notebook, Refused):
-        return blank_result(job, spec, INVALID, str(notebook)), None
-    if notebook is None:
-        if not folder.is_dir():
-            return blank_result(job, spec, MISSING, f"no folder {job.student_id}/{a.name}/ was handed in"), None
-        others = sum(1 for p in folder.glob("*.ipynb"))
-        extra = f" (the folder holds {others} other .ipynb file{'s' * (others != 1)}; keep the released name)" \
-            if others else ""
-        return blank_result(job, spec, MISSING, f"{a.notebook_name} is not in the submission{extra}"), None
+    spec, lesson = load_source(a), load_lesson(a.lesson)
+    isolation = probe()
     try:
-        submitted = read_submission(notebook)
-    except Refused as e:
-        return blank_result(job, spec, INVALID, f"{a.notebook_name} cannot be read: {e}"), None
+        require_minimum(isolation, settings.insecure)
+    except AutograderError as e:
+        return blank_result(job, spec, GRADER_ERROR, str(e)), {}
+    readable, problems = _read_notebooks(job, spec, files)
+    if not readable:
+        status, message = next(iter(problems.values()))
+        return blank_result(job, spec, status, message), {}
 
-    nb, notes = restore_cells(submitted, spec)
-    make_sandbox = new_sandbox(settings)
-    lab = files[a.lab_name]
-    released_lab = Path(a.lab).read_text(encoding="utf-8")   # the batch's snapshot of the instructor's lab
-    with make_sandbox(scratch_dir()) as sandbox:
+    notes: list[str] = []
+    executions: dict[str, Execution] = {}
+    with Sandbox(scratch_dir(), settings.limits, isolation, preload=lesson.preload) as sandbox:
         # The scratch copy holds only what the release holds: nothing else of the submission.
-        nbformat.write(nb, sandbox.work / a.notebook_name)
-        # The notebook reads the lab's output, so it runs beside the released lab with the one
-        # intended edit (8 -> 16): a wrong edit then costs only the lab points, which
-        # check_lab() below awards from the learner's own file.
-        reference = reference_lab(released_lab)
-        if reference is not None:
-            (sandbox.work / a.lab_name).write_text(reference, encoding="utf-8")
-        elif isinstance(lab, bytes):
-            (sandbox.work / a.lab_name).write_bytes(lab)
-        execution = execute_notebook(nb, sandbox, cell_timeout=settings.cell_timeout,
-                                     notebook_timeout=settings.notebook_timeout,
-                                     max_output_bytes=settings.max_output_bytes, max_restarts=settings.max_restarts)
-        log.debug("%s executed: %s in %.2f s", job.student_id, execution.status, execution.seconds)
+        for name, content in sidecheck.beside(a, lesson, files).items():
+            target = sandbox.work / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        restored = {}
+        for nb_spec in spec.notebooks:
+            if nb_spec.name in readable:
+                restored[nb_spec.name], restored_notes = restore_cells(readable[nb_spec.name], nb_spec)
+                notes += [f"{nb_spec.name}: {n}" for n in restored_notes] if len(spec.notebooks) > 1 else restored_notes
+                nbformat.write(restored[nb_spec.name], sandbox.work / nb_spec.name)
+        for name, nb in restored.items():
+            executions[name] = execute_notebook(nb, sandbox, cell_timeout=settings.cell_timeout,
+                                                notebook_timeout=settings.notebook_timeout,
+                                                max_output_bytes=settings.max_output_bytes,
+                                                max_restarts=settings.max_restarts)
+            log.debug("%s %s executed: %s in %.2f s", job.student_id, name, executions[name].status,
+                      executions[name].seconds)
 
     from .scoring import score_tests  # after execution: keeps the import cost off the critical path
-    questions = score_tests(execution, spec, checks)
-    _explain_events(questions, execution, spec)
-    if isinstance(lab, Refused):
-        questions.update({gid: QuestionResult(0.0, pts, NOT_RUN, f"the lab file cannot be read: {lab}")
-                          for gid, pts in LAB_QUESTIONS.items()})
-    else:
-        questions.update(check_lab(lab, released_lab, a.lab_name, job.lab_baseline, make_sandbox))
-    log.debug("%s lab checked", job.student_id)
-    status = EXECUTION_STATUS[execution.status]
-    if status == GRADER_ERROR:
-        return blank_result(job, spec, GRADER_ERROR, execution.message), None
+    questions: dict[str, QuestionResult] = {}
+    for nb_spec in spec.notebooks:
+        execution = executions.get(nb_spec.name)
+        if execution is None:
+            why = problems[nb_spec.name][1]
+            questions.update({t.key: QuestionResult(0.0, t.points, NOT_RUN, f"not graded: {why}") for t in nb_spec.tests})
+            continue
+        scored = score_tests(execution, nb_spec, lesson.checks)
+        _explain_events(scored, execution, nb_spec)
+        questions.update(scored)
+    released = {check.file: sidecheck.released(a, check.file) for check in lesson.side_checks}
+    run = sidecheck.runner(settings, isolation, lesson.preload)   # the batch's fork server: the same preload
+    questions.update(sidecheck.score(lesson, files, released, job.prepared, run))
+    log.debug("%s side checks done", job.student_id)
+
+    statuses = [EXECUTION_STATUS[e.status] for e in executions.values()]
+    if GRADER_ERROR in statuses:
+        failed = next(e for e in executions.values() if e.status == "grader_error")
+        return blank_result(job, spec, GRADER_ERROR, failed.message), {}
+    status = max((s for s in statuses if s != GRADED), key=SEVERITY.index, default=GRADED)
+    messages = [(name, e.message) for name, e in executions.items() if e.message]
+    messages += [(name, why) for name, (_, why) in problems.items()]
+    message = "; ".join(m if len(spec.notebooks) == 1 else f"{name}: {m}" for name, m in messages)
+    unanswered = _unanswered(spec, executions)
     result = StudentResult(
         student_id=job.student_id, status=status,
         score=float(sum(q.score for q in questions.values())), max_score=spec.max_score,
-        manual_max_score=spec.manual_max_score, needs_manual_grading=bool(spec.manual),
-        questions=questions, message=execution.message, fingerprint=job.fingerprint, notes=notes)
-    return result, _with_lab_cells(execution.nb, questions)
+        manual_max_score=spec.manual_max_score,
+        needs_manual_grading=any(m.kind == TASK or m.key not in unanswered for m in spec.manual),
+        questions=questions, message=message, fingerprint=job.fingerprint, notes=notes, unanswered=unanswered)
+    executed = {name: e.nb for name, e in executions.items()}
+    first = spec.notebooks[0].name
+    if first in executed:   # the side checks, as grade cells of the first notebook (for the gradebook)
+        executed[first].cells.extend(sidecheck.side_cells(lesson, questions))
+    return result, executed
 
 
-def _explain_events(questions: dict[str, QuestionResult], execution: Execution, spec: SourceSpec) -> None:
+def _unanswered(spec: AssignmentSpec, executions: dict[str, Execution]) -> list[str]:
+    """The hand-graded answers handed back as released (nbgrader: "No response", 0 points, nothing to grade);
+    a notebook that was not handed in answers nothing."""
+    out = []
+    for nb_spec in spec.notebooks:
+        execution = executions.get(nb_spec.name)
+        texts = {grade_id(c): c.get("source", "") for c in execution.nb.cells} if execution is not None else {}
+        out += [m.key for m in nb_spec.manual if m.kind == ANSWER and texts.get(m.grade_id, m.released) == m.released]
+    return out
+
+
+def _explain_events(questions: dict[str, QuestionResult], execution: Execution, spec) -> None:
     """Say in each failed question's message which cell before its test (since the previous test)
     timed out, died or hit a limit, and why: the event most likely cost it."""
-    tests = {t.grade_id for t in spec.tests}
-    positions = [(i, gid) for i, c in enumerate(execution.nb.cells) if (gid := grade_id(c)) in tests]
+    keys = {t.grade_id: t.key for t in spec.tests}
+    positions = [(i, keys[gid]) for i, c in enumerate(execution.nb.cells) if (gid := grade_id(c)) in keys]
     blamed: dict[str, list[str]] = {}
     for event in execution.events:
-        owner = next((gid for i, gid in positions if i >= event.index), None)
+        owner = next((key for i, key in positions if i >= event.index), None)
         if owner is not None:
             blamed.setdefault(owner, []).append(event.message)
-    for gid, messages in blamed.items():
-        q = questions.get(gid)
+    for key, messages in blamed.items():
+        q = questions.get(key)
         if q is None or q.status == PASSED:
             continue
         new = [m for m in messages if m not in q.message]
         if new:
             shown = "; ".join(new[:3]) + (f"; and {len(new) - 3} more" if len(new) > 3 else "")
             q.message = f"{q.message} (because {shown})"
-
-
-def _with_lab_cells(nb: nbformat.NotebookNode, questions: dict[str, QuestionResult]) -> nbformat.NotebookNode:
-    """Append the lab sub-checks as locked grade cells, so the gradebook and formgrader show them."""
-    for gid, points in LAB_QUESTIONS.items():
-        q = questions[gid]
-        cell = nbformat.v4.new_code_cell(f"# Lab-edit check {gid} (run by the grader, outside this notebook)")
-        cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "grade_id": gid,
-                                     "points": points, "schema_version": 3}
-        cell.outputs = [nbformat.v4.new_output("stream", name="stdout",
-                                               text=f"{q.status}: {q.score:g} / {q.max_score:g}  {q.message}\n")]
-        cell["id"] = f"cell-{gid}"
-        nb.cells.append(cell)
-    return nb
 
 
 @contextlib.contextmanager
@@ -225,18 +244,26 @@ def _time_limit(seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
-def _write_files(job: Job, result: StudentResult, executed: nbformat.NotebookNode | None,
-                 nb_out: Path) -> None:
+def _write_files(job: Job, result: StudentResult, executed: dict[str, nbformat.NotebookNode]) -> None:
     results_dir, a = Path(job.results_dir), job.assignment
-    if executed is not None:
-        write_atomic(nb_out, nbformat.writes(executed))
-    try:
-        with _time_limit(RENDER_TIMEOUT_S):
-            write_feedback(results_dir, result, executed, a.name, a.notebook_name)
-    except Exception as e:  # noqa: BLE001 - a page that cannot be rendered: the summary alone, and say so
-        log.debug("%s: feedback fell back to the summary: %s", job.student_id, e)
-        result.notes.append(f"the feedback page shows the scores only: the notebook could not be rendered ({e})")
-        write_feedback(results_dir, result, None, a.name, a.notebook_name)
+    titles = load_lesson(a.lesson).side_titles()
+    for name, nb in executed.items():
+        write_atomic(autograded_path(results_dir, job.student_id, a, name), nbformat.writes(nb))
+    for name in a.notebook_names:
+        try:
+            with _time_limit(RENDER_TIMEOUT_S):
+                write_feedback(results_dir, result, executed.get(name), a.name, name, titles)
+        except Exception as e:  # noqa: BLE001 - a page that cannot be rendered: the summary alone, and say so
+            log.debug("%s: feedback fell back to the summary: %s", job.student_id, e)
+            result.notes.append(f"the feedback page shows the scores only: {name} could not be rendered ({e})")
+            write_feedback(results_dir, result, None, a.name, name, titles)
+
+
+def _outputs(job: Job) -> list[Path]:
+    """This student's files besides the record: every notebook's autograded copy and feedback page."""
+    results_dir, a = Path(job.results_dir), job.assignment
+    return [p for name in a.notebook_names for p in (autograded_path(results_dir, job.student_id, a, name),
+                                                      feedback_path(results_dir, job.student_id, a.name, name))]
 
 
 def grade_submission(job: Job, files: dict[str, bytes | Refused | None] | None = None) -> StudentResult:
@@ -248,34 +275,32 @@ def grade_submission(job: Job, files: dict[str, bytes | Refused | None] | None =
     start = time.monotonic()
     results_dir = Path(job.results_dir)
     record = record_path(results_dir, job.student_id)
-    nb_out = autograded_path(results_dir, job.student_id, job.assignment)
-    fb_out = feedback_path(results_dir, job.student_id, job.assignment.name, job.assignment.notebook_name)
     # Stale files go first, the record before the rest: a crash from here on leaves no record.
-    for stale in (record, nb_out, fb_out):
-        try:
-            stale.unlink()
-        except FileNotFoundError:
-            pass
+    for stale in (record, *_outputs(job)):
+        stale.unlink(missing_ok=True)
     log.debug("grading %s", job.student_id)
     if files is None:
         files = read_files(Path(job.folder), job.assignment)  # once: what is graded is what is hashed
     try:
         result, executed = _grade(job, files)
     except Exception as e:  # noqa: BLE001 - a bug or a broken machine, never the learner's fault
-        result, executed = _failed(job, f"the grader failed: {_one_line(e)}"), None
+        result, executed = _failed(job, f"the grader failed: {_one_line(e)}"), {}
     result.seconds = round(time.monotonic() - start, 3)
     result.submission_sha = submission_sha(Path(job.folder), job.assignment, files)
     try:
-        _write_files(job, result, executed, nb_out)
+        _write_files(job, result, executed)
     except Exception as e:  # noqa: BLE001
         # No half result: the scores and the files must agree, so the student is the grader's to rerun.
-        nb_out.unlink(missing_ok=True)
+        for path in _outputs(job):
+            path.unlink(missing_ok=True)
         result = _failed(job, f"could not write the results: {_one_line(e)}", seconds=result.seconds,
                          sha=result.submission_sha)
         try:
-            write_feedback(results_dir, result, None, job.assignment.name, job.assignment.notebook_name)
+            for name in job.assignment.notebook_names:
+                write_feedback(results_dir, result, None, job.assignment.name, name)
         except Exception:  # noqa: BLE001
-            fb_out.unlink(missing_ok=True)
+            for path in _outputs(job):
+                path.unlink(missing_ok=True)
     write_json(record, result.to_json())
     log.debug("graded %s: %s %.1f in %.2f s", job.student_id, result.status, result.score, time.monotonic() - start)
     return result
@@ -297,3 +322,4 @@ def _failed(job: Job, message: str, seconds: float = 0.0, sha: str = "") -> Stud
 
 def _one_line(e: BaseException) -> str:
     return traceback.format_exception_only(type(e), e)[-1].strip()[:300]
+

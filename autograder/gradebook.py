@@ -18,7 +18,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .assignment import LAB_QUESTIONS, Assignment, SourceSpec
+from .assignment import ANSWER, Assignment, AssignmentSpec
 from .cells import grade_id as cell_grade_id
 from .layout import db_url
 from .results import GRADER_ERROR, INVALID, MISSING, StudentResult, write_json
@@ -28,13 +28,13 @@ STATE = ".gradebook-state.json"
 NOT_IN_GRADEBOOK = (MISSING, INVALID, GRADER_ERROR)
 
 
-def add_lab_cells(results_dir: Path, assignment: Assignment) -> None:
-    """The lab sub-checks are grade cells of the notebook as far as the gradebook is concerned."""
+def add_side_cells(results_dir: Path, assignment: Assignment, spec: AssignmentSpec) -> None:
+    """The lesson's side-check questions are grade cells of the first notebook as far as the gradebook is concerned."""
     from nbgrader.api import Gradebook
 
     notebook = Path(assignment.notebook_name).stem
     with Gradebook(db_url(results_dir)) as gb:
-        for gid, points in LAB_QUESTIONS.items():
+        for gid, points in spec.side.items():
             gb.update_or_create_grade_cell(gid, notebook, assignment.name, max_score=points, cell_type="code")
 
 
@@ -47,7 +47,7 @@ def open_gradebook(results_dir: Path):
     return Gradebook(db_url(results_dir))
 
 
-def merge(results_dir: Path, assignment: Assignment, spec: SourceSpec,
+def merge(results_dir: Path, assignment: Assignment, spec: AssignmentSpec,
           results: dict[str, StudentResult], remove: list[str] = (), gradebook=None) -> None:
     """Write ``results`` into the gradebook; drop the submissions of students in ``remove``. With
     ``gradebook`` (from :func:`open_gradebook`), in that open one; else in one opened for this call."""
@@ -61,8 +61,10 @@ def merge(results_dir: Path, assignment: Assignment, spec: SourceSpec,
         state = json.loads(state_path.read_text())
     except (OSError, ValueError):
         state = {}
-    notebook = Path(assignment.notebook_name).stem
-    manual_ids = {c.grade_id for c in spec.manual}
+    # per notebook (nbgrader names it by its stem): each grade cell's question key, and the hand-graded ones
+    keys = {Path(nb.name).stem: {c.grade_id: c.key for c in (*nb.tests, *nb.manual)} for nb in spec.notebooks}
+    answers = {Path(nb.name).stem: {c.grade_id: c.key for c in nb.manual if c.kind == ANSWER} for nb in spec.notebooks}
+    manual_ids = {Path(nb.name).stem: {c.grade_id for c in nb.manual} for nb in spec.notebooks}
     opened = nullcontext(gradebook) if gradebook is not None else open_gradebook(results_dir)
     with warnings.catch_warnings(), opened as gb:
         # nbgrader's add_submission trips SQLAlchemy 2 autoflush warnings; they are harmless
@@ -79,30 +81,43 @@ def merge(results_dir: Path, assignment: Assignment, spec: SourceSpec,
                 continue
             changed = state.get(sid) not in (None, r.submission_sha)
             submission = gb.update_or_create_submission(assignment.name, sid)
-            sub_nb = next(n for n in submission.notebooks if n.name == notebook)
-            by_name = {g.name: g for g in sub_nb.grades}
-            for cell in sub_nb.notebook.grade_cells:  # lab cells added after the submission existed
-                if cell.name not in by_name:
-                    grade = Grade(cell_id=cell.id, notebook=sub_nb)
-                    db.add(grade)
-                    by_name[cell.name] = grade
-            for name, grade in by_name.items():
-                if changed:
-                    grade.manual_score = None
-                    grade.extra_credit = None
-                if name in manual_ids:
-                    grade.auto_score = None
-                    grade.needs_manual_grade = True
-                    continue
-                q = r.questions.get(name)
-                grade.auto_score = q.score if q is not None else 0.0
-                grade.needs_manual_grade = grade.manual_score is not None
-            if changed:
-                for comment in sub_nb.comments:
-                    comment.manual_comment = None
+            unanswered = set(r.unanswered)
+            for sub_nb in submission.notebooks:
+                if sub_nb.name in keys:
+                    _merge_notebook(db, Grade, sub_nb, r, changed, keys[sub_nb.name], answers[sub_nb.name],
+                                    manual_ids[sub_nb.name], unanswered)
             db.commit()
             state[sid] = r.submission_sha
     write_json(state_path, state)
+
+
+def _merge_notebook(db, grade_class, sub_nb, r: StudentResult, changed: bool, keys: dict[str, str],
+                    answers: dict[str, str], manual_ids: set[str], unanswered: set[str]) -> None:
+    """Set every grade of one submitted notebook, as nbgrader's SaveAutoGrades would: tests (and side
+    checks) their autograded score; an answer handed back as released 0, "No response.", nothing to
+    grade; every other answer and task is a person's to grade."""
+    by_name = {g.name: g for g in sub_nb.grades}
+    for cell in sub_nb.notebook.grade_cells:  # side-check cells added after the submission existed
+        if cell.name not in by_name:
+            grade = grade_class(cell_id=cell.id, notebook=sub_nb)
+            db.add(grade)
+            by_name[cell.name] = grade
+    for name, grade in by_name.items():
+        if changed:
+            grade.manual_score = None
+            grade.extra_credit = None
+        if name in manual_ids:
+            blank = answers.get(name) in unanswered
+            grade.auto_score = 0.0 if blank else None
+            grade.needs_manual_grade = not blank or grade.manual_score is not None
+            continue
+        q = r.questions.get(keys.get(name, name))
+        grade.auto_score = q.score if q is not None else 0.0
+        grade.needs_manual_grade = grade.manual_score is not None
+    for comment in sub_nb.comments:
+        if changed:
+            comment.manual_comment = None
+        comment.auto_comment = "No response." if answers.get(comment.name) in unanswered else None
 
 
 def _remove(gb, assignment: str, sid: str, missing_entry) -> None:
@@ -112,14 +127,43 @@ def _remove(gb, assignment: str, sid: str, missing_entry) -> None:
         pass
 
 
+def manual_scores(results_dir: Path, assignment: Assignment, spec: AssignmentSpec) -> dict[str, float | None]:
+    """Hand-graded points per student, over every notebook (None where something is still to be graded;
+    an answer handed back as released counts its 0, as nbgrader does)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    if not (Path(results_dir) / "gradebook.db").is_file():
+        return {}
+    manual_ids = {Path(nb.name).stem: {c.grade_id for c in nb.manual} for nb in spec.notebooks}
+    out: dict[str, float | None] = {}
+    with Gradebook(db_url(results_dir)) as gb:
+        try:
+            submissions = gb.assignment_submissions(assignment.name)
+        except MissingEntry:
+            return
+        for sub in submissions:
+            scores = [_hand_score(g) for sub_nb in sub.notebooks for g in sub_nb.grades
+                      if g.name in manual_ids.get(sub_nb.name, ())]
+            out[sub.student.id] = None if any(s is None for s in scores) else float(sum(scores))
+    return out
+
+
+def _hand_score(grade) -> float | None:
+    """A hand-graded cell's points: a person's, or nbgrader's 0 for no response; None while still to grade."""
+    if grade.manual_score is not None:
+        return float(grade.manual_score)
+    if not grade.needs_manual_grade and grade.auto_score is not None:
+        return float(grade.auto_score)
+    return None
+
+
 def _submitted_notebooks(results_dir: Path, assignment: Assignment):
-    """(student id, the submitted notebook's gradebook row) for every submission in the gradebook,
-    read inside one open gradebook (nothing when there is none yet)."""
+    """(student id, a submitted notebook's gradebook row) for every notebook of every submission in the
+    gradebook, read inside one open gradebook (nothing when there is none yet)."""
     from nbgrader.api import Gradebook, MissingEntry
 
     if not (Path(results_dir) / "gradebook.db").is_file():
         return
-    notebook = Path(assignment.notebook_name).stem
     with Gradebook(db_url(results_dir)) as gb:
         try:
             submissions = gb.assignment_submissions(assignment.name)
@@ -127,18 +171,7 @@ def _submitted_notebooks(results_dir: Path, assignment: Assignment):
             return
         for sub in submissions:
             for sub_nb in sub.notebooks:
-                if sub_nb.name == notebook:
-                    yield sub.student.id, sub_nb
-
-
-def manual_scores(results_dir: Path, assignment: Assignment, spec: SourceSpec) -> dict[str, float | None]:
-    """Hand-given points per student (None where nobody graded the written answer yet)."""
-    manual_ids = {c.grade_id for c in spec.manual}
-    out: dict[str, float | None] = {}
-    for sid, sub_nb in _submitted_notebooks(results_dir, assignment):
-        scores = [g.manual_score for g in sub_nb.grades if g.name in manual_ids]
-        out[sid] = None if any(s is None for s in scores) else float(sum(scores))
-    return out
+                yield sub.student.id, sub_nb
 
 
 @dataclass(frozen=True)
@@ -146,7 +179,7 @@ class HandComments:
     """What an instructor wrote in formgrader's comment boxes for one student."""
 
     written: str = ""
-    """On the hand-graded answer (several such cells: joined by a blank line)."""
+    """On the hand-graded answers (several such cells: joined by a blank line)."""
     cells: dict[str, str] = field(default_factory=dict)
     """On any other solution cell, by its grade_id."""
 
@@ -160,18 +193,21 @@ class HandComments:
             [f"{cell}: {text}" for cell, text in self.cells.items()]
 
 
-def manual_comments(results_dir: Path, assignment: Assignment, spec: SourceSpec) -> dict[str, HandComments]:
+def manual_comments(results_dir: Path, assignment: Assignment, spec: AssignmentSpec) -> dict[str, HandComments]:
     """The comments entered in formgrader, per student who has any (empty boxes are left out).
 
     formgrader keeps one comment box per solution cell of each submitted notebook (nbgrader's
-    ``Comment.manual_comment``); the hand-graded answer's box is under that answer's grade_id.
+    ``Comment.manual_comment``); a hand-graded answer's box is under that answer's grade_id.
     """
     manual_ids = [c.grade_id for c in spec.manual]
-    order = {cell_grade_id(cell): i for i, cell in enumerate(spec.nb.cells)}
-    out: dict[str, HandComments] = {}
+    order = {cell_grade_id(cell): i for nb in spec.notebooks for i, cell in enumerate(nb.nb.cells)}
+    texts_by: dict[str, dict[str, str]] = {}
     for sid, sub_nb in _submitted_notebooks(results_dir, assignment):
         texts = {c.name: c.manual_comment.strip() for c in sub_nb.comments
                  if c.manual_comment and c.manual_comment.strip()}
+        texts_by.setdefault(sid, {}).update(texts)
+    out: dict[str, HandComments] = {}
+    for sid, texts in texts_by.items():
         if texts:
             cells = sorted((n for n in texts if n not in manual_ids), key=lambda n: order.get(n, len(order)))
             out[sid] = HandComments(written="\n\n".join(texts[n] for n in manual_ids if n in texts),

@@ -10,19 +10,23 @@ for each submission (https://gradescope-autograders.readthedocs.io/en/latest/spe
 
 The bundle holds::
 
-    setup.sh          apt: python3, bubblewrap; a venv of the image's own Python (3.10 or newer: no
-                      download), the course package's wheel and its dependencies (no torch: grading
-                      never needs it); then checks that the installed grader is the one the bundle was
-                      built with (its code; the Python's minor version may differ and is reported)
+    setup.sh          apt: python3, bubblewrap; a venv of the image's own Python (3.11 or newer, else
+                      the distribution's python3.N from apt: no download), readable and runnable by an
+                      unprivileged uid, the course package's wheel and its dependencies (no torch: grading
+                      never needs it); then checks that such a uid runs it, that the installed grader is
+                      the one the bundle was built with (its code; the Python's minor version may differ
+                      and is reported), and that the image isolates learner code (the minimum:
+                      autograder.sandbox.isolation)
     run_autograder    python -m autograder.gradescope --root /autograder
     wheels/           the course package (course_lib + autograder), written by hand as release does
-    instructor/       the instructor notebook (solutions, hidden tests), the lab, a checks file if any
+    instructor/       the instructor notebooks (solutions, hidden tests), the other files, a lesson file if any
     bundle.json       the assignment, the settings (timeouts, limits), the environment digests
 
 ``run_autograder`` grades ``ROOT/submission/`` with the same engine as ``course-grade autograde``
 (grade.grade_submission: the hand-in read by the grader's rules, the same sandbox and limits; where
-the container allows less -- Docker often forbids bubblewrap's namespaces and new cgroups -- the
-strongest isolation it has, said in the output) and writes ``ROOT/results/results.json`` with the
+the container cannot isolate learner code -- Docker can forbid bubblewrap's namespaces and new
+cgroups -- nothing is graded: the submission is a grader_error saying what is missing, never
+graded with ``--insecure``) and writes ``ROOT/results/results.json`` with the
 same tests and messages as ``course-grade export``'s Gradescope JSON: every autograded question
 (hidden tests run, their code never shown) with what to look at, the written answer as a test
 for Gradescope's manual grading, and the status. ``ROOT`` is ``/autograder``, or
@@ -44,17 +48,19 @@ import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .assignment import Assignment, load_checks, load_source, validate_checks
+from . import sidecheck
+from .assignment import Assignment, default_assignment, load_lesson, load_source
 from .autograde import check_options
+from .distributed import Instructor
 from .environment import PACKAGES, SOURCE_SUFFIXES, differences, digest, digest_bytes, environment
 from .errors import AutograderError
 from .export import gradescope_json
-from .grade import Job, Settings, blank_result, grade_submission, new_sandbox, submission_sha
+from .grade import Job, blank_result, grade_submission, submission_sha
 from .handin import HandIn
-from .lab import lab_baseline
 from .learner_env import FIXED_TIME, write_wheel
 from .results import GRADER_ERROR, write_json
-from .sandbox import Limits, memory_limit_bytes, probe
+from .sandbox import Limits, memory_limit_bytes, probe, require_minimum
+from .settings import Settings
 
 DIST = "course_model_memory"
 PROJECT = "course-model-memory"
@@ -78,11 +84,11 @@ chmod -R go-rwx "$SOURCE"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # bubblewrap: the sandbox's namespaces, where the container allows them (else the grader says what it used)
-apt-get install -y -qq python3 python3-venv bubblewrap >/dev/null
+apt-get install -y -qq python3 python3-venv bubblewrap util-linux >/dev/null
 # The image's own python3 when it is {min_python} or newer (what the pinned dependencies need:
 # {why}); else the distribution's own newer python3.N from apt (Ubuntu
 # 22.04, Gradescope's default base image, has 3.10 as python3 and python3.11 in universe). No Python is
-# downloaded from anywhere else.
+# downloaded from anywhere else, and a system Python under /usr is one an unprivileged uid can run.
 PY=python3
 new_enough() {{ "$1" -c 'import sys; sys.exit(sys.version_info < ({min_major}, {min_minor}))' 2>/dev/null; }}
 if ! new_enough python3; then
@@ -94,16 +100,23 @@ if ! new_enough python3; then
     done
 fi
 if ! new_enough "$PY"; then
-    echo "setup.sh: the base image's $(python3 -V 2>&1) is too old and apt has no python3.{min_minor} or newer: the" \\
+    echo "setup.sh: the base image's $(python3 -V 2>&1) is too old and apt has no python3.{min_minor} or newer: the" \
          "grader needs Python {min_python} or newer; choose the Ubuntu 22.04 (or newer) base image on Configure Autograder" >&2
     exit 1
 fi
 "$PY" -m venv "$ROOT/venv"
 "$ROOT/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$SOURCE/wheels/{wheel}"
-# The grader's own code (trusted checks, expected answers) is root's alone too: learner code never needs it,
-# and without bubblewrap (Docker often forbids it) nothing else would hide it from the learner's uid.
-chmod -R go-rwx "$("$ROOT/venv/bin/python" -c 'import autograder, os; print(os.path.dirname(autograder.__file__))')"
-# Fail the build, not a learner's submission, if the installed grader is not the one built into this bundle.
+# Learner code runs as a throwaway unprivileged uid, which must be able to run the venv's Python.
+chmod -R a+rX "$ROOT/venv"
+chmod a+x "$ROOT"
+# The grader's own code (trusted checks, expected answers) is root's alone: learner code never needs it.
+for package in autograder lessons; do
+  chmod -R go-rwx "$("$ROOT/venv/bin/python" -c "import $package, os; print(os.path.dirname($package.__file__))")"
+done
+# Fail the build, not a learner's submission, if an unprivileged uid cannot run the kernel's Python...
+setpriv --reuid=65534 --regid=65534 --clear-groups "$ROOT/venv/bin/python" -c "import ipykernel, course_lib" \
+  || {{ echo "setup.sh: an unprivileged uid cannot run $ROOT/venv/bin/python" >&2; exit 1; }}
+# ...or the installed grader is not the one built into this bundle, or this image cannot isolate learner code.
 "$ROOT/venv/bin/python" -m autograder.gradescope --root "$ROOT" --check
 """
 
@@ -187,7 +200,7 @@ def _wheel_files() -> tuple[str, list[tuple[str, bytes]], str]:
     except importlib.metadata.PackageNotFoundError:  # pragma: no cover - checked by _requirements first
         scripts = ""
     metadata = "\n".join(["Metadata-Version: 2.1", f"Name: {PROJECT}", f"Version: {version}",
-                          "Summary: L14.4 Model Loading and Memory: the course library and its grader.",
+                          "Summary: the course library, its lessons and their grader.",
                           "Requires-Python: >=3.10", *(f"Requires-Dist: {r}" for r in _requirements()), ""])
     files += [(f"{info}/METADATA", metadata.encode()),
               (f"{info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: course-grade\nRoot-Is-Purelib: true\nTag: py3-none-any\n"),
@@ -196,10 +209,13 @@ def _wheel_files() -> tuple[str, list[tuple[str, bytes]], str]:
     return f"{DIST}-{version}-py3-none-any.whl", files, info
 
 
-def main(out: str | Path = "autograder.zip", cell_timeout: float = 60, notebook_timeout: float = 300,
-         memory_limit: str | int = "2GiB", assignment: Assignment = Assignment()) -> BundleResult:
-    """Write the Gradescope autograder bundle for ``assignment`` to ``out`` (a .zip); returns what it holds."""
+def main(out: str | Path = "autograder.zip", cell_timeout: float = Settings.cell_timeout,
+         notebook_timeout: float = Settings.notebook_timeout, memory_limit: str | int = Limits.memory_bytes,
+         assignment: Assignment | None = None) -> BundleResult:
+    """Write the Gradescope autograder bundle for ``assignment`` (default: the installed lesson) to ``out``
+    (a .zip); returns what it holds."""
     start = time.monotonic()
+    assignment = assignment or default_assignment()
     out = Path(out)
     if out.suffix != ".zip":
         raise AutograderError(f"--out {out}: Gradescope takes the autograder as a .zip; name it e.g. autograder.zip")
@@ -208,22 +224,16 @@ def main(out: str | Path = "autograder.zip", cell_timeout: float = 60, notebook_
     cell_timeout, notebook_timeout, _ = check_options(cell_timeout, notebook_timeout, 1)
     settings = Settings(cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
                         limits=Limits(memory_bytes=memory_limit_bytes(memory_limit)))
-    for path in (assignment.notebook, assignment.lab):
-        if not Path(path).is_file():
-            raise AutograderError(f"instructor file {path} does not exist")
     spec = load_source(assignment)
-    validate_checks(spec, load_checks(assignment.checks), assignment.checks)
 
     wheel, wheel_files, info = _wheel_files()
     env = environment()
-    checks = assignment.checks
-    instructor = {f"instructor/{Path(assignment.notebook).name}": Path(assignment.notebook).read_bytes(),
-                  f"instructor/{assignment.lab_name}": Path(assignment.lab).read_bytes()}
-    if checks.endswith(".py"):
-        instructor[f"instructor/{Path(checks).name}"] = Path(checks).read_bytes()
-        checks = f"instructor/{Path(checks).name}"
-    meta = {"assignment": assignment.name, "notebook": f"instructor/{Path(assignment.notebook).name}",
-            "lab": f"instructor/{assignment.lab_name}", "checks": checks, "settings": asdict(settings),
+    files = Instructor.of(assignment)
+    instructor = {f"instructor/{name}": data for name, data in files.files}
+    instructor.update({f"instructor/lesson/{name}": data for name, data in files.lesson_files})
+    meta = {"assignment": assignment.name, "notebook": f"instructor/{assignment.notebook_name}",
+            "notebooks": list(files.notebook_names), "files": [name for name, _ in files.files],
+            "lesson": files.lesson, "lesson_is_file": bool(files.lesson_files), "settings": asdict(settings),
             "environment": env, "instructor_digest": digest_bytes(*(instructor[k] for k in sorted(instructor))),
             "max_score": spec.max_score, "manual_max_score": spec.manual_max_score}
     (major, minor), why = min_python()
@@ -256,11 +266,14 @@ def _bundle(root: Path) -> tuple[dict, Assignment, Settings]:
     source = root / "source"
     try:
         meta = json.loads((source / BUNDLE_JSON).read_text())
-        checks = meta["checks"]
-        assignment = Assignment(name=meta["assignment"], notebook=source / meta["notebook"], lab=source / meta["lab"],
-                                checks=str(source / checks) if checks.endswith(".py") else checks)
+        folder = source / "instructor"
+        lesson = str(folder / "lesson" / meta["lesson"]) if meta["lesson_is_file"] else meta["lesson"]
+        assignment = Assignment(name=meta["assignment"], notebooks=tuple(folder / n for n in meta["notebooks"]),
+                                files=tuple(folder / n for n in meta["files"] if n not in meta["notebooks"]),
+                                lesson=lesson, root=folder)
         raw = dict(meta["settings"])
-        settings = Settings(**{**raw, "limits": Limits(**raw["limits"])})
+        # never graded below the isolation minimum, whatever the bundle says
+        settings = Settings(**{**raw, "limits": Limits(**raw["limits"]), "insecure": False})
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise AutograderError(f"{source}/{BUNDLE_JSON} is missing or from another grader version ({e}); "
                               f"rebuild the bundle with `course-grade gradescope`") from None
@@ -291,12 +304,14 @@ def python_note(built: dict, here: dict) -> str:
 
 
 def check(root: Path) -> str:
-    """The grader installed here is the one the bundle was built with (else AutograderError)."""
+    """The grader installed here is the one the bundle was built with (its code; the Python may differ), and
+    this machine isolates learner code (else AutograderError)."""
     meta, _, _ = _bundle(root)
     differ = grader_differences(meta["environment"], environment())
     if differ:
         raise AutograderError(f"the grader installed here is not the one this bundle was built with: {'; '.join(differ)}; "
                               f"rebuild the bundle (course-grade gradescope) from the course package you grade with")
+    require_minimum(probe())
     return digest(environment())
 
 
@@ -316,7 +331,7 @@ def _hand_in_folder(submission: Path, assignment: Assignment) -> Path:
     (a learner may upload the folder, or a zip of it); the top when there is none. Links to folders
     are never followed (an uploaded zip may hold one to /autograder/source, where the solutions are);
     a link to a file is found, and refused by the grader's reader."""
-    found = [Path(top) for top, _, names in os.walk(submission) if assignment.notebook_name in names]
+    found = [Path(top) for top, _, names in os.walk(submission) if set(assignment.notebook_names) & set(names)]
     found.sort(key=lambda p: (len(p.parts), str(p)))
     return found[0] if found else submission
 
@@ -333,22 +348,27 @@ def run(root: str | Path) -> dict:
         scratch = Path(tmp)
         job = Job(student_id=sid, folder=str(scratch / "submitted" / sid / assignment.name),
                   results_dir=str(scratch / "results"), assignment=assignment, settings=settings,
-                  lab_baseline={}, fingerprint="")
+                  prepared={}, fingerprint="")
         differ = grader_differences(meta["environment"], environment())
         if differ:
             result = blank_result(job, load_source(assignment), GRADER_ERROR,
                                   f"the grader installed here is not the one this bundle was built with: {'; '.join(differ)}")
+        elif iso.missing():
+            result = blank_result(job, load_source(assignment), GRADER_ERROR,
+                                  "this machine cannot isolate learner code, so nothing is graded; it lacks "
+                                  + "; and ".join(iso.missing()))
         else:
             folder = _hand_in_folder(root / "submission", assignment)
             hand_in = HandIn.read(folder, assignment)
             laid_out = hand_in.lay_out(scratch / "submitted", sid, assignment.name)
-            baseline = lab_baseline(Path(assignment.lab).read_text(encoding="utf-8"), assignment.lab_name,
-                                    new_sandbox(settings))
-            job = dataclasses.replace(job, folder=str(laid_out), lab_baseline=baseline,
+            run = sidecheck.runner(settings, iso, load_lesson(assignment.lesson).preload)
+            prepared = sidecheck.prepare(assignment, run)
+            job = dataclasses.replace(job, folder=str(laid_out), prepared=prepared,
                                       fingerprint=digest_bytes(meta["instructor_digest"].encode(), submission_sha(
                                           laid_out, assignment, hand_in.files).encode()))
             result = grade_submission(job, files=hand_in.files)
-    data = gradescope_json(result, None)
+    # hand-graded answers handed back as released are nbgrader's 0 ("No response"), as the local gradebook says
+    data = gradescope_json(result, 0.0 if result.unanswered and not result.needs_manual_grading else None)
     notes = [*iso.warnings, *filter(None, [python_note(meta["environment"], environment())])]
     lines = [data["output"], f"isolation: {iso.summary()}", *(f"note: {w}" for w in notes)]
     data["output"] = "\n".join(lines)

@@ -12,12 +12,12 @@ many other notebooks it holds (named in the "missing" message). On the other mac
 >>> import tempfile
 >>> from autograder.assignment import Assignment
 >>> root = Path(tempfile.mkdtemp())
->>> (root / "amy" / "l14-04-model-memory").mkdir(parents=True)
->>> _ = (root / "amy" / "l14-04-model-memory" / "l14-04-model-memory.ipynb").write_text("{}")
->>> hand_in = HandIn.read(root / "amy" / "l14-04-model-memory", Assignment())
->>> hand_in.files["l14-04-model-memory.ipynb"], hand_in.files["l14-04-model-memory.py"], hand_in.is_folder
+>>> (root / "amy" / "ps1").mkdir(parents=True)
+>>> _ = (root / "amy" / "ps1" / "problem1.ipynb").write_text("{}")
+>>> hand_in = HandIn.read(root / "amy" / "ps1", Assignment("ps1", (Path("problem1.ipynb"), Path("problem2.ipynb"))))
+>>> hand_in.files["problem1.ipynb"], hand_in.files["problem2.ipynb"], hand_in.is_folder
 (b'{}', None, True)
->>> hand_in.lay_out(root / "elsewhere", "amy", "l14-04-model-memory").is_dir()
+>>> hand_in.lay_out(root / "elsewhere", "amy", "ps1").is_dir()
 True
 """
 
@@ -39,19 +39,20 @@ class HandIn:
     """One submission as :func:`autograder.grade.read_files` read it, and what its folder was."""
 
     files: dict[str, bytes | Refused | None] = field(default_factory=dict)
-    """The notebook and the lab by name: their bytes, why they were refused, or None when absent."""
+    """The notebooks and the side checks' files by name: their bytes, why they were refused, or None when absent."""
     is_folder: bool = False
     """``<student>/<assignment>`` is a folder (following links, as the grader's check does)."""
     other_notebooks: int = 0
-    """``*.ipynb`` files in it, when the notebook itself is not there."""
+    """``*.ipynb`` files in it besides the assignment's, when one of the assignment's is not there."""
 
     @classmethod
     def read(cls, folder: Path, assignment: Assignment) -> HandIn:
         folder = Path(folder)
         files = read_files(folder, assignment)
         others = 0
-        if files.get(assignment.notebook_name) is None and folder.is_dir():
-            others = min(MAX_OTHER_NOTEBOOKS, sum(1 for _ in folder.glob("*.ipynb")))
+        if any(files.get(name) is None for name in assignment.notebook_names) and folder.is_dir():
+            others = min(MAX_OTHER_NOTEBOOKS, sum(1 for p in folder.glob("*.ipynb")
+                                                  if p.name not in assignment.notebook_names))
         return cls(files=files, is_folder=folder.is_dir(), other_notebooks=others)
 
     def lay_out(self, root: Path, student_id: str, assignment_name: str) -> Path:

@@ -6,8 +6,8 @@
     grades.json, grades.csv                 the class (exact shape: autograder.results)
     records/<id>.json                       one student's result (the resume state; written last)
     submitted/<id>/<assignment>/            the hand-in as the grader read it (formgrader counts these)
-    autograded/<id>/<assignment>/<nb>       the executed notebook (for formgrader)
-    feedback/<id>/<assignment>/<stem>.html  the learner's feedback page
+    autograded/<id>/<assignment>/<nb>       each executed notebook (for formgrader)
+    feedback/<id>/<assignment>/<stem>.html  the learner's feedback page, one per notebook
     gradescope/<id>.json                    Gradescope results, one per student
     gradebook.db                            nbgrader's gradebook (RESULTS_DIR is an nbgrader course root)
     .snapshot/                              the instructor files this batch graded against
@@ -17,8 +17,8 @@ functions here, so none of them imports another verb.
 
 >>> record_path("results", "alice").as_posix()
 'results/records/alice.json'
->>> feedback_path("results", "alice", "l14-04-model-memory", "l14-04-model-memory.ipynb").as_posix()
-'results/feedback/alice/l14-04-model-memory/l14-04-model-memory.html'
+>>> feedback_path("results", "alice", "ps1", "problem1.ipynb").as_posix()
+'results/feedback/alice/ps1/problem1.html'
 """
 
 from __future__ import annotations
@@ -41,8 +41,10 @@ def record_path(results_dir: str | Path, student_id: str) -> Path:
     return Path(results_dir) / "records" / f"{student_id}.json"
 
 
-def autograded_path(results_dir: str | Path, student_id: str, assignment: Assignment) -> Path:
-    return Path(results_dir) / "autograded" / student_id / assignment.name / assignment.notebook_name
+def autograded_path(results_dir: str | Path, student_id: str, assignment: Assignment,
+                    notebook_name: str | None = None) -> Path:
+    """The executed copy of one notebook (default: the first) of a student's hand-in."""
+    return Path(results_dir) / "autograded" / student_id / assignment.name / (notebook_name or assignment.notebook_name)
 
 
 def submitted_path(results_dir: str | Path, student_id: str, assignment: Assignment) -> Path:
@@ -107,12 +109,21 @@ def read_batch(results_dir: str | Path) -> dict[str, Any]:
                               f"run `course-grade autograde` first") from None
 
 
+def batch_assignment(assignment: Assignment) -> dict[str, Any]:
+    """What batch.json records of the assignment a batch graded (its snapshot of the instructor files)."""
+    return {"assignment": assignment.name, "notebook_name": assignment.notebook_name,
+            "notebook": str(assignment.notebooks[0]), "notebooks": [str(p) for p in assignment.notebooks],
+            "files": [str(p) for p in assignment.files], "lesson": assignment.lesson,
+            "root": None if assignment.root is None else str(assignment.root)}
+
+
 def assignment_from_results(results_dir: str | Path) -> Assignment:
     """The assignment (its snapshot of the instructor files) that the last autograde run used."""
     meta = read_batch(results_dir)
     try:
-        return Assignment(name=meta["assignment"], notebook=Path(meta["notebook"]), lab=Path(meta["lab"]),
-                          checks=meta["checks"])
+        return Assignment(name=meta["assignment"], notebooks=tuple(Path(p) for p in meta["notebooks"]),
+                          files=tuple(Path(p) for p in meta["files"]), lesson=meta["lesson"],
+                          root=None if meta["root"] is None else Path(meta["root"]))
     except (KeyError, TypeError):
         raise AutograderError(f"{results_dir}/{BATCH} is from another grader version; run "
                               f"`course-grade autograde` again") from None
@@ -121,8 +132,8 @@ def assignment_from_results(results_dir: str | Path) -> Assignment:
 def student_files(results_dir: str | Path, student_id: str, assignment: Assignment) -> list[Path]:
     """Every per-student file of the results folder, the record first."""
     return [record_path(results_dir, student_id), gradescope_path(results_dir, student_id),
-            feedback_path(results_dir, student_id, assignment.name, assignment.notebook_name),
-            autograded_path(results_dir, student_id, assignment)]
+            *(feedback_path(results_dir, student_id, assignment.name, name) for name in assignment.notebook_names),
+            *(autograded_path(results_dir, student_id, assignment, name) for name in assignment.notebook_names)]
 
 
 def remove_student_files(results_dir: str | Path, student_id: str, assignment: Assignment) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 import nbformat.reader
 
-from .assignment import SourceSpec
+from .assignment import NotebookSpec
 from .cells import grade_id as _grade_id
 from .cells import has_nbgrader
 
@@ -104,7 +104,7 @@ def read_handed_in(folder: Path, name: str, max_bytes: int) -> bytes | None:
             os.close(fd)
 
 
-def restore_cells(submitted: nbformat.NotebookNode, spec: SourceSpec) -> tuple[nbformat.NotebookNode, list[str]]:
+def restore_cells(submitted: nbformat.NotebookNode, spec: NotebookSpec) -> tuple[nbformat.NotebookNode, list[str]]:
     """The notebook to execute: the learner's answers with every locked cell put back from the source.
 
     - test cells and read-only cells are replaced, by grade_id, with the instructor's cell

@@ -2,11 +2,11 @@
 
 ``grades.json`` has exactly this shape (:meth:`BatchResult.grades_json`)::
 
-    {"assignment": "l14-04-model-memory",
-     "students": {"alice": {"status": "graded", "score": 34.0, "max_score": 34.0,
-                            "manual_max_score": 3.0, "needs_manual_grading": true,
-                            "questions": {"test_kv_per_token": {"score": 3.0, "max_score": 3.0,
-                                                                "status": "passed", "message": ""}}}}}
+    {"assignment": "ps1",
+     "students": {"alice": {"status": "graded", "score": 2.5, "max_score": 3.0,
+                            "manual_max_score": 10.0, "needs_manual_grading": true,
+                            "questions": {"correct_squares": {"score": 1.0, "max_score": 1.0,
+                                                              "status": "passed", "message": "correct"}}}}}
 
 Per-student records (``records/<id>.json``) carry a little more: the message, the
 time taken, and the fingerprint that lets an interrupted batch resume.
@@ -50,12 +50,12 @@ RAN = (GRADED,) + SEVERITY
 # Question statuses.
 PASSED, FAILED, NOT_RUN = "passed", "failed", "not_run"
 
-RECORD_VERSION = 1
+RECORD_VERSION = 2
 
 
 @dataclass
 class QuestionResult:
-    """One autograded question (a test cell or a lab sub-check)."""
+    """One autograded question (a test cell or a side check's question)."""
 
     score: float
     """Points earned: all of max_score when passed, else 0."""
@@ -75,15 +75,16 @@ class StudentResult:
     status: str
     """One of :data:`STATUSES`; a failure is never a plain 0."""
     score: float
-    """Autograded points earned (notebook tests + lab-edit check)."""
+    """Autograded points earned (notebook tests + side checks)."""
     max_score: float
     """Autograded points available."""
     manual_max_score: float
-    """Points graded by hand (the written answer), not included in score."""
+    """Points graded by hand (written answers and tasks), not included in score."""
     needs_manual_grading: bool
-    """True when there is a written answer for a person to grade."""
+    """True when there is something for a person to grade (a task, or an answer that is not the released text)."""
     questions: dict[str, QuestionResult]
-    """Per grade_id, in notebook order, then the lab sub-checks."""
+    """Per grade_id (``<notebook stem>/<grade_id>`` where two notebooks share one), in notebook order,
+    then the lesson's side-check questions."""
     message: str = ""
     """What happened to the submission as a whole (empty when graded)."""
     seconds: float = 0.0
@@ -98,6 +99,8 @@ class StudentResult:
     """The Dask worker that graded it (address and host); empty when this machine's workers did."""
     isolation: str = ""
     """The isolation it ran under on that worker (autograder.sandbox.Isolation.summary); empty here."""
+    unanswered: list[str] = field(default_factory=list)
+    """Hand-graded answers handed back as released: nbgrader's "No response" (0 points, nobody grades them)."""
 
     def grades_entry(self) -> dict[str, Any]:
         return {

@@ -48,12 +48,13 @@ import time
 import venv
 from pathlib import Path
 
-from .assignment import ASSIGNMENT, Assignment
+from .assignment import default_assignment
 from .errors import AutograderError
 from .learner_env import write_learner_install
 
 REPO = Path(__file__).resolve().parents[1]
-NOTEBOOK_NAME, LAB_NAME = Assignment().notebook_name, Assignment().lab_name
+_LESSON = default_assignment()   # the installed lesson: its notebook, and the file released beside it
+ASSIGNMENT, NOTEBOOK_NAME, LAB_NAME = _LESSON.name, _LESSON.notebook_name, _LESSON.file_names[0]
 DEFAULT_DIR = REPO / "learner-workspace"
 ENV_DIR = ".venv"
 STAMP = ".installed-wheel"

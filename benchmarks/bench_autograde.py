@@ -42,10 +42,13 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from cpu_meter import CpuMeter, run_measured  # noqa: E402
 
-from autograder.assignment import ASSIGNMENT, Assignment, load_source  # noqa: E402
+from autograder.assignment import load_source  # noqa: E402
 from autograder.course import nbgrader_env, write_config  # noqa: E402
 from autograder.sandbox import probe  # noqa: E402
+from lessons.l14_04.examples import this_assignment  # noqa: E402
 
+L14 = this_assignment()
+ASSIGNMENT = L14.name
 REFERENCE = REPO / "examples" / "submissions" / "reference" / ASSIGNMENT
 
 
@@ -58,13 +61,13 @@ def make_class(root: Path, students: int) -> Path:
 
 def stock_course(root: Path, submitted: Path) -> Path:
     """An nbgrader course with the assignment generated and the class collected into submitted/."""
-    a = Assignment()
+    a = L14
     course = root / "stock"
     (course / "source" / a.name).mkdir(parents=True)
-    shutil.copy(a.notebook, course / "source" / a.name / a.notebook_name)
-    shutil.copy(a.lab, course / "source" / a.name / a.lab_name)
-    write_config(course, a)
-    env = dict(nbgrader_env(), PYTHONPATH=str(REPO))
+    for name, path in a.instructor_files().items():
+        shutil.copy(path, course / "source" / a.name / name)
+    write_config(course, a)   # with the lesson's exclude_overwriting: the learners' labs are kept
+    env = dict(nbgrader_env())
     subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", a.name, "--force"], cwd=course,
                    env=env, check=True, capture_output=True)
     shutil.copytree(submitted, course / "submitted")
@@ -73,7 +76,7 @@ def stock_course(root: Path, submitted: Path) -> Path:
 
 def run_stock(course: Path, meter: CpuMeter | None) -> tuple[float, float]:
     """(wall s, CPU s) of ``nbgrader autograde`` over the class; checks every notebook got full marks."""
-    env = dict(nbgrader_env(), PYTHONPATH=str(REPO))
+    env = dict(nbgrader_env())   # the hidden tests carry their checks: the kernel needs no grader on its path
     shutil.rmtree(course / "autograded", ignore_errors=True)
     rc, wall, cpu, proc = run_measured([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--force"],
                                        meter, cwd=course, env=env, capture_output=True, text=True)
@@ -82,26 +85,28 @@ def run_stock(course: Path, meter: CpuMeter | None) -> tuple[float, float]:
     from nbgrader.api import Gradebook
     with Gradebook("sqlite:///" + str(course / "gradebook.db")) as gb:
         scores = [s.score for s in gb.assignment_submissions(ASSIGNMENT)]
-    full = load_source(Assignment()).notebook_points
+    full = load_source(L14).notebook_points
     if not scores or any(s != full for s in scores):
         raise SystemExit(f"stock nbgrader did not give the reference full marks ({full:g}): {scores}")
     return wall, cpu
 
 
 def run_ours(submitted: Path, results: Path, workers: int | None, meter: CpuMeter | None,
-             extra: tuple[str, ...] = (), cache: Path | None = None) -> tuple[float, float]:
+             extra: tuple[str, ...] = (), cache: Path | None = None, checkout: Path = REPO) -> tuple[float, float]:
     """(wall s, CPU s) of ``course-grade autograde`` into an empty RESULTS_DIR; checks full marks.
     ``cache``: its gradebook-template folder (``$COURSE_GRADE_CACHE``); an empty one each run is a
-    first-ever batch of this source."""
+    first-ever batch of this source. ``checkout``: the course package to run (another one: ``--baseline``)."""
     shutil.rmtree(results, ignore_errors=True)
     cmd = [sys.executable, "-m", "autograder", "autograde", str(submitted), "--out", str(results), "--no-progress",
            *extra] + (["--workers", str(workers)] if workers else [])
     env = dict(os.environ, **({"COURSE_GRADE_CACHE": str(cache)} if cache is not None else {}))
-    rc, wall, cpu, proc = run_measured(cmd, meter, cwd=REPO, capture_output=True, text=True, env=env)
+    if checkout != REPO:   # its packages first, before this checkout's editable install
+        env["PYTHONPATH"] = str(checkout)
+    rc, wall, cpu, proc = run_measured(cmd, meter, cwd=checkout, capture_output=True, text=True, env=env)
     if rc != 0:
         raise SystemExit(f"course-grade autograde failed:\n{proc.stderr[-3000:]}")
     grades = json.loads((results / "grades.json").read_text())["students"]
-    full = load_source(Assignment()).max_score
+    full = load_source(L14).max_score
     bad = {sid: (g["status"], g["score"]) for sid, g in grades.items() if (g["status"], g["score"]) != ("graded", full)}
     if bad:
         raise SystemExit(f"course-grade did not give the reference full marks ({full:g}): {bad}")
@@ -112,10 +117,11 @@ FLOOR_SCRIPT = r"""
 import sys
 from autograder.execute import start_kernel
 from autograder.sandbox import REPO, Limits, Sandbox, fork_server, probe, scratch_dir, stop_fork_servers
+from lessons.l14_04 import LESSON
 if probe().kernels == "fork":
-    fork_server(str(REPO))
+    fork_server(str(REPO), LESSON.preload)
 for _ in range(int(sys.argv[1])):
-    with Sandbox(scratch_dir(), Limits(), probe()) as box:
+    with Sandbox(scratch_dir(), Limits(), probe(), preload=LESSON.preload) as box:
         with open(box.log_dir / "kernel.log", "ab") as log:
             start_kernel(box, startup_timeout=60, max_message_bytes=2**25, log_file=log).close()
 stop_fork_servers()
@@ -139,6 +145,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--floor", action="store_true", help="also time N bare sandboxed kernel starts")
     parser.add_argument("--write", metavar="MD", help="also append the result as a markdown section to this file")
+    parser.add_argument("--baseline", metavar="DIR", type=Path,
+                        help="also time another checkout of the course package (e.g. `git archive COMMIT | tar -x "
+                             "-C DIR`) in the same rounds, at the first --workers value")
     parser.add_argument("--cold", action="store_true",
                         help="course-grade without the gradebook template of an earlier batch (an empty cache each "
                              "run: a first-ever batch of this source); by default one batch of 1 prepares it, "
@@ -149,6 +158,9 @@ def main() -> None:
     n = args.students
 
     runs: dict[str, list[tuple[float, float]]] = {"stock": [], **{f"w{w}": [] for w in workers}}
+    if args.baseline:
+        runs["base"] = []
+    loads = []
     floor = []
     with tempfile.TemporaryDirectory(prefix="bench-autograde-") as tmp:
         root = Path(tmp)
@@ -158,10 +170,12 @@ def main() -> None:
         if not args.cold:   # untimed, as stock's generate_assignment: the gradebook template of this source
             one = make_class(root / "one", 1)
             run_ours(one, root / "one" / "results", 1, None, cache=cache)
+            if args.baseline:
+                run_ours(one, root / "one" / "results", 1, None, cache=root / "base-cache", checkout=args.baseline)
         load_before = os.getloadavg()
         started = time.strftime("%Y-%m-%d %H:%M")
         for r in range(args.rounds):
-            order = ["stock"] + [f"w{w}" for w in workers]
+            order = ["stock"] + [f"w{w}" for w in workers] + (["base"] if args.baseline else [])
             if r % 2:
                 order.reverse()
             if args.floor:
@@ -169,12 +183,16 @@ def main() -> None:
             for key in order:
                 if key == "stock":
                     runs[key].append(run_stock(course, meter))
+                elif key == "base":
+                    runs[key].append(run_ours(submitted, root / "results", workers[0], meter, cache=root / "base-cache",
+                                              checkout=args.baseline))
                 else:
                     if args.cold:
                         shutil.rmtree(cache, ignore_errors=True)
                     runs[key].append(run_ours(submitted, root / "results", int(key[1:]), meter, cache=cache))
-            print(f"round {r + 1}: " + ", ".join(f"{k} {runs[k][-1][0]:.1f} s wall / {runs[k][-1][1]:.1f} s CPU"
-                                                for k in order), flush=True)
+            loads.append(os.getloadavg()[0])
+            print(f"round {r + 1} (load {loads[-1]:.2f}): " + ", ".join(
+                f"{k} {runs[k][-1][0]:.1f} s wall / {runs[k][-1][1]:.1f} s CPU" for k in order), flush=True)
         load_after = os.getloadavg()
     if meter is not None:
         meter.remove()
@@ -186,7 +204,8 @@ def main() -> None:
         f"### Autograding {n} correct submissions ({started})",
         "",
         f"Machine: {os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}; "
-        f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after (1 min; other engineers' jobs).",
+        f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after, "
+        f"{', '.join(f'{x:.2f}' for x in loads)} after each round (1 min; other engineers' jobs).",
         f"Isolation in force for course-grade: {probe().summary()}. CPU seconds: {cpu_how}, the whole process tree.",
         "",
         f"| grader | wall s (median of {args.rounds}) | CPU s | CPU s per submission | speed-up (median of the rounds' ratios) |",
@@ -198,6 +217,13 @@ def main() -> None:
         ratios = [s[0] / o[0] for s, o in zip(runs["stock"], runs[f"w{w}"])]
         lines.append(f"| `course-grade autograde --workers {w}` (hardened) | {wall:.1f} | {cpu:.1f} | {cpu / n:.2f} | "
                      f"**{statistics.median(ratios):.2f}x** ({', '.join(f'{x:.2f}' for x in ratios)}) |")
+    if args.baseline:
+        wall, cpu = med["base"]
+        ratios = [s[0] / o[0] for s, o in zip(runs["stock"], runs["base"])]
+        vs = [b[0] / o[0] for b, o in zip(runs["base"], runs[f"w{workers[0]}"])]
+        lines.append(f"| baseline `{args.baseline}` `--workers {workers[0]}` | {wall:.1f} | {cpu:.1f} | {cpu / n:.2f} | "
+                     f"{statistics.median(ratios):.2f}x ({', '.join(f'{x:.2f}' for x in ratios)}); this checkout is "
+                     f"{statistics.median(vs):.2f}x the baseline's speed |")
     if floor:
         f_wall, f_cpu = statistics.median(w for w, _ in floor), statistics.median(c for _, c in floor)
         lines.append(f"| {n} bare sandboxed kernel starts, one at a time (the floor) | {f_wall:.1f} | {f_cpu:.1f} | "
@@ -208,7 +234,8 @@ def main() -> None:
             f"{k}: " + ", ".join(f"{w:.1f}/{c:.1f}" for w, c in v) for k, v in runs.items()) + ".",
         "",
         f"Command: `.venv/bin/python benchmarks/bench_autograde.py --students {n} --rounds {args.rounds} "
-        f"--workers {args.workers}" + (" --floor" if args.floor else "") + (" --cold" if args.cold else "") + "`",
+        f"--workers {args.workers}" + (" --floor" if args.floor else "") + (" --cold" if args.cold else "")
+        + (f" --baseline {args.baseline}" if args.baseline else "") + "`",
         "",
     ]
     print("\n".join(lines))

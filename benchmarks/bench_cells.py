@@ -27,17 +27,19 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import nbformat  # noqa: E402
 from cpu_meter import CpuMeter  # noqa: E402
 
-from autograder.assignment import Assignment, load_source  # noqa: E402
+from autograder.assignment import load_source  # noqa: E402
+from lessons.l14_04 import LAB, LESSON  # noqa: E402
+from lessons.l14_04.examples import this_assignment  # noqa: E402
 from autograder.execute import execute_notebook  # noqa: E402
 from autograder.restore import restore_cells  # noqa: E402
 from autograder.sandbox import Limits, Sandbox, fork_server, probe, scratch_dir, stop_fork_servers  # noqa: E402
 
-REFERENCE = REPO / "examples" / "submissions" / "reference" / Assignment().name
+REFERENCE = REPO / "examples" / "submissions" / "reference" / LESSON.name
 
 
 def _run(meter: CpuMeter, nb: nbformat.NotebookNode, lab: Path | None = None) -> tuple[float, float, str]:
     """(tree CPU s, wall s, status) of one notebook in a fresh sandbox."""
-    with Sandbox(scratch_dir(), Limits(), probe()) as box:
+    with Sandbox(scratch_dir(), Limits(), probe(), preload=LESSON.preload) as box:
         if lab is not None:
             shutil.copy(lab, box.work / lab.name)
         cpu, wall = meter.cpu_s(), time.monotonic()
@@ -56,14 +58,14 @@ def main() -> None:
     meter.join()
     iso = probe()
     if iso.kernels == "fork":
-        fork_server(str(REPO))
+        fork_server(str(REPO), LESSON.preload)
     cells = lambda n: nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("pass") for _ in range(n)])
     try:
         _run(meter, cells(1))   # the fork server's imports land here
         one, many = _run(meter, cells(1)), _run(meter, cells(args.cells + 1))
-        a = Assignment()
-        spec, submitted = load_source(a), nbformat.read(REFERENCE / a.notebook_name, as_version=4)
-        notebooks = [_run(meter, restore_cells(submitted, spec)[0], REFERENCE / a.lab_name) for _ in range(args.notebooks)]
+        a = this_assignment()
+        spec, submitted = load_source(a).notebooks[0], nbformat.read(REFERENCE / a.notebook_name, as_version=4)
+        notebooks = [_run(meter, restore_cells(submitted, spec)[0], REFERENCE / LAB.name) for _ in range(args.notebooks)]
     finally:
         stop_fork_servers()
         meter.remove()

@@ -18,7 +18,7 @@ Phases (course-grade | stock nbgrader):
 - each notebook cell, by its id, and the groups of the rest
 - kernel stop + sandbox teardown
 - scoring: in the grader | in the kernel (the hidden tests score there) plus SaveAutoGrades
-- lab-edit checks | (none: stock does not check the lab)
+- side checks (the lab edit) | (none: stock does not check the lab)
 - feedback HTML | (none: ``nbgrader generate_feedback`` is a separate command)
 - notebook, record and gradebook writes
 
@@ -61,7 +61,7 @@ NAMED_CELLS = {
 }
 ORDER = ["read + restore", "sandbox set-up", "kernel start", *NAMED_CELLS.values(),
          "cells: answers (19 solution cells)", "cells: tests (hidden parts included)", "cells: other code",
-         "kernel stop + teardown", "scoring", "lab-edit checks", "feedback HTML", "notebook write",
+         "kernel stop + teardown", "scoring", "side checks (the lab edit)", "feedback HTML", "notebook write",
          "record write", "gradebook writes", "other (in the per-submission span)"]
 
 
@@ -126,6 +126,7 @@ def instrument_ours(rec: Recorder) -> None:
     from autograder import grade as g
     from autograder import sandbox as sb
     from autograder import scoring as sc
+    from autograder import sidecheck as side
 
     rec.wrap(g, "grade_submission", "total", outermost=False, student=lambda job: job.student_id)
     ag.grade_submission = g.grade_submission  # the pool pickles it by name: one object under both names
@@ -138,13 +139,14 @@ def instrument_ours(rec: Recorder) -> None:
     rec.wrap(ex._Run, "_execute", lambda self, cell, index, record: cell_phase(cell) if record else "replay")
     rec.wrap(sc, "score_tests", "scoring")
     rec.wrap(g, "_explain_events", "scoring")
-    rec.wrap(g, "check_lab", "lab-edit checks")
+    rec.wrap(side, "score", "side checks (the lab edit)")
     rec.wrap(g, "write_feedback", "feedback HTML")
     rec.wrap(g, "write_atomic", "notebook write")
     rec.wrap(g, "write_json", "record write")
     # once per batch
-    for fn, label in (("lab_baseline", "batch: lab baseline (2 sandboxed runs)"),
-                      ("_ensure_course", "batch: gradebook built (in a thread, beside the first submissions)"),
+    rec.wrap(side, "prepare", "batch: side checks prepared (lab baseline, 2 sandboxed runs)",
+             student=lambda *a, **k: "(batch)")
+    for fn, label in (("_ensure_course", "batch: gradebook built (in a thread, beside the first submissions)"),
                       ("merge", "batch: gradebook merge"), ("write_exports", "batch: exports"),
                       ("_preimport", "batch: pre-import before the fork"), ("probe", "batch: isolation probe"),
                       ("sweep_leftovers", "batch: sweep of leftovers")):
@@ -210,11 +212,11 @@ def instrument_stock(rec: Recorder) -> None:
 
 
 def run_stock(course: Path) -> None:
-    from autograder.assignment import ASSIGNMENT
     from autograder.course import nbgrader_env
+    from lessons.l14_04 import NAME as ASSIGNMENT
     from nbgrader.apps.nbgraderapp import NbGraderApp
 
-    os.environ.update(nbgrader_env(), PYTHONPATH=str(REPO))
+    os.environ.update(nbgrader_env())
     os.chdir(course)
     try:
         NbGraderApp.launch_instance(argv=["autograde", ASSIGNMENT, "--force"])

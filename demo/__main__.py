@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from autograder.demo import demo_section as grading_section
 from course_lib.cli.demo import SECTIONS, run_demo
 from course_lib.errors import CourseInputError
+
+from .grading import demo_section as grading_section
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,10 +1,15 @@
 """The house rules of the layout, read from the source with ``ast`` (nothing is imported).
 
-- ``course_lib`` (the library learners install) never imports ``autograder`` (the grader), anywhere,
-  not even inside a function: a learner's environment has no grader in it.
-- The imports between modules of either package form no circle: at module level none at all, and
+- ``course_lib`` (the library learners install) never imports ``autograder`` (the grader) or
+  ``lessons`` (their trusted checks), anywhere, not even inside a function: a learner's environment
+  has no grader in it.
+- ``autograder`` (the engine) never imports ``lessons``, and no engine file names a lesson: a lesson
+  is a folder the engine finds (entry points) or is given (``--lesson``). Lessons import the engine.
+- ``autograder/sandbox/`` (the trust boundary) imports nothing of the engine but its error type:
+  it can be read and audited alone.
+- The imports between modules of the packages form no circle: at module level none at all, and
   counting the imports inside functions too, none either (a lazy import must not hide a loop).
-- ``demo/`` is the one place that imports both packages.
+- ``demo/`` and the lessons are the places that import both the library and the engine.
 """
 
 from __future__ import annotations
@@ -15,7 +20,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("course_lib", "autograder")
+PACKAGES = ("course_lib", "autograder", "lessons")
+#: The engine's files that make the learner's install and workspace (the course's library wheel, the
+#: release opened in JupyterLab): they name the course's own distribution, not a lesson's grading.
+LEARNER_SIDE = {"autograder/learner_env.py", "autograder/workspace.py"}
 
 
 def _module_name(path: Path) -> str:
@@ -97,12 +105,44 @@ def _is_package_init_edge(a: str, b: str) -> bool:
     return b == a.rpartition(".")[0]
 
 
+def _importers(package: str, forbidden: tuple[str, ...]) -> list[str]:
+    return sorted(f"{name} imports {target}" for name, path in _modules(package).items()
+                  for target in _imports(path, name, top_level_only=False)
+                  if target.split(".")[0] in forbidden)
+
+
 def test_the_library_never_imports_the_grader():
-    offenders = sorted(f"{name} imports {target}"
-                       for name, path in _modules("course_lib").items()
+    offenders = _importers("course_lib", ("autograder", "lessons"))
+    assert not offenders, f"course_lib must not import autograder or lessons: {offenders}"
+
+
+def test_the_engine_never_imports_a_lesson():
+    offenders = _importers("autograder", ("lessons",))
+    assert not offenders, f"autograder must not import lessons (a lesson plugs into the engine): {offenders}"
+
+
+def test_no_engine_file_names_a_lesson():
+    named = sorted(f"{path.relative_to(REPO)}:{n}" for path in sorted((REPO / "autograder").rglob("*.py"))
+                   if str(path.relative_to(REPO)) not in LEARNER_SIDE
+                   for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                   if "l14" in line.lower() or "lessons." in line or "LAB_" in line)
+    assert named == [], f"engine files that name a lesson: {named}"
+
+
+def test_the_trust_boundary_imports_nothing_of_the_engine():
+    allowed = {"autograder.errors", "autograder.errors.AutograderError"}
+    offenders = sorted(f"{name} imports {target}" for name, path in _modules("autograder").items()
+                       if name.startswith("autograder.sandbox")
                        for target in _imports(path, name, top_level_only=False)
-                       if target == "autograder" or target.startswith("autograder."))
-    assert not offenders, f"course_lib must not import autograder: {offenders}"
+                       if target.startswith("autograder") and not target.startswith("autograder.sandbox")
+                       and target not in allowed and target != "autograder")
+    assert offenders == [], f"autograder/sandbox/ must stand alone: {offenders}"
+
+
+def test_the_guards_see_what_they_guard():
+    # what the rules above read: a lesson that imports the engine, and the engine package itself
+    assert "autograder.lesson" in _imports(REPO / "lessons" / "l14_04" / "__init__.py", "lessons.l14_04", False)
+    assert _importers("lessons", ("autograder",)) and "autograder.sandbox.box" in _modules("autograder")
 
 
 @pytest.mark.parametrize("top_level_only", [True, False], ids=["module level", "function level too"])
@@ -124,10 +164,10 @@ def test_the_guard_sees_a_circle():
 
 def test_only_demo_imports_both_packages():
     both = []
-    for folder in ("course_lib", "autograder", "demo", "benchmarks", "notebooks", "labs"):
+    for folder in ("course_lib", "autograder", "lessons", "demo", "benchmarks", "notebooks", "labs"):
         for path in sorted((REPO / folder).rglob("*.py")):
             names = {n.split(".")[0] for n in _imports(path, _module_name(path), top_level_only=False)}
-            if {"course_lib", "autograder"} <= names and folder not in ("demo", "autograder", "benchmarks"):
+            if {"course_lib", "autograder"} <= names and folder not in ("demo", "autograder", "lessons", "benchmarks"):
                 both.append(str(path.relative_to(REPO)))
     assert both == []
     demo = {n.split(".")[0] for p in (REPO / "demo").glob("*.py") for n in _imports(p, _module_name(p), False)}

@@ -14,9 +14,9 @@ from pathlib import Path
 import nbformat
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))     # the repository root: autograder.hidden writes the hidden tests
+sys.path.insert(0, str(HERE.parents[1]))     # the repository root: the lesson writes the hidden tests
 
-from autograder.hidden import hidden_block  # noqa: E402
+from lessons.l14_04 import hidden_block  # noqa: E402
 NOTEBOOK = HERE / "l14-04-model-memory.ipynb"
 CELLS: list = []
 _ids: set = set()

@@ -20,13 +20,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograder"))
 import hostile  # noqa: E402
 
-from autograder.assignment import Assignment  # noqa: E402
 from autograder.autograde import main as autograde  # noqa: E402
 from autograder.errors import AutograderError  # noqa: E402
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
-FIXTURE = Assignment(notebook=hostile.FIXTURE, checks=str(hostile.FIXTURE_CHECKS))
+FIXTURE = hostile.assignment()
 
 
 def _hand_in(submitted: Path, sid: str, nb=None, raw: bytes | None = None, lab: int = 16) -> None:
@@ -116,9 +115,9 @@ def test_interrupted_batch_resumes_with_nothing_lost_or_duplicated(tmp_path, how
     students = [f"s{i}" for i in range(6)]
     for sid in students:
         _hand_in(submitted, sid, nb=slow)
-    script = ("import sys; from autograder.autograde import main; from autograder.assignment import Assignment; "
+    script = ("import sys; from autograder.autograde import main; " + hostile.ASSIGNMENT_CODE +
               f"main({str(submitted)!r}, out={str(results)!r}, workers=2, progress=False, cell_timeout=20, notebook_timeout=60, "
-              f"assignment=Assignment(notebook={str(hostile.FIXTURE)!r}, checks={str(hostile.FIXTURE_CHECKS)!r}))")
+              f"assignment=fixture)")
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     while not list(results.glob("records/*.json")):
@@ -151,10 +150,9 @@ def test_results_reach_the_gradebook_while_the_batch_still_grades(tmp_path):
     _hand_in(submitted, "fast")
     _hand_in(submitted, "slow", nb=hostile.insert_after(hostile.learner_notebook(), "test_kv_per_token",
                                                         "import time; time.sleep(8)"))
-    script = ("from autograder.autograde import main; from autograder.assignment import Assignment; "
+    script = ("from autograder.autograde import main; " + hostile.ASSIGNMENT_CODE +
               f"main({str(submitted)!r}, out={str(results)!r}, workers=2, progress=False, cell_timeout=20, "
-              f"notebook_timeout=60, assignment=Assignment(notebook={str(hostile.FIXTURE)!r}, "
-              f"checks={str(hostile.FIXTURE_CHECKS)!r}))")
+              f"notebook_timeout=60, assignment=fixture)")
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seen_early, deadline = None, time.monotonic() + 120
     while proc.poll() is None and time.monotonic() < deadline:
@@ -192,9 +190,8 @@ def test_bad_input_is_one_clear_error(tmp_path):
     (tmp_path / "sub").mkdir()
     with pytest.raises(AutograderError, match="size"):
         autograde(tmp_path / "sub", out=tmp_path / "r", memory_limit="lots", assignment=FIXTURE)
-    with pytest.raises(AutograderError, match="no trusted check"):
-        autograde(tmp_path / "sub", out=tmp_path / "r",
-                  assignment=Assignment(notebook=hostile.FIXTURE, checks="autograder.checks"))
+    with pytest.raises(AutograderError, match="no trusted check"):   # the fixture notebook with L14.4's checks
+        autograde(tmp_path / "sub", out=tmp_path / "r", assignment=hostile.assignment(lesson="lessons.l14_04"))
 
 
 @pytest.mark.parametrize("args, why", [

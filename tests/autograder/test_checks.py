@@ -1,4 +1,4 @@
-"""Trusted scoring (autograder/checks.py): right answers pass, each common mistake fails with its hint.
+"""Trusted scoring (lessons/l14_04/checks.py): right answers pass, each common mistake fails with its hint.
 
 The learner functions here are written by hand in the test, as a learner would, so each check is
 exercised through its real collect() -> to_plain -> score() path, outside any kernel.
@@ -10,8 +10,9 @@ import math
 
 import pytest
 
-from autograder.checks import CHECKS, score_answer
-from autograder.collect import collect, to_plain
+from lessons.l14_04.checks import CHECKS, score_answer
+from autograder.answers import to_plain
+from lessons.l14_04.collect import collect
 
 GB, GiB = 10**9, 2**30
 
@@ -63,9 +64,9 @@ REFERENCE = {
 
 
 def explain_budget(**change):
-    # Llama-3-8B bf16 on an A100-80GB (81,920 MiB), 4096 tokens x 4 sequences, worked by hand:
+    # Llama-3-8B bf16 on an A100-80GB (79.25 GiB as CUDA reports it), 4096 tokens x 4 sequences, worked by hand:
     # weights 8,030,261,248 x 2 = 16,060,522,496 B; KV 131,072 x 4096 x 4 = 2,147,483,648 B
-    device = 81_920 * 2**20
+    device = round(79.25 * 2**30)
     pools = {"weights": {"bytes": 16_060_522_496, "kind": "fixed"},
              "workspace": {"bytes": 2 * GB, "kind": "fixed"},
              "reserve": {"bytes": 8 * GB, "kind": "fixed"},
@@ -245,14 +246,15 @@ def test_patched_isclose_in_the_kernel_earns_nothing():
     import sys
 
     from autograder.hidden import hidden_source
+    from lessons.l14_04 import collect as collect_module
 
     def recorded(answer: float) -> dict:
         child = (
             "import json, math, sys\n"
-            "sys.modules['autograder'] = None  # the sandbox: the grader is not importable\n"
+            "sys.modules['autograder'] = sys.modules['lessons'] = None  # the sandbox: no grader importable\n"
             "math.isclose = lambda *a, **k: True\n"
             f"ns = {{'offload_seconds_per_step': {answer!r}}}\n"
-            f"exec({hidden_source('test_offload_step')!r}, ns)\n"
+            f"exec({hidden_source('test_offload_step', collect_module)!r}, ns)\n"
             "print(json.dumps(ns['_course_values']))\n")
         proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, proc.stderr

@@ -28,14 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograd
 import hostile  # noqa: E402
 
 from autograder import environment  # noqa: E402
-from autograder.assignment import Assignment  # noqa: E402
 from autograder.autograde import main as autograde  # noqa: E402
 from autograder.errors import AutograderError  # noqa: E402
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_CLASS = REPO / "examples" / "submissions"
-FIXTURE = Assignment(notebook=hostile.FIXTURE, checks=str(hostile.FIXTURE_CHECKS))
+FIXTURE = hostile.assignment()
 #: What may differ between two gradings of the same submission: the time taken and where it ran.
 WHERE_AND_WHEN = ("seconds", "worker", "isolation")
 
@@ -152,10 +151,9 @@ def test_client_killed_mid_batch_resumes_with_nothing_lost_or_duplicated(cluster
     address, _ = cluster
     submitted, results = tmp_path / "submitted", tmp_path / "results"
     students = _slow_class(submitted, 6, sleep_s=1)
-    script = ("from autograder.autograde import main; from autograder.assignment import Assignment; "
+    script = ("from autograder.autograde import main; " + hostile.ASSIGNMENT_CODE +
               f"main({str(submitted)!r}, out={str(results)!r}, scheduler={address!r}, progress=False, "
-              f"cell_timeout=20, notebook_timeout=60, assignment=Assignment(notebook={str(hostile.FIXTURE)!r}, "
-              f"checks={str(hostile.FIXTURE_CHECKS)!r}))")
+              f"cell_timeout=20, notebook_timeout=60, assignment=fixture)")
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     while not list(results.glob("records/*.json")):
@@ -214,7 +212,7 @@ def _start_worker(address: str, cwd: Path, name: str, **env: str) -> subprocess.
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def test_a_worker_with_another_environment_is_refused_and_one_without_bubblewrap_says_so(tmp_path):
+def test_a_worker_with_another_environment_is_refused_and_one_without_bubblewrap_grades_only_when_insecure(tmp_path):
     from distributed import Client, LocalCluster
 
     submitted, results = tmp_path / "submitted", tmp_path / "results"
@@ -237,11 +235,18 @@ def test_a_worker_with_another_environment_is_refused_and_one_without_bubblewrap
                                                       f"refused the Dask worker {stale_address}.*course_lib differs"):
                 _grade(submitted, results, address)
             assert not list(results.glob("records/*.json"))
-            # A worker of this environment joins, on a PATH without bubblewrap (nor unshare): the batch is
-            # graded, all of it there, under the isolation it has; the records and the report say which.
+            # A worker of this environment joins, on a PATH without bubblewrap (nor unshare): below the
+            # isolation minimum it is refused too, in one line saying what it lacks and how to get it...
             workers.append(_start_worker(address, tmp_path, "no-bwrap", PATH=str(Path(sys.executable).parent)))
             client.wait_for_workers(2, timeout=60)
-            batch = _grade(submitted, results, address)
+            no_bwrap = next(a for a in client.scheduler_info(n_workers=-1)["workers"] if a != stale_address)
+            with pytest.raises(AutograderError, match=f"refused the Dask worker {no_bwrap} .*cannot isolate "
+                                                      f"learner code, it lacks namespaces.*apt-get install bubblewrap"):
+                _grade(submitted, results, address)
+            assert not list(results.glob("records/*.json"))
+            # ...and with --insecure the batch is graded, all of it there, under the isolation it has; the
+            # records and the report say which.
+            batch = _grade(submitted, results, address, insecure=True)
             assert all((r.status, r.score) == ("graded", 8.0) for r in batch.students.values())
             assert all(r.worker and not r.worker.startswith(stale_address + " ") for r in batch.students.values())
             assert any(f"refused the Dask worker {stale_address}" in w and "course_lib differs" in w

@@ -2,23 +2,27 @@
 
 import doctest
 import importlib
+import importlib.util
 import pkgutil
 from pathlib import Path
 
 import pytest
 
 import autograder
+import lessons
 
 #: Run as root scripts by the sandbox, never imported: they have no examples to run here.
 SCRIPTS = {"_zygote", "_launch", "__main__"}
 
-MODULES = [f"autograder.{info.name}" for info in pkgutil.iter_modules(autograder.__path__)
-           if info.name not in SCRIPTS
-           and ">>>" in (Path(autograder.__path__[0]) / f"{info.name}.py").read_text(encoding="utf-8")]
+MODULES = [info.name for package in (autograder, lessons)
+           for info in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}.")
+           if not info.ispkg and info.name.rpartition(".")[2] not in SCRIPTS
+           and ">>>" in Path(importlib.util.find_spec(info.name).origin).read_text(encoding="utf-8")]
 
 
 def test_the_grader_modules_with_examples_are_found():
-    for name in ("autograder.handin", "autograder.collect", "autograder.feedback", "autograder.distributed"):
+    for name in ("autograder.handin", "lessons.l14_04.collect", "autograder.feedback", "autograder.distributed",
+                 "autograder.sandbox.mounts", "autograder.sandbox.isolation"):
         assert name in MODULES
 
 

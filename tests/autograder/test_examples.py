@@ -20,9 +20,11 @@ import nbformat
 import pytest
 from html import escape as html_escape
 
-from autograder.assignment import ASSIGNMENT, Assignment
-from autograder.examples import EXAMPLES, OUT, _same_tree
-from autograder.examples import main as make_examples
+from lessons.l14_04 import LAB
+from lessons.l14_04 import NAME as ASSIGNMENT
+from lessons.l14_04.examples import this_assignment
+from lessons.l14_04.examples import EXAMPLES, OUT, _same_tree
+from lessons.l14_04.examples import main as make_examples
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -71,12 +73,13 @@ for sp in list(roots):
 for root in sorted(r for r in roots if os.path.isdir(r)):
     for dirpath, dirs, files in os.walk(root):
         if dirpath.endswith("site-packages"):
-            dirs[:] = [d for d in dirs if "autograder" in d or "course" in d or d.endswith(".dist-info")]
+            dirs[:] = [d for d in dirs if "autograder" in d or "lessons" in d or "course" in d or d.endswith(".dist-info")]
         for f in files:
             if f.endswith((".py", ".ipynb", ".json", ".txt", ".cfg", ".toml", ".md")):
                 leak(os.path.join(dirpath, f))
 leak("/run/course-grade/launch.py")
-for name in ("autograder", "autograder.checks", "autograder.collect", "autograder.examples", "autograder.hidden"):
+for name in ("autograder", "lessons", "lessons.l14_04.checks", "lessons.l14_04.collect", "lessons.l14_04.examples",
+             "autograder.hidden"):
     try:
         module = importlib.import_module(name)
         print("IMPORTED", name)
@@ -153,7 +156,7 @@ def course(tmp_path_factory):
     # Tracebacks switched off in a cell of its own, answers left blank: nothing may score.
     dest = submitted / "hostile_traceback_hidden" / ASSIGNMENT
     shutil.copytree(submitted / "blank" / ASSIGNMENT, dest)
-    shutil.copy(ref / Assignment().lab_name, dest)
+    shutil.copy(ref / LAB.name, dest)
     nb = nbformat.read(dest / NOTEBOOK, as_version=4)
     nb.cells.insert(2, nbformat.v4.new_code_cell("get_ipython().showtraceback = lambda *args, **kwargs: None\n"
                                                  "get_ipython()._showtraceback = lambda *args, **kwargs: None"))
@@ -178,7 +181,7 @@ def test_every_verb_exits_zero(course):
 
 def test_release_layout_hides_solutions(course):
     folder = course["root"] / "release" / ASSIGNMENT
-    assert sorted(p.name for p in folder.iterdir()) == sorted([NOTEBOOK, Assignment().lab_name])
+    assert sorted(p.name for p in folder.iterdir()) == sorted([NOTEBOOK, LAB.name])
     text = (folder / NOTEBOOK).read_text()
     for secret in ("BEGIN SOLUTION", "HIDDEN TESTS", "_course_hidden", "return device_gb - weights_gb - workspace_gb"):
         assert secret not in text
@@ -261,7 +264,7 @@ def _grader_lines(submitted: Path) -> set[str]:
     import ast
     import re
 
-    sources = [path.read_text() for path in (REPO / "autograder").glob("*.py")]
+    sources = [path.read_text() for folder in ("autograder", "lessons") for path in (REPO / folder).rglob("*.py")]
     # Distinctive lines only: they name something the grader defines, or quote a long string of it
     # (a line such as `except (OSError, AttributeError):` is everybody's, the standard library's too).
     names = {n.name for text in sources for n in ast.walk(ast.parse(text))
@@ -271,7 +274,7 @@ def _grader_lines(submitted: Path) -> set[str]:
     word = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names))) + r")\b")
     grader = {line.strip() for text in sources for line in text.splitlines()
               if len(line.strip()) >= 30 and (word.search(line) or re.search(r"[\"'][^\"']{20,}[\"']", line))}
-    grader.update(secret_lines(Assignment()))
+    grader.update(secret_lines(this_assignment()))
     return {html_lib.escape(line, quote=False) for line in grader - public}
 
 
@@ -280,7 +283,7 @@ def test_the_exfiltrator_keeps_its_marks_and_carries_nothing_out(course):
     assert (entry["status"], entry["score"]) == ("graded", MAX_SCORE), {
         g: q["message"] for g, q in entry["questions"].items() if q["score"] < q["max_score"]}
     page = _feedback(course, "hostile_exfiltrator")
-    assert '<pre class="output stdout">STOLEN' in page and "no autograder.checks ModuleNotFoundError" in page, \
+    assert '<pre class="output stdout">STOLEN' in page and "no lessons.l14_04.checks ModuleNotFoundError" in page, \
         "the crafted cells ran and printed"
     from autograder.feedback import REDACTED
     assert page.count(html_escape(REDACTED)) >= 3, "the stolen hidden-test source was printed, and removed"
@@ -312,12 +315,15 @@ def test_gradebook_holds_the_same_scores(course):
             sub = gb.find_submission(ASSIGNMENT, sid)
             assert sub.score == entry["score"], sid
             assert sub.max_score == entry["max_score"] + entry["manual_max_score"]
-            assert sub.needs_manual_grade
+            assert sub.needs_manual_grade == entry["needs_manual_grading"], sid
+    # nbgrader's rule: a written answer handed back as released is "No response" (0, nothing to grade)
+    students = course["grades"]["students"]
+    assert students["reference"]["needs_manual_grading"] and not students["blank"]["needs_manual_grading"]
 
 
 def test_committed_example_class_is_current(course):
     generated = course["root"] / "generated"
-    assert _same_tree(generated, OUT), "examples/submissions is stale: run `python -m autograder.examples`"
+    assert _same_tree(generated, OUT), "examples/submissions is stale: run `python -m lessons.l14_04.examples`"
 
 
 # ------------------------------------------------------------------ the feedback page, in a real browser

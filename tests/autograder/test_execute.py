@@ -119,16 +119,18 @@ def test_a_flood_is_cut_cheaply_and_later_cells_still_show_their_output():
 def _reference_run(kernels: str) -> list:
     """The reference submission, restored and run as grade.py runs it: each code cell's outputs as
     (type, MIME keys, text), widget ids and figure bytes left out."""
-    from autograder.assignment import Assignment, load_source
-    from autograder.lab import reference_lab
+    from autograder.assignment import load_source
     from autograder.restore import read_submission, restore_cells
+    from lessons.l14_04 import LAB, LESSON
+    from lessons.l14_04.examples import this_assignment
+    from lessons.l14_04.lab import reference_lab
 
-    a = Assignment()
+    a = this_assignment()
     folder = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "reference" / a.name
-    nb, _ = restore_cells(read_submission((folder / a.notebook_name).read_bytes()), load_source(a))
-    with Sandbox(scratch_dir(), Limits(), dataclasses.replace(probe(), kernels=kernels)) as box:
+    nb, _ = restore_cells(read_submission((folder / a.notebook_name).read_bytes()), load_source(a).notebooks[0])
+    with Sandbox(scratch_dir(), Limits(), dataclasses.replace(probe(), kernels=kernels), preload=LESSON.preload) as box:
         nbformat.write(nb, box.work / a.notebook_name)
-        (box.work / a.lab_name).write_text(reference_lab(a.lab.read_text()))
+        (box.work / LAB.name).write_text(reference_lab(LAB.read_text()))
         ex = execute_notebook(nb, box)
         assert ex.status == "completed", ex.message
         return [[(o.output_type, sorted(o.get("data", {})), o.get("text", "").replace(str(box.root), "ROOT"),

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook
 
-from autograder.assignment import Assignment, load_source
+from autograder.assignment import load_source
+from lessons.l14_04.examples import this_assignment
 from autograder.export import PENDING
 from autograder.export import main as export
 from autograder.layout import db_url
@@ -29,15 +30,22 @@ def _gradescope(results: Path) -> dict[str, dict]:
 
 def test_every_export_meets_the_spec_and_its_score_is_its_tests(example_class_local):
     batch, results = example_class_local
-    spec = load_source(Assignment())
+    spec = load_source(this_assignment())
     exports = _gradescope(results)
     assert set(exports) == set(batch.students)
     for sid, data in exports.items():
         scored = [t for t in data["tests"] if "score" in t]
-        assert data["score"] == sum(t["score"] for t in scored) == batch.students[sid].score, sid
-        assert sum(t["max_score"] for t in scored) == spec.max_score == 40, "the autograder's tests total 40"
+        assert data["score"] == sum(t["score"] for t in scored), sid
         assert {t["status"] for t in data["tests"] if "status" in t} <= {"passed", "failed"}
-        (pending,) = [t for t in data["tests"] if "score" not in t]
+        pending = [t for t in data["tests"] if "score" not in t]
+        if batch.students[sid].unanswered and not batch.students[sid].needs_manual_grading:
+            # the written answer handed back as released: nbgrader's "No response", 0 of 3, nothing to grade
+            assert pending == [] and data["extra_data"]["needs_manual_grading"] is False, sid
+            assert sum(t["max_score"] for t in scored) == spec.max_score + spec.manual_max_score == 43
+            continue
+        assert data["score"] == batch.students[sid].score, sid
+        assert sum(t["max_score"] for t in scored) == spec.max_score == 40, "the autograder's tests total 40"
+        (pending,) = pending
         assert pending["tags"] == [PENDING] and "max_score" not in pending and "status" not in pending
         assert pending["output"].startswith(f"{PENDING}:") and "3 points" in pending["name"]
         assert data["extra_data"]["needs_manual_grading"] is True
@@ -47,7 +55,7 @@ def test_hand_grading_and_comments_from_formgrader_reach_grades_csv_and_gradesco
     _, local = example_class_local
     results = tmp_path / "results"
     shutil.copytree(local, results)
-    a, spec = Assignment(), load_source(Assignment())
+    a, spec = this_assignment(), load_source(this_assignment())
     manual = spec.manual[0].grade_id
     notebook = Path(a.notebook_name).stem
     with Gradebook(db_url(results)) as gb:        # what formgrader writes when an instructor types
@@ -70,5 +78,6 @@ def test_hand_grading_and_comments_from_formgrader_reach_grades_csv_and_gradesco
     blank = exports["blank"]
     assert "Comments from your grader:\n  answer_kv_per_token: start from 2 x layers" in blank["output"]
     assert blank["extra_data"]["comments"] == {"answer_kv_per_token": "start from 2 x layers"}
-    assert [t for t in blank["tests"] if "score" not in t][0]["tags"] == [PENDING]
+    # blank handed its written answer back as released: nbgrader's "No response", 0 of 3 (nothing pending)
+    assert blank["tests"][-1]["score"] == 0.0 and blank["tests"][-1]["max_score"] == 3.0
 

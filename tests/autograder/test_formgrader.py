@@ -18,7 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder.assignment import ASSIGNMENT, Assignment, load_source
+from autograder.assignment import load_source
+from lessons.l14_04.examples import this_assignment
+
+ASSIGNMENT = "l14-04-model-memory"
 from autograder.gradebook import HandComments, manual_comments, manual_scores
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,7 +59,7 @@ def test_formgrader_lists_every_submission_and_its_comments_reach_the_exports(gr
 
     sync_api = playwright_module()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    results, a = graded / "results", Assignment()
+    results, a = graded / "results", this_assignment()
     lab = JupyterLab(results, graded / "home", ARTIFACTS / "formgrader.log", formgrader=True)
     try:
         lab.wait_ready(120)
@@ -82,19 +85,29 @@ def test_formgrader_lists_every_submission_and_its_comments_reach_the_exports(gr
             listed.locator("td a >> visible=true", has_text="reference").click()
             written = page.locator("#explain_written")
             written.wait_for(timeout=60_000)
-            page.locator(f"#{load_source(a).manual[0].grade_id}-comment").fill(WRITTEN_COMMENT)
-            page.locator("#answer_kv_per_token-comment").fill(OTHER_COMMENT)
-            written.fill("2")
-            page.keyboard.press("Tab")                      # formgrader saves a box when it loses focus
             spec = load_source(a)
 
-            def saved() -> bool:
-                comments = manual_comments(results, a, spec).get("reference", HandComments())
-                return manual_scores(results, a, spec).get("reference") == 2.0 and bool(comments.written and comments.cells)
+            def comments() -> HandComments:
+                return manual_comments(results, a, spec).get("reference", HandComments())
 
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and not saved():
-                time.sleep(0.5)
+            def until(done, what: str) -> None:
+                # formgrader saves a box when it loses focus, asynchronously: wait for each save to land
+                # before the next box (a box typed while the last save is in flight can be lost)
+                deadline = time.monotonic() + 30
+                while not done():
+                    assert time.monotonic() < deadline, f"formgrader never saved {what}"
+                    time.sleep(0.3)
+
+            page.wait_for_load_state("networkidle")   # formgrader binds its save handlers once its models load
+            page.locator(f"#{spec.manual[0].grade_id}-comment").fill(WRITTEN_COMMENT)
+            page.keyboard.press("Tab")
+            until(lambda: comments().written == WRITTEN_COMMENT, "the written answer's comment")
+            page.locator("#answer_kv_per_token-comment").fill(OTHER_COMMENT)
+            page.keyboard.press("Tab")
+            until(lambda: comments().cells.get("answer_kv_per_token") == OTHER_COMMENT, "the other comment")
+            written.fill("2")
+            page.keyboard.press("Tab")
+            until(lambda: manual_scores(results, a, spec).get("reference") == 2.0, "the score")
             written.scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / "formgrader-written-answer.png"))
     finally:
@@ -106,7 +119,8 @@ def test_formgrader_lists_every_submission_and_its_comments_reach_the_exports(gr
     assert rows["reference"]["manual_score"] == "2.0" and rows["reference"]["total_score"] == "42.0"
     assert rows["reference"]["comments"] == (f"written answer: {WRITTEN_COMMENT}\n"
                                              f"answer_kv_per_token: {OTHER_COMMENT}")
-    assert rows["blank"]["comments"] == "" and rows["blank"]["manual_score"] == ""
+    # blank handed the written answer back as released: nbgrader's "No response" is 0, not "to grade"
+    assert rows["blank"]["comments"] == "" and rows["blank"]["manual_score"] == "0.0"
     data = json.loads((results / "gradescope" / "reference.json").read_text())
     written = data["tests"][-1]
     assert written["score"] == 2.0 and written["max_score"] == 3.0 and WRITTEN_COMMENT in written["output"]

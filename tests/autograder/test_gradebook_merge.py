@@ -11,7 +11,9 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 
 from autograder import course
-from autograder.assignment import LAB_QUESTIONS, Assignment, load_source
+from autograder.assignment import load_source
+from lessons.l14_04.examples import this_assignment
+from lessons.l14_04.lab import QUESTIONS as LAB_QUESTIONS
 from autograder.autograde import _ensure_course
 from autograder.gradebook import merge, open_gradebook
 from autograder.layout import db_url
@@ -36,7 +38,7 @@ def _result(sid: str, sha: str, spec, failed: str = "") -> StudentResult:
 
 def _give_manual_score(results_dir: Path, sid: str, grade_id: str, score: float) -> None:
     """What formgrader does: its own connection, its own commit."""
-    a = Assignment()
+    a = this_assignment()
     with Gradebook(db_url(results_dir)) as gb:
         gb.find_grade(grade_id, Path(a.notebook_name).stem, a.name, sid).manual_score = score
         gb.db.commit()
@@ -44,7 +46,8 @@ def _give_manual_score(results_dir: Path, sid: str, grade_id: str, score: float)
 
 def test_one_open_gradebook_for_many_merges_is_the_same_as_one_per_merge(tmp_path, monkeypatch):
     monkeypatch.setenv(course.TEMPLATE_ENV, str(tmp_path / "cache"))
-    a, spec = Assignment(), load_source(Assignment())
+    a = this_assignment()
+    spec = load_source(a)
     manual = spec.manual[0].grade_id
     first = spec.tests[0].grade_id
     steps = [{"ann": _result("ann", "sha-1", spec)},

@@ -26,7 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.assignment import ASSIGNMENT, Assignment, load_source
+from autograder.assignment import load_source
+from lessons.l14_04 import NAME as ASSIGNMENT
+from lessons.l14_04.examples import this_assignment
 from autograder.environment import environment
 from autograder.gradescope import ROOT_VARIABLE
 
@@ -57,8 +59,8 @@ def _unpack(bundle: Path, root: Path) -> None:
             os.chmod(target, (info.external_attr >> 16) & 0o777)
 
 
-def _run(root: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, **{ROOT_VARIABLE: str(root), "COURSE_GRADE_PYTHON": sys.executable})
+def _run(root: Path, **extra: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, **{ROOT_VARIABLE: str(root), "COURSE_GRADE_PYTHON": sys.executable}, **extra)
     return subprocess.run([str(root / "source" / "run_autograder")], cwd=root, env=env, capture_output=True,
                           text=True, timeout=600)
 
@@ -75,7 +77,7 @@ def test_the_bundle_holds_what_gradescope_runs(bundle):
             f"instructor/{ASSIGNMENT}.py"} <= names
     assert modes["setup.sh"] & 0o100 and modes["run_autograder"] & 0o100
     assert modes[f"instructor/{ASSIGNMENT}.ipynb"] == 0o600, "the solutions are root's alone"
-    assert meta["environment"] == environment() and meta["max_score"] == load_source(Assignment()).max_score
+    assert meta["environment"] == environment() and meta["max_score"] == load_source(this_assignment()).max_score
     assert subprocess.run(["bash", "-n", "-c", setup]).returncode == 0, "setup.sh is valid bash"
     # the base image's own Python (3.10 or newer), not the builder's pinned and downloaded (issue 24)
     assert "\"$PY\" -m venv" in setup and "--python" not in setup and "uv " not in setup
@@ -84,7 +86,7 @@ def test_the_bundle_holds_what_gradescope_runs(bundle):
     with zipfile.ZipFile(io.BytesIO(wheel_bytes)) as wz:
         inside = wz.namelist()
         metadata = wz.read(next(n for n in inside if n.endswith(".dist-info/METADATA"))).decode()
-    assert "autograder/checks.py" in inside and "course_lib/budget.py" in inside
+    assert "lessons/l14_04/checks.py" in inside and "course_lib/budget.py" in inside
     requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
     assert any("nbgrader" in r for r in requires) and any("dask" in r for r in requires)
     assert not any("torch" in r or "pytest" in r for r in requires), requires
@@ -197,6 +199,37 @@ def test_setup_sh_refuses_a_python_too_old_in_one_line(bundle, tmp_path):
     snippet = gate.split("-c '", 1)[1].split("'", 1)[0]
     assert "(3, 11)" in snippet, "nbgrader==0.9.6 has Requires-Python >=3.11: the gate asks for that"
     assert subprocess.run([sys.executable, "-c", snippet]).returncode == 0, "this Python (3.11+) passes the gate"
+
+
+def test_a_container_that_cannot_isolate_learner_code_grades_nothing(bundle, tmp_path):
+    """No isolation, no grading, and never --insecure: here as a container without bubblewrap (PATH has none)."""
+    root = tmp_path / "root"
+    _unpack(bundle, root)
+    _submission(root, "reference")
+    no_bwrap = str(Path(sys.executable).parent)
+    env = dict(os.environ, **{ROOT_VARIABLE: str(root), "PATH": no_bwrap})
+    check = subprocess.run([sys.executable, "-m", "autograder.gradescope", "--check"], env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert check.returncode == 2 and check.stderr.count("\n") == 1, check.stderr
+    assert "cannot isolate learner code" in check.stderr and "apt-get install bubblewrap" in check.stderr
+    proc = _run(root, PATH=no_bwrap)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads((root / "results" / "results.json").read_text())
+    assert got["score"] == 0.0 and got["extra_data"]["status"] == "grader_error"
+    assert "cannot isolate learner code, so nothing is graded; it lacks namespaces" in got["output"]
+
+
+def test_setup_installs_a_python_the_throwaway_uid_can_run(bundle):
+    with zipfile.ZipFile(bundle) as zf:
+        setup = zf.read("setup.sh").decode()
+    # uv's own Pythons live under /root (mode 700): the bundle's go where every user can run them, and the
+    # build fails unless an unprivileged uid runs the venv's Python, then unless the image isolates learner code
+    assert "export UV_PYTHON_INSTALL_DIR=/opt/uv-python" in setup.split("uv venv")[0]
+    lines = setup.splitlines()
+    drop = next(i for i, line in enumerate(lines) if line.startswith("setpriv --reuid=65534"))
+    assert lines[drop + 1].strip().startswith("|| {") and "exit 1" in lines[drop + 1]
+    assert drop < next(i for i, line in enumerate(lines) if "--check" in line and not line.startswith("#"))
+    assert 'for package in autograder lessons' in setup, "the expected answers are root's alone"
 
 
 def test_bad_bundle_options_are_one_line(tmp_path):

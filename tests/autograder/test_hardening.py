@@ -26,9 +26,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograder"))
 import hostile  # noqa: E402
 
-from autograder.assignment import Assignment  # noqa: E402
 from autograder.autograde import main as autograde  # noqa: E402
-from autograder.collect import ANSWER_MIME  # noqa: E402
+from autograder.answers import ANSWER_MIME  # noqa: E402
 from autograder.sandbox import Limits, cgroup_parents, grader_mounts, probe  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -43,10 +42,10 @@ def _sha(path: Path) -> str:
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile")
     # Instructor files and results live in tmp: a failed isolation test must not damage the repo.
-    notebook = root / "instructor" / "fixture.ipynb"
+    notebook = root / "instructor" / hostile.NOTEBOOK   # released under its file name, as nbgrader does
     notebook.parent.mkdir()
     shutil.copy(hostile.FIXTURE, notebook)
-    assignment = Assignment(notebook=notebook, checks=str(hostile.FIXTURE_CHECKS))
+    assignment = hostile.assignment(notebook)
     submitted, results = root / "submitted", root / "results"
     results.mkdir()
     (results / "grades.json").write_text("{}")
@@ -180,7 +179,7 @@ def test_nothing_is_left_behind(graded):
     assert leftovers == []
     # Named as this grader names them, after this process or a dead one (its workers); a concurrent
     # suite killed elsewhere on the machine can leave some too until its next run sweeps them.
-    names = re.compile(r"(?:cg-(?:lab-|probe-|zygote-|task-|instructor-)?|course-grade-)(\d+)-[a-z0-9_]{8}")
+    names = re.compile(r"(?:cg-(?:side-|lab-|probe-|zygote-|task-|instructor-)?|course-grade-)(\d+)-[a-z0-9_]{8}")
     mine = lambda name: (m := names.fullmatch(name)) and (int(m.group(1)) == os.getpid()
                                                           or not psutil.pid_exists(int(m.group(1))))
     mounts = [m for m in grader_mounts() if mine(m.name)]

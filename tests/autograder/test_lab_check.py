@@ -1,15 +1,17 @@
-"""The lab-edit check: AST comparison by hand-written edits, and the run-based sub-checks."""
+"""The lab-edit side check: AST comparison by hand-written edits, and the run-based sub-checks, run as the
+engine runs them (its sandboxed runner)."""
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from autograder.lab import check_lab, compare_lab, lab_baseline
+from autograder.sandbox import probe
+from autograder.settings import Settings
+from autograder.sidecheck import runner
 from course_lib.labfile import edit_knob, parse_output
-from autograder.sandbox import Sandbox
+from lessons.l14_04.lab import LabEdit, compare_lab
 
 REPO = Path(__file__).resolve().parents[2]
 LAB = REPO / "labs" / "notebooks" / "level-14" / "l14-04-model-memory.py"
@@ -54,18 +56,17 @@ def test_parse_output_reads_the_printed_values():
     assert out["parts_bytes"]["kv_cache"] == 4_294_967_296 and out["fits"] is False and out["headroom_gb"] == -2.59
 
 
+CHECK = LabEdit(file=LAB.name)
+RUN = runner(Settings(), probe())
+
+
 @pytest.fixture(scope="module")
 def baseline():
-    return lab_baseline(RELEASED, LAB.name, lambda root: Sandbox(root))
+    return CHECK.prepare(RELEASED.encode(), RUN)
 
 
 def _check(text: str | None, baseline) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        path = None
-        if text is not None:
-            path = Path(tmp) / LAB.name
-            path.write_text(text)
-        return check_lab(path, RELEASED, LAB.name, baseline, lambda root: Sandbox(root))
+    return CHECK.score(None if text is None else text.encode(), RELEASED.encode(), baseline, RUN)
 
 
 def test_baseline_is_the_lessons_figures(baseline):

@@ -18,16 +18,17 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograder"))
 import hostile  # noqa: E402
 
-from autograder.assignment import Assignment, load_source  # noqa: E402
+from autograder.assignment import load_source  # noqa: E402
 from autograder.cells import has_nbgrader, nbgrader_meta  # noqa: E402
 from autograder.execute import Execution  # noqa: E402
 from autograder.feedback import feedback_html  # noqa: E402
 from autograder.restore import MAX_CELLS, Refused, read_handed_in, read_submission, restore_cells  # noqa: E402
 from autograder.results import StudentResult  # noqa: E402
 from autograder.scoring import score_tests  # noqa: E402
-from autograder.assignment import load_checks  # noqa: E402
+from autograder.assignment import load_lesson  # noqa: E402
 
-SPEC = load_source(Assignment(notebook=hostile.FIXTURE, checks=str(hostile.FIXTURE_CHECKS)))
+SPEC = load_source(hostile.assignment()).notebooks[0]
+CHECKS = load_lesson(str(hostile.FIXTURE_LESSON)).checks
 PAIRS = list(itertools.product(hostile.BAD_METADATA, hostile.BAD_METADATA_CELLS))
 
 
@@ -52,7 +53,7 @@ def test_every_bad_metadata_shape_is_restored_from_the_source(shape, cell):
         assert ids.index("test_kv_per_token") > ids.index("kv_per_token")
     # What scoring and the feedback page do with it must not raise either.
     execution = Execution(nb=restored, status="completed", message="", stopped_at=None, seconds=0.0)
-    questions = score_tests(execution, SPEC, load_checks(str(hostile.FIXTURE_CHECKS)))
+    questions = score_tests(execution, SPEC, CHECKS)
     result = StudentResult("x", "graded", 0.0, 8.0, 2.0, True, questions)
     assert "Autograded score" in feedback_html(restored, result)
 
@@ -142,7 +143,7 @@ def test_instructor_metadata_is_read_by_the_same_rules_as_a_submission(tmp_path,
     path = tmp_path / "source.ipynb"
     nbformat.write(nb, path)
     with pytest.raises(AutograderError, match=refusal):
-        load_source(Assignment(notebook=str(path), checks=str(hostile.FIXTURE_CHECKS)))
+        load_source(hostile.assignment(path))
 
 
 def test_a_truthy_flag_that_is_not_true_makes_no_grade_cell(tmp_path):
@@ -153,6 +154,6 @@ def test_a_truthy_flag_that_is_not_true_makes_no_grade_cell(tmp_path):
     test.metadata["nbgrader"]["grade"] = 1
     path = tmp_path / "source.ipynb"
     nbformat.write(nb, path)
-    spec = load_source(Assignment(notebook=str(path), checks=str(hostile.FIXTURE_CHECKS)))
+    spec = load_source(hostile.assignment(path))
     assert test.metadata["nbgrader"]["grade_id"] not in {t.grade_id for t in spec.tests}
-    assert spec.max_score == SPEC.max_score - nbgrader_meta(test)["points"]
+    assert spec.max_score == load_source(hostile.assignment()).max_score - nbgrader_meta(test)["points"]

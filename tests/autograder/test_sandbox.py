@@ -71,16 +71,17 @@ print(json.dumps([alone, together]))
 def test_the_disk_cap_covers_every_writable_folder_together():
     if probe().disk != "tmpfs":
         pytest.skip("no tmpfs here: the watchdog applies (tests/autograder/test_execute.py)")
-    with Sandbox(scratch_dir(), Limits(disk_bytes=32 * 2**20)) as box:
+    with Sandbox(scratch_dir(), Limits(disk_bytes=32 * 2**20), probe()) as box:
         alone, together = _inside(box, DISK_PROBE % str(box.run_dir))
     assert alone == [28, 28, 28, 28], "ENOSPC in work/, $HOME, /tmp and the socket folder alike"
     assert together[:2] == [True, True] and together[2:] == [28, 28]
 
 
 def test_the_sandbox_leaves_nothing_behind():
-    with Sandbox(scratch_dir(), Limits()) as box:
+    with Sandbox(scratch_dir(), Limits(), probe()) as box:
         root = box.root
-        rc, _, _ = box.run([sys.executable, "-c", "import subprocess; subprocess.Popen(['sleep', '60'], start_new_session=True)"])
+        rc, _, _ = box.run([sys.executable, "-c", "import subprocess; subprocess.Popen(['sleep', '60'], start_new_session=True)"],
+                           timeout=60)
         assert rc == 0
     assert not root.exists() and root not in grader_mounts()
     assert not any(d.name.startswith(f"course-grade-{os.getpid()}-") for p in cgroup_parents() for d in p.iterdir())
@@ -110,7 +111,7 @@ print(json.dumps({"uid": os.getuid(), "cwd": os.getcwd(), "nproc": resource.getr
 
 def test_sandbox_runs_code_as_a_throwaway_user_with_limits():
     iso = probe()
-    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-"))) as box:
+    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-")), Limits(), probe()) as box:
         got = _inside(box, REPORT)
         assert got["cwd"] == str(box.work)
     assert got["nproc"] == Limits().max_processes and got["fsize"] == Limits().max_file_bytes
@@ -123,7 +124,7 @@ def test_sandbox_runs_code_as_a_throwaway_user_with_limits():
 
 
 def test_learner_files_cannot_shadow_the_course_library():
-    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-"))) as box:
+    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-")), Limits(), probe()) as box:
         (box.work / "course_lib.py").write_text("raise SystemExit('shadowed')\n")
         got = _inside(box, "import json, course_lib; print(json.dumps([course_lib.__file__]))")
     assert got == [str(REPO / "course_lib" / "__init__.py")]
@@ -131,40 +132,41 @@ def test_learner_files_cannot_shadow_the_course_library():
 
 GRADER_PROBE = """
 import json, os
-grader, launcher = %r, %r
+graders, launcher = %r, %r
 found = []
-for root, dirs, files in os.walk(grader):
-    found += [os.path.join(root, f) for f in files]
+for grader in graders:
+    for root, dirs, files in os.walk(grader):
+        found += [os.path.join(root, f) for f in files]
 try:
     found.append(open(launcher).read()[:40])
 except OSError:
     pass
 try:
-    import autograder.checks
-    imported = autograder.checks.__file__
+    import lessons.l14_04.checks
+    imported = lessons.l14_04.checks.__file__
 except ImportError as e:
     imported = "ImportError: " + str(e)
 print(json.dumps({"files": found, "imported": imported}))
-""" % (str(REPO / "autograder"), sandbox.INNER_LAUNCHER)
+""" % ([str(REPO / "autograder"), str(REPO / "lessons")], sandbox.INNER_LAUNCHER)
 
 
 def test_nothing_of_the_grader_is_readable_inside():
     if not probe().bubblewrap:
         pytest.skip("needs bubblewrap: without it the sandbox cannot hide files (the probe warns)")
-    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-"))) as box:
+    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-")), Limits(), probe()) as box:
         got = _inside(box, GRADER_PROBE)
     assert got["files"] == [], f"grader files readable in the sandbox: {got['files'][:5]}"
     assert got["imported"].startswith("ImportError"), got["imported"]
-    assert (REPO / "autograder" / "checks.py").is_file()   # it is there, outside
+    assert (REPO / "lessons" / "l14_04" / "checks.py").is_file()   # it is there, outside
 
 
 def test_without_bubblewrap_the_grader_warns_and_falls_back(monkeypatch):
     real_which = shutil.which
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None if name == "bwrap" else real_which(name))
+    monkeypatch.setattr(shutil, "which", lambda name: None if name == "bwrap" else real_which(name))
     iso = sandbox.probe.__wrapped__()
     assert iso.bubblewrap is False
     assert any("apt-get install bubblewrap" in w for w in iso.warnings)
-    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-")), isolation=iso) as box:
+    with Sandbox(Path(tempfile.mkdtemp(prefix="cg-test-")), Limits(), iso) as box:
         got = _inside(box, REPORT)
     assert got["nproc"] == Limits().max_processes  # rlimits still apply
     # What the warning says happens: without bubblewrap nothing hides the file system.
@@ -183,10 +185,10 @@ status = {l.split(':')[0]: l.split()[1] for l in open('/proc/self/status')
           if l.startswith(('CapInh', 'CapPrm', 'CapEff', 'CapAmb', 'NoNewPrivs', 'Seccomp:'))}
 mounts = sorted({(l.split()[4], l.split()[5].split(',')[0]) for l in open('/proc/self/mountinfo')})
 try:
-    import autograder.checks
+    import lessons.l14_04.checks
     grader = 'imported'
 except ImportError:
-    grader = [m for m in sys.modules if m.startswith('autograder')]
+    grader = [m for m in sys.modules if m.startswith(('autograder', 'lessons'))]
 umask = os.umask(0o077)
 print(json.dumps({
     'uid': os.getuid(), 'gid': os.getgid(), 'groups': os.getgroups(), 'pid': os.getpid(), 'ppid': os.getppid(),
@@ -245,9 +247,9 @@ def test_commands_run_through_the_fork_server_as_under_bubblewrap():
     while not server.ready():   # Sandbox.run takes bubblewrap while the server still imports
         assert time.monotonic() < deadline, server.log_tail()
         time.sleep(0.1)
-    with Sandbox(scratch_dir(), Limits()) as box:
+    with Sandbox(scratch_dir(), Limits(), probe()) as box:
         code = "import os, sys; print(os.getpid(), os.path.exists('/run/course-grade')); sys.stderr.write('e'); sys.exit(3)"
-        assert box.run([sys.executable, "-c", code]) == (3, "2 False\n", "e"), "forked: no launcher folder inside"
+        assert box.run([sys.executable, "-c", code], timeout=60) == (3, "2 False\n", "e"), "forked: no launcher folder inside"
         start = time.monotonic()
         assert box.run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=1)[0] is None
         assert time.monotonic() - start < 10
@@ -255,3 +257,26 @@ def test_commands_run_through_the_fork_server_as_under_bubblewrap():
     assert got["nproc"] == Limits().max_processes and got["fsize"] == Limits().max_file_bytes
     assert got["uid"] >= 1_000_000 and got["repo_notebooks"] is False
     assert got["course_lib"] == str(REPO / "course_lib" / "__init__.py")
+
+
+def test_a_side_checks_program_runs_through_the_batchs_one_fork_server():
+    """The side checks' runs are forked from the server the kernels come from (the same PYTHONPATH and
+    preload), never from a second one that imports everything again."""
+    import time
+
+    from autograder.sandbox import servers
+    from autograder.settings import Settings
+    from autograder.sidecheck import runner
+
+    if probe().kernels != "fork":
+        pytest.skip("no kernel fork server here (the probe says why)")
+    preload = ("json",)
+    server = sandbox.fork_server(str(REPO), preload)
+    deadline = time.monotonic() + 120
+    while not server.ready():
+        assert time.monotonic() < deadline, server.log_tail()
+        time.sleep(0.1)
+    before = set(servers._servers)
+    got = runner(Settings(), probe(), preload)("probe.py", "import os; print(os.getpid())")
+    assert (got.returncode, got.stdout.strip()) == (0, "2"), got   # pid 2 of its own namespace: forked
+    assert set(servers._servers) == before, "no second fork server"

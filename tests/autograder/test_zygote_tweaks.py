@@ -1,4 +1,4 @@
-"""The grading kernel's shortcuts in IPython's input path (autograder/_zygote.py) give exactly what
+"""The grading kernel's shortcut in IPython's input path (autograder/sandbox/kernel_tweaks.py) gives exactly what
 IPython itself gives: IPython's own TransformerManager is the oracle, on every code cell the grader
 runs (the instructor notebook with its hidden tests, the learner release) and on cells written to
 hit each of IPython's transforms."""
@@ -64,19 +64,21 @@ TRICKY = [
 ]
 
 
-def _zygote():
-    spec = importlib.util.spec_from_file_location("_zygote_under_test", REPO / "autograder" / "_zygote.py")
+def _tweaks():
+    """kernel_tweaks.py loaded by path, as the fork server loads it."""
+    spec = importlib.util.spec_from_file_location("_tweaks_under_test", REPO / "autograder" / "sandbox" / "kernel_tweaks.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 def _grader_cells() -> list[str]:
-    from autograder.assignment import Assignment, load_source
+    from autograder.assignment import load_source
     from autograder.restore import read_submission, restore_cells
+    from lessons.l14_04.examples import this_assignment
 
-    a = Assignment()
-    spec = load_source(a)
+    a = this_assignment()
+    spec = load_source(a).notebooks[0]
     reference = REPO / "examples" / "submissions" / "reference" / a.name / a.notebook_name
     restored, _ = restore_cells(read_submission(reference.read_bytes()), spec)
     cells = [c.source for nb in (spec.nb, restored) for c in nb.cells if c.cell_type == "code"]
@@ -86,11 +88,11 @@ def _grader_cells() -> list[str]:
 
 
 def _managers():
-    zygote, stock, ours = _zygote(), TransformerManager(), TransformerManager()
+    tweaks, stock, ours = _tweaks(), TransformerManager(), TransformerManager()
     slow = []
     original = ours.do_token_transforms
     ours.do_token_transforms = lambda lines: slow.append(1) or original(lines)
-    zygote._python_skips_token_transforms(ours)
+    tweaks.python_skips_token_transforms(ours)
     return stock, ours, slow
 
 
@@ -142,43 +144,14 @@ def test_a_token_transformer_a_learner_adds_is_honoured():
     assert slow, "with a transformer IPython does not ship, every cell takes IPython's own path"
 
 
-def test_the_async_question_is_answered_once_per_cell_and_again_for_a_new_text():
-    zygote = _zygote()
+def test_a_cell_transformed_twice_is_parsed_once():
+    """ipykernel transforms each cell twice; whether its text parses is asked once, and again for a new text."""
+    tweaks, manager = _tweaks(), TransformerManager()
     asked = []
-
-    class Shell:
-        def should_run_async(self, raw_cell, *, transformed_cell=None, preprocessing_exc_tuple=None):
-            asked.append(raw_cell)
-            return "await" in raw_cell
-
-    shell = Shell()
-    zygote._async_check_once(shell)
-    raw, transformed = "await g()", "await g()\n"
-    assert shell.should_run_async(raw, transformed_cell=transformed) is True
-    assert shell.should_run_async(raw, transformed_cell=transformed) is True
-    assert len(asked) == 1, "the second question about the same text objects is not asked again"
-    assert shell.should_run_async(raw, transformed_cell=transformed) is True
-    assert len(asked) == 2, "the answer is kept for one more question only"
-    assert shell.should_run_async("x = 1", transformed_cell="x = 1\n") is False
-    assert len(asked) == 3
-
-
-def test_the_transform_is_done_once_per_cell_and_again_after_a_failure():
-    zygote = _zygote()
-    seen = []
-
-    class Shell:
-        def transform_cell(self, raw_cell):
-            seen.append(raw_cell)
-            if raw_cell == "bad":
-                raise SyntaxError("bad")
-            return raw_cell + "\n"
-
-    shell = Shell()
-    zygote._transform_once(shell)
-    cell = "x = 1"
-    assert shell.transform_cell(cell) == shell.transform_cell(cell) == "x = 1\n" and len(seen) == 1
+    tweaks.compile = lambda text, *args, **kwargs: asked.append(text) or compile(text, *args, **kwargs)
+    tweaks.python_skips_token_transforms(manager)
     for _ in range(2):
-        with pytest.raises(SyntaxError):
-            shell.transform_cell("bad")
-    assert len(seen) == 3, "a transform that raised is not remembered"
+        assert manager.transform_cell("x = 1") == TransformerManager().transform_cell("x = 1")
+    assert len(asked) == 1
+    assert manager.transform_cell("y = %time 1") == TransformerManager().transform_cell("y = %time 1")
+    assert manager.transform_cell("x = 1") == "x = 1\n" and len(asked) == 3

@@ -1,9 +1,10 @@
 """The L14.4 exercise notebook: structure, sync, headless execution, and grading through nbgrader.
 
 Independent references: the lesson's figures (6 GB left, 4 requests fit, the lab's 4.295 GB of KV
-cache at 8 sequences) are worked by hand in autograder/checks.py; here we check that the notebook
+cache at 8 sequences) are worked by hand in lessons/l14_04/checks.py; here we check that the notebook
 carries them to nbgrader intact, that the release hides every solution and hidden test, and that
-stock nbgrader gives the reference full marks and a blank notebook 0.
+stock nbgrader, in a learner's environment (no grader importable), gives the reference full marks, a
+blank notebook 0 and each learner of the example class 0 on the questions their misconception breaks.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def test_grade_cells_have_points_and_every_solution_has_a_test(source_nb):
         assert meta.get("points", 0) > 0, meta["grade_id"]
     tests = {m["grade_id"] for c, m in grade if c.cell_type == "code"}
     assert len(tests) >= 10, "roughly ten or more graded cells"
-    from autograder.checks import CHECKS
+    from lessons.l14_04.checks import CHECKS
     assert tests == set(CHECKS), "every autograded test cell has a trusted check, and vice versa"
     for cell, meta in cells:
         if meta.get("solution") and cell.cell_type == "code":
@@ -90,11 +91,25 @@ def test_every_test_cell_has_visible_and_hidden_tests(source_nb):
 
 # ---------------------------------------------------------------- nbgrader itself
 
-def _env():
+def _env(shadow: Path | None = None):
+    """nbgrader's environment; with ``shadow``, a learner's: ``autograder`` and ``lessons`` cannot be imported."""
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # nbgrader runs `alembic`
-    env["PYTHONPATH"] = str(REPO)
+    env["PYTHONPATH"] = str(REPO) if shadow is None else str(shadow)
     return env
+
+
+def _shadow(root: Path) -> Path:
+    """A folder that, first on PYTHONPATH, makes the grader and the lessons unimportable."""
+    for name in ("autograder", "lessons"):
+        (root / name).mkdir(parents=True)
+        (root / name / "__init__.py").write_text(f"raise ImportError('no {name} in a learner environment')\n")
+    return root
+
+
+EXAMPLE_CLASS = REPO / "examples" / "submissions"
+LOSSES = {sid: loses for sid, loses in json.loads((REPO / "tests" / "files" / "example_class.json").read_text()).items()
+          if not sid.startswith("_")}
 
 
 def _lab_at(n: int) -> str:
@@ -105,7 +120,9 @@ def _lab_at(n: int) -> str:
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    """An nbgrader course: generate the release, then autograde a reference and a blank submission."""
+    """An nbgrader course, as the README sets it up for stock nbgrader: generate the release, then
+    autograde a reference, a blank submission and the example class, in a kernel that cannot import
+    the grader (a learner's environment)."""
     root = tmp_path_factory.mktemp("course")
     src = root / "source" / ASSIGNMENT
     src.mkdir(parents=True)
@@ -119,7 +136,8 @@ def course(tmp_path_factory):
         f"c.Autograde.exclude_overwriting = {{{ASSIGNMENT!r}: ['l14-04-model-memory.py']}}\n"
     )
     nbgrader = [sys.executable, "-m", "nbgrader"]
-    run = lambda *args: subprocess.run([*nbgrader, *args], cwd=root, env=_env(), capture_output=True, text=True)
+    shadow = _shadow(root / "shadow")
+    run = lambda *args: subprocess.run([*nbgrader, *args], cwd=root, env=_env(shadow), capture_output=True, text=True)
     proc = run("generate_assignment", ASSIGNMENT, "--force")
     assert proc.returncode == 0, proc.stderr[-2000:]
     release = root / "release" / ASSIGNMENT
@@ -129,6 +147,9 @@ def course(tmp_path_factory):
         sub.mkdir(parents=True)
         shutil.copy(notebook, sub / NOTEBOOK.name)
         (sub / LAB.name).write_text(lab)
+    for sid in LOSSES:
+        if sid != "reference":
+            shutil.copytree(EXAMPLE_CLASS / sid / ASSIGNMENT, root / "submitted" / f"example_{sid}" / ASSIGNMENT)
     proc = run("autograde", ASSIGNMENT, "--force")
     assert proc.returncode == 0, proc.stderr[-3000:]
     proc = run("export")
@@ -136,11 +157,12 @@ def course(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_release_has_no_solutions_or_hidden_tests(course):
     release = course / "release" / ASSIGNMENT
     assert sorted(p.name for p in release.iterdir()) == sorted([NOTEBOOK.name, LAB.name])
     text = (release / NOTEBOOK.name).read_text()
-    for secret in ("BEGIN SOLUTION", "END SOLUTION", "HIDDEN TESTS", "_course_hidden", "autograder.checks",
+    for secret in ("BEGIN SOLUTION", "END SOLUTION", "HIDDEN TESTS", "_course_hidden", "_course_stock_check",
                    "return device_gb - weights_gb - workspace_gb - reserve_gb",   # solution code
                    "predict_answer = \"a\"", "quick_check_3 = \"a\"", "Reference answer"):
         assert secret not in text, f"the release leaks {secret!r}"
@@ -148,6 +170,29 @@ def test_release_has_no_solutions_or_hidden_tests(course):
     assert (release / LAB.name).read_text() == LAB.read_text()
 
 
+@pytest.mark.slow
+def test_stock_nbgrader_gives_each_misconception_zero_on_its_question(course):
+    """Where the kernel cannot import the grader, the hidden tests still fail on wrong answers (their
+    stock-nbgrader part carries the check), and the learner's own lab is kept (exclude_overwriting)."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook("sqlite:///" + str(course / "gradebook.db")) as gb:
+        scores = {s.student.id: {g.name: g.auto_score for nb in s.notebooks for g in nb.grades}
+                  for s in gb.assignment_submissions(ASSIGNMENT)}
+    checked = [(sid, gid) for sid, loses in LOSSES.items() if sid != "reference" for gid in loses
+               if gid.startswith("test_")]
+    assert len(checked) >= 12, "the example class has a misconception for most notebook questions"
+    for sid, gid in checked:
+        assert scores[f"example_{sid}"][gid] == 0.0, f"stock nbgrader gave {sid} points on {gid}"
+    full = {g: s for g, s in scores["reference"].items() if s is not None}
+    assert sum(full.values()) == AUTOGRADED_POINTS
+    for sid, loses in LOSSES.items():   # a learner who breaks nothing else keeps every other point
+        if sid != "reference" and not any(gid.startswith("lab_") for gid in loses):
+            kept = {g: s for g, s in scores[f"example_{sid}"].items() if g in full and g not in loses}
+            assert kept == {g: full[g] for g in kept}, sid
+
+
+@pytest.mark.slow
 def test_nbgrader_gives_reference_full_marks_and_blank_zero(course):
     import csv
     rows = {r["student_id"]: r for r in csv.DictReader((course / "grades.csv").open())}
@@ -156,10 +201,11 @@ def test_nbgrader_gives_reference_full_marks_and_blank_zero(course):
     assert float(rows["reference"]["max_score"]) == AUTOGRADED_POINTS + MANUAL_POINTS
 
 
+@pytest.mark.slow
 def test_reference_records_plain_answers_for_every_check(course):
     """The autograded reference carries one plain answer payload per test cell, and each scores."""
-    from autograder.collect import ANSWER_MIME
-    from autograder.checks import CHECKS, score_answer
+    from autograder.answers import ANSWER_MIME
+    from lessons.l14_04.checks import CHECKS, score_answer
     nb = nbformat.read(course / "autograded" / "reference" / ASSIGNMENT / NOTEBOOK.name, as_version=4)
     seen = {}
     for cell in nb.cells:
@@ -173,6 +219,7 @@ def test_reference_records_plain_answers_for_every_check(course):
         assert score_answer(grade_id, values).passed, grade_id
 
 
+@pytest.mark.slow
 def test_source_notebook_runs_headless_with_no_errors(tmp_path):
     """Execute the instructor notebook (solutions in place) with a real kernel, lab edited to 16."""
     from nbclient import NotebookClient
@@ -216,6 +263,7 @@ def test_running_the_instructors_notebook_leaves_the_repository_clean(tmp_path, 
     assert touched == [], f"running the notebook wrote {touched}"
 
 
+@pytest.mark.slow
 def test_release_keeps_every_instruction(course, source_nb):
     """Every line a learner needs (instructions, templates, questions) survives nbgrader's release.
 
@@ -244,6 +292,7 @@ def test_release_keeps_every_instruction(course, source_nb):
         assert text in released_text, text
 
 
+@pytest.mark.slow
 def test_the_instructors_notebook_passes_its_own_tests():
     """nbgrader validate on the source notebook, in the repository, with the lab file left at 8."""
     assert "active_sequences = 8 " in LAB.read_text(), "the repository's lab is as released"

@@ -1,4 +1,4 @@
-"""Crafted submissions for the hardening tests, built on ``fixture.ipynb`` (fast: no torch, no plots).
+"""Crafted submissions for the hardening tests, built on ``fixture/l14-04-model-memory.ipynb`` (fast: no torch, no plots).
 
 The fixture's max score is 5 notebook points (2 + 1 + 2) plus 3 lab points = 8.
 Each case says what the grader must decide: status, score, and per-question status.
@@ -20,8 +20,8 @@ import nbformat
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
-FIXTURE = HERE / "fixture.ipynb"
-FIXTURE_CHECKS = HERE / "fixture_checks.py"
+FIXTURE = HERE / "fixture" / "l14-04-model-memory.ipynb"   # the fixture notebook, under the name it is released as
+FIXTURE_LESSON = HERE / "fixture_lesson.py"
 LAB = REPO / "labs" / "notebooks" / "level-14" / "l14-04-model-memory.py"
 ASSIGNMENT = "l14-04-model-memory"
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
@@ -33,6 +33,19 @@ BATCH = {"cell_timeout": 5, "notebook_timeout": 15, "memory_limit": "512MiB", "d
 SECRET = "SECRET-d41d8cd98f00b204"
 CORRECT = {"test_kv_per_token": [327_680, 28_672], "test_weights_bytes": [14_000_000_000, 4_015_000_000],
            "test_max_sequences": [17]}
+
+
+def assignment(notebook: Path = FIXTURE, lesson: Path | str = FIXTURE_LESSON):
+    """The fixture assignment: ``notebook`` with the lab beside it, graded by ``lesson`` (the fixture's own)."""
+    from autograder.assignment import Assignment
+
+    return Assignment(name=ASSIGNMENT, notebooks=(Path(notebook),), files=(LAB,), lesson=str(lesson))
+
+
+#: What the fixture's batch tests write into a child Python to grade with the fixture assignment.
+ASSIGNMENT_CODE = ("from autograder.assignment import Assignment; "
+                   f"fixture = Assignment(name={ASSIGNMENT!r}, notebooks=({str(FIXTURE)!r},), files=({str(LAB)!r},), "
+                   f"lesson={str(FIXTURE_LESSON)!r}); ")
 
 
 def lab_text(active_sequences: int = 16) -> str:

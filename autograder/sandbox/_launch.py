@@ -22,6 +22,9 @@ Steps run in this order (each one optional):
 7. exec PROGRAM with exactly the ``--env`` variables (nothing inherited).
 
 Exit status 97 means a step failed before the program started.
+
+Steps 3 to 5 are :func:`drop_privileges` and :func:`set_rlimits`, which the kernel fork server
+(``_zygote.py``) loads from this file by path and runs too: the one privilege drop of the grader.
 """
 
 import ctypes
@@ -36,8 +39,11 @@ FAILED = 97
 
 
 def _fail(message):
-    sys.stderr.write(f"sandbox launcher: {message}\n")
-    sys.stderr.flush()
+    """Say why on stderr (the kernel's log) and exit 97, before any learner code runs."""
+    try:
+        os.write(2, f"sandbox launcher: {message}\n".encode(errors="replace"))
+    except OSError:
+        pass
     os._exit(FAILED)
 
 
@@ -51,6 +57,30 @@ def _chown_tree(path, uid):
         for root, dirs, files in os.walk(path):
             for name in dirs + files:
                 os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
+
+
+def drop_privileges(uid, chown=()):
+    """Hand the trees ``chown`` to ``uid``, drop every group, become ``uid`` (real, effective and saved,
+    so no capability is left); exit 97 if that fails or root remains."""
+    try:
+        for path in chown:
+            _chown_tree(path, uid)
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    except OSError as e:
+        _fail(f"could not become uid {uid}: {e}")
+    if os.getuid() == 0 or os.geteuid() == 0:
+        _fail("still root after setuid")
+
+
+def set_rlimits(limits):
+    """Hard and soft limits, from ``(NAME, value)`` pairs such as ``("NPROC", 256)``; exit 97 on failure."""
+    try:
+        for name, value in limits:
+            resource.setrlimit(getattr(resource, "RLIMIT_" + name), (int(value), int(value)))
+    except (OSError, ValueError, AttributeError) as e:
+        _fail(f"could not set rlimit: {e}")
 
 
 def main(argv):
@@ -84,7 +114,7 @@ def main(argv):
             uid = int(value)
         elif opt == "--rlimit":
             name, _, limit = value.partition("=")
-            rlimits.append((getattr(resource, "RLIMIT_" + name), int(limit)))
+            rlimits.append((name, limit))
         elif opt == "--env":
             key, _, val = value.partition("=")
             env[key] = val
@@ -106,21 +136,8 @@ def main(argv):
         if libc.unshare(CLONE_NEWNET) != 0:
             _fail(f"unshare(CLONE_NEWNET) failed: {os.strerror(ctypes.get_errno())}")
     if uid is not None:
-        try:
-            for path in chowns:
-                _chown_tree(path, uid)
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-        except OSError as e:
-            _fail(f"could not become uid {uid}: {e}")
-        if os.getuid() == 0 or os.geteuid() == 0:
-            _fail("still root after setuid")
-    try:
-        for which, limit in rlimits:
-            resource.setrlimit(which, (limit, limit))
-    except (OSError, ValueError) as e:
-        _fail(f"could not set rlimit: {e}")
+        drop_privileges(uid, chowns)
+    set_rlimits(rlimits)
     if parent is not None:
         _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if parent > 0 and os.getppid() != parent:

@@ -24,12 +24,13 @@ step bubblewrap and ``_launch.py`` take is taken again here, before any learner 
 2. the **init** (pid 1 of the new pid namespace) dies with the monitor, starts a new session,
    builds the file system from the request's mount plan (the same plan bubblewrap is given:
    read-only system, Python and course library, the scratch folders read-write, a fresh /proc and
-   /dev; :func:`autograder.sandbox.mount_plan`), pivots into it, sets the hostname, brings up the
-   loopback device, forks the kernel and reaps every orphan until the kernel exits;
+   /dev; :func:`autograder.sandbox.mounts.mount_plan`), pivots into it, sets the hostname, brings
+   up the loopback device, forks the kernel and reaps every orphan until the kernel exits;
 3. the **kernel** (pid 2) hands the scratch folders to the throwaway uid, drops every group and
-   becomes that uid (so it holds no capability), sets no_new_privs and the rlimits, dies with the
-   init, takes exactly the request's environment and working folder, and runs ipykernel in this
-   process (``mode: kernel``) or execs a program (``mode: exec``, the probe).
+   becomes that uid (so it holds no capability), sets no_new_privs and the rlimits (the
+   launcher's own routines, ``_launch.py``, loaded by path), dies with the init, takes exactly the
+   request's environment and working folder, and runs ipykernel in this process (``mode:
+   kernel``, with ``kernel_tweaks.py``'s two shortcuts) or execs a program (``mode: exec``).
 
 A step that fails writes ``sandbox launcher: ...`` to the kernel's log and exits with status 97,
 as the launcher does.
@@ -39,7 +40,8 @@ for the program's stdout and stderr, or ``stdout`` and ``stderr``, and optionall
 pipe to which the monitor writes the program's returncode as subprocess gives it)::
 
     {"mode": "kernel" | "exec", "argv": [...], "fds": ["output"], "cgroup_procs": [...],
-     "plan": [[op, ...], ...], "stage": ROOT/mnt, "hostname": "sandbox", "chown": [...],
+     "plan": [{"kind": "bind", "source": ..., "path": ..., "writable": false}, ...],
+     "stage": ROOT/mnt, "hostname": "sandbox", "chown": [...],
      "uid": N | null, "rlimits": [[NAME, VALUE], ...], "env": {...}, "cwd": DIR, "loopback": true}
 
 Reply: ``{"pid": MONITOR_PID}`` with a pidfd of the monitor (SCM_RIGHTS), or ``{"error": "..."}``.
@@ -99,12 +101,21 @@ def _mount(source, target, fstype, flags, data=None):
            f"mount {fstype or source or ''} on {target}")
 
 
-def _fail(message):
-    try:
-        os.write(2, f"sandbox launcher: {message}\n".encode(errors="replace"))
-    except OSError:
-        pass
-    os._exit(FAILED)
+def _sibling(name):
+    """A file of this folder, loaded by path (this server imports nothing of the grader as a package)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_course_grade_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: The launcher's privilege drop and rlimits (the one routine for both ways a kernel starts), and the
+#: kernel's shortcuts that are checked against IPython itself.
+_launch = _sibling("_launch")
+_tweaks = _sibling("kernel_tweaks")
+_fail = _launch._fail
 
 
 # ---- the file system -------------------------------------------------------------------------
@@ -165,23 +176,25 @@ def _proc(target):
 
 
 def _build_root(stage, plan):
-    """Make the plan's file system at ``stage`` and pivot into it (the init does this, as pid 1)."""
+    """Make the plan's file system at ``stage`` and pivot into it (the init does this, as pid 1).
+
+    ``plan``: :func:`autograder.sandbox.mounts.mount_plan`'s steps, as their ``wire()`` dicts."""
     if SYS_PIVOT_ROOT is None:
         raise SetupError(f"pivot_root is not known on {platform.machine()}")
     _mount(None, "/", None, MS_REC | MS_SLAVE)   # nothing we mount here reaches the host
     _mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
     os.umask(0)
-    for op in plan:
-        kind, path = op[0], stage + op[-1 if op[0] in ("bind", "ro-bind") else 1]
+    for step in plan:
+        kind, path = step["kind"], stage + step["path"]
         if kind == "dir":
-            os.makedirs(path, mode=op[2], exist_ok=True)
-            os.chmod(path, op[2])
-        elif kind in ("bind", "ro-bind"):
-            _bind(op[1], path, read_only=kind == "ro-bind")
+            os.makedirs(path, mode=step["mode"], exist_ok=True)
+            os.chmod(path, step["mode"])
+        elif kind == "bind":
+            _bind(step["source"], path, read_only=not step["writable"])
         elif kind == "tmpfs":
             os.makedirs(path, mode=0o755, exist_ok=True)
-            size = f",size={op[2]}" if op[2] else ""
-            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={op[3]:o}{size}")
+            size = f",size={step['size_bytes']}" if step["size_bytes"] else ""
+            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={step['mode']:o}{size}")
         elif kind == "proc":
             _proc(path)
         elif kind == "dev":
@@ -315,39 +328,17 @@ def _init(req, alive_r):
             _exit_like(status)
 
 
-def _chown_tree(path, uid):
-    os.chown(path, uid, uid, follow_symlinks=False)
-    if os.path.isdir(path) and not os.path.islink(path):
-        for root, dirs, files in os.walk(path):
-            for name in dirs + files:
-                os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
-
-
 def _kernel(req):
     """Step 3: the throwaway uid, the rlimits, the environment; then ipykernel, in this process."""
-    import resource
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != 1:
         os._exit(FAILED)
     uid = req.get("uid")
     _oom_score_adj(0)                   # as any process; the learner cannot lower it again
-    try:
-        if uid is not None:
-            for path in req.get("chown", []):
-                _chown_tree(path, uid)
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            if os.getuid() == 0 or os.geteuid() == 0:
-                _fail("still root after setuid")
-    except OSError as e:
-        _fail(f"could not become uid {uid}: {e}")
+    if uid is not None:
+        _launch.drop_privileges(uid, req.get("chown", []))
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-    try:
-        for name, value in req.get("rlimits", []):
-            resource.setrlimit(getattr(resource, "RLIMIT_" + name), (value, value))
-    except (OSError, ValueError, AttributeError) as e:
-        _fail(f"could not set rlimit: {e}")
+    _launch.set_rlimits(req.get("rlimits", []))
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)   # the uid change cleared it
     if os.getppid() != 1:
         os._exit(FAILED)
@@ -374,12 +365,9 @@ def _kernel(req):
     sys.argv = [importlib.util.find_spec("ipykernel_launcher").origin] + argv
     from ipykernel.kernelapp import IPKernelApp
     app = IPKernelApp.instance()
-    _plain_compiler(app)
+    _tweaks.plain_compiler(app)
     app.initialize(argv)
-    _transform_once(app.kernel.shell)
-    _python_skips_token_transforms(app.kernel.shell.input_transformer_manager)
-    _async_check_once(app.kernel.shell)
-    _lean_messages(app.kernel)
+    _tweaks.python_skips_token_transforms(app.kernel.shell.input_transformer_manager)
     if "ipywidgets" in sys.modules:   # what importing ipywidgets in a kernel does (it was imported before one existed)
         sys.modules["ipywidgets"].register_comm_target()
     app.start()
@@ -404,130 +392,6 @@ def _fresh_process_state():
     np = sys.modules.get("numpy")
     if np is not None:                   # not the server's random state (random reseeds itself at fork)
         np.random.seed()
-
-
-def _answer_again_once(fn, key):
-    """``fn``, except that a call right after one about the very same objects (``key(*args, **kwargs)``,
-    compared by identity) gets the earlier answer, once. For questions ipykernel and then IPython
-    each ask about a cell before it runs: no learner code runs between the two, and nothing is kept
-    past them. A call that raised is asked again."""
-    last = []
-
-    def call(*args, **kwargs):
-        k = key(*args, **kwargs)
-        if last and len(last[0][0]) == len(k) and all(a is b for a, b in zip(last[0][0], k)):
-            return last.pop()[1]
-        last.clear()
-        answer = fn(*args, **kwargs)
-        last.append((k, answer))
-        return answer
-
-    return call
-
-
-def _transform_once(shell):
-    """ipykernel transforms each cell's text twice (once to decide whether it runs async, then again in
-    run_cell); IPython's tokenizing transform is the costliest step of a long cell (the hidden tests).
-    The second call with the same text gets the first's result."""
-    shell.transform_cell = _answer_again_once(shell.transform_cell, lambda raw_cell: (raw_cell,))
-
-
-def _plain_compiler(app):
-    """IPython's own compiler, not ipykernel's: that one names each cell's code for the debugger by a
-    pure-Python murmur hash of its text (~10 ms for this notebook's 92 KB of code). Tracebacks read
-    "Cell In[n]" with either, and no debugger attaches to a grading kernel. ipykernel's
-    ``compiler_class`` is not configurable (a command-line option is ignored with a warning), so the
-    kernel is a subclass that names the other class; nothing else of it differs."""
-    try:
-        from ipykernel.ipkernel import IPythonKernel
-        from IPython.core.compilerop import CachingCompiler
-        from traitlets import Type
-    except ImportError:
-        return
-    if app.kernel_class is IPythonKernel and isinstance(IPythonKernel.class_traits().get("compiler_class"), Type):
-        app.kernel_class = type("GradingKernel", (IPythonKernel,), {"compiler_class": Type(CachingCompiler)})
-
-
-def _python_skips_token_transforms(manager):
-    """IPython looks for its own syntax (``%magic``, ``!cmd``, ``x = %cmd``, ``x = !cmd``, ``obj?``) by
-    tokenizing the whole cell in pure Python: for this notebook's 92 KB of code, ~80 ms in a fresh
-    process (every kernel is one) and ~30 ms warm, the costliest step a cell takes before it runs.
-    Each of those four transforms starts at a token that valid Python cannot have there (a line
-    beginning with ``! ? % , ; /``, ``= %`` or ``= !`` outside brackets, a line ending in ``?``), so
-    text that already parses as Python (``ast.parse``, with top-level await: ~9 ms) comes out of them
-    unchanged. That text skips them; any other text, or a manager whose token transforms are not
-    exactly IPython's four (a learner may add one), takes IPython's own path. The cleanup and line
-    transforms (prompts, indentation, ``%%`` cell magics) run as before, first."""
-    import ast
-    import warnings
-    try:
-        from IPython.core import inputtransformer2 as it
-        standard = [it.MagicAssign, it.SystemAssign, it.EscapedCommand, it.HelpEnd]
-    except (ImportError, AttributeError):
-        return
-
-    def only_ipythons():
-        found = list(getattr(manager, "token_transformers", ()))
-        return len(found) == len(standard) and all(a is b for a, b in zip(found, standard))
-
-    do_token_transforms = getattr(manager, "do_token_transforms", None)
-    if do_token_transforms is None or not only_ipythons():
-        return
-    flags = ast.PyCF_ONLY_AST | getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
-
-    def token_transforms(lines):
-        if only_ipythons():
-            try:
-                with warnings.catch_warnings():   # IPython compiles the text again, and warns then
-                    warnings.simplefilter("ignore")
-                    compile("".join(lines), "<cell>", "exec", flags, dont_inherit=True)
-            except Exception:  # noqa: BLE001 - not Python as it stands: IPython's own path decides
-                pass
-            else:
-                return lines
-        return do_token_transforms(lines)
-
-    manager.do_token_transforms = token_transforms
-
-
-def _async_check_once(shell):
-    """ipykernel asks whether a cell needs a coroutine runner, then IPython's run_cell asks again for the
-    same text: each time a full compile of the cell (~9 ms for this notebook). The second question
-    with the very same (raw, transformed) text objects gets the first's answer."""
-    should_run_async = getattr(shell, "should_run_async", None)
-    if should_run_async is not None:
-        shell.should_run_async = _answer_again_once(
-            should_run_async, lambda raw_cell, *, transformed_cell=None, preprocessing_exc_tuple=None:
-            (raw_cell, transformed_cell, preprocessing_exc_tuple))
-
-
-def _lean_messages(kernel):
-    """Two of ipykernel's per-cell costs that the grader's client has no use for (~0.4 ms a cell):
-
-    - the code of every request broadcast back on IOPub (``execute_input``, for other frontends:
-      the grader is the kernel's only client and drops it unread);
-    - a flush of stdout and stderr that waits for the IOPub thread even when nothing was written
-      (twice a cell, before the reply). IOPub messages go out in the order they were queued, so
-      whatever a cell printed still arrives before its idle status; only empty flushes are skipped.
-
-    Each is taken only where this ipykernel has the attributes it expects."""
-    if hasattr(kernel, "_publish_execute_input"):
-        kernel._publish_execute_input = lambda *args, **kwargs: None
-    try:
-        from ipykernel.iostream import OutStream
-    except ImportError:
-        return
-    flush = OutStream.flush
-
-    def flush_if_written(self):
-        lock, buffers = getattr(self, "_buffer_lock", None), getattr(self, "_buffers", None)
-        if lock is not None and isinstance(buffers, dict) and getattr(self, "echo", None) is None:
-            with lock:
-                if not any(b.tell() for b in buffers.values()):
-                    return None
-        return flush(self)
-
-    OutStream.flush = flush_if_written
 
 
 def _run(step, *args):

@@ -1,4 +1,4 @@
-"""The kernel side of grading: what each hidden test collects in the learner's kernel, and nothing else.
+"""L14.4's kernel side: what each hidden test collects in the learner's kernel, and nothing else.
 
 This module is never imported in a learner's kernel. Its source is copied into the
 hidden part of each test cell by :mod:`autograder.hidden` (the way nbgrader delivers
@@ -6,106 +6,24 @@ hidden tests), so the grader's own files never need to be readable from the sand
 It therefore holds only:
 
 - the hidden INPUTS each question is tried on (no expected answers: those live in
-  :mod:`autograder.checks`, in the grader's process only);
+  :mod:`lessons.l14_04.checks`, in the grader's process only, and in the stock-nbgrader
+  part of the hidden tests, which course-grade removes before a learner's kernel runs);
 - one ``collect_<grade_id>(ns)`` per test, which calls the learner's functions on those
-  inputs and reads their variables, returning plain values;
-- :func:`to_plain` and :func:`record`, which turn the values into plain JSON and display
-  them as one output of MIME type :data:`ANSWER_MIME`.
+  inputs and reads their variables, returning plain values (through
+  :mod:`autograder.answers`' ``call``, ``var`` and ``to_plain``).
 
-Everything here uses the standard library only, and every name a collector uses is
-defined in this file (``autograder.hidden`` copies the closure of names it needs).
+Everything here uses the standard library and :mod:`autograder.answers` only, and every name a
+collector uses is defined in one of the two (``autograder.hidden`` copies the closure it needs).
 
->>> to_plain({"kv": 131072, "fits": False, "parts": [14.0, 2.0]})
-{'kv': 131072, 'fits': False, 'parts': [14.0, 2.0]}
->>> class Sneaky(int):
-...     def __eq__(self, other): return True
->>> to_plain(Sneaky(3))
-{'__not_plain__': 'Sneaky'}
 >>> collect_predict({"predict_answer": "a"})
 {'answer': 'a'}
 """
 
 from __future__ import annotations
 
-import math
+from autograder.answers import call, var
 
-ANSWER_MIME = "application/vnd.course-answer+json"
-NOT_PLAIN = "__not_plain__"
-ERROR = "__error__"
-MAX_ITEMS = 10_000
 GB = 10**9
-
-
-# ------------------------------------------------------------------ plain values out of the kernel
-
-def to_plain(value, depth=0):
-    """Convert to JSON-plain data; anything that is not exactly a built-in becomes a marker.
-
-    Only the exact built-in types pass (``type(x) is int``, never a subclass), so an object
-    whose ``__eq__`` always returns True cannot reach the grader. numpy scalars and small
-    arrays are converted through ``.item()`` / ``.tolist()`` (their types checked exactly too).
-    """
-    if depth > 20:
-        return {NOT_PLAIN: "too deep"}
-    t = type(value)
-    if value is None or t is bool or t is int or t is str:
-        return value
-    if t is float:
-        return value if math.isfinite(value) else {NOT_PLAIN: "float " + repr(value)}
-    if t in (list, tuple):
-        if len(value) > MAX_ITEMS:
-            return {NOT_PLAIN: "too long"}
-        return [to_plain(v, depth + 1) for v in value]
-    if t is dict:
-        if len(value) > MAX_ITEMS:
-            return {NOT_PLAIN: "too long"}
-        out = {}
-        for k, v in value.items():
-            if type(k) is not str:
-                return {NOT_PLAIN: "dict key of type " + type(k).__name__}
-            out[k] = to_plain(v, depth + 1)
-        return out
-    module = getattr(t, "__module__", "")
-    if module == "numpy" and t.__name__ in {
-            "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-            "float16", "float32", "float64", "bool_", "bool", "str_"}:
-        return to_plain(value.item(), depth + 1)
-    if module == "numpy" and t.__name__ == "ndarray" and value.size <= MAX_ITEMS:
-        return to_plain(value.tolist(), depth + 1)
-    return {NOT_PLAIN: t.__name__}
-
-
-def record(grade_id, values):
-    """Display ``values`` (made plain) for the trusted grader, tagged with ``grade_id``; return them."""
-    plain = {str(name): to_plain(v) for name, v in values.items()}
-    payload = {"grade_id": str(grade_id), "values": plain}
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-    except ImportError:  # plain Python: nothing to display to
-        return plain
-    if get_ipython() is None:
-        return plain
-    display({ANSWER_MIME: payload, "text/plain": "[answer recorded for " + str(grade_id) + "]"}, raw=True)
-    return plain
-
-
-def call(ns, name, *args):
-    """Call the learner's function ``name``; an error becomes a marker the grader explains, not a crash."""
-    fn = ns.get(name)
-    if not callable(fn):
-        return {ERROR: name + " is not defined (run its cell first)"}
-    try:
-        return to_plain(fn(*args))
-    except Exception as exc:  # noqa: BLE001 - learner code may raise anything
-        return {ERROR: (name + repr(args) + " raised " + type(exc).__name__ + ": " + str(exc))[:300]}
-
-
-def var(ns, name):
-    """The learner's variable ``name``, made plain (a marker when it is not defined)."""
-    if name not in ns:
-        return {ERROR: name + " is not defined (run its cell first)"}
-    return to_plain(ns[name])
 
 
 # ------------------------------------------------------------------ 1. the 24 GB budget

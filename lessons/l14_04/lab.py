@@ -1,6 +1,6 @@
-"""The lab-edit check: only ``active_sequences`` may change (8 -> 16), and the lab must say so.
+"""L14.4's lab-edit check, a side check: only ``active_sequences`` may change (8 -> 16), and the lab must say so.
 
-Three sub-questions, one point each (:data:`~autograder.assignment.LAB_QUESTIONS`):
+Three sub-questions, one point each (:data:`QUESTIONS`):
 
 ``lab_edit_only_active_sequences``
     The submitted lab, compared with the released one at the AST level (comments and
@@ -13,7 +13,10 @@ Three sub-questions, one point each (:data:`~autograder.assignment.LAB_QUESTIONS
 
 The last two run only when the file differs from the release in ``active_sequences``
 alone: a lab rewritten elsewhere could print anything. The baseline (the released
-lab at 8) is run once per batch by :func:`lab_baseline`.
+lab at 8) is run once per batch (:meth:`LabEdit.prepare`). The notebook reads the lab's
+output, so it runs beside the released lab with the one intended edit (8 -> 16,
+:meth:`LabEdit.beside`): a wrong edit then costs only the lab points, which
+:meth:`LabEdit.score` awards from the learner's own file.
 """
 
 from __future__ import annotations
@@ -21,18 +24,30 @@ from __future__ import annotations
 import ast
 import hashlib
 import math
-import sys
-from pathlib import Path
-from typing import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from course_lib.errors import CourseInputError
 from course_lib.labfile import KNOB, edit_knob, knob_assignments, parse_output
 from course_lib.scenario import LAB_ACTIVE_SEQUENCES as RELEASED_VALUE
 from course_lib.scenario import LAB_EDITED_SEQUENCES as EDITED_VALUE
 
-from .assignment import LAB_QUESTIONS
-from .results import FAILED, NOT_RUN, PASSED, QuestionResult
-from .sandbox import Sandbox, scratch_dir
+from autograder.lesson import RunResult, Runner, SideCheck
+from autograder.results import FAILED, NOT_RUN, PASSED, QuestionResult
+
+#: The three sub-questions and their points.
+QUESTIONS = {
+    "lab_edit_only_active_sequences": 1.0,
+    "lab_reports_not_fit": 1.0,
+    "lab_only_kv_doubled": 1.0,
+}
+TITLES = {
+    "lab_edit_only_active_sequences": "Lab: only active_sequences changed, to 16",
+    "lab_reports_not_fit": "Lab: the edited lab reports that the workload does not fit",
+    "lab_only_kv_doubled": "Lab: only kv_cache doubled",
+}
+#: The largest lab file read (the released lab is ~3 KB).
+MAX_LAB_BYTES = 1_000_000
 
 
 def compare_lab(released: str, submitted: str) -> tuple[bool, bool, str, object]:
@@ -86,29 +101,23 @@ def program_key(lab_text: str) -> str | None:
         return None
 
 
-def run_lab_sandboxed(lab_text: str, lab_name: str, new_sandbox: Callable[[Path], Sandbox], timeout: float = 60) -> dict:
-    """Run a lab script in a fresh sandbox (its own scratch copy) and parse what it printed."""
-    with new_sandbox(scratch_dir("lab")) as sandbox:   # the sandbox removes its folder as it closes
-        lab = sandbox.work / lab_name
-        lab.write_text(lab_text, encoding="utf-8")
-        rc, out, err = sandbox.run([sys.executable, "-P", "-s", str(lab)], cwd=sandbox.work, timeout=timeout)
-    parsed = parse_output(out)
-    parsed["returncode"] = rc
-    parsed["stderr_tail"] = err.strip().splitlines()[-1][:300] if err.strip() else ""
+def run_lab(lab_text: str, lab_name: str, run: Runner) -> dict:
+    """Run a lab script in a fresh sandbox (``run``) and parse what it printed."""
+    got: RunResult = run(lab_name, lab_text)
+    parsed = parse_output(got.stdout)
+    parsed["returncode"] = got.returncode
+    parsed["stderr_tail"] = got.stderr.strip().splitlines()[-1][:300] if got.stderr.strip() else ""
     return parsed
 
 
-def lab_baseline(released_text: str, lab_name: str, new_sandbox: Callable[[Path], Sandbox]) -> dict:
+def lab_baseline(released_text: str, lab_name: str, run: Runner) -> dict:
     """The released lab's output at 8 sequences (what "doubled" and "unchanged" compare with),
     and under ``"known"`` the outputs of the released and the reference-edited programs by
     :func:`program_key`, so that submissions running the very same program need no run of their own.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
     edited_text = edit_knob(released_text, EDITED_VALUE)
     with ThreadPoolExecutor(2) as pool:   # two sandboxes of their own, at once (0.24 -> 0.18 s)
-        base, edited = pool.map(lambda text: run_lab_sandboxed(text, lab_name, new_sandbox),
-                                (released_text, edited_text))
+        base, edited = pool.map(lambda text: run_lab(text, lab_name, run), (released_text, edited_text))
     if base["returncode"] != 0 or "parts_bytes" not in base or base.get("fits") is not True:
         raise RuntimeError(f"the released lab did not run as expected: {base}")
     known = {program_key(released_text): base, program_key(edited_text): edited}
@@ -117,27 +126,26 @@ def lab_baseline(released_text: str, lab_name: str, new_sandbox: Callable[[Path]
     return out
 
 
-def check_lab(submitted: Path | bytes | None, released_text: str, lab_name: str, baseline: dict,
-              new_sandbox: Callable[[Path], Sandbox]) -> dict[str, QuestionResult]:
-    """The three lab sub-questions for one submission (its lab file, or the bytes the grader read of it)."""
-    ids = list(LAB_QUESTIONS)
+def check_lab(submitted: bytes | None, released_text: str, lab_name: str, baseline: dict,
+              run: Runner) -> dict[str, QuestionResult]:
+    """The three lab sub-questions for one submission (the bytes the grader read of its lab file)."""
+    ids = list(QUESTIONS)
     results: dict[str, QuestionResult] = {}
 
     def put(gid: str, ok: bool, message: str, status: str | None = None) -> None:
-        pts = LAB_QUESTIONS[gid]
+        pts = QUESTIONS[gid]
         results[gid] = QuestionResult(score=pts if ok else 0.0, max_score=pts,
                                       status=status or (PASSED if ok else FAILED), message=message)
 
-    if submitted is None or (not isinstance(submitted, bytes) and not submitted.is_file()):
+    if submitted is None:
         for gid in ids:
             put(gid, False, f"the lab file {lab_name} is missing from the submission", NOT_RUN)
         return results
     try:
-        raw = submitted if isinstance(submitted, bytes) else submitted.read_bytes()
-        if len(raw) > 1_000_000:
+        if len(submitted) > MAX_LAB_BYTES:
             raise ValueError("over 1 MB")
-        text = raw.decode("utf-8")
-    except (OSError, ValueError) as e:
+        text = submitted.decode("utf-8")
+    except ValueError as e:
         for gid in ids:
             put(gid, False, f"the lab file cannot be read ({e})", NOT_RUN)
         return results
@@ -154,7 +162,7 @@ def check_lab(submitted: Path | bytes | None, released_text: str, lab_name: str,
         put(ids[2], False, "the lab is unchanged, so kv_cache has not doubled")
         return results
 
-    got = baseline.get("known", {}).get(program_key(text)) or run_lab_sandboxed(text, lab_name, new_sandbox)
+    got = baseline.get("known", {}).get(program_key(text)) or run_lab(text, lab_name, run)
     if got["returncode"] != 0:
         why = "timed out" if got["returncode"] is None else f"failed: {got['stderr_tail'] or 'no output'}"
         for gid in ids[1:]:
@@ -206,3 +214,29 @@ def reference_lab(released_text: str) -> str | None:
         return edit_knob(released_text, EDITED_VALUE)
     except CourseInputError:
         return None
+
+
+@dataclass(frozen=True)
+class LabEdit(SideCheck):
+    """The lab-edit check as the engine calls it, for the lab file named ``file``."""
+
+    file: str = "l14-04-model-memory.py"
+    name: str = "lab"
+
+    def questions(self) -> dict[str, float]:
+        return dict(QUESTIONS)
+
+    def titles(self) -> dict[str, str]:
+        return dict(TITLES)
+
+    def prepare(self, released: bytes, run: Runner) -> dict:
+        return lab_baseline(released.decode("utf-8"), self.file, run)
+
+    def beside(self, released: bytes, handed_in: bytes | None) -> bytes | None:
+        reference = reference_lab(released.decode("utf-8"))
+        if reference is not None:
+            return reference.encode("utf-8")
+        return handed_in
+
+    def score(self, handed_in: bytes | None, released: bytes, prepared: dict, run: Runner) -> dict[str, QuestionResult]:
+        return check_lab(handed_in, released.decode("utf-8"), self.file, prepared, run)

@@ -1,12 +1,13 @@
 """Trusted scoring for every autograded answer of the L14.4 notebook: the grader's side only.
 
-The hidden part of each test cell (:mod:`autograder.collect`, copied into the notebook
+The hidden part of each test cell (:mod:`lessons.l14_04.collect`, copied into the notebook
 by :mod:`autograder.hidden`) runs the learner's code on hidden inputs and records plain
 values. ``CHECKS[grade_id].score(values)`` decides pass/fail on those values alone, in
 the GRADER's process, and writes a message that points at what to look at without
 giving the answer away. This module holds the expected answers; it is never readable
 from a learner's kernel (the sandbox does not mount it, the learner's install does not
-contain it).
+contain it). For stock ``nbgrader autograde`` the same check is copied into the hidden
+test too (its stock-nbgrader part), which course-grade removes before a kernel runs it.
 
 Expected values are worked here from the lesson and from published configs,
 independently of the learner's code (and written out by hand in comments).
@@ -15,12 +16,13 @@ independently of the learner's code (and written out by hand in comments).
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .collect import (ADMIT_CASES, BUDGET_CASES, ERROR, FIT_CASES, KV_CONFIGS, KV_TOTAL_CASES, NOT_PLAIN,
-                      PLANNABLE_CASES, SAFE_CASES, SEQUENCE, WEIGHT_CASES)
+from autograder.answers import ERROR, NOT_PLAIN
+
+from .collect import (ADMIT_CASES, BUDGET_CASES, FIT_CASES, KV_CONFIGS, KV_TOTAL_CASES, PLANNABLE_CASES, SAFE_CASES,
+                      SEQUENCE, WEIGHT_CASES)
 
 GB, GiB = 10**9, 2**30
 
@@ -674,12 +676,8 @@ CHECKS: dict[str, Check] = {c.grade_id: c for c in (
 
 
 def score_answer(grade_id: str, values: Any) -> Result:
-    """Score plain recorded values (the one dispatch: :func:`autograder.assignment.score_answer`).
+    """Score plain recorded values, as the grader does (:func:`autograder.answers.check_answer`)."""
+    from autograder.answers import check_answer
 
-    Called by the grader in its own process, and by the hidden part of a test cell in the
-    instructor's environment (stock nbgrader), never in a learner's kernel.
-    """
-    from .assignment import score_answer as dispatch
-
-    passed, message = dispatch(sys.modules[__name__], grade_id, values)
+    passed, message = check_answer(CHECKS, grade_id, values)
     return Result(passed, message)

@@ -1,6 +1,6 @@
-"""The autograder's part of ``make demo``: release, grade the example class, print the gradebook.
+"""The grader's part of ``make demo``: release L14.4, grade its example class, print the gradebook.
 
-``demo/`` at the repository root runs it after the library's sections. Results go under ``OUT/autograde/``; a second
+``python -m demo`` runs it after the library's sections. Results go under ``OUT/autograde/``; a second
 ``make demo`` reuses every unchanged result, so it takes seconds.
 """
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 from course_lib.report import banner as _banner
 
-from .assignment import ASSIGNMENT
-from .layout import db_url
+from autograder.layout import db_url
+from lessons.l14_04 import NAME as ASSIGNMENT
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "submissions"
@@ -36,8 +36,8 @@ def gradebook_table(results_dir: Path) -> str:
 
 def demo_section(out_dir: str | Path = "out") -> None:
     """Build the release, autograde examples/submissions/ into OUT/autograde/, print both tables."""
-    from . import autograde, release
-    from .report import grades_table
+    from autograder import autograde, release
+    from autograder.report import grades_table
 
     out = Path(out_dir)
     _banner("Autograder 1/3: course-grade release  (nbgrader generate_assignment, then a leak check)")

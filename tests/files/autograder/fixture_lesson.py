@@ -1,12 +1,19 @@
-"""A stand-in for ``autograder.checks`` used with ``fixture.ipynb``: same interface, tiny checks.
+"""The hardening fixture as a lesson: ``fixture/l14-04-model-memory.ipynb``, tiny stand-in checks, and L14.4's lab-edit side check.
 
 Each check compares the plain values that the fixture's hidden block recorded with
-hand-worked answers (written out below, not computed by the code under test).
+hand-worked answers (written out below, not computed by the code under test). Self-contained
+(it reaches nothing beside it), so that a Dask worker given this one file grades with it too.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, NamedTuple
+
+from autograder.lesson import Lesson
+from lessons.l14_04.lab import LabEdit
+
+HERE = Path(__file__).resolve().parent
 
 
 class Result(NamedTuple):
@@ -36,3 +43,7 @@ CHECKS = {
     # (80 - 16 - 4 - 8) GB / 3 GB = 17.3 -> 17 sequences
     "test_max_sequences": Check([17], "subtract weights, workspace and reserve before dividing"),
 }
+
+LESSON = Lesson(name="l14-04-model-memory", notebooks=(HERE / "fixture" / "l14-04-model-memory.ipynb",),
+                files=(HERE.parents[2] / "labs" / "notebooks" / "level-14" / "l14-04-model-memory.py",),
+                checks=CHECKS, side_checks=(LabEdit(),))

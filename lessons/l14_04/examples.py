@@ -6,8 +6,8 @@ then one misconception is applied as exact text replacements in the answers or
 the lab. A replacement that no longer applies (the notebook changed) stops the
 generator instead of writing a wrong example.
 
-    python -m autograder.examples            # rewrite examples/submissions/
-    python -m autograder.examples --check    # fail if the committed class is stale
+    python -m lessons.l14_04.examples            # rewrite examples/submissions/
+    python -m lessons.l14_04.examples --check    # fail if the committed class is stale
 
 What each learner must lose (grade_id -> a phrase of its message) is stated beside the tests
 that hold the grader to it, in ``tests/files/example_class.json``, not here.
@@ -28,11 +28,12 @@ from pathlib import Path
 
 import nbformat
 
-from .assignment import Assignment, load_source
 from course_lib.labfile import edit_knob
 from course_lib.scenario import LAB_EDITED_SEQUENCES
 
-REPO = Path(__file__).resolve().parents[1]
+from autograder.assignment import Assignment, lesson_assignment, load_source
+
+REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "examples" / "submissions"
 MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", re.M)
 
@@ -101,14 +102,19 @@ def _apply(text: str, edits, where: str) -> str:
     for old, new in edits:
         if old not in text:
             raise RuntimeError(f"{where}: {old!r} not found; the notebook or lab changed, update "
-                               f"autograder/examples.py")
+                               f"lessons/l14_04/examples.py")
         text = text.replace(old, new, 1)
     return text
 
 
+def this_assignment() -> Assignment:
+    """This lesson's assignment, its instructor files where the course keeps them."""
+    return lesson_assignment("lessons.l14_04")
+
+
 def build_example(example: Example, released_nb: nbformat.NotebookNode, released_lab: str,
                   assignment: Assignment) -> tuple[nbformat.NotebookNode, str]:
-    spec = load_source(assignment)
+    spec = load_source(assignment).notebooks[0]
     nb = copy.deepcopy(released_nb)
     if not example.blank:
         for cell in nb.cells:
@@ -125,30 +131,32 @@ def build_example(example: Example, released_nb: nbformat.NotebookNode, released
     return nb, lab
 
 
-def main(out: str | Path = OUT, assignment: Assignment = Assignment(),
+def main(out: str | Path = OUT, assignment: Assignment | None = None,
          release_folder: str | Path | None = None) -> list[str]:
     """Write ``out/<student>/<assignment>/`` for every example; returns the student ids.
 
     ``release_folder``: an existing ``course-grade release`` output to start from (else one is built).
     """
-    from .release import main as release
+    from autograder.release import main as release
 
+    assignment = assignment or this_assignment()
+    lab_name = assignment.file_names[0]
     out = Path(out)
     with tempfile.TemporaryDirectory(prefix="course-examples-") as tmp:
         folder = Path(release_folder) if release_folder else Path(release(out=tmp, assignment=assignment).folder)
         released_nb = nbformat.read(folder / assignment.notebook_name, as_version=4)
-        released_lab = (folder / assignment.lab_name).read_text(encoding="utf-8")
+        released_lab = (folder / lab_name).read_text(encoding="utf-8")
         staging = Path(tmp) / "class"
         for example in EXAMPLES:
             dest = staging / example.student_id / assignment.name
             dest.mkdir(parents=True)
             if example.blank and example.lab == "released":
-                for name in (assignment.notebook_name, assignment.lab_name):
+                for name in (assignment.notebook_name, lab_name):
                     shutil.copyfile(folder / name, dest / name)
                 continue
             nb, lab = build_example(example, released_nb, released_lab, assignment)
             nbformat.write(nb, dest / assignment.notebook_name)
-            (dest / assignment.lab_name).write_text(lab, encoding="utf-8")
+            (dest / lab_name).write_text(lab, encoding="utf-8")
         (staging / "README.md").write_text(_readme(), encoding="utf-8")
         if out.exists():
             shutil.rmtree(out)
@@ -157,7 +165,7 @@ def main(out: str | Path = OUT, assignment: Assignment = Assignment(),
 
 
 def _readme() -> str:
-    lines = ["# Example class for L14.4 (generated: `python -m autograder.examples`)", "",
+    lines = ["# Example class for L14.4 (generated: `python -m lessons.l14_04.examples`)", "",
              "Each folder is what one learner hands in (`<student>/l14-04-model-memory/`): the reference",
              "solutions with one misconception each. What each must lose is stated in",
              "`tests/files/example_class.json`, which the tests hold the grader to.", "",
@@ -176,7 +184,7 @@ def _same_tree(a: Path, b: Path) -> bool:
     return not mismatch and not errors and all(_same_tree(a / d, b / d) for d in cmp.common_dirs)
 
 
-def check(out: str | Path = OUT, assignment: Assignment = Assignment()) -> bool:
+def check(out: str | Path = OUT, assignment: Assignment | None = None) -> bool:
     """True when ``out`` is exactly what the generator writes now."""
     with tempfile.TemporaryDirectory() as tmp:
         main(out=Path(tmp) / "class", assignment=assignment)
@@ -190,6 +198,6 @@ if __name__ == "__main__":  # pragma: no cover
     args = parser.parse_args()
     if args.check:
         ok = check(args.out)
-        print("examples are up to date" if ok else "examples are stale: run python -m autograder.examples")
+        print("examples are up to date" if ok else "examples are stale: run python -m lessons.l14_04.examples")
         sys.exit(0 if ok else 1)
     print(json.dumps(main(args.out)))

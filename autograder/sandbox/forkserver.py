@@ -11,7 +11,7 @@ worker processes): each process opens its own connection to the server's socket,
 kernels forked for a connection are killed when it closes (a worker that dies takes its
 kernels with it). The server dies with the process that started it.
 
-This module knows nothing of sandboxes: :mod:`autograder.sandbox` builds the requests.
+This module knows nothing of sandboxes: :class:`autograder.sandbox.box.Sandbox` builds the requests.
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ import time
 from pathlib import Path
 
 ZYGOTE = Path(__file__).resolve().with_name("_zygote.py")
-#: What every L14.4 kernel imports: ipykernel itself, then what the notebook's cells import.
-#: A module here costs nothing per submission; one that is missing is imported by the kernel that needs it.
+#: What every grading kernel imports: ipykernel itself, then what notebooks' cells commonly import
+#: (an assignment adds its own: :func:`autograder.sandbox.servers.fork_server`'s ``preload``). A module
+#: here costs nothing per submission; one that is missing is imported by the kernel that needs it.
 PRELOAD = (
     # ipykernel, and what it imports as a kernel starts (its debugger imports debugpy: 0.08 s)
     "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "ipykernel.comm", "ipykernel.debugger",
@@ -41,8 +42,7 @@ PRELOAD = (
     # what the notebook's cells import (not matplotlib_inline: importing it in a kernel hooks it into IPython)
     "IPython.core.magics.execution", "IPython.core.magics.pylab", "IPython.core.pylabtools",
     "numpy", "matplotlib", "matplotlib.pyplot", "matplotlib.figure", "matplotlib.backends.backend_agg",
-    "PIL.PngImagePlugin", "PIL.JpegImagePlugin", "PIL.GifImagePlugin", "PIL.BmpImagePlugin", "ipywidgets",
-    "course_lib", "course_lib.lesson", "course_lib.explorer", "course_lib.labfile", "course_lib.report")
+    "PIL.PngImagePlugin", "PIL.JpegImagePlugin", "PIL.GifImagePlugin", "PIL.BmpImagePlugin", "ipywidgets")
 READY_TIMEOUT_S = 60
 
 

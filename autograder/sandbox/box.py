@@ -1,0 +1,291 @@
+"""One submission's sandbox: a scratch folder, a throwaway uid, a cgroup and a command wrapper.
+
+:meth:`Sandbox.command` wraps any command line so that it runs inside (bubblewrap, then the
+launcher, which joins the cgroup, drops to the uid, sets the rlimits and execs);
+:meth:`Sandbox.fork_request` says the same to the kernel fork server, as data; :meth:`Sandbox.run`
+runs a program to completion, through the fork server where there is one. The isolation it runs
+under is given (:func:`autograder.sandbox.probe.probe` finds it), never guessed here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from course_lib.units import KiB
+
+from .cgroup import Cgroup, backoff
+from .forkserver import ForkedProcess, ForkServerError
+from .isolation import DiskCap, Isolation, KernelStart, Network
+from .kernel_env import kernel_env, make_ipython_dir, seed_matplotlib_cache
+from .limits import Limits
+from .mounts import INNER_LAUNCHER, LAUNCHER, REPO, bwrap_command, mount_plan
+from .scratch import mount_tmpfs, unmount
+from .servers import fork_server
+
+
+class Sandbox:
+    """A scratch directory, a uid, a cgroup and a command wrapper for one submission.
+
+    Layout under ``root``: ``work/`` (the learner's files; the cwd), ``home/`` ($HOME),
+    ``run/`` (kernel connection file and sockets), ``log/`` (kernel stderr; not visible inside),
+    ``tmp/`` (/tmp under bubblewrap), ``ipython/`` ($IPYTHONDIR: the grader's, read-only inside, so
+    no learner file there, a startup file or a config, can run in a fresh kernel), ``mnt/`` (where
+    the kernel fork server builds the sandbox's file system). Where the grader can mount, ``root``
+    is a tmpfs of ``limits.disk_bytes``: everything the notebook writes, sockets and log included,
+    shares that cap.
+    """
+
+    def __init__(self, root: Path, limits: Limits, isolation: Isolation, pythonpath: str | None = None,
+                 preload: tuple[str, ...] = ()):
+        self.root = Path(root)
+        self.limits = limits
+        self.isolation = isolation
+        self.pythonpath = pythonpath or str(REPO)
+        self.preload = tuple(preload)
+        """What the fork server this sandbox's kernels come from preloads, beyond ipykernel's own."""
+        self.work = self.root / "work"
+        self.home = self.root / "home"
+        self.run_dir = self.root / "run"
+        self.log_dir = self.root / "log"
+        self.launcher_dir = self.root / "launcher"
+        self.tmp = self.root / "tmp"
+        self.ipython_dir = self.root / "ipython"
+        self.stage = self.root / "mnt"
+        self.uid = 1_000_000 + secrets.randbelow(1_000_000_000) if self.isolation.drop_uid else None
+        self.cgroup: Cgroup | None = None
+        self.disk_capped = False
+        """True when ``root`` is a size-capped tmpfs (else the watchdog applies: :meth:`disk_full`)."""
+
+    def __enter__(self) -> Sandbox:
+        self.root.mkdir(parents=True, exist_ok=True)
+        if self.isolation.disk == DiskCap.TMPFS:
+            try:
+                mount_tmpfs(self.root, self.limits.disk_bytes, self.limits.max_files)
+                self.disk_capped = True
+            except OSError:  # probe() saw it work; if it fails now, the watchdog still applies
+                pass
+        for d in (self.work, self.home, self.run_dir, self.log_dir, self.launcher_dir, self.tmp, self.stage):
+            d.mkdir(parents=True, exist_ok=True)
+        make_ipython_dir(self.ipython_dir)
+        os.chmod(self.root, 0o711)
+        shutil.copyfile(LAUNCHER, self.launcher_dir / "launch.py")
+        os.chmod(self.launcher_dir, 0o700)  # root only: the learner's uid cannot list or read it
+        os.chmod(self.log_dir, 0o700)
+        os.chmod(self.tmp, 0o1777)
+        seed_matplotlib_cache(self.home / ".matplotlib")
+        if self.isolation.cgroup:
+            cg = Cgroup(self.isolation.cgroup, f"course-grade-{os.getpid()}-{secrets.token_hex(4)}")
+            try:
+                cg.create(self.limits)
+                self.cgroup = cg
+            except OSError:
+                cg.remove()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.kill_all()
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
+        if self.disk_capped:
+            unmount(self.root)
+            self.disk_capped = False
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def kill_all(self) -> None:
+        """Kill every process of this sandbox: the cgroup's, else those of its throwaway uid."""
+        if self.cgroup is not None:
+            self.cgroup.kill_all()
+        elif self.uid is not None:
+            kill_uid(self.uid)
+
+    def counters(self) -> dict[str, int]:
+        """The cgroup's cumulative ``oom_kill`` and ``pids_max`` events and its ``pids`` (zeros without one)."""
+        return self.cgroup.counters() if self.cgroup is not None else {"oom_kill": 0, "pids_max": 0, "pids": 0}
+
+    def disk_used(self) -> tuple[int, int]:
+        """(bytes, files) the notebook has written under ``root``: the tmpfs's own count when capped,
+        else a walk that stops counting files past ``limits.max_files``."""
+        if self.disk_capped:
+            st = os.statvfs(self.root)
+            return (st.f_blocks - st.f_bfree) * st.f_frsize, st.f_files - st.f_ffree
+        used, files, stack = 0, 0, [str(self.root)]
+        while stack and files <= self.limits.max_files:
+            try:
+                with os.scandir(stack.pop()) as entries:
+                    for entry in entries:
+                        files += 1
+                        try:
+                            st = entry.stat(follow_symlinks=False)
+                        except OSError:
+                            continue
+                        used += st.st_blocks * 512
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+            except OSError:
+                continue
+        return used, files
+
+    def disk_full(self) -> bool:
+        """Has the notebook reached its disk cap (bytes or files), within a little slack?"""
+        used, files = self.disk_used()
+        return used >= self.limits.disk_bytes - 256 * KiB or files >= self.limits.max_files - 16
+
+    def env(self) -> dict[str, str]:
+        return kernel_env(home=self.home, tmpdir="/tmp" if self.isolation.bubblewrap else self.home,
+                          ipython_dir=self.ipython_dir, mpl_dir=self.home / ".matplotlib", pythonpath=self.pythonpath)
+
+    def command(self, argv: list[str], cwd: Path | None = None) -> list[str]:
+        """``argv`` wrapped so that it runs inside this sandbox, in ``cwd`` (default: ``work/``)."""
+        iso, lim = self.isolation, self.limits
+        cwd = Path(cwd or self.work)
+        launch = [sys.executable, "-I", str(LAUNCHER)]
+        inner = [sys.executable, "-I", INNER_LAUNCHER] if iso.bubblewrap else list(launch)
+        if not iso.bubblewrap and iso.network == Network.UNSHARE:
+            inner.append("--unshare-net")
+        if self.uid is not None:
+            for d in (self.work, self.home, self.run_dir):
+                inner += ["--chown", str(d)]
+            inner += ["--uid", str(self.uid)]
+        for name, value in self.rlimits().items():
+            inner += ["--rlimit", f"{name}={value}"]
+        for key, value in self.env().items():
+            inner += ["--env", f"{key}={value}"]
+        # Inside bubblewrap our parent is its pid-1 (pid numbers differ): only set the signal (0).
+        inner += ["--chdir", str(cwd), "--pdeathsig", "0" if iso.bubblewrap else str(os.getpid()), "--"] + list(argv)
+
+        join = []
+        if self.cgroup is not None:
+            for procs in self.cgroup.procs_files:
+                join += ["--cgroup-procs", procs]
+        if not iso.bubblewrap:
+            return launch + join + inner[3:] if join else inner
+        bw = bwrap_command(mount_plan(lim, writable=(self.work, self.home, self.run_dir), read_only=(self.ipython_dir,),
+                                      launcher_dir=self.launcher_dir, tmp=self.tmp if self.disk_capped else None))
+        bw += ["--chdir", str(cwd), "--"]
+        # bwrap's --die-with-parent ties the sandbox to bwrap, not bwrap to us: the outer
+        # launcher sets PDEATHSIG (kept across exec) so that bwrap dies with the grader.
+        outer = launch + join + ["--pdeathsig", str(os.getpid()), "--"]
+        return outer + bw + inner
+
+    def rlimits(self) -> dict[str, int]:
+        """The rlimits learner code runs under (RLIMIT_AS only where no cgroup caps the memory)."""
+        lim = self.limits
+        out = {"NPROC": lim.max_processes, "FSIZE": lim.max_file_bytes, "NOFILE": lim.max_open_files,
+               "CPU": lim.cpu_seconds, "CORE": 0}
+        if self.cgroup is None:
+            out["AS"] = lim.memory_bytes
+        return out
+
+    def fork_request(self, argv: list[str], cwd: Path | None = None, mode: str = "kernel",
+                     fds: tuple[str, ...] = ("output",)) -> dict:
+        """What the kernel fork server needs to fork a program into this sandbox (``_zygote.py``):
+        every step that :meth:`command` gives bubblewrap and the launcher, as data. ``mode`` "kernel":
+        ipykernel with the arguments ``argv``, in the forked process; "exec": the program ``argv``."""
+        plan = mount_plan(self.limits, writable=(self.work, self.home, self.run_dir), read_only=(self.ipython_dir,),
+                          tmp=self.tmp if self.disk_capped else None, launcher=False)
+        return {"mode": mode, "argv": [str(a) for a in argv], "fds": list(fds), "plan": [step.wire() for step in plan],
+                "stage": str(self.stage),
+                "cgroup_procs": self.cgroup.procs_files if self.cgroup is not None else [],
+                "hostname": "sandbox", "loopback": True, "uid": self.uid,
+                "chown": [str(d) for d in (self.work, self.home, self.run_dir)] if self.uid is not None else [],
+                "rlimits": list(self.rlimits().items()), "env": self.env(), "cwd": str(cwd or self.work)}
+
+    def run(self, argv: list[str], cwd: Path | None = None, *, timeout: float,
+            max_output_bytes: int = 64 * KiB) -> tuple[int | None, str, str]:
+        """Run a command to completion in the sandbox, for at most ``timeout`` seconds (the caller's
+        setting: autograder.settings): (returncode or None on timeout, stdout, stderr)."""
+        out_path, err_path = self.log_dir / "run.out", self.log_dir / "run.err"
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            rc = self._run_forked(argv, cwd, timeout, out, err)
+            if rc == "no server":
+                proc = subprocess.Popen(self.command(argv, cwd), stdin=subprocess.DEVNULL, stdout=out,
+                                        stderr=err, start_new_session=True)
+                try:
+                    rc = proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    rc = None
+                    _kill_group(proc)
+        if self.cgroup is not None:
+            self.cgroup.kill_all()
+        return rc, _head(out_path, max_output_bytes), _head(err_path, max_output_bytes)
+
+    def _run_forked(self, argv, cwd, timeout, out, err) -> int | None | str:
+        """:meth:`run` through the fork server (the very sandbox, without starting bubblewrap and two
+        launchers): the returncode, None on timeout, or "no server" where there is none or it is
+        still importing (bubblewrap is quicker then)."""
+        server = fork_server(self.pythonpath, self.preload) if self.isolation.kernels == KernelStart.FORK else None
+        if server is None or not server.ready():
+            return "no server"
+        status_r, status_w = os.pipe()
+        try:
+            try:
+                proc = ForkedProcess(*server.spawn(self.fork_request(argv, cwd, mode="exec",
+                                                                     fds=("stdout", "stderr", "status")),
+                                                   [out.fileno(), err.fileno(), status_w]))
+            except ForkServerError as e:
+                logging.getLogger(__name__).warning("%s; running it under bubblewrap instead", e)
+                return "no server"
+            finally:
+                os.close(status_w)
+            exited = proc.wait(timeout)
+            proc.close()   # kills it if it is still running: its namespaces go with it
+            if not exited:
+                return None
+            code = os.read(status_r, 64).strip()
+            return int(code) if code.lstrip(b"-").isdigit() else -signal.SIGKILL   # killed before it could say
+        finally:
+            os.close(status_r)
+
+
+def kill_uid(uid: int, wait_s: float = 5.0) -> None:
+    """SIGKILL every process whose real uid is ``uid`` (the sandbox's throwaway uid), until none is left."""
+    deadline = time.monotonic() + wait_s
+    attempt = 0
+    while time.monotonic() < deadline:
+        attempt += 1
+        found = False
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                status = Path(f"/proc/{entry}/status").read_text()
+            except OSError:
+                continue
+            line = next((x for x in status.splitlines() if x.startswith("Uid:")), "")
+            if line.split()[1:2] == [str(uid)]:
+                found = True
+                try:
+                    os.kill(int(entry), signal.SIGKILL)
+                except OSError:
+                    pass
+        if not found:
+            return
+        backoff(attempt)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    proc.kill()
+    proc.wait()
+
+
+def _head(path: Path, limit: int) -> str:
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    text = data[:limit].decode("utf-8", "replace")
+    return text + ("\n[output truncated]" if len(data) > limit else "")

@@ -1,0 +1,100 @@
+"""Scratch folders: each named after the grader process that made it, capped by a tmpfs, and swept
+when that process was killed (SIGKILL leaves folders, mounts and cgroups behind)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+
+from .cgroup import cgroup_parents
+
+_MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
+#: The tmpfs's source name in /proc/self/mountinfo: how the sweep tells the grader's mounts apart.
+MOUNT_SOURCE = "course-grade"
+#: The names scratch_dir() gives: cg-[KIND-]PID-<mkdtemp's 8 characters>, KIND one of those below:
+#: a side check's program (autograder.sidecheck), the probe, the fork server, and a Dask worker's
+#: tasks and copy of the instructor files (autograder.distributed).
+KINDS = ("side", "probe", "zygote", "task", "instructor")
+_SCRATCH = re.compile(r"cg-(?:(?:" + "|".join(KINDS) + r")-)?(\d+)-[a-z0-9_]{8}")
+
+
+def scratch_dir(kind: str = "") -> Path:
+    """A private scratch folder named after this process (``cg-[kind-]PID-...``), so that the
+    leftovers of a killed grader can be found and swept (:func:`sweep_leftovers`).
+
+    >>> folder = scratch_dir("probe")
+    >>> bool(_SCRATCH.fullmatch(folder.name)), oct(folder.stat().st_mode & 0o777)
+    (True, '0o700')
+    >>> folder.rmdir()
+    """
+    if kind and kind not in KINDS:
+        raise ValueError(f"scratch kind {kind!r} is not one the sweep knows: {KINDS}")
+    return Path(tempfile.mkdtemp(prefix=f"cg-{kind + '-' if kind else ''}{os.getpid()}-"))
+
+
+def mount_tmpfs(target: Path, size_bytes: int, max_files: int) -> None:
+    """Mount a tmpfs of at most ``size_bytes`` and ``max_files`` inodes over ``target`` (needs root)."""
+    options = f"size={size_bytes},nr_inodes={max_files},mode=0711".encode()
+    if ctypes.CDLL(None, use_errno=True).mount(MOUNT_SOURCE.encode(), os.fsencode(target), b"tmpfs",
+                                               _MS_NOSUID | _MS_NODEV, options) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"cannot mount a tmpfs on {target}: {os.strerror(err)}")
+
+
+def unmount(target: Path) -> None:
+    """Detach the mount at ``target``; its memory is freed when the last open file on it closes."""
+    ctypes.CDLL(None, use_errno=True).umount2(os.fsencode(target), _MNT_DETACH)
+
+
+def grader_mounts() -> list[Path]:
+    """Mount points of the grader's size-capped tmpfs folders (anyone's), from /proc/self/mountinfo."""
+    out = []
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if len(fields) >= 5 and len(tail) >= 2 and tail[0] == "tmpfs" and tail[1] == MOUNT_SOURCE:
+            out.append(Path(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])))
+    return out
+
+
+def _dead(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return False
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+
+
+def sweep_leftovers() -> None:
+    """Scratch folders, tmpfs mounts and cgroups of grader processes that were killed (SIGKILL
+    leaves them behind); those of live graders are left alone."""
+    scratch = Path(tempfile.gettempdir())
+    for mount in grader_mounts():
+        m = _SCRATCH.fullmatch(mount.name)
+        if mount.parent == scratch and m and _dead(int(m.group(1))):
+            unmount(mount)
+    for d in scratch.glob("cg-*-*"):
+        m = _SCRATCH.fullmatch(d.name)
+        if m and _dead(int(m.group(1))):
+            shutil.rmtree(d, ignore_errors=True)
+    for root in (d for parent in cgroup_parents() for d in parent.glob("course-grade-*")):
+        m = re.match(r"course-grade-(\d+)-", root.name)
+        if m and _dead(int(m.group(1))) and root.is_dir():
+            try:
+                for pid in (root / "cgroup.procs").read_text().split():
+                    os.kill(int(pid), signal.SIGKILL)
+                root.rmdir()
+            except OSError:
+                pass
+

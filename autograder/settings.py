@@ -1,0 +1,33 @@
+"""How submissions are run: the one owner of every grading default (the CLI and the verbs read theirs here).
+
+>>> Settings().cell_timeout, Settings().notebook_timeout, Settings().limits.memory_text()
+(60, 300, '2.15 GB (2.00 GiB)')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from course_lib.units import MiB
+
+from .sandbox import Limits
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How submissions are run. Part of every result's fingerprint."""
+
+    cell_timeout: float = 60
+    """Seconds one cell may run (the reference notebook's slowest cell takes under 2 s)."""
+    notebook_timeout: float = 300
+    """Seconds each notebook may run."""
+    limits: Limits = field(default_factory=Limits)
+    """OS-enforced limits: memory, processes, file size, CPU (their defaults are Limits')."""
+    max_output_bytes: int = 1 * MiB
+    """Text and images a notebook may print in total; the rest is dropped with a note."""
+    side_check_timeout: float = 60
+    """Seconds a side check's program (e.g. the learner's lab script) may run."""
+    max_restarts: int = 3
+    """Fresh kernels a notebook may get after a cell killed or hung its kernel (each replays the cells before)."""
+    insecure: bool = False
+    """Grade even below the isolation minimum (``--insecure``; never in a Gradescope bundle)."""

@@ -1,0 +1,48 @@
+"""L14.4 Model Loading and Memory, as course-grade grades it: everything of this lesson, in one folder.
+
+==============  ========================================================================
+``collect.py``  what each hidden test collects in the learner's kernel (inputs only)
+``checks.py``   the trusted check of each test, expected answers included (grader only)
+``lab.py``      the lab-edit side check: three questions on the learner's edited lab
+``examples.py`` the example class (examples/submissions/): one learner per misconception
+==============  ========================================================================
+
+The instructor files stay where the course keeps them: the notebook in ``notebooks/level-14/``
+(built by its ``build_notebook.py``, whose hidden tests :func:`hidden_block` writes) and the
+lab in ``labs/notebooks/level-14/``.
+
+>>> LESSON.name, [p.name for p in LESSON.notebooks], LESSON.side_questions()["lab_reports_not_fit"]
+('l14-04-model-memory', ['l14-04-model-memory.ipynb'], 1.0)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autograder.lesson import Lesson
+
+from . import checks, collect
+from .lab import LabEdit
+
+REPO = Path(__file__).resolve().parents[2]
+NAME = "l14-04-model-memory"
+NOTEBOOK = REPO / "notebooks" / "level-14" / f"{NAME}.ipynb"
+LAB = REPO / "labs" / "notebooks" / "level-14" / f"{NAME}.py"
+
+LESSON = Lesson(
+    name=NAME,
+    notebooks=(NOTEBOOK,),
+    files=(LAB,),
+    checks=checks.CHECKS,
+    side_checks=(LabEdit(file=LAB.name),),
+    # what the notebook's cells import, beyond numpy and matplotlib: the fork server imports it once a batch
+    preload=("course_lib", "course_lib.lesson", "course_lib.explorer", "course_lib.labfile", "course_lib.report"),
+    course_id="l14",
+)
+
+
+def hidden_block(grade_id: str) -> str:
+    """The hidden part of ``grade_id``'s test cell (what build_notebook.py writes into the notebook)."""
+    from autograder.hidden import hidden_block as write
+
+    return write(grade_id, collect, checks)

@@ -1,0 +1,62 @@
+"""cells.released_source gives what nbgrader's own ClearSolutions releases, on every solution cell the
+grader meets (L14.4, the hardening fixture, nbgrader's ps1) and on cells written for its corners."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbgrader.preprocessors import ClearSolutions
+
+from autograder.cells import grade_id, is_solution, released_source
+
+REPO = Path(__file__).resolve().parents[2]
+NOTEBOOKS = [REPO / "notebooks" / "level-14" / "l14-04-model-memory.ipynb",
+             REPO / "tests" / "files" / "autograder" / "fixture" / "l14-04-model-memory.ipynb",
+             *sorted((REPO / "tests" / "files" / "nbgrader_example" / "source" / "ps1").glob("*.ipynb"))]
+
+
+def _cell(kind: str, source: str) -> nbformat.NotebookNode:
+    make = nbformat.v4.new_code_cell if kind == "code" else nbformat.v4.new_markdown_cell
+    return make(source, metadata={"nbgrader": {"grade": False, "solution": True, "locked": False,
+                                               "grade_id": "answer", "schema_version": 3}})
+
+
+CORNERS = [
+    _cell("code", "x = 1"),                                                    # no region: the stub whole
+    _cell("markdown", "An answer with no markers."),
+    _cell("code", "def f():\n\t### BEGIN SOLUTION\n\treturn 1\n\t### END SOLUTION\nprint(f())"),   # a tab indent
+    _cell("code", "a = 1\n# BEGIN SOLUTION\nb = 2\n# END SOLUTION\nc = 3\n### BEGIN SOLUTION\nd\n### END SOLUTION"),
+    _cell("markdown", "Intro\n=== BEGIN SOLUTION ===\nsecret\n=== END SOLUTION ===\nOutro"),
+    _cell("code", ""),
+]
+
+
+def _nbgrader(nb: nbformat.NotebookNode) -> dict[int, str]:
+    released, _ = ClearSolutions().preprocess(copy.deepcopy(nb), {})
+    return {i: c.source for i, c in enumerate(released.cells) if is_solution(c)}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.parent.name + "/" + p.name for p in NOTEBOOKS])
+def test_every_solution_cell_is_released_as_nbgrader_releases_it(path):
+    nb = nbformat.read(path, as_version=4)
+    expected = _nbgrader(nb)
+    assert expected, f"{path.name} has solution cells"
+    got = {i: released_source(c) for i, c in enumerate(nb.cells) if is_solution(c)}
+    assert got == expected, [grade_id(nb.cells[i]) for i in got if got[i] != expected.get(i)]
+
+
+@pytest.mark.parametrize("cell", CORNERS, ids=range(len(CORNERS)))
+def test_the_corners_are_released_as_nbgrader_releases_them(cell):
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    assert released_source(cell) == _nbgrader(nb)[0]
+
+
+def test_an_unclosed_region_is_refused_as_nbgrader_refuses_it():
+    cell = _cell("code", "### BEGIN SOLUTION\nx = 1")
+    with pytest.raises(RuntimeError):
+        ClearSolutions().preprocess(nbformat.v4.new_notebook(cells=[copy.deepcopy(cell)]), {})
+    with pytest.raises(ValueError, match="without its END SOLUTION"):
+        released_source(cell)
