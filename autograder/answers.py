@@ -98,12 +98,46 @@ def var(ns, name):
     return to_plain(ns[name])
 
 
-def check_answer(checks, grade_id, values):
-    """(passed, message) from the trusted check ``checks[grade_id]``: the one score dispatch, run by the
-    grader in its own process and copied into the stock-nbgrader part of a hidden test.
+def check_credit(checks, grade_id, values):
+    """(fraction of the points, message) from the trusted check ``checks[grade_id]``: the one score
+    dispatch, run by the grader in its own process and copied into the stock-nbgrader part of a hidden test.
 
-    ``checks`` maps grade_ids to objects whose ``score(values)`` returns something with ``passed``
-    and ``message``. Unknown ids and malformed values score nothing, and no value can crash the caller.
+    ``checks`` maps grade_ids to objects whose ``score(values)`` returns something with ``passed`` and
+    ``message``, and optionally ``fraction`` (0 to 1: the share of the points its sub-answers earned;
+    absent, a pass is 1 and a fail 0). Unknown ids and malformed values score nothing, and no value can
+    crash the caller.
+
+    >>> class Parts:
+    ...     def score(self, values):
+    ...         right = sum(values[k] == 1 for k in ("x", "y"))
+    ...         return type("R", (), {"passed": right == 2, "message": "y is off" if right == 1 else "",
+    ...                               "fraction": right / 2})()
+    >>> check_credit({"t": Parts()}, "t", {"x": 1, "y": 1}), check_credit({"t": Parts()}, "t", {"x": 1, "y": 2})
+    ((1.0, ''), (0.5, 'y is off'))
+    >>> check_credit({"t": Parts()}, "u", {"x": 1})
+    (0.0, "no check is defined for 'u'")
+    """
+    check = checks.get(grade_id)
+    if check is None:
+        return 0.0, "no check is defined for " + repr(grade_id)
+    if not isinstance(values, dict):
+        return 0.0, "the recorded answer is not a dict of values"
+    try:
+        # Re-read as plain JSON: drops any container subclass (e.g. nbformat's NotebookNode)
+        result = check.score(json.loads(json.dumps(values, allow_nan=False)))
+        passed, message = result.passed, result.message
+        fraction = getattr(result, "fraction", None)
+    except Exception as exc:  # noqa: BLE001 - odd values must never crash the grader
+        return 0.0, "the recorded answer could not be checked (" + type(exc).__name__ + ")"
+    if passed is True:
+        return 1.0, str(message or "")
+    if type(fraction) not in (int, float) or not 0 <= fraction < 1 or fraction != fraction:
+        fraction = 0.0
+    return float(fraction), str(message or "")
+
+
+def check_answer(checks, grade_id, values):
+    """(passed, message): :func:`check_credit` read as all or nothing (full points or not).
 
     >>> class Exact:
     ...     def score(self, values):
@@ -113,15 +147,5 @@ def check_answer(checks, grade_id, values):
     >>> check_answer({"t": Exact()}, "u", {"x": 1})
     (False, "no check is defined for 'u'")
     """
-    check = checks.get(grade_id)
-    if check is None:
-        return False, "no check is defined for " + repr(grade_id)
-    if not isinstance(values, dict):
-        return False, "the recorded answer is not a dict of values"
-    try:
-        # Re-read as plain JSON: drops any container subclass (e.g. nbformat's NotebookNode)
-        result = check.score(json.loads(json.dumps(values, allow_nan=False)))
-        passed, message = result.passed, result.message
-    except Exception as exc:  # noqa: BLE001 - odd values must never crash the grader
-        return False, "the recorded answer could not be checked (" + type(exc).__name__ + ")"
-    return passed is True, str(message or "")
+    fraction, message = check_credit(checks, grade_id, values)
+    return fraction == 1.0, message

@@ -36,7 +36,7 @@ Traceback (most recent call last):
 AssertionError: double the number
 >>> ns = {"double": lambda x: x + 1}
 >>> exec(strip_stock_check(block), ns)           # what course-grade runs: the values only
->>> ns["_course_values"], "_course_passed" in ns, "score_double" in strip_stock_check(block)
+>>> ns["_course_values"], "_course_fraction" in ns, "score_double" in strip_stock_check(block)
 ({'got': [2, 3]}, False, False)
 """
 
@@ -162,23 +162,35 @@ def hidden_source(grade_id: str, collect: ModuleType) -> str:
             f"del {RECORDER}")
 
 
-def stock_check_source(grade_id: str, collect: ModuleType, checks: ModuleType) -> str:
-    """The stock-nbgrader part: ``grade_id``'s trusted check run on the recorded values, then assert."""
+def stock_check_source(grade_id: str, collect: ModuleType, checks: ModuleType, points: float | None = None) -> str:
+    """The stock-nbgrader part: ``grade_id``'s trusted check run on the recorded values, then assert.
+
+    With ``points`` (the cell's), a check that gives a share of the points (``fraction``) is partial
+    credit the way nbgrader reads it (``nbgrader.utils.determine_grade``: the first error or
+    ``execute_result`` of the cell decides): the points earned go out through the display hook, as an
+    ``execute_result``, wherever the hidden part sits in the cell, and its message is printed (stdout;
+    stderr would be 0). Nothing earned asserts; all of it shows nothing.
+    """
     scorer = checks.CHECKS[grade_id].score.__name__
-    body = _closure((scorer, "check_answer"), (answers.__file__, collect.__file__, checks.__file__))
+    body = _closure((scorer, "check_credit"), (answers.__file__, collect.__file__, checks.__file__))
     body += ("\n\nimport types\n"
-             f"return check_answer({{{grade_id!r}: types.SimpleNamespace(score={scorer})}}, {grade_id!r}, values)")
+             f"return check_credit({{{grade_id!r}: types.SimpleNamespace(score={scorer})}}, {grade_id!r}, values)")
+    tail = ("assert _course_fraction > 0, _course_message\n"
+            "if _course_fraction < 1:\n"
+            "    print('partial credit: ' + _course_message)\n"
+            "    import sys as _course_sys\n"
+            f"    _course_sys.displayhook(_course_fraction * {points!r})\n"
+            if points is not None else "assert _course_fraction == 1, _course_message\n")
     return (f"{STOCK_BEGIN}\n"
             "# For stock `nbgrader autograde` only: the trusted check, expected values included, asserted\n"
             "# here in the kernel. course-grade removes this part before a learner's kernel sees the cell.\n"
             "def _course_stock_check(values):\n" + textwrap.indent(body, "    ") + "\n\n\n"
-            "_course_passed, _course_message = _course_stock_check(_course_values)\n"
-            "del _course_stock_check\n"
-            "assert _course_passed, _course_message\n"
-            f"{STOCK_END}")
+            "_course_fraction, _course_message = _course_stock_check(_course_values)\n"
+            "del _course_stock_check\n" + tail + f"{STOCK_END}")
 
 
-def hidden_block(grade_id: str, collect: ModuleType, checks: ModuleType) -> str:
-    """The hidden part with its nbgrader markers, as it sits at the end of ``grade_id``'s test cell."""
+def hidden_block(grade_id: str, collect: ModuleType, checks: ModuleType, points: float | None = None) -> str:
+    """The hidden part with its nbgrader markers, as it sits at the end of ``grade_id``'s test cell
+    (``points``: the cell's, so that stock nbgrader gives partial credit as course-grade does)."""
     return (f"### BEGIN HIDDEN TESTS\n{hidden_source(grade_id, collect)}\n"
-            f"{stock_check_source(grade_id, collect, checks)}\n### END HIDDEN TESTS")
+            f"{stock_check_source(grade_id, collect, checks, points)}\n### END HIDDEN TESTS")

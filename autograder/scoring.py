@@ -9,6 +9,7 @@ trusted check. Errors, tracebacks and stderr decide nothing; they only explain a
 In the test cell's outputs                  Result
 =========================================  =======================================
 one answer (or identical repeats), passes   full points
+one answer, some parts right                that share of the points (the check's ``fraction``)
 one answer, fails the check                 0, the check's message
 no answer                                   0, why (the error shown, or not run)
 an answer tagged with another grade_id      0, "recorded for another test"
@@ -32,7 +33,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from .answers import ANSWER_MIME, check_answer
+from .answers import ANSWER_MIME, check_credit
 from .assignment import GradedCell, NotebookSpec
 from .cells import grade_id
 from .execute import Execution
@@ -149,7 +150,11 @@ def _score_one(execution: Execution, index: int | None, test: GradedCell, checks
     distinct = {json.dumps(p.get("values"), sort_keys=True) for p in payloads}
     if len(distinct) > 1:
         return fail(f"{len(distinct)} conflicting answers were recorded in this test; none is accepted")
-    passed, message = check_answer(checks, test.grade_id, payloads[0].get("values"))
-    if passed:
+    fraction, message = check_credit(checks, test.grade_id, payloads[0].get("values"))
+    if fraction == 1.0:
         return QuestionResult(score=points, max_score=points, status=PASSED, message=message or "correct")
+    if fraction > 0:     # sub-answers scored on their own: the check says which part is off
+        earned = round(points * fraction, 4)
+        return QuestionResult(score=earned, max_score=points, status=FAILED,
+                              message=f"partial credit, {earned:g} of {points:g}: {message or 'a part is off'}")
     return fail(message or "the answer is not correct")

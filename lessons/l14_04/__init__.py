@@ -41,8 +41,9 @@ LESSON = Lesson(
 )
 
 
-def hidden_block(grade_id: str) -> str:
-    """The hidden part of ``grade_id``'s test cell (what build_notebook.py writes into the notebook)."""
+def hidden_block(grade_id: str, points: float | None = None) -> str:
+    """The hidden part of ``grade_id``'s test cell (what build_notebook.py writes into the notebook);
+    ``points``: the cell's, for stock nbgrader's partial credit."""
     from autograder.hidden import hidden_block as write
 
-    return write(grade_id, collect, checks)
+    return write(grade_id, collect, checks, points)

@@ -2,14 +2,21 @@
 
 The hidden part of each test cell (:mod:`lessons.l14_04.collect`, copied into the notebook
 by :mod:`autograder.hidden`) runs the learner's code on hidden inputs and records plain
-values. ``CHECKS[grade_id].score(values)`` decides pass/fail on those values alone, in
-the GRADER's process, and writes a message that points at what to look at without
-giving the answer away. This module holds the expected answers; it is never readable
-from a learner's kernel (the sandbox does not mount it, the learner's install does not
-contain it). For stock ``nbgrader autograde`` the same check is copied into the hidden
-test too (its stock-nbgrader part), which course-grade removes before a kernel runs it.
+values. ``CHECKS[grade_id].score(values)`` decides on those values alone, in the GRADER's
+process, and writes a message that points at what to look at without giving the answer away.
+This module holds the expected answers; it is never readable from a learner's kernel (the
+sandbox does not mount it, the learner's install does not contain it). For stock ``nbgrader
+autograde`` the same check is copied into the hidden test too (its stock-nbgrader part), which
+course-grade removes before a kernel runs it.
 
-Expected values are worked here from the lesson and from published configs,
+Fair partial credit: a task with several sub-answers scores each on its own
+(:func:`_parts`: a :class:`Result` with ``fraction``, the share of the points earned), and where a
+later answer calls an earlier one (Task 4 calls Task 3's function, Task 6 may use Task 4's, Task 11c
+uses 11b's figure, Task 14 Task 3's), an answer consistent with the learner's own earlier answer is
+accepted ("carried forward"), so one misconception costs one question. The slips are named by
+:mod:`course_lib.practice`, the same functions the notebook's visible checks (Validate) use.
+
+Expected values are worked here from the lesson and from published configs and logs,
 independently of the learner's code (and written out by hand in comments).
 """
 
@@ -19,20 +26,27 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from course_lib.practice import (admission_slip, blocks_slip, close, concurrency_slip, fit_slip, fp8_slip,
+                                 gb_figure_slip, gqa_ratio_slip, kv_per_token_slip, kv_total_slip, letter_slip,
+                                 log_kv_slip, plannable_slip, reason_slip, request_budget_slip, safe_requests_slip,
+                                 units_slip, weight_bytes_slip, whole)
+
 from autograder.answers import ERROR, NOT_PLAIN
 
-from .collect import (ADMIT_CASES, BUDGET_CASES, FIT_CASES, KV_CONFIGS, KV_TOTAL_CASES, PLANNABLE_CASES, SAFE_CASES,
-                      SEQUENCE, WEIGHT_CASES)
+from .collect import (ADMIT_CASES, BLOCK_CASES, BUDGET_CASES, CONCURRENCY_CASES, FIT_CASES, KV_CONFIGS,
+                      KV_TOTAL_CASES, LOG_KV_CASES, PLANNABLE_CASES, SAFE_CASES, SEQUENCE, WEIGHT_CASES)
 
 GB, GiB = 10**9, 2**30
 
 
 @dataclass(frozen=True)
 class Result:
-    """passed: full points or none. message: what to look at (empty when passed)."""
+    """passed: full points. fraction: the share of the points earned when not passed (None: 0).
+    message: what to look at (empty when passed, or a note such as an error carried forward)."""
 
     passed: bool
     message: str = ""
+    fraction: float | None = None
 
 
 @dataclass(frozen=True)
@@ -52,39 +66,71 @@ def _problem(value: Any, name: str) -> str | None:
     return None
 
 
-def _is_number(v: Any) -> bool:
-    return type(v) in (int, float)
-
-
-def _close(v: Any, expected: float, rel: float = 1e-9, abs_: float = 1e-9) -> bool:
-    return _is_number(v) and math.isfinite(v) and math.isclose(v, expected, rel_tol=rel, abs_tol=abs_)
-
-
-def _whole(v: Any) -> bool:
-    return type(v) is int or (type(v) is float and v.is_integer())
-
-
-def _first_problem(values: dict) -> str | None:
-    for name, value in values.items():
-        message = _problem(value, name)
-        if message:
-            return message
-        if isinstance(value, list):
-            for item in value:
-                message = _problem(item, name)
-                if message:
-                    return message
+def _first_problem(values: Any, name: str = "value") -> str | None:
+    """The first error marker or non-plain value anywhere in ``values`` (a dict or a list of them)."""
+    message = _problem(values, name)
+    if message:
+        return message
+    if isinstance(values, dict):
+        for key, value in values.items():
+            message = _first_problem(value, key)
+            if message:
+                return message
+    elif isinstance(values, list):
+        for value in values:
+            message = _first_problem(value, name)
+            if message:
+                return message
     return None
 
 
-def _letter(v: Any, expected: str, name: str) -> Result:
-    if type(v) is not str:
-        return Result(False, f"{name} must be a plain string such as \"a\", \"b\" or \"c\"")
-    if v.strip().lower() not in {"a", "b", "c"}:
-        return Result(False, f"{name} must be one of \"a\", \"b\" or \"c\" (got {v!r})")
-    if v.strip().lower() != expected:
-        return Result(False, f"{name}: not that option; reread the matching paragraph of the lesson")
-    return Result(True)
+def _parts(*parts: tuple[float, str | None], note: str = "") -> Result:
+    """Sub-answers scored on their own: (weight, message or None when right) each.
+
+    >>> _parts((1, None), (1, "b is off"))
+    Result(passed=False, message='b is off', fraction=0.5)
+    >>> _parts((1, None), (2, None), note="carried")
+    Result(passed=True, message='carried', fraction=None)
+    """
+    total = sum(w for w, _ in parts)
+    wrong = [m for _, m in parts if m]
+    if not wrong:
+        return Result(True, note)
+    earned = sum(w for w, m in parts if not m)
+    more = len(wrong) - 1
+    message = wrong[0] if not more else f"{wrong[0]} (and {more} more part{'s' if more > 1 else ''} to look at)"
+    return Result(False, message, earned / total if total else 0.0)
+
+
+def _first(*messages: str | None) -> str | None:
+    return next((m for m in messages if m), None)
+
+
+def carried_note(earlier: str) -> str:
+    """The note on an answer scored against the learner's own (wrong) earlier answer.
+
+    >>> carried_note("kv_bytes_per_token")
+    'consistent with your kv_bytes_per_token, which its own task finds off: fix that one first (this question keeps its points)'
+    """
+    return (f"consistent with your {earlier}, which its own task finds off: fix that one first "
+            "(this question keeps its points)")
+
+
+def _own_int(value: Any) -> int | None:
+    return value if type(value) is int and value > 0 else None
+
+
+# ------------------------------------------------------- predict first (the lesson's question)
+
+PREDICT_WHY = {
+    "b": "The file on disk does not grow while the server runs: the weights were loaded once and fit.",
+    "c": "A schema is a few kilobytes of text; it does not grow with requests.",
+}
+
+
+def _score_predict(v: dict) -> Result:
+    message = _problem(v["answer"], "predict_answer") or letter_slip(v["answer"], "predict_answer", "a", PREDICT_WHY)
+    return Result(message is None, message or "")
 
 
 # ------------------------------------------------------- 1. the 24 GB budget
@@ -100,59 +146,33 @@ def _score_request_budget(v: dict) -> Result:
     problem = _first_problem(v)
     if problem:
         return Result(False, problem)
-    for (d, w, ws, r), got, left in zip(BUDGET_CASES, v["left"], LEFT_EXPECTED):
-        if _close(got, left):
-            continue
-        if _close(got, d - w):
-            return Result(False, "request_budget_gb: a budget of weights only. What else must come out of the device "
-                                 "before requests get any memory?")
-        if _close(got, d - w - ws) or _close(got, d - w - r):
-            return Result(False, "request_budget_gb: one fixed pool is missing. Count every pool the lesson's "
-                                 "24 GB example subtracts.")
-        return Result(False, f"request_budget_gb{(d, w, ws, r)} is off; subtract the fixed pools from the device")
-    for (left, per), got, fit in zip(FIT_CASES, v["fit"], FIT_EXPECTED):
-        if not _whole(got):
-            return Result(False, "requests_that_fit must return a whole number of requests (a part of a request "
-                                 "cannot run)")
-        if int(got) != fit:
-            hint = " A negative budget fits no request." if left < 0 else " Round down: the next request would cross."
-            return Result(False, f"requests_that_fit({left}, {per}) is off.{hint}")
-    if not _close(v["left_gb"], 6):
-        return Result(False, "left_gb should come from request_budget_gb on the lesson's 24 GB example")
-    if not _whole(v["fit_count"]) or int(v["fit_count"]) != 4:
-        return Result(False, "fit_count should come from requests_that_fit on the lesson's example")
-    if type(v["fifth_crosses"]) is not bool or v["fifth_crosses"] is not True:
-        return Result(False, "fifth_crosses must be a bool: does one more request than fit_count cross the budget?")
-    return Result(True)
+    functions = _first(*(request_budget_slip(c, g, e) for c, g, e in zip(BUDGET_CASES, v["left"], LEFT_EXPECTED)),
+                       *(fit_slip(c, g, e) for c, g, e in zip(FIT_CASES, v["fit"], FIT_EXPECTED)))
+    # the example, carried forward from the learner's own request_budget_gb (their left for 24-14-2-2)
+    own_left = v["left"][0] if type(v["left"][0]) in (int, float) else 6
+    example = None
+    if not (close(v["left_gb"], 6) or close(v["left_gb"], own_left)):
+        example = "left_gb should come from request_budget_gb on the lesson's 24 GB example"
+    elif not whole(v["fit_count"]) or int(v["fit_count"]) != max(0, math.floor(v["left_gb"] / 1.5 + 1e-9)):
+        example = "fit_count should come from requests_that_fit(left_gb, 1.5) on the lesson's example"
+    elif v["fifth_crosses"] is not True:
+        example = "fifth_crosses must be a bool: does one more request than fit_count cross the budget?"
+    return _parts((1, functions), (1, example))
 
 
 # --------------------------------------------------------- 2. weight bytes
-
-DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "int4": 0.5}
-
 
 def _score_weight_bytes(v: dict) -> Result:
     problem = _first_problem(v)
     if problem:
         return Result(False, problem)
-    for (params, dt), got in zip(WEIGHT_CASES, v["bytes"]):
-        expected = int(params * DTYPE_BYTES[dt])  # e.g. 8,030,261,248 x 2 = 16,060,522,496
-        if _close(got, expected, rel=1e-12):
-            continue
-        if _close(got, expected * 8, rel=1e-12):
-            return Result(False, f"weight_bytes(..., {dt!r}) is 8x too large: bits or bytes per value?")
-        return Result(False, f"weight_bytes(..., {dt!r}) is off; it is parameters x bytes per stored value")
-    if not _whole(v["bytes"][0]):
-        return Result(False, "weight_bytes must return a whole number of bytes")
-    expected_gb = 8_030_261_248 * 2 / GB     # 16.06 GB
-    expected_gib = 8_030_261_248 * 2 / GiB   # 14.96 GiB
-    if _close(v["gb"], expected_gib, rel=1e-3) and _close(v["gib"], expected_gb, rel=1e-3):
-        return Result(False, "llama3_weights_gb and llama3_weights_gib are swapped: which unit is 10^9 and which 2^30?")
-    if not _close(v["gb"], expected_gb, rel=1e-3):
-        return Result(False, "llama3_weights_gb: GB means 10^9 bytes")
-    if not _close(v["gib"], expected_gib, rel=1e-3):
-        return Result(False, "llama3_weights_gib: GiB means 2^30 bytes")
-    return Result(True)
+    function = _first(*(weight_bytes_slip(c, g) for c, g in zip(WEIGHT_CASES, v["bytes"])))
+    own = v["bytes"][0] if type(v["bytes"][0]) in (int, float) and v["bytes"][0] > 0 else None
+    units = units_slip(v["gb"], v["gib"], 8_030_261_248 * 2, "llama3_weights_gb", "llama3_weights_gib")
+    if units and own is not None and own != 8_030_261_248 * 2 and \
+            units_slip(v["gb"], v["gib"], own, "llama3_weights_gb", "llama3_weights_gib") is None:
+        units = None                        # carried forward from the learner's own weight_bytes
+    return _parts((1, function), (1, units), note=carried_note("weight_bytes") if function and not units else "")
 
 
 # ------------------------------------------------------ 3. KV bytes per token
@@ -163,83 +183,56 @@ KV_EXPECTED = {  # fp16 bytes per token of each KV_CONFIGS shape, worked by hand
     "qwen2-7b": 2 * 28 * 4 * 128 * 2,          # 57,344
     "gemma-2-9b": 2 * 42 * 8 * 256 * 2,        # 344,064 (head_dim 256 given, not 3584 / 16 = 224)
     "falcon-like-mqa": 2 * 32 * 1 * 64 * 2,    # 8,192
+    "gpt2": 2 * 12 * 12 * 64 * 2,              # 36,864 (MHA)
 }
+#: The three kinds of shape, one point each: plain multi-head (and bytes_per_value used), GQA/MQA, head_dim stated
+KV_GROUPS = (("llama-2-7b", "gpt2"), ("llama-3-8b", "qwen2-7b", "falcon-like-mqa"), ("gemma-2-9b",))
 
 
 def _score_kv_per_token(v: dict) -> Result:
     fp16 = v.get("fp16")
     if not isinstance(fp16, dict):
         return Result(False, _problem(fp16, "kv_bytes_per_token") or "kv_bytes_per_token did not run")
-    for name, cfg in KV_CONFIGS.items():
-        expected = KV_EXPECTED[name]
-        got = fp16.get(name)
-        problem = _problem(got, "kv_bytes_per_token")
-        if problem:
-            return Result(False, problem)
-        if _close(got, expected, rel=1e-12):
-            continue
-        heads = cfg["num_attention_heads"]
-        kv = cfg.get("num_key_value_heads", heads)
-        if _close(got, expected / 2, rel=1e-12):
-            return Result(False, "kv_bytes_per_token is half of what the cache holds: what does each token store "
-                                 "in every layer, besides its key?")
-        if kv != heads and _close(got, expected * heads / kv, rel=1e-12):
-            return Result(False, "kv_bytes_per_token counts too many heads: with grouped-query attention, which "
-                                 "heads are cached? Look at num_key_value_heads")
-        if _close(got, expected * 8, rel=1e-12):
-            return Result(False, "kv_bytes_per_token is 8x too large: bits or bytes per value?")
-        if "head_dim" in cfg and _close(got, expected * (cfg["hidden_size"] // heads) / cfg["head_dim"], rel=1e-12):
-            return Result(False, "kv_bytes_per_token: when a config states head_dim, use it instead of "
-                                 "hidden_size / num_attention_heads")
-        if "num_key_value_heads" not in cfg:
-            return Result(False, "kv_bytes_per_token fails on a config without num_key_value_heads: what does "
-                                 "that mean for the number of KV heads?")
-        return Result(False, f"kv_bytes_per_token is off for a {name} config; it is "
-                             "2 x layers x KV heads x head_dim x bytes")
-    if not _close(v.get("fp32"), 2 * 32 * 8 * 128 * 4, rel=1e-12):
-        return Result(False, "kv_bytes_per_token must use its bytes_per_value argument")
-    return Result(True)
+    parts = []
+    for group in KV_GROUPS:
+        message = None
+        for name in group:
+            got = fp16.get(name)
+            message = _problem(got, "kv_bytes_per_token") or kv_per_token_slip(KV_CONFIGS[name], got, KV_EXPECTED[name])
+            if message:
+                break
+        if group[0] == "llama-2-7b" and not message and not close(v.get("fp32"), 2 * 32 * 32 * 128 * 4, rel=1e-12):
+            message = _problem(v.get("fp32"), "kv_bytes_per_token") or \
+                "kv_bytes_per_token must use its bytes_per_value argument"
+        parts.append((1, message))
+    return _parts(*parts)
 
 
 # -------------------------------------------------------- 4. KV cache total
-
-CARRIED = ("consistent with your kv_bytes_per_token, which Task 3 finds off: fix that one first "
-           "(this question keeps its points)")
-
 
 def _score_kv_total(v: dict) -> Result:
     problem = _first_problem({"bytes": v.get("bytes"), "lab_kv_gb": v.get("lab_kv_gb")})
     if problem:
         return Result(False, problem)
     own = v.get("own_per_token") if isinstance(v.get("own_per_token"), list) else []
-    carried = False
+    carried, function = False, None
     for i, ((name, b, t, s), got) in enumerate(zip(KV_TOTAL_CASES, v["bytes"])):
-        per_token = KV_EXPECTED[name] // 2 * b
-        if _close(got, per_token * t * s, rel=1e-12):
+        right = KV_EXPECTED[name] // 2 * b
+        if kv_total_slip((b, t, s), got, right) is None:
             continue
-        # Error carried forward: right for the learner's own kv_bytes_per_token (Task 3 takes that loss).
-        mine = own[i] if i < len(own) and type(own[i]) is int and own[i] > 0 else None
-        if mine is not None and mine != per_token and _close(got, mine * t * s, rel=1e-12):
+        mine = _own_int(own[i]) if i < len(own) else None          # carried from Task 3
+        if mine is not None and mine != right and kv_total_slip((b, t, s), got, mine) is None:
             carried = True
             continue
-        base = mine or per_token
-        if _close(got, base * t, rel=1e-12) and s != 1:
-            return Result(False, "kv_cache_bytes does not grow with active_sequences: every active sequence "
-                                 "keeps its own cache")
-        if _close(got, base * s, rel=1e-12) and t != 1:
-            return Result(False, "kv_cache_bytes does not grow with context_tokens: every cached token costs "
-                                 "kv_bytes_per_token")
-        return Result(False, f"kv_cache_bytes is off for a {name} config at {t} tokens x {s} sequences: it is "
-                             f"kv_bytes_per_token(config, bytes_per_value) x tokens x sequences")
+        function = kv_total_slip((b, t, s), got, mine or right, f"a {name}")
+        break
     # Llama-2-7B, 1024 tokens, 8 sequences: 524,288 x 1024 x 8 = 4,294,967,296 B = 4.295 GB
-    lab, right = v["lab_kv_gb"], 4_294_967_296 / GB
-    own_lab = v["bytes"][0] / GB if _is_number(v["bytes"][0]) else None   # KV_TOTAL_CASES[0] is the lab's setting
-    if not _close(lab, right, rel=1e-3) and not (carried and _close(lab, own_lab, rel=1e-3)):
-        if any(_close(lab, x * GB / GiB, rel=1e-3) for x in (right, own_lab) if x is not None):
-            return Result(False, "lab_kv_gb: that is the figure in GiB (2^30 bytes); the lab reports GB (10^9 bytes)")
-        return Result(False, "lab_kv_gb should be kv_cache_bytes for the lab's settings (Llama-2-7B, fp16, "
-                             "1,024 tokens, 8 sequences), divided by GB")
-    return Result(True, CARRIED if carried else "")
+    own_lab = v["bytes"][0] / GB if type(v["bytes"][0]) in (int, float) else None     # KV_TOTAL_CASES[0]: the lab's
+    lab = gb_figure_slip(v["lab_kv_gb"], 4_294_967_296 / GB, "lab_kv_gb",
+                         "kv_cache_bytes for the lab's settings (Llama-2-7B, fp16, 1,024 tokens, 8 sequences)")
+    if lab and own_lab is not None and gb_figure_slip(v["lab_kv_gb"], own_lab, "lab_kv_gb", "") is None:
+        lab, carried = None, True
+    return _parts((1, function), (1, lab), note=carried_note("kv_bytes_per_token") if carried else "")
 
 
 # -------------------------------------------------------- 5. GQA and dtype
@@ -249,24 +242,16 @@ def _score_gqa_dtype(v: dict) -> Result:
     if problem:
         return Result(False, problem)
     # Llama-2-7B 524,288 / Llama-3-8B 131,072 = 4 (32 KV heads vs 8)
-    if not _close(v["ratio"], 4.0, rel=1e-9):
-        if _close(v["ratio"], 1.0):
-            return Result(False, "mha_over_gqa_ratio: the two models have the same attention heads, but do they "
-                                 "cache the same number of KV heads?")
-        if _close(v["ratio"], 0.25):
-            return Result(False, "mha_over_gqa_ratio is inverted: divide Llama-2-7B's (multi-head) KV bytes per "
-                                 "token by Llama-3-8B's (GQA)")
-        return Result(False, "mha_over_gqa_ratio: divide Llama-2-7B's KV bytes per token by Llama-3-8B's; what "
-                             "differs between them is the number of KV heads")
-    right, own = 2 * 32 * 8 * 128 * 1, v.get("own_fp8")     # 65,536
-    carried = type(own) is int and own != right and _close(v["fp8"], own, rel=1e-12)
-    if not _close(v["fp8"], right, rel=1e-12) and not carried:
-        if _close(v["fp8"], right * 8, rel=1e-12):
-            return Result(False, "llama3_fp8_kv_bytes_per_token: fp8 means 8 bits; how many bytes is that?")
-        if _close(v["fp8"], right * 2, rel=1e-12):
-            return Result(False, "llama3_fp8_kv_bytes_per_token: that is the fp16 figure; fp8 stores 1 byte per value")
-        return Result(False, "llama3_fp8_kv_bytes_per_token: same formula as Task 3, one byte per value")
-    return Result(True, CARRIED if carried else "")
+    ratio = gqa_ratio_slip(v["ratio"], 4.0)
+    carried = False
+    mha, gqa = _own_int(v.get("own_mha")), _own_int(v.get("own_gqa"))
+    if ratio and mha and gqa and mha / gqa != 4.0 and close(v["ratio"], mha / gqa):
+        ratio, carried = None, True
+    fp8 = fp8_slip(v["fp8"], 2 * 32 * 8 * 128 * 1, "llama3_fp8_kv_bytes_per_token")    # 65,536
+    own = _own_int(v.get("own_fp8"))
+    if fp8 and own and own != 65_536 and close(v["fp8"], own):
+        fp8, carried = None, True
+    return _parts((1, ratio), (1, fp8), note=carried_note("kv_bytes_per_token") if carried else "")
 
 
 # ---------------------------------------------------- 6-7. predict, then measure
@@ -282,134 +267,144 @@ PREDICT_KV = 33_554_432
 PREDICT_PARAMS = 30_745_088
 
 
+def _weights_prediction_slip(w: Any) -> str | None:
+    if type(w) is not int:
+        return "predicted_weights_bytes must be an int of bytes (a prediction you can check to the byte)"
+    if w == PREDICT_WEIGHTS:
+        return None
+    head = 8000 * 512 * 4
+    if w == PREDICT_PARAMS:
+        return "predicted_weights_bytes is the parameter count: how many bytes is each value?"
+    if w * 2 == PREDICT_WEIGHTS:
+        return "predicted_weights_bytes: the setting is fp32, 4 bytes per value"
+    if w == PREDICT_WEIGHTS * 8:
+        return "predicted_weights_bytes is 8x too large: bits or bytes per value?"
+    if w == PREDICT_WEIGHTS - head:
+        return ("predicted_weights_bytes: the output head is not tied to the embeddings here "
+                "(tie_word_embeddings is false): count its vocab x hidden values too")
+    if w == PREDICT_WEIGHTS - (8 * 2 * 512 + 512) * 4:
+        return ("predicted_weights_bytes: count the norms too (two per layer and a final one, hidden_size values "
+                "each): exact means exact")
+    if w == PREDICT_WEIGHTS + 8 * 2 * (512 * 512 - 512 * 128) * 4:
+        return ("predicted_weights_bytes: k_proj and v_proj map hidden_size to KV heads x head_dim (2 x 64 here), "
+                "not to hidden_size")
+    return ("predicted_weights_bytes is off: count each matrix of the config (embedding, q/k/v/o, the three MLP "
+            "matrices, the norms, the head) x 4 bytes")
+
+
+def _kv_prediction_slip(kv: Any) -> str | None:
+    if type(kv) is not int:
+        return "predicted_kv_cache_bytes must be an int of bytes"
+    if kv == PREDICT_KV:
+        return None
+    if kv * 2 == PREDICT_KV:
+        return "predicted_kv_cache_bytes is half of it: every layer caches a key and a value, 4 bytes each (fp32)"
+    if kv == PREDICT_KV * 4:
+        return "predicted_kv_cache_bytes counts the 8 attention heads: only the 2 KV heads are cached"
+    if kv * 4 == PREDICT_KV:
+        return "predicted_kv_cache_bytes: every one of the 4 sequences keeps its own cache"
+    if kv in (8192, 8192 * 4):
+        return "predicted_kv_cache_bytes: that is per token; multiply by tokens and sequences"
+    if kv == PREDICT_KV * 8:
+        return "predicted_kv_cache_bytes is 8x too large: bits or bytes per value?"
+    return "predicted_kv_cache_bytes is off: 2 x layers x KV heads x head_dim x bytes, x tokens x sequences"
+
+
 def _score_predict_measure(v: dict) -> Result:
     problem = _first_problem({"weights": v.get("weights"), "kv_cache": v.get("kv_cache")})
     if problem:
         return Result(False, problem)
-    w, kv, own = v["weights"], v["kv_cache"], v.get("own_kv_cache")
-    for name, got in (("predicted_weights_bytes", w), ("predicted_kv_cache_bytes", kv)):
-        if type(got) is not int:
-            return Result(False, f"{name} must be an int of bytes (a prediction you can check to the byte)")
-    if w != PREDICT_WEIGHTS:
-        head = 8000 * 512 * 4
-        if w == PREDICT_PARAMS:
-            return Result(False, "predicted_weights_bytes is the parameter count: how many bytes is each value?")
-        if w * 2 == PREDICT_WEIGHTS:
-            return Result(False, "predicted_weights_bytes: the setting is fp32, 4 bytes per value")
-        if w == PREDICT_WEIGHTS * 8:
-            return Result(False, "predicted_weights_bytes is 8x too large: bits or bytes per value?")
-        if w == PREDICT_WEIGHTS - head:
-            return Result(False, "predicted_weights_bytes: the output head is not tied to the embeddings here "
-                                 "(tie_word_embeddings is false): count its vocab x hidden values too")
-        if w == PREDICT_WEIGHTS - (8 * 2 * 512 + 512) * 4:
-            return Result(False, "predicted_weights_bytes: count the norms too (two per layer and a final one, "
-                                 "hidden_size values each): exact means exact")
-        if w == PREDICT_WEIGHTS + 8 * 2 * (512 * 512 - 512 * 128) * 4:
-            return Result(False, "predicted_weights_bytes: k_proj and v_proj map hidden_size to KV heads x head_dim "
-                                 "(2 x 64 here), not to hidden_size")
-        return Result(False, "predicted_weights_bytes is off: count each matrix of the config (embedding, "
-                             "q/k/v/o, the three MLP matrices, the norms, the head) x 4 bytes")
-    carried = type(own) is int and own != PREDICT_KV and kv == own   # the learner's own kv_cache_bytes (Task 4)
-    if kv != PREDICT_KV and not carried:
-        if kv * 2 == PREDICT_KV:
-            return Result(False, "predicted_kv_cache_bytes is half of it: every layer caches a key and a value, "
-                                 "4 bytes each (fp32)")
-        if kv == PREDICT_KV * 4:
-            return Result(False, "predicted_kv_cache_bytes counts the 8 attention heads: only the 2 KV heads are "
-                                 "cached")
-        if kv * 4 == PREDICT_KV:
-            return Result(False, "predicted_kv_cache_bytes: every one of the 4 sequences keeps its own cache")
-        if kv == 8192 or kv == 8192 * 4:
-            return Result(False, "predicted_kv_cache_bytes: that is per token; multiply by tokens and sequences")
-        if kv == PREDICT_KV * 8:
-            return Result(False, "predicted_kv_cache_bytes is 8x too large: bits or bytes per value?")
-        return Result(False, "predicted_kv_cache_bytes is off: 2 x layers x KV heads x head_dim x bytes, "
-                             "x tokens x sequences")
-    return Result(True, "the KV cache is " + CARRIED if carried else "")
+    kv = _kv_prediction_slip(v["kv_cache"])
+    carried = False
+    # carried forward: the learner's own kv_cache_bytes (Task 4) or kv_bytes_per_token (Task 3) on this model
+    own_total, own_token = _own_int(v.get("own_kv_cache")), _own_int(v.get("own_per_token"))
+    if kv and type(v["kv_cache"]) is int and v["kv_cache"] in {x for x in (own_total, own_token and own_token * 4096)
+                                                              if x and x != PREDICT_KV}:
+        kv, carried = None, True
+    return _parts((1, _weights_prediction_slip(v["weights"])), (1, kv),
+                  note="the KV cache is " + carried_note("kv_bytes_per_token") if carried else "")
+
+
+GAP_WHY = {
+    "a": "course_lib's weights column matches the measurement to the byte: the count is exact.",
+    "c": "The KV cache was measured for the same 4 sequences the formula counts, and they agree.",
+}
 
 
 def _score_measured_gap(v: dict) -> Result:
     problem = _first_problem(v)
     if problem:
         return Result(False, problem)
-    pool, reason = v["pool"], v["reason"]
+    pool = v["pool"]
     if type(pool) is not str or pool not in ("weights", "kv_cache", "workspace"):
-        return Result(False, "largest_gap_pool must be one of \"weights\", \"kv_cache\" or \"workspace\"")
-    if pool != "workspace":
-        return Result(False, "largest_gap_pool: that pool follows from the config exactly (a count x bytes); "
-                             "which pool has no exact formula?")
-    return _letter(reason, "b", "gap_reason")
+        pool_msg = 'largest_gap_pool must be one of "weights", "kv_cache" or "workspace"'
+    elif pool != "workspace":
+        pool_msg = ("largest_gap_pool: that pool follows from the config exactly (a count x bytes), as course_lib's "
+                    "column shows; which pool has no exact formula?")
+    else:
+        pool_msg = None
+    return _parts((1, pool_msg), (1, letter_slip(v["reason"], "gap_reason", "b", GAP_WHY)))
 
 
-# ---------------------------------------------------- 6. free is not capacity
+def _score_predict_again(v: dict) -> Result:
+    problem = _first_problem(v)
+    if problem:
+        return Result(False, problem)
+    pool = None if v["pool"] == "kv_cache" else (
+        'predict_again_pool must be one of "weights", "kv_cache" or "workspace"'
+        if v["pool"] not in ("weights", "workspace") else
+        "predict_again_pool: that pool did not depend on the number of sequences you measured; which one did?")
+    # 4 -> 32 sequences at the same length: the KV cache grows 32 / 4 = 8 times
+    factor = None if close(v["factor"], 8) else "predict_again_factor: by how much did the sequence count grow?"
+    return _parts((1, pool), (1, factor))
 
-# SAFE_CASES (free, reserve, per_request) -> requests:
-# (8-2)/1.5 = 4 ; (20-4)/3 = 5.33 -> 5 ; (3-2)/0.4 = 2.5 -> 2 ; (1-2) -> 0
-SAFE_EXPECTED = [4, 5, 2, 0]
+
+# ---------------------------------------------------- 8-9. free is not capacity
+
+# SAFE_CASES (free, workspace, reserve, per_request) -> requests, worked by hand:
+# (8-0-2)/1.5 = 4 ; (20-0-4)/3 = 5.33 -> 5 ; (1-0-2) < 0 -> 0 ;
+# (8-1-2)/1.5 = 3.33 -> 3 ; (20-3-4)/3 = 4.33 -> 4 ; (3-1-1)/0.4 = 2.5 -> 2
+SAFE_EXPECTED = [4, 5, 0, 3, 4, 2]
 
 
 def _score_safe_requests(v: dict) -> Result:
     problem = _first_problem(v)
     if problem:
         return Result(False, problem)
-    for (free, reserve, per), expected, got in zip(SAFE_CASES, SAFE_EXPECTED, v["n"]):
-        if not _whole(got):
-            return Result(False, "safe_requests must return a whole number of requests")
-        if int(got) == expected:
-            continue
-        if int(got) == free // per:
-            return Result(False, "safe_requests treats free memory as capacity: which memory must stay unfilled "
-                                 "even when the device reports it free?")
-        if expected == 0:
-            return Result(False, "safe_requests: when the reserve is larger than what is free, how many can start?")
-        return Result(False, f"safe_requests({free}, {reserve}, {per}) is off")
-    return Result(True)
+    slips = [safe_requests_slip(c, g, e) for c, g, e in zip(SAFE_CASES, v["n"], SAFE_EXPECTED)]
+    no_workspace = _first(*(m for c, m in zip(SAFE_CASES, slips) if c[1] == 0))
+    workspace = _first(*(m for c, m in zip(SAFE_CASES, slips) if c[1] != 0))
+    return _parts((1, no_workspace), (1, workspace))
 
 
-# (total, free, allocated, reserved, safety reserve) -> plannable = max(0, free - safety reserve):
-# 18 - 8 = 10 GB ; 9 - 2 = 7 GB ; 3 - 4 < 0 -> 0 ; 100 - 14 = 86 GB
-PLANNABLE_EXPECTED = [10 * GB, 7 * GB, 0, 86 * GB]
+# PLANNABLE_CASES (free, allocated, reserved, inactive_split, safety) -> free + (reserved - allocated - split) -
+# safety, never below 0: the caching allocator releases whole free segments and retries before an OOM
+# (c10/cuda/CUDACachingAllocator.cpp, release_cached_blocks), split blocks inside live segments stay:
+# 18+0-8 = 10 ; 3+0-4 < 0 -> 0 ; 18+(9-3)-8 = 16 ; 9+(3-3)-2 = 7 ; 100+(10-1)-14 = 95 ; 1+(6-2)-6 < 0 -> 0  (GB)
+PLANNABLE_EXPECTED = [10 * GB, 0, 16 * GB, 7 * GB, 95 * GB, 0]
 
 
 def _score_plannable(v: dict) -> Result:
     problem = _first_problem(v)
     if problem:
         return Result(False, problem)
-    for (total, free, allocated, reserved, safety), expected, got in zip(PLANNABLE_CASES, PLANNABLE_EXPECTED,
-                                                                          v["bytes"]):
-        if not _whole(got):
-            return Result(False, "plannable_bytes must return a whole number of bytes")
-        if int(got) == expected:
-            continue
-        if int(got) < 0:
-            return Result(False, "plannable_bytes: when the free memory is below the safety reserve, nothing "
-                                 "may be planned (0), never a negative amount")
-        if int(got) == free:
-            return Result(False, "plannable_bytes: the safety reserve must stay unfilled, even when it is free")
-        if int(got) in (free + reserved - allocated - safety, max(0, free + reserved - allocated - safety)):
-            return Result(False, "plannable_bytes counts the pieces torch has cached (reserved - allocated): they "
-                                 "may be split into blocks too small for one large allocation; plan only with "
-                                 "what the device reports free")
-        if int(got) in (total - allocated - safety, max(0, total - allocated - safety)):
-            return Result(False, "plannable_bytes: total - allocated counts torch's cached pieces and memory "
-                                 "outside torch (the CUDA context, other processes); start from what is free")
-        if int(got) in (total - reserved - safety, max(0, total - reserved - safety)):
-            return Result(False, "plannable_bytes: total - reserved counts memory outside torch (the CUDA "
-                                 "context, other processes); start from what the device reports free")
-        return Result(False, "plannable_bytes is off: which of these bytes are guaranteed for a new allocation?")
-    return Result(True)
+    slips = [plannable_slip(c, g, e) for c, g, e in zip(PLANNABLE_CASES, v["bytes"], PLANNABLE_EXPECTED)]
+    nothing_cached = _first(*(m for c, m in zip(PLANNABLE_CASES, slips) if c[1] == c[2]))
+    cached = _first(*(m for c, m in zip(PLANNABLE_CASES, slips) if c[1] != c[2]))
+    return _parts((1, nothing_cached), (1, cached))
 
 
-# ------------------------------------------------------- 7. admission rule
+# ------------------------------------------------------- 10. admission rule
 
 # ADMIT_CASES (request, in_use, safe_budget) -> decision
 ADMIT_EXPECTED = [
     "admit",     # 1 GB into an empty 6 GB budget
     "admit",     # 5 + 1 = 6 GB lands exactly on the budget: still safe
+    "admit",     # an empty request
     "queue",     # 5 + 2 = 7 GB crosses now, fits once something finishes
+    "queue",     # 6 GB fits an empty budget, not next to 1 byte in use
     "reject",    # 7 GB can never fit a 6 GB budget
     "reject",
-    "admit",     # an empty request
 ]
 # SEQUENCE: ten 550 MB requests in a 6 GB budget: 10 x 0.55 = 5.5 GB fits, the 11th would be 6.05 GB.
 SEQUENCE_EXPECTED = ["admit"] * 10 + ["queue"]
@@ -419,93 +414,127 @@ def _score_admission(v: dict) -> Result:
     problem = _first_problem(v)
     if problem:
         return Result(False, problem)
-    for (request, in_use, budget), expected, got in zip(ADMIT_CASES, ADMIT_EXPECTED, v["singles"]):
-        if type(got) is not str or got not in {"admit", "queue", "reject"}:
-            return Result(False, "admission_decision must return exactly one of the strings "
-                                 "\"admit\", \"queue\" or \"reject\"")
-        if got == expected:
-            continue
-        if expected == "admit" and in_use + request == budget:
-            return Result(False, "admission_decision: a request that lands exactly on the safe budget is still "
-                                 "inside it")
-        if expected == "reject":
-            return Result(False, "admission_decision: a request larger than the whole safe budget can never "
-                                 "start; should it wait forever?")
-        if expected == "queue":
-            return Result(False, "admission_decision: this request fits the budget once running work finishes; "
-                                 "is crashing or refusing it the safe choice?")
-        return Result(False, f"admission_decision({request}, {in_use}, {budget}) is off")
-    if len(SEQUENCE) != len(SEQUENCE_EXPECTED) or v["sequence"] != SEQUENCE_EXPECTED:
-        return Result(False, "admission_decision: ten equal requests fill the budget; the eleventh should wait")
-    return Result(True)
+    by_kind: dict[str, str | None] = {"admit": None, "queue": None, "reject": None}
+    for case, expected, got in zip(ADMIT_CASES, ADMIT_EXPECTED, v["singles"]):
+        by_kind[expected] = by_kind[expected] or admission_slip(case, got, expected)
+    if len(v["sequence"]) != len(SEQUENCE) or v["sequence"] != SEQUENCE_EXPECTED:
+        by_kind["queue"] = by_kind["queue"] or ("admission_decision: ten equal requests fill the budget; the eleventh "
+                                                "should wait")
+    return _parts(*((1, by_kind[k]) for k in ("admit", "queue", "reject")))
 
 
-# --------------------------------------------------- 8. loading, offloading
+# Chat-like trace (course_lib.scenario.comparison_trace: 400 requests, prompts 64-512, max_new_tokens 1,024,
+# ~128-token answers) on the lesson's 6 GB KV budget: under reserve-max 66.8% of the allocated KV is reserved but
+# never (or not yet) holding a token; paged runs at most 25 at once against reserve-max's 9
+# (course_lib.simulate; tests/lesson/test_notebook.py recomputes both). By reasoning: each request reserves
+# prompt + 1,024 but fills prompt + ~128, about (1,024 - 128) / (288 + 1,024) = 68% unused.
+CHAT_UNUSED_SHARE = 0.668
+CHAT_MORE = "paged"
 
+
+def _score_policy_predict(v: dict) -> Result:
+    problem = _first_problem(v)
+    if problem:
+        return Result(False, problem)
+    unused = v["unused"]
+    if type(unused) not in (int, float) or not 0 <= unused <= 1:
+        share = "chat_unused_share must be a share between 0 and 1 (0.5 is half)"
+    elif abs(unused - CHAT_UNUSED_SHARE) <= 0.10:
+        share = None
+    elif unused > 1 - 1e-9 or unused < 0.1:
+        share = ("chat_unused_share: a reserve-max request fills its prompt and its answer; what share of prompt + "
+                 "max_new_tokens is that, for a ~128-token answer?")
+    else:
+        share = ("chat_unused_share is off by more than 10 points: compare what a request reserves (prompt + "
+                 "max_new_tokens) with what it fills (prompt + its answer)")
+    more = v["more"]
+    if more not in ("paged", "reserve-max", "same"):
+        more_msg = 'chat_more_running must be "paged", "reserve-max" or "same"'
+    else:
+        more_msg = None if more == CHAT_MORE else (
+            "chat_more_running: which policy keeps memory free for the tokens that never come?")
+    return _parts((1, share), (1, more_msg))
+
+
+# --------------------------------------------------- 11. loading, offloading
 
 def _score_offload_step(v: dict) -> Result:
     problem = _first_problem(v)
     if problem:
         return Result(False, problem)
     got, right = v["offload_s"], 10 / 31.5     # 10 GB / 31.5 GB/s = 0.3175 s per decode step
-    if _close(got, right, rel=0.01):
+    if close(got, right, rel=0.01):
         return Result(True)
-    if not _is_number(got):
+    if type(got) not in (int, float):
         return Result(False, "offload_seconds_per_step must be a number of seconds")
-    if _close(got, right * 8, rel=0.01) or _close(got, right / 8, rel=0.01):
+    if close(got, right * 8, rel=0.01) or close(got, right / 8, rel=0.01):
         return Result(False, "offload_seconds_per_step: both figures are in bytes (GB and GB/s): no factor 8")
-    if _close(got, right * GiB / GB, rel=0.005) or _close(got, right * GB / GiB, rel=0.005):
+    if close(got, right * GiB / GB, rel=0.005) or close(got, right * GB / GiB, rel=0.005):
         return Result(False, "offload_seconds_per_step: GB and GB/s here are both 10^9 bytes; a GiB (2^30) "
                              "slipped into one of them")
-    if _close(got, 10 / 63, rel=0.01):
+    if close(got, 10 / 63, rel=0.01):
         return Result(False, "offload_seconds_per_step: 63 GB/s is PCIe Gen5; the question is about Gen4")
-    if _close(got, 31.5 / 10, rel=0.01):
+    if close(got, 31.5 / 10, rel=0.01):
         return Result(False, "offload_seconds_per_step: time = bytes moved / bandwidth, not bandwidth / bytes")
     return Result(False, "offload_seconds_per_step: time = bytes moved / bandwidth")
+
+
+READY_S = 14 / 2 + 14 / 25 + 4 + 20 + 8      # 7 s read + 0.56 s copy + 4 init + 20 capture + 8 warm-up = 39.56 s
+
+
+def _ready_slip(got: Any) -> str | None:
+    if close(got, READY_S, rel=0.002):
+        return None
+    if type(got) not in (int, float):
+        return "replica_ready_seconds must be a number of seconds"
+    # Slips are matched to 1e-4: each is exact arithmetic, and two of them are only 0.04 s apart
+    # (no copy: 39.00 s; the 14 GB read as GiB: 39.04 s).
+    if close(got, 7.56, rel=1e-4):
+        return ("replica_ready_seconds: moving the bytes is not all of it; what else happens before the first "
+                "request is served?")
+    if close(got, 32, rel=1e-4):
+        return "replica_ready_seconds: the weights still have to be read and copied to the GPU"
+    if close(got, 39.0, rel=1e-4):
+        return "replica_ready_seconds: the copy to the GPU (14 GB at 25 GB/s) takes time too"
+    if close(got, 32.56, rel=1e-4):
+        return "replica_ready_seconds: reading the weights from the disk (14 GB at 2 GB/s) takes time too"
+    in_gib = 14 * GB / GiB
+    if any(close(got, t, rel=1e-4) for t in (in_gib / 2 + in_gib / 25 + 32, 14 * GiB / GB / 2 + 14 * GiB / GB / 25 + 32)):
+        return ("replica_ready_seconds: the weights are 14 GB (10^9 bytes) and the rates GB/s: a GiB (2^30 bytes) "
+                "slipped in")
+    return "replica_ready_seconds: add every phase of the readiness timeline"
 
 
 def _score_replica_ready(v: dict) -> Result:
     problem = _first_problem(v)
     if problem:
         return Result(False, problem)
-    # 14 GB / 2 GB/s = 7 s read + 14 GB / 25 GB/s = 0.56 s copy + 4 s init + 20 s capture + 8 s warm-up = 39.56 s
-    got = v["ready_s"]
-    if _close(got, 39.56, rel=0.002):
-        return Result(True)
-    if not _is_number(got):
-        return Result(False, "replica_ready_seconds must be a number of seconds")
-    # Slips are matched to 1e-4: each is exact arithmetic, and two of them are only 0.04 s apart
-    # (no copy: 39.00 s; the 14 GB read as GiB: 39.04 s).
-    if _close(got, 7.56, rel=1e-4):
-        return Result(False, "replica_ready_seconds: moving the bytes is not all of it; what else happens before "
-                             "the first request is served?")
-    if _close(got, 32, rel=1e-4):
-        return Result(False, "replica_ready_seconds: the weights still have to be read and copied to the GPU")
-    if _close(got, 39.0, rel=1e-4):
-        return Result(False, "replica_ready_seconds: the copy to the GPU (14 GB at 25 GB/s) takes time too")
-    if _close(got, 32.56, rel=1e-4):
-        return Result(False, "replica_ready_seconds: reading the weights from the disk (14 GB at 2 GB/s) takes time too")
-    in_gib = 14 * GB / GiB                       # 13.04: the 14 GB read as GiB
-    if any(_close(got, t, rel=1e-4) for t in (in_gib / 2 + in_gib / 25 + 32, 14 * GiB / GB / 2 + 14 * GiB / GB / 25 + 32)):
-        return Result(False, "replica_ready_seconds: the weights are 14 GB (10^9 bytes) and the rates GB/s: a GiB "
-                             "(2^30 bytes) slipped in")
-    return Result(False, "replica_ready_seconds: add every phase of the readiness timeline")
+    message = _ready_slip(v["ready_s"])
+    return Result(message is None, message or "")
 
 
-def _score_ready_at_start(v: dict) -> Result:
-    problem = _first_problem(v)
+def _score_unready(v: dict) -> Result:
+    problem = _first_problem({"unready_s": v.get("unready_s")})
     if problem:
         return Result(False, problem)
-    got = v["at_start"]
-    if type(got) is not bool:
-        return Result(False, f"ready_at_process_start must be True or False (a bool), not a {type(got).__name__}")
-    if got:
-        return Result(False, "ready_at_process_start: a process that has just started is still reading weights, "
-                             "initialising the device and warming up; can it serve yet?")
-    return Result(True)
+    got, own = v["unready_s"], v.get("own_ready_s")
+    # traffic from 5 s after the process starts; ready at 39.56 s: 34.56 s of requests that cannot be served
+    if close(got, READY_S - 5, rel=1e-3):
+        return Result(True)
+    if type(own) in (int, float) and not close(own, READY_S, rel=0.002) and close(got, own - 5, rel=1e-3):
+        return Result(True, carried_note("replica_ready_seconds"))
+    if type(got) not in (int, float):
+        return Result(False, "replica_unready_seconds must be a number of seconds")
+    if close(got, 5):
+        return Result(False, "replica_unready_seconds: the traffic starts at 5 s; how long until the replica serves?")
+    if close(got, 0) or got < 0:
+        return Result(False, "replica_unready_seconds: is the replica ready 5 s after its process starts?")
+    if close(got, READY_S, rel=1e-3) or (type(own) in (int, float) and close(got, own, rel=1e-3)):
+        return Result(False, "replica_unready_seconds: the traffic arrives 5 s after the process starts, not at once")
+    return Result(False, "replica_unready_seconds: from when traffic arrives to when the replica is ready")
 
 
-# -------------------------------------------------------- 9. the pools
+# -------------------------------------------------------- 12. the pools
 
 POOL_KINDS = {"weights": "fixed", "workspace": "fixed", "reserve": "fixed", "kv_cache": "grows",
               "request_state": "grows"}
@@ -515,87 +544,200 @@ def _score_pool_kinds(v: dict) -> Result:
     problem = _first_problem(v)
     if problem:
         return Result(False, problem)
-    kinds = v["kinds"]
+    kinds, kinds_msg = v["kinds"], None
     if type(kinds) is not dict:
-        return Result(False, "pool_kinds must be a dict from pool name to \"fixed\" or \"grows\"")
-    missing = sorted(set(POOL_KINDS) - set(kinds))
+        kinds_msg = 'pool_kinds must be a dict from pool name to "fixed" or "grows"'
+    elif set(POOL_KINDS) - set(kinds):
+        kinds_msg = f"pool_kinds lacks {len(set(POOL_KINDS) - set(kinds))} pool(s); the lesson names five"
+    elif any(type(k) is not str or k not in {"fixed", "grows"} for k in kinds.values()):
+        kinds_msg = 'each kind in pool_kinds must be "fixed" or "grows"'
+    else:
+        wrong = [name for name, kind in POOL_KINDS.items() if kinds[name] != kind]
+        if wrong:
+            kinds_msg = (f"pool_kinds: {len(wrong)} pool(s) classified wrongly; which ones change when one more "
+                         "request starts?")
+    # gpu_memory_utilization = 0.92 leaves 8% of 24 GB = 1.92 GB unfilled
+    reserve = v["reserve_gb"]
+    if close(reserve, 1.92, rel=1e-6):
+        reserve_msg = None
+    elif close(reserve, 24 * 0.92, rel=1e-6):
+        reserve_msg = "vllm_reserve_gb: 0.92 is what vLLM may fill; the reserve is what it leaves"
+    elif close(reserve, 2.4, rel=1e-6):
+        reserve_msg = "vllm_reserve_gb: that is 0.9's reserve; this server runs at 0.92"
+    else:
+        reserve_msg = "vllm_reserve_gb: what share of the 24 GB device does gpu_memory_utilization = 0.92 leave unfilled?"
+    return _parts((1, kinds_msg), (1, reserve_msg))
+
+
+# -------------------------------------------------- 13-15. read the real log
+
+def _score_log_kv(v: dict) -> Result:
+    problem = _first_problem({"kv": v.get("kv")})
+    function = problem or _first(*(log_kv_slip(c, g) for c, g in zip(LOG_KV_CASES, v["kv"])))
+    # the A100 log: 79.25 x 0.25 - 14.2488 (weights) - 5.01 (KV) = 0.5537 GiB of activation peak and non-torch
+    rest = v.get("rest")
+    rest_msg = _problem(rest, "a100_activation_and_non_torch_gib")
+    if rest_msg is None and not close(rest, 79.25 * 0.25 - 14.2488 - 5.01, abs_=0.011):
+        if close(rest, 79.25 - 14.2488 - 5.01, abs_=0.011):
+            rest_msg = "a100_activation_and_non_torch_gib: vLLM's budget is 0.25 of the total, not the total"
+        elif close(rest, 79.25 * 0.25 - 14.2488, abs_=0.011):
+            rest_msg = "a100_activation_and_non_torch_gib: the KV cache (5.01 GiB) came out of the budget too"
+        else:
+            rest_msg = ("a100_activation_and_non_torch_gib: solve vLLM's rule for the terms the log does not print "
+                        "(budget - weights - KV cache)")
+    return _parts((1, function), (1, rest_msg))
+
+
+def _score_log_blocks(v: dict) -> Result:
+    problem = _first_problem({"blocks": v.get("blocks"), "concurrency": v.get("concurrency")})
+    functions = problem or _first(*(blocks_slip(c, g) for c, g in zip(BLOCK_CASES, v["blocks"])),
+                                  *(concurrency_slip(c, g) for c, g in zip(CONCURRENCY_CASES, v["concurrency"])))
+    # Llama-3.1-8B at TP 8: 8 KV heads / 8 GPUs = 1 head per GPU: 2 x 32 x 1 x 128 x 2 B = 16,384 B per token
+    per_gpu, own = v.get("per_gpu"), _own_int(v.get("own_full"))
+    per_msg = _problem(per_gpu, "mi300x_kv_bytes_per_token_per_gpu")
+    carried = False
+    if per_msg is None and not close(per_gpu, 16_384):
+        if own and own != 131_072 and close(per_gpu, own / 8):
+            carried = True
+        elif close(per_gpu, 131_072):
+            per_msg = ("mi300x_kv_bytes_per_token_per_gpu: that is the whole model's; tensor parallelism splits the KV "
+                       "heads over the 8 GPUs")
+        elif close(per_gpu, 131_072 / 32):
+            per_msg = "mi300x_kv_bytes_per_token_per_gpu: the KV heads are split over the GPUs, the layers are not"
+        else:
+            per_msg = "mi300x_kv_bytes_per_token_per_gpu: Task 3's figure for Llama-3.1-8B, shared by 8 GPUs"
+    return _parts((1, functions), (1, per_msg), note=carried_note("kv_bytes_per_token") if carried else "")
+
+
+# The A100 log's launch (vLLM 0.10.1.1, Qwen2-7B, utilization 0.25, max_model_len 16,384) changed one knob at a
+# time, as course-memory estimate --runtime vllm gives it (tests/lesson/test_notebook.py recomputes each):
+# max_num_seqs 256 -> 64: the sampler's profile shrinks, the KV pool grows (4.92 -> 5.18 GiB): "more";
+# max_num_batched_tokens 2,048 -> 8,192: the forward's profile grows (0.52 -> 1.03 GiB), the pool shrinks: "less";
+# kv_cache_dtype fp8: the same bytes hold twice the tokens: 93,872 x 2 = 187,744 as logged;
+# gpu_memory_utilization 0.25 -> 0.20: 0.05 x 79.25 = 3.96 GiB less budget: 5.01 - 3.96 = 1.05 GiB.
+LOG_PREDICTIONS = {"max_num_seqs=64": "more", "max_num_batched_tokens=8192": "less"}
+FP8_TOKENS = 93_872 * 2
+KV_AT_020 = 5.01 - 0.05 * 79.25
+
+
+def _score_log_predict(v: dict) -> Result:
+    got = v.get("predictions")
+    problem = _problem(got, "a100_predictions")
+    if problem or type(got) is not dict:
+        return Result(False, problem or "a100_predictions must be a dict (see the template)")
+    parts = []
+    for key, expected in LOG_PREDICTIONS.items():
+        value = got.get(key)
+        if value not in ("more", "less", "same"):
+            parts.append((1, f'a100_predictions[{key!r}] must be "more", "less" or "same"'))
+        elif value != expected:
+            parts.append((1, f"a100_predictions[{key!r}]: what does that knob change in the profile run, and what "
+                             "does the profile take from the budget?"))
+        else:
+            parts.append((1, None))
+    tokens = got.get("kv_cache_tokens_with_fp8")
+    parts.append((1, None if close(tokens, FP8_TOKENS, rel=0.02) else
+                  "a100_predictions['kv_cache_tokens_with_fp8']: an fp8 cache stores 1 byte per value instead of 2; "
+                  "what does that do to the tokens in the same bytes?"))
+    gib = got.get("kv_cache_gib_at_utilization_0.20")
+    parts.append((1, None if close(gib, KV_AT_020, abs_=0.05) else
+                  "a100_predictions['kv_cache_gib_at_utilization_0.20']: only the budget changes; by how many GiB?"))
+    return _parts(*parts)
+
+
+# ---------------------------------------------------------- 16. the decision
+
+DECISION_KEYS = ("weights", "kv_cache_dtype", "max_model_len", "max_num_seqs", "gpu_memory_utilization",
+                 "tensor_parallel")
+USERS, MIN_LEN = 12, 8192
+
+
+def _score_decision(v: dict) -> Result:
+    decision, reason = v.get("decision"), v.get("reason")
+    problem = _problem(decision, "decision")
+    if problem or type(decision) is not dict:
+        return Result(False, problem or "decision must be a dict (see the template)")
+    missing = [k for k in DECISION_KEYS if k not in decision]
     if missing:
-        return Result(False, f"pool_kinds lacks {len(missing)} pool(s); the lesson names five")
-    for name, kind in kinds.items():
-        if type(kind) is not str or kind not in {"fixed", "grows"}:
-            return Result(False, f"pool_kinds[{name!r}] must be \"fixed\" or \"grows\"")
-    wrong = [name for name, kind in POOL_KINDS.items() if kinds[name] != kind]
-    if wrong:
-        return Result(False, f"pool_kinds: {len(wrong)} pool(s) classified wrongly; which ones change when one "
-                             "more request starts?")
-    # gpu_memory_utilization = 0.9 leaves 10% of 24 GB = 2.4 GB unfilled
-    if not _close(v["reserve_gb"], 2.4, rel=1e-6):
-        return Result(False, "vllm_default_reserve_gb: what share of the device does gpu_memory_utilization=0.9 "
-                             "leave unfilled?")
-    return Result(True)
+        return Result(False, f"decision lacks {', '.join(missing)}")
+    from course_lib.vllm_explorer import plan_launch
+
+    starts = None
+    if decision["tensor_parallel"] != 1:
+        starts = "decision: one card means tensor_parallel 1"
+    elif type(decision["max_model_len"]) is not int or decision["max_model_len"] < MIN_LEN:
+        starts = "decision: the users need 8k context: max_model_len of at least 8,192"
+    plan = None
+    if starts is None:
+        plan = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", weights=decision["weights"],
+                           kv_cache_dtype=decision["kv_cache_dtype"], max_model_len=decision["max_model_len"],
+                           max_num_seqs=decision["max_num_seqs"], tensor_parallel=1,
+                           gpu_memory_utilization=decision["gpu_memory_utilization"])
+        if not plan.starts:
+            starts = f"decision: {plan.verdict()}"[:300]
+    serves = "decision: it does not start, so it serves nobody" if starts else None
+    if serves is None and not plan.serves(USERS):
+        serves = (f"decision: vLLM would run {plan.concurrent_requests} requests of {decision['max_model_len']:,} "
+                  f"tokens at once, not {USERS}: {plan.verdict(USERS)}")[:400]
+    return _parts((1, starts), (1, serves), (1, reason_slip(reason, decision)))
 
 
-# -------------------------------------------------- 10-12. questions, lab
+# ---------------------------------------------------------- 17-18. the lab
+
+LAB_FACTORS = {"weights": 1, "workspace": 1, "reserve": 1, "kv_cache": 2}
 
 
-def _score_predict(v: dict) -> Result:
-    return Result(False, _problem(v["answer"], "predict_answer")) if _problem(v["answer"], "predict_answer") \
-        else _letter(v["answer"], "a", "predict_answer")
+def _score_lab_predict(v: dict) -> Result:
+    got = v.get("factors")
+    problem = _problem(got, "lab_change_factors")
+    if problem or type(got) is not dict or set(got) != set(LAB_FACTORS):
+        return Result(False, problem or "lab_change_factors must be a dict with the lab's four parts")
+    fixed = None if all(close(got[k], 1) for k in ("weights", "workspace", "reserve")) else \
+        "lab_change_factors: one of the fixed parts changes in your prediction; what does the number of sequences touch?"
+    kv = None if close(got["kv_cache"], 2) else "lab_change_factors['kv_cache']: how does it grow with the sequences?"
+    return _parts((1, fixed), (1, kv))
+
+
+def _score_lab_crossing(v: dict) -> Result:
+    got = v.get("first")
+    problem = _problem(got, "lab_first_crossing_sequences")
+    if problem:
+        return Result(False, problem)
+    # 24 - 14 - 2 - 2 = 6 GB for the KV cache; 0.537 GB a sequence: 11 x 0.537 = 5.91 fits, 12 x = 6.44 crosses
+    if whole(got) and int(got) == 12:
+        return Result(True)
+    if whole(got) and int(got) == 11:
+        return Result(False, "lab_first_crossing_sequences: 11 sequences still fit; the question asks for the first "
+                             "count that does not")
+    if whole(got) and int(got) == 16:
+        return Result(False, "lab_first_crossing_sequences: 16 does not fit, but a smaller count already crosses")
+    return Result(False, "lab_first_crossing_sequences: the KV budget is what the fixed parts leave of 24 GB; "
+                         "how many 0.537 GB sequences fit in it?")
+
+
+# ------------------------------------------------------------ 19. Quick Check
+
+QUICK_CHECK = {
+    1: ("b", {"a": "safetensors files are not compressed: loaded weights take what the file holds (cast to the "
+                   "served dtype at most).",
+              "c": "vLLM's dtype='auto' serves the checkpoint's own 16-bit dtype; and a cast would not explain "
+                   "memory that grows while serving."}),
+    2: ("b", {"a": "Preemption recomputes work and can still starve the process; admission decides before that.",
+              "c": "vLLM preallocates its KV pool at start: nvidia-smi shows it used by design, free or not."}),
+    3: ("a", {"b": "Prefetching can hide some transfer time, never all of it when every step needs the bytes.",
+              "c": "Offloading moves bytes to host memory; it helps when the device, not the host, is short."}),
+}
 
 
 def _score_quick_check(v: dict) -> Result:
-    for i, expected in ((1, "c"), (2, "c"), (3, "a")):
+    parts = []
+    for i, (expected, why) in QUICK_CHECK.items():
         value = v.get(f"q{i}")
-        problem = _problem(value, f"quick_check_{i}")
-        if problem:
-            return Result(False, problem)
-        result = _letter(value, expected, f"quick_check_{i}")
-        if not result.passed:
-            return result
-    return Result(True)
+        parts.append((1, _problem(value, f"quick_check_{i}") or letter_slip(value, f"quick_check_{i}", expected, why)))
+    return _parts(*parts)
 
 
-LAB_PARTS_8 = {"weights": 14.0, "workspace": 2.0, "reserve": 2.0, "kv_cache": 4.295}   # 8 x 0.537 GB
-LAB_PARTS_16 = {"weights": 14.0, "workspace": 2.0, "reserve": 2.0, "kv_cache": 8.59}   # 16 x 0.537 GB
-
-
-def _parts_match(got: Any, expected: dict) -> bool:
-    return (type(got) is dict and set(got) == set(expected)
-            and all(_close(got[k], expected[k], rel=2e-3) for k in expected))
-
-
-def _score_lab_record(v: dict) -> Result:
-    problem = _first_problem(v)
-    if problem:
-        return Result(False, problem)
-    if not _parts_match(v["parts"], LAB_PARTS_8):
-        return Result(False, "lab_parts_gb_at_8 should be the parts_gb dict the unchanged lab prints")
-    if not _close(v["headroom"], 1.705, rel=2e-3):
-        return Result(False, "lab_headroom_gb_at_8 should be the headroom_gb the unchanged lab prints")
-    if type(v["prediction"]) is not str or v["prediction"] not in LAB_PARTS_8:
-        return Result(False, "lab_prediction must be one of the part names: \"weights\", \"workspace\", "
-                             "\"reserve\", \"kv_cache\"")
-    if v["prediction"] != "kv_cache":
-        return Result(False, "lab_prediction: that part is fixed; which one grows with active sequences?")
-    return Result(True)
-
-
-def _score_lab_after_edit(v: dict) -> Result:
-    problem = _first_problem(v)
-    if problem:
-        return Result(False, problem)
-    if _parts_match(v["parts"], LAB_PARTS_8):
-        return Result(False, "lab_parts_gb_at_16 still shows 8 sequences: edit active_sequences in the lab file "
-                             "and rerun it")
-    if not _parts_match(v["parts"], LAB_PARTS_16):
-        return Result(False, "lab_parts_gb_at_16 should be what the lab prints after changing only "
-                             "active_sequences to 16")
-    if v["fits"] is not False:
-        return Result(False, "lab_fits_at_16 must be a bool: does the lab say the workload fits?")
-    return Result(True)
-
-
-# ----------------------------------------------------- 14. explain it back
+# ----------------------------------------------------- 20. explain it back
 
 REQUIRED_POOLS = {"weights": "fixed", "workspace": "fixed", "reserve": "fixed", "kv_cache": "grows"}
 
@@ -613,46 +755,52 @@ def _score_explain_budget(v: dict) -> Result:
     pools = budget["pools"]
     if type(pools) is not dict:
         return Result(False, "my_budget['pools'] must be a dict of pools")
+    shape = None
     for name, kind in REQUIRED_POOLS.items():
         pool = pools.get(name)
         if type(pool) is not dict or "bytes" not in pool or "kind" not in pool:
             return Result(False, f"my_budget['pools'] needs a {name!r} pool with 'bytes' and 'kind'")
         if type(pool["bytes"]) is not int or pool["bytes"] < 0:
-            return Result(False, f"my_budget['pools'][{name!r}]['bytes'] must be a non-negative int of bytes")
+            return Result(False, f"my_budget['pools'][{name!r}]['bytes'] must be an int >= 0")
         if pool["kind"] != kind:
-            return Result(False, f"my_budget: is the {name!r} pool fixed, or does it grow with active requests?")
+            shape = shape or f"my_budget['pools'][{name!r}]: is it fixed, or does it grow with active requests?"
     for name, pool in pools.items():
         if type(pool) is not dict or type(pool.get("bytes")) is not int or pool.get("kind") not in {"fixed", "grows"}:
             return Result(False, f"my_budget['pools'][{name!r}] needs an int 'bytes' and a kind of fixed/grows")
+    if pools["workspace"]["bytes"] == 0 or pools["reserve"]["bytes"] == 0:
+        shape = shape or "my_budget: a real budget keeps some workspace and some reserve"
     # arithmetic, checked against the library (trusted, in the grader process)
     try:
         from course_lib import get_model, gpu_bytes, kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, weight_bytes
         spec = get_model(budget["model"])
         device = gpu_bytes(budget["gpu"])
         weights = weight_bytes(spec, budget["dtype"])
-        kv_dtype = budget.get("kv_dtype", budget["dtype"])
+        # the KV dtype: the one given, else the weights' dtype or (for quantized weights) the compute dtype
+        compute = spec.quantization.compute_dtype if spec.quantization is not None else budget["dtype"]
+        kv_dtypes = {d for d in (budget.get("kv_dtype"), budget["dtype"], compute) if d} \
+            if "kv_dtype" not in budget else {budget["kv_dtype"]}
         tokens, seqs = budget["context_tokens"], budget["active_sequences"]
         if type(tokens) is not int or type(seqs) is not int or tokens < 1 or seqs < 1:
             return Result(False, "my_budget: context_tokens and active_sequences must be ints >= 1")
-        kv_capped = kv_cache_bytes_per_sequence(spec, tokens, kv_dtype) * seqs
-        kv_plain = kv_cache_bytes_per_token(spec, kv_dtype) * tokens * seqs
-    except ValueError as exc:
-        return Result(False, f"my_budget: {exc}")
+        kv_options = {kv_cache_bytes_per_sequence(spec, tokens, dt) * seqs for dt in kv_dtypes} | \
+                     {kv_cache_bytes_per_token(spec, dt) * tokens * seqs for dt in kv_dtypes}
+    except (ValueError, TypeError, AttributeError) as exc:       # CourseInputError is a ValueError
+        return Result(False, f"my_budget: {exc}"[:300])
+    arithmetic = None
     if not math.isclose(pools["weights"]["bytes"], weights, rel_tol=0.02):
-        return Result(False, "my_budget: the weights pool does not match parameters x bytes for that model and dtype")
-    if not any(math.isclose(pools["kv_cache"]["bytes"], kv, rel_tol=0.01) for kv in (kv_capped, kv_plain)):
-        return Result(False, "my_budget: the kv_cache pool does not match KV bytes per token x tokens x sequences")
-    if pools["workspace"]["bytes"] == 0 or pools["reserve"]["bytes"] == 0:
-        return Result(False, "my_budget: a real budget keeps some workspace and some reserve")
+        arithmetic = "my_budget: the weights pool does not match parameters x bytes for that model and dtype"
+    elif not any(math.isclose(pools["kv_cache"]["bytes"], kv, rel_tol=0.01) for kv in kv_options):
+        arithmetic = "my_budget: the kv_cache pool does not match KV bytes per token x tokens x sequences"
     total = sum(p["bytes"] for p in pools.values())
-    if budget["headroom_bytes"] != device - total:
-        return Result(False, "my_budget['headroom_bytes'] should be the device's bytes minus every pool")
-    return Result(True)
+    headroom = None if budget["headroom_bytes"] == device - total else \
+        "my_budget['headroom_bytes'] should be the device's bytes (as CUDA reports them) minus every pool"
+    return _parts((1, shape), (1, arithmetic), (1, headroom))
 
 
 # ------------------------------------------------------------------ registry
 
 CHECKS: dict[str, Check] = {c.grade_id: c for c in (
+    Check("test_predict", _score_predict),
     Check("test_request_budget", _score_request_budget),
     Check("test_weight_bytes", _score_weight_bytes),
     Check("test_kv_per_token", _score_kv_per_token),
@@ -660,24 +808,29 @@ CHECKS: dict[str, Check] = {c.grade_id: c for c in (
     Check("test_gqa_dtype", _score_gqa_dtype),
     Check("test_predict_measure", _score_predict_measure),
     Check("test_measured_gap", _score_measured_gap),
+    Check("test_predict_again", _score_predict_again),
     Check("test_safe_requests", _score_safe_requests),
     Check("test_plannable", _score_plannable),
     Check("test_admission_rule", _score_admission),
+    Check("test_policy_predict", _score_policy_predict),
     Check("test_offload_step", _score_offload_step),
     Check("test_replica_ready", _score_replica_ready),
-    Check("test_ready_at_start", _score_ready_at_start),
+    Check("test_unready", _score_unready),
     Check("test_pool_kinds", _score_pool_kinds),
-    Check("test_predict", _score_predict),
-    Check("test_lab_record", _score_lab_record),
-    Check("test_lab_after_edit", _score_lab_after_edit),
+    Check("test_log_kv", _score_log_kv),
+    Check("test_log_blocks", _score_log_blocks),
+    Check("test_log_predict", _score_log_predict),
+    Check("test_decision", _score_decision),
+    Check("test_lab_predict", _score_lab_predict),
+    Check("test_lab_crossing", _score_lab_crossing),
     Check("test_quick_check", _score_quick_check),
     Check("test_explain_budget", _score_explain_budget),
 )}
 
 
 def score_answer(grade_id: str, values: Any) -> Result:
-    """Score plain recorded values, as the grader does (:func:`autograder.answers.check_answer`)."""
-    from autograder.answers import check_answer
+    """Score plain recorded values, as the grader does (:func:`autograder.answers.check_credit`)."""
+    from autograder.answers import check_credit
 
-    passed, message = check_answer(CHECKS, grade_id, values)
-    return Result(passed, message)
+    fraction, message = check_credit(CHECKS, grade_id, values)
+    return Result(fraction == 1.0, message, None if fraction in (0.0, 1.0) else fraction)

@@ -12,6 +12,10 @@ It therefore holds only:
   inputs and reads their variables, returning plain values (through
   :mod:`autograder.answers`' ``call``, ``var`` and ``to_plain``).
 
+Where a later question calls an earlier answer (Task 4 calls Task 3's function, Task 6 may call
+Task 4's), the collector also records what the learner's own earlier function gives on the same
+inputs, so the check can carry the earlier answer forward: one misconception costs one question.
+
 Everything here uses the standard library and :mod:`autograder.answers` only, and every name a
 collector uses is defined in one of the two (``autograder.hidden`` copies the closure it needs).
 
@@ -24,6 +28,13 @@ from __future__ import annotations
 from autograder.answers import call, var
 
 GB = 10**9
+GiB = 2**30
+
+
+# ------------------------------------------------------------------ predict first
+
+def collect_predict(ns):
+    return {"answer": var(ns, "predict_answer")}
 
 
 # ------------------------------------------------------------------ 1. the 24 GB budget
@@ -69,6 +80,7 @@ KV_CONFIGS = {
                    "num_key_value_heads": 8, "head_dim": 256},
     "falcon-like-mqa": {"hidden_size": 4544, "num_hidden_layers": 32, "num_attention_heads": 71,
                         "num_key_value_heads": 1},
+    "gpt2": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12},
 }
 # (config name, bytes per value, context tokens, active sequences)
 KV_TOTAL_CASES = [("llama-2-7b", 2, 1024, 8), ("llama-3-8b", 2, 4096, 16), ("qwen2-7b", 1, 32768, 3),
@@ -78,7 +90,7 @@ KV_TOTAL_CASES = [("llama-2-7b", 2, 1024, 8), ("llama-3-8b", 2, 4096, 16), ("qwe
 def collect_kv_per_token(ns):
     return {
         "fp16": {name: call(ns, "kv_bytes_per_token", dict(cfg), 2) for name, cfg in KV_CONFIGS.items()},
-        "fp32": call(ns, "kv_bytes_per_token", dict(KV_CONFIGS["llama-3-8b"]), 4),
+        "fp32": call(ns, "kv_bytes_per_token", dict(KV_CONFIGS["llama-2-7b"]), 4),
     }
 
 
@@ -94,6 +106,8 @@ def collect_kv_cache_total(ns):
 
 def collect_gqa_dtype(ns):
     return {"ratio": var(ns, "mha_over_gqa_ratio"), "fp8": var(ns, "llama3_fp8_kv_bytes_per_token"),
+            "own_mha": call(ns, "kv_bytes_per_token", dict(KV_CONFIGS["llama-2-7b"]), 2),
+            "own_gqa": call(ns, "kv_bytes_per_token", dict(KV_CONFIGS["llama-3-8b"]), 2),
             "own_fp8": call(ns, "kv_bytes_per_token", dict(KV_CONFIGS["llama-3-8b"]), 1)}
 
 
@@ -106,38 +120,46 @@ TINY_LLAMA = {"model_type": "llama", "hidden_size": 512, "intermediate_size": 14
 
 def collect_predict_measure(ns):
     return {"weights": var(ns, "predicted_weights_bytes"), "kv_cache": var(ns, "predicted_kv_cache_bytes"),
-            "own_kv_cache": call(ns, "kv_cache_bytes", dict(TINY_LLAMA), 4, 1024, 4)}
+            "own_kv_cache": call(ns, "kv_cache_bytes", dict(TINY_LLAMA), 4, 1024, 4),
+            "own_per_token": call(ns, "kv_bytes_per_token", dict(TINY_LLAMA), 4)}
 
 
 def collect_measured_gap(ns):
     return {"pool": var(ns, "largest_gap_pool"), "reason": var(ns, "gap_reason")}
 
 
-# ------------------------------------------------------------------ 6. free is not capacity
+def collect_predict_again(ns):
+    return {"pool": var(ns, "predict_again_pool"), "factor": var(ns, "predict_again_factor")}
 
-# (free bytes, reserve bytes, bytes per request)
-SAFE_CASES = [(8 * GB, 2 * GB, 1_500_000_000), (20 * GB, 4 * GB, 3 * GB), (3 * GB, 2 * GB, 400_000_000),
-              (1 * GB, 2 * GB, 500_000_000)]
+
+# ------------------------------------------------------------------ 8-9. free is not capacity
+
+# (free bytes, workspace bytes, reserve bytes, bytes per request): free measured after loading, before the
+# first forward, so the workspace is still to be taken from it.
+SAFE_CASES = [(8 * GB, 0, 2 * GB, 1_500_000_000), (20 * GB, 0, 4 * GB, 3 * GB), (1 * GB, 0, 2 * GB, 500_000_000),
+              (8 * GB, 1 * GB, 2 * GB, 1_500_000_000), (20 * GB, 3 * GB, 4 * GB, 3 * GB),
+              (3 * GB, 1 * GB, 1 * GB, 400_000_000)]
 
 
 def collect_safe_requests(ns):
     return {"n": [call(ns, "safe_requests", *case) for case in SAFE_CASES]}
 
 
-# (total, free, allocated, reserved, safety reserve) of a device, in bytes
-PLANNABLE_CASES = [(80 * GB, 18 * GB, 50 * GB, 59 * GB, 8 * GB), (24 * GB, 9 * GB, 11 * GB, 14 * GB, 2 * GB),
-                   (40 * GB, 3 * GB, 30 * GB, 36 * GB, 4 * GB), (141 * GB, 100 * GB, 20 * GB, 30 * GB, 14 * GB)]
+# (free, allocated, reserved, inactive_split, safety reserve) of a device, in bytes
+PLANNABLE_CASES = [(18 * GB, 50 * GB, 50 * GB, 0, 8 * GB), (3 * GB, 30 * GB, 30 * GB, 0, 4 * GB),
+                   (18 * GB, 50 * GB, 59 * GB, 3 * GB, 8 * GB), (9 * GB, 11 * GB, 14 * GB, 3 * GB, 2 * GB),
+                   (100 * GB, 20 * GB, 30 * GB, 1 * GB, 14 * GB), (1 * GB, 30 * GB, 36 * GB, 2 * GB, 6 * GB)]
 
 
 def collect_plannable(ns):
     return {"bytes": [call(ns, "plannable_bytes", *case) for case in PLANNABLE_CASES]}
 
 
-# ------------------------------------------------------------------ 7. admission rule
+# ------------------------------------------------------------------ 10. admission rule
 
 # (request bytes, bytes in use, safe budget bytes)
-ADMIT_CASES = [(1 * GB, 0, 6 * GB), (1 * GB, 5 * GB, 6 * GB), (2 * GB, 5 * GB, 6 * GB), (7 * GB, 0, 6 * GB),
-               (7 * GB, 3 * GB, 6 * GB), (0, 6 * GB, 6 * GB)]
+ADMIT_CASES = [(1 * GB, 0, 6 * GB), (1 * GB, 5 * GB, 6 * GB), (0, 6 * GB, 6 * GB), (2 * GB, 5 * GB, 6 * GB),
+               (6 * GB, 1, 6 * GB), (7 * GB, 0, 6 * GB), (7 * GB, 3 * GB, 6 * GB)]
 # Eleven 550 MB requests against a 6 GB budget, each admitted one adding to what is in use.
 SEQUENCE = [550_000_000] * 11
 SEQUENCE_BUDGET = 6 * GB
@@ -154,7 +176,11 @@ def collect_admission_rule(ns):
     return {"singles": singles, "sequence": sequence}
 
 
-# ------------------------------------------------------------------ 8. loading, offloading
+def collect_policy_predict(ns):
+    return {"unused": var(ns, "chat_unused_share"), "more": var(ns, "chat_more_running")}
+
+
+# ------------------------------------------------------------------ 11. loading, offloading
 
 def collect_offload_step(ns):
     return {"offload_s": var(ns, "offload_seconds_per_step")}
@@ -164,36 +190,68 @@ def collect_replica_ready(ns):
     return {"ready_s": var(ns, "replica_ready_seconds")}
 
 
-def collect_ready_at_start(ns):
-    return {"at_start": var(ns, "ready_at_process_start")}
+def collect_unready(ns):
+    return {"unready_s": var(ns, "replica_unready_seconds"), "own_ready_s": var(ns, "replica_ready_seconds")}
 
 
-# ------------------------------------------------------------------ 9. the pools
+# ------------------------------------------------------------------ 12. the pools
 
 def collect_pool_kinds(ns):
-    return {"kinds": var(ns, "pool_kinds"), "reserve_gb": var(ns, "vllm_default_reserve_gb")}
+    return {"kinds": var(ns, "pool_kinds"), "reserve_gb": var(ns, "vllm_reserve_gb")}
 
 
-# ------------------------------------------------------------------ 10-13. questions and the lab
+# ------------------------------------------------------------------ 13-15. read the real log
 
-def collect_predict(ns):
-    return {"answer": var(ns, "predict_answer")}
+# Start-up figures of other published vLLM logs (GiB as printed): total, utilization, weights, activation peak,
+# non-torch, CUDA graphs counted in the budget (from v0.21; 0 before)
+LOG_KV_CASES = [(79.19, 0.95, 14.99, 1.89, 0.25, 0.0), (79.19, 0.95, 50.72, 3.66, 0.26, 0.0),
+                (39.56, 0.79, 6.25, 1.49, 0.09, 0.0), (191.98, 0.92, 8.58, 3.54, 0.13, 3.66),
+                (14.74, 0.59, 5.6, 0.74, 0.03, 0.0)]
+# (KV cache bytes, KV bytes per token, tokens per block) and (blocks, tokens per block, max_model_len)
+BLOCK_CASES = [(round(61.66 * 2**30), 524_288, 16), (round(58.11 * 2**30), 65_536, 16),
+               (round(2.39 * 2**30), 131_072, 16), (round(23.46 * 2**30), 114_688, 32)]
+CONCURRENCY_CASES = [(7891, 16, 8192), (1224, 16, 1024), (13724, 16, 2048), (645227, 16, 131072)]
+# Llama-3.1-8B's shape, for the MI300X log's tensor-parallel question
+LLAMA31_8B = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8}
 
+
+def collect_log_kv(ns):
+    return {"kv": [call(ns, "kv_from_log", *case) for case in LOG_KV_CASES],
+            "rest": var(ns, "a100_activation_and_non_torch_gib")}
+
+
+def collect_log_blocks(ns):
+    return {"blocks": [call(ns, "gpu_blocks", *case) for case in BLOCK_CASES],
+            "concurrency": [call(ns, "max_concurrency", *case) for case in CONCURRENCY_CASES],
+            "per_gpu": var(ns, "mi300x_kv_bytes_per_token_per_gpu"),
+            "own_full": call(ns, "kv_bytes_per_token", dict(LLAMA31_8B), 2)}
+
+
+def collect_log_predict(ns):
+    return {"predictions": var(ns, "a100_predictions")}
+
+
+# ------------------------------------------------------------------ 16. the decision
+
+def collect_decision(ns):
+    return {"decision": var(ns, "decision"), "reason": var(ns, "decision_reason")}
+
+
+# ------------------------------------------------------------------ 17-18. the lab
+
+def collect_lab_predict(ns):
+    return {"factors": var(ns, "lab_change_factors")}
+
+
+def collect_lab_crossing(ns):
+    return {"first": var(ns, "lab_first_crossing_sequences")}
+
+
+# ------------------------------------------------------------------ 19-20. questions, explain it back
 
 def collect_quick_check(ns):
     return {"q1": var(ns, "quick_check_1"), "q2": var(ns, "quick_check_2"), "q3": var(ns, "quick_check_3")}
 
-
-def collect_lab_record(ns):
-    return {"parts": var(ns, "lab_parts_gb_at_8"), "headroom": var(ns, "lab_headroom_gb_at_8"),
-            "prediction": var(ns, "lab_prediction")}
-
-
-def collect_lab_after_edit(ns):
-    return {"parts": var(ns, "lab_parts_gb_at_16"), "fits": var(ns, "lab_fits_at_16")}
-
-
-# ------------------------------------------------------------------ 14. explain it back
 
 def collect_explain_budget(ns):
     return {"budget": var(ns, "my_budget")}
@@ -201,6 +259,7 @@ def collect_explain_budget(ns):
 
 #: grade_id of each test cell -> the name of its collector in this module.
 COLLECTORS = {
+    "test_predict": "collect_predict",
     "test_request_budget": "collect_request_budget",
     "test_weight_bytes": "collect_weight_bytes",
     "test_kv_per_token": "collect_kv_per_token",
@@ -208,16 +267,21 @@ COLLECTORS = {
     "test_gqa_dtype": "collect_gqa_dtype",
     "test_predict_measure": "collect_predict_measure",
     "test_measured_gap": "collect_measured_gap",
+    "test_predict_again": "collect_predict_again",
     "test_safe_requests": "collect_safe_requests",
     "test_plannable": "collect_plannable",
     "test_admission_rule": "collect_admission_rule",
+    "test_policy_predict": "collect_policy_predict",
     "test_offload_step": "collect_offload_step",
     "test_replica_ready": "collect_replica_ready",
-    "test_ready_at_start": "collect_ready_at_start",
+    "test_unready": "collect_unready",
     "test_pool_kinds": "collect_pool_kinds",
-    "test_predict": "collect_predict",
-    "test_lab_record": "collect_lab_record",
-    "test_lab_after_edit": "collect_lab_after_edit",
+    "test_log_kv": "collect_log_kv",
+    "test_log_blocks": "collect_log_blocks",
+    "test_log_predict": "collect_log_predict",
+    "test_decision": "collect_decision",
+    "test_lab_predict": "collect_lab_predict",
+    "test_lab_crossing": "collect_lab_crossing",
     "test_quick_check": "collect_quick_check",
     "test_explain_budget": "collect_explain_budget",
 }

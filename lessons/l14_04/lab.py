@@ -1,6 +1,6 @@
 """L14.4's lab-edit check, a side check: only ``active_sequences`` may change (8 -> 16), and the lab must say so.
 
-Three sub-questions, one point each (:data:`QUESTIONS`):
+Three sub-questions, two points in all (:data:`QUESTIONS`: the edit 1, its two effects half a point each):
 
 ``lab_edit_only_active_sequences``
     The submitted lab, compared with the released one at the AST level (comments and
@@ -38,8 +38,8 @@ from autograder.results import FAILED, NOT_RUN, PASSED, QuestionResult
 #: The three sub-questions and their points.
 QUESTIONS = {
     "lab_edit_only_active_sequences": 1.0,
-    "lab_reports_not_fit": 1.0,
-    "lab_only_kv_doubled": 1.0,
+    "lab_reports_not_fit": 0.5,
+    "lab_only_kv_doubled": 0.5,
 }
 TITLES = {
     "lab_edit_only_active_sequences": "Lab: only active_sequences changed, to 16",

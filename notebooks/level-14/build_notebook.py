@@ -47,11 +47,14 @@ def solution(grade_id: str, text: str) -> None:
 
 
 def test(grade_id: str, points: int, title: str, visible: str) -> None:
-    """A test cell: visible asserts, then the hidden part (collection only; scored by the grader).
+    """A test cell: the hidden part (collection, and stock nbgrader's check), then the visible checks.
 
     ``title`` names the question in the feedback page's score table.
     """
-    body = visible.strip("\n") + "\n\n" + hidden_block(grade_id)
+    # The hidden part first: it records the answer before the visible checks run, so a learner's missing
+    # name or failing visible check never stops a sub-answer from earning its share (the visible checks
+    # do not raise while a grader runs: course_lib.practice.grading).
+    body = hidden_block(grade_id, points) + "\n\n" + visible.strip("\n")
     meta = _meta(grade_id, grade=True, solution=False, locked=True, points=points)
     meta["course"] = {"title": title}
     CELLS.append(nbformat.v4.new_code_cell(body, metadata=meta))
@@ -65,25 +68,30 @@ def manual(grade_id: str, points: int, text: str) -> None:
 md("""
 # L14.4 — Model Loading and Memory
 
-**Points:** 37 autograded points in this notebook, 3 points for your written explanation (graded by
-hand), and 3 points for editing the lab file (checked by the autograder). **Total: 43.**
+**Points:** 48 autograded points in this notebook, 3 points for your written explanation (graded by
+hand), and 2 points for editing the lab file (checked by the autograder). **Total: 53.** Most points
+ask you to reason (predict, compute, decide); 7 of the 53 (13%) reward recall or copying (the first
+prediction, the Quick Check, the kinds of the five pools and the lab edit). A task with several parts
+scores each part on its own, and where a task uses an earlier answer of yours it is checked against that
+answer: one slip costs one question, not two.
 
 Work top to bottom. Cells marked *YOUR CODE HERE* are yours; the cells below them check your answer.
 Sizes are in bytes unless a name says otherwise; **GB = 10^9 bytes and GiB = 2^30 bytes**, and the
 difference matters.
 
-**Checking and handing in.** The checks you see are only part of the grading: the grader also runs
-hidden checks on other inputs, so passing the visible ones is a good sign, not a guarantee. The
-*Validate* button runs the visible checks only. A failing check raises an error, and *Run All* stops
-at the first error: fix that cell (or run the cells below it one by one) before you go on. To hand in,
-submit this folder as it is: this notebook **and** the lab file `l14-04-model-memory.py` beside it
-(you edit the lab in Task 14).
+**Checking and handing in.** The checks you see try your code on a few inputs and say what looks off,
+in the same words the grader uses; the grader then tries other inputs you do not see, so passing the
+visible checks is a good sign, not a guarantee. The *Validate* button runs the visible checks only. A
+failing check raises an error, and *Run All* stops at the first error: fix that cell (or run the cells
+below it one by one) before you go on. To hand in, submit this folder as it is: this notebook **and**
+the lab file `l14-04-model-memory.py` beside it (you edit the lab in the lab section).
 """, "intro")
 
 code("""
 # Setup: the course library (light: no torch, no matplotlib until a cell needs them).
 import course_lib
 from course_lib import GB, GiB, get_model, kv_cache_bytes_per_token, weight_bytes as library_weight_bytes
+from course_lib import practice
 from course_lib.report import budget_table
 print("course_lib", course_lib.__version__, "ready")
 """, "setup")
@@ -93,7 +101,28 @@ md("""
 
 Estimate serving memory across model weights, KV cache, runtime workspace, and request state so
 admission decisions use explicit budgets rather than guesswork.
-""", "goal")
+
+## Predict
+
+*Before you read on*, predict. A model's weights fit in GPU memory, but adding many long generation
+requests causes out-of-memory failures. What likely grew?
+
+* **a** — Request-dependent memory such as the KV cache and runtime buffers
+* **b** — The number of model parameters stored on disk
+* **c** — The API schema definition
+
+Set `predict_answer` to `"a"`, `"b"` or `"c"`. (You will predict again after you have measured.)
+""", "predict_intro")
+
+solution("answer_predict", """
+### BEGIN SOLUTION
+predict_answer = "a"
+### END SOLUTION
+""")
+
+test("test_predict", 1, "Predict · what grew?", """
+practice.check_letter(predict_answer, "predict_answer")
+""")
 
 md("""
 ## Budget the whole GPU, not just the weights
@@ -121,10 +150,10 @@ for safety. One long active request is estimated to need 1.5 GB of request-depen
 =  ? GB left for request-dependent state
 ```
 
-**Task 1.** Write `request_budget_gb` (what is left for request-dependent state) and
-`requests_that_fit` (how many requests of a given size fit in that budget; a whole number, never
-negative). Then use them on the example: `left_gb`, `fit_count`, and `fifth_crosses` (a bool: does
-one more request than `fit_count` cross the budget?).
+**Task 1** (two parts, one point each). Write `request_budget_gb` (what is left for request-dependent
+state) and `requests_that_fit` (how many requests of a given size fit in that budget; a whole number,
+never negative). Then use them on the example: `left_gb`, `fit_count`, and `fifth_crosses` (a bool:
+does one more request than `fit_count` cross the budget?).
 """, "budget_intro")
 
 solution("answer_request_budget", """
@@ -153,10 +182,9 @@ print(f"left for requests: {left_gb} GB; {fit_count} requests fit; the next one 
 """)
 
 test("test_request_budget", 2, "Task 1 · what is left for requests", """
-assert isinstance(left_gb, (int, float)), "left_gb should be a number of GB"
+practice.check_request_budget(request_budget_gb, requests_that_fit)
 assert isinstance(fit_count, int), "fit_count should be a whole number (int)"
 assert isinstance(fifth_crosses, bool), "fifth_crosses should be True or False"
-assert requests_that_fit(3, 1) == 3, "requests_that_fit(3, 1): three 1 GB requests fit in 3 GB"
 """)
 
 md("""
@@ -172,9 +200,9 @@ stored value**. Real systems also need some extra space for metadata, sharding, 
 | int8 | 8 | 1 |
 | int4 | 4 | 0.5 |
 
-**Task 2.** Write `weight_bytes(num_params, dtype)` for the dtypes in the table (return an int of
-bytes). Then give Llama-3-8B's fp16 weights (8,030,261,248 parameters, the published count) in both
-units: `llama3_weights_gb` (GB) and `llama3_weights_gib` (GiB).
+**Task 2** (two parts). Write `weight_bytes(num_params, dtype)` for the dtypes in the table (return an
+int of bytes). Then give Llama-3-8B's fp16 weights (8,030,261,248 parameters, the published count) in
+both units: `llama3_weights_gb` (GB) and `llama3_weights_gib` (GiB).
 """, "fixed_intro")
 
 solution("answer_weight_bytes", """
@@ -194,9 +222,7 @@ print(f"Llama-3-8B fp16 weights: {llama3_weights_gb:.2f} GB = {llama3_weights_gi
 """)
 
 test("test_weight_bytes", 2, "Task 2 · weight bytes, GB and GiB", """
-assert weight_bytes(1000, "fp32") == 4000, "weight_bytes(1000, 'fp32'): 1000 values of 4 bytes"
-assert isinstance(weight_bytes(10, "fp16"), int), "weight_bytes should return an int of bytes"
-assert llama3_weights_gb > llama3_weights_gib, "a GB is smaller than a GiB, so the same bytes are more GB"
+practice.check_weight_bytes(weight_bytes, llama3_weights_gb, llama3_weights_gib)
 """)
 
 md("""
@@ -211,7 +237,8 @@ attention heads but cache only 8 KV heads. In a Hugging Face `config.json`, `num
 the number of KV heads (absent means plain multi-head attention: as many KV heads as attention
 heads), and `head_dim` is `hidden_size / num_attention_heads` unless the config states `head_dim`.
 
-**Task 3.** Write `kv_bytes_per_token(config, bytes_per_value)` for such a config dict.
+**Task 3** (three parts: plain multi-head shapes, GQA shapes, a stated `head_dim`). Write
+`kv_bytes_per_token(config, bytes_per_value)` for such a config dict.
 """, "kv_intro")
 
 code("""
@@ -235,16 +262,15 @@ print("Llama-3-8B fp16:", kv_bytes_per_token(llama3_8b, 2), "bytes per token")
 """)
 
 test("test_kv_per_token", 3, "Task 3 · KV bytes per token", """
-tiny = {"hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 2}
-assert kv_bytes_per_token(tiny, 1) == 16, "1 layer, 2 KV heads of 4 dims, 1 byte: count keys and values"
+practice.check_kv_per_token(kv_bytes_per_token)
 """)
 
 md("""
 The cache grows with **every token of every active sequence**.
 
-**Task 4.** Write `kv_cache_bytes(config, bytes_per_value, context_tokens, active_sequences)`, then
-compute `lab_kv_gb`: Llama-2-7B in fp16 with 1,024 tokens per sequence and 8 active sequences, in
-GB (this is the lab's setting).
+**Task 4** (two parts). Write `kv_cache_bytes(config, bytes_per_value, context_tokens, active_sequences)`
+(use your `kv_bytes_per_token`), then compute `lab_kv_gb`: Llama-2-7B in fp16 with 1,024 tokens per
+sequence and 8 active sequences, in GB (this is the lab's setting).
 """, "kv_total_intro")
 
 solution("answer_kv_cache_total", """
@@ -262,15 +288,14 @@ print(f"lab setting: {lab_kv_gb:.3f} GB of KV cache")
 """)
 
 test("test_kv_cache_total", 2, "Task 4 · the KV cache of many sequences", """
-assert kv_cache_bytes(llama3_8b, 2, 2, 1) == 2 * kv_bytes_per_token(llama3_8b, 2), "two tokens cost twice one"
-assert isinstance(lab_kv_gb, float), "lab_kv_gb should be a float number of GB"
+practice.check_kv_cache_total(kv_cache_bytes, kv_bytes_per_token, lab_kv_gb)
 """)
 
 md("""
-**Task 5 (GQA and dtype).** Both models below have 32 layers and 32 attention heads of 128 dims.
-Set `mha_over_gqa_ratio` to how many times more KV bytes per token Llama-2-7B (multi-head) needs
-than Llama-3-8B (GQA, 8 KV heads), and `llama3_fp8_kv_bytes_per_token` to Llama-3-8B's KV bytes
-per token with an fp8 KV cache.
+**Task 5 (GQA and dtype;** two parts). Both models below have 32 layers and 32 attention heads of 128
+dims. Set `mha_over_gqa_ratio` to how many times more KV bytes per token Llama-2-7B (multi-head) needs
+than Llama-3-8B (GQA, 8 KV heads), and `llama3_fp8_kv_bytes_per_token` to Llama-3-8B's KV bytes per
+token with an fp8 KV cache (vLLM's `--kv-cache-dtype fp8`).
 """, "gqa_intro")
 
 solution("answer_gqa_dtype", """
@@ -282,10 +307,7 @@ print(mha_over_gqa_ratio, llama3_fp8_kv_bytes_per_token)
 """)
 
 test("test_gqa_dtype", 2, "Task 5 · GQA and an fp8 cache", """
-assert mha_over_gqa_ratio > 1, (f"mha_over_gqa_ratio is {mha_over_gqa_ratio!r}: divide Llama-2-7B's KV bytes per "
-                                "token by Llama-3-8B's; which of the two caches more KV heads?")
-assert llama3_fp8_kv_bytes_per_token < kv_bytes_per_token(llama3_8b, 2), (
-    "llama3_fp8_kv_bytes_per_token should be below the fp16 figure: fp8 stores fewer bytes per value")
+practice.check_gqa_dtype(mha_over_gqa_ratio, llama3_fp8_kv_bytes_per_token, kv_bytes_per_token)
 """)
 
 md("""
@@ -294,7 +316,8 @@ md("""
 `course_lib` does the same arithmetic for real configs (and more: sliding windows, MLA, tensor
 parallelism). Runtime code may also need temporary **workspace**, and moving data between host and
 GPU memory is expensive, so placement matters. Here is a whole budget for Llama-2-7B on an RTX 4090
-(which reports 24,564 MiB), every pool marked fixed or request-dependent:
+(23.65 GiB as CUDA reports it, the figure runtimes plan with; nvidia-smi shows 23.99 GiB), every pool
+marked fixed or grows:
 """, "library_intro")
 
 code("""
@@ -320,9 +343,10 @@ attention heads`), the gated MLP's three matrices (`hidden x intermediate` each)
 (`hidden` values each). Outside the layers: the token embedding (`vocab x hidden`), a final norm
 (`hidden`) and the output head (`vocab x hidden`: it is not tied to the embedding here).
 
-**Task 6.** *Before you measure anything*, predict as ints of bytes: `predicted_weights_bytes` (every
-parameter x 4 bytes) and `predicted_kv_cache_bytes` (the whole cache of the setting). Work them out
-by hand or with your own functions from Tasks 2 to 4; the library is not allowed here.
+**Task 6** (two parts). *Before you measure anything*, predict as ints of bytes:
+`predicted_weights_bytes` (every parameter x 4 bytes) and `predicted_kv_cache_bytes` (the whole cache
+of the setting). Work them out by hand or with your own functions from Tasks 2 to 4; the library is
+not allowed here.
 """, "measure_intro")
 
 code("""
@@ -344,16 +368,14 @@ print(f"predicted: weights {predicted_weights_bytes:,} B, KV cache {predicted_kv
 """)
 
 test("test_predict_measure", 2, "Task 6 · predict the small model's pools", """
-assert isinstance(predicted_weights_bytes, int) and isinstance(predicted_kv_cache_bytes, int), (
-    "give both predictions as ints of bytes")
-assert predicted_kv_cache_bytes > predicted_weights_bytes / 10, (
-    "predicted_kv_cache_bytes looks too small: 4 sequences x 1,024 tokens, every layer, keys and values")
+practice.check_predict_measure(predicted_weights_bytes, predicted_kv_cache_bytes)
 """)
 
 md("""
 Now measure. The cell below builds the model in a fresh process on this machine (the GPU when there
 is one, else the CPU), allocates its KV cache, runs a prefill and two decode steps, and sets what it
-measured beside your predictions, one panel per pool. It takes 10-30 s; the bar shows its steps.
+measured beside your predictions and beside course_lib's formulas, one panel per pool. It takes
+10-30 s; the bar shows its steps.
 """, "measure_run_intro")
 
 code("""
@@ -363,9 +385,10 @@ measurement = predict_then_measure(predicted_weights_bytes, predicted_kv_cache_b
 """, "measure_compare")
 
 md("""
-**Task 7.** Which pool's prediction is furthest from what was measured, and why? Set
-`largest_gap_pool` to `"weights"`, `"kv_cache"` or `"workspace"`, and `gap_reason` to the letter of
-the reason:
+**Task 7** (two parts). Read the table's **course_lib** column against the **measured** one (not your
+own prediction: the question is about the formulas). Which pool does a formula of the config *not*
+pin down? Set `largest_gap_pool` to `"weights"`, `"kv_cache"` or `"workspace"`, and `gap_reason` to the
+letter of the reason:
 
 * **a** — the parameter-count formula misses some of the weights
 * **b** — temporary buffers depend on the kernels that run and on how the allocator reserves and keeps
@@ -380,18 +403,41 @@ gap_reason = "b"
 ### END SOLUTION
 """)
 
-test("test_measured_gap", 1, "Task 7 · the measured gap", """
+test("test_measured_gap", 2, "Task 7 · the pool no formula pins down", """
 assert largest_gap_pool in ("weights", "kv_cache", "workspace"), "one of the three pool names"
-assert gap_reason in ("a", "b", "c"), "answer with one letter: \\"a\\", \\"b\\" or \\"c\\""
+practice.check_letter(gap_reason, "gap_reason")
+""")
+
+md("""
+### Predict again
+
+You predicted before the lesson what grows when requests pile up. Now you have measured it. The same
+small model ran 4 sequences of 1,024 tokens; a server runs it with **32** sequences of 1,024 tokens and
+runs out of memory. Set `predict_again_pool` to the measured pool that grew (`"weights"`, `"kv_cache"` or
+`"workspace"`) and `predict_again_factor` to how many times larger it is than what you measured.
+""", "predict_again_intro")
+
+solution("answer_predict_again", """
+### BEGIN SOLUTION
+predict_again_pool = "kv_cache"
+predict_again_factor = 32 / 4
+### END SOLUTION
+""")
+
+test("test_predict_again", 1, "Predict again · after measuring", """
+assert predict_again_pool in ("weights", "kv_cache", "workspace"), "one of the three pool names"
+assert isinstance(predict_again_factor, (int, float)), "predict_again_factor should be a number"
 """)
 
 md("""
 ### Explore a real budget
 
 The figure stacks the pools for one setting; the hatched box at the top is the reserve, kept empty,
-and the dashed green line is the safe limit. In JupyterLab the explorer below it lets you change the
-model, dtype, GPU, context length, active sequences and reserve: watch only the request-dependent
-pools move, and find the count where the verdict flips.
+and the dashed green line is the safe limit. Beside it, the headroom falls as active sequences grow,
+and the dotted line marks where the verdict flips. In JupyterLab the explorer below lets you change the
+model, the **weight format**, the **KV-cache dtype** (two separate knobs, as in every runtime), the GPU,
+the context length, the active sequences and the reserve: watch only the pools that grow move, and find
+the count where the verdict flips.
 """, "explorer_intro")
 
 code("""
@@ -402,7 +448,7 @@ from course_lib.explorer import budget_explorer, budget_figure, explorer_budget
 # The static figure: shown everywhere, with or without a widget frontend.
 static = explorer_budget(model="llama-2-7b", dtype="fp16", gpu="rtx-4090", context_tokens=4096,
                          active_sequences=8, reserve_percent=10)
-fig = budget_figure(static.budget, title="llama-2-7b (fp16) on rtx-4090, 4096 tokens per sequence")
+fig = budget_figure(static.budget, title="llama-2-7b (weights fp16, KV fp16) on rtx-4090, 4,096 tokens per sequence")
 plt.show()
 """, "budget_figure")
 
@@ -422,9 +468,9 @@ The cell below shows it **with real allocations on this machine**, in a fresh pr
 allocates many 64 KiB blocks, frees every other one and then asks for one 32 MiB block: half the
 blocks are free, yet the process keeps holding them (its resident memory does not drop), and the
 large request takes new memory because no freed hole is big enough. On a GPU it does the same with
-torch: *allocated* drops when tensors are freed, *reserved* (torch's cache) does not, the device's
-*free* memory comes back only after `empty_cache()`, and a large request grows the reservation
-although cached bytes were there.
+torch and separates what is *cached* (whole segments torch holds with no live tensor: torch gives them
+back to CUDA on `empty_cache()`, and by itself before it would raise out-of-memory) from what is
+*fragmented* (free blocks inside segments that still hold a live tensor: `inactive_split_bytes`).
 """, "free_intro")
 
 code("""
@@ -434,52 +480,57 @@ free_demo = show_device_memory()
 """, "measure_snapshot")
 
 md("""
-**Task 8.** After the model loaded, the device reports `free_bytes` free. The service must keep
-`reserve_bytes` unfilled. Write `safe_requests(free_bytes, reserve_bytes, per_request_bytes)`: how
-many requests of `per_request_bytes` may admission allow (a whole number, never negative)? For
-example: 8 GB free, a 2 GB reserve, 1.5 GB per request.
+**Task 8** (two parts: the reserve, the workspace). The model has loaded and the device reports
+`free_bytes` free, **before the first forward pass**: that pass will take the runtime workspace
+(`workspace_bytes`: activations and kernel scratch) out of what is free now. The service must also keep
+`reserve_bytes` unfilled. Write `safe_requests(free_bytes, workspace_bytes, reserve_bytes,
+per_request_bytes)`: how many requests of `per_request_bytes` may admission allow (a whole number,
+never negative)? For example: 8 GB free, a 1 GB workspace, a 2 GB reserve, 1.5 GB per request.
 """, "safe_intro")
 
 solution("answer_safe_requests", """
-def safe_requests(free_bytes, reserve_bytes, per_request_bytes):
-    \"\"\"Requests admission may allow when free_bytes are free and reserve_bytes must stay unfilled.\"\"\"
+def safe_requests(free_bytes, workspace_bytes, reserve_bytes, per_request_bytes):
+    \"\"\"Requests admission may allow: free memory less the workspace to come and the reserve to keep.\"\"\"
     ### BEGIN SOLUTION
-    usable = free_bytes - reserve_bytes
+    usable = free_bytes - workspace_bytes - reserve_bytes
     return max(0, usable // per_request_bytes)
     ### END SOLUTION
 
 
-print(safe_requests(8 * GB, 2 * GB, 1_500_000_000), "requests may start")
+print(safe_requests(8 * GB, 1 * GB, 2 * GB, 1_500_000_000), "requests may start")
 """)
 
 test("test_safe_requests", 2, "Task 8 · free is not capacity", """
-assert safe_requests(10, 0, 5) == 2, "with no reserve, 10 free bytes hold two 5-byte requests"
+practice.check_safe_requests(safe_requests)
 """)
 
 md("""
-**Task 9.** A serving process on an 80 GB GPU asks how much memory it may plan new KV cache with.
-The device reports **18 GB free** (`cudaMemGetInfo`). Torch reports **50 GB allocated** in live
-tensors and **59 GB reserved** by its caching allocator (so 9 GB are cached inside torch, in pieces
-of whatever sizes were freed). The team keeps a **safety reserve of 8 GB** unfilled. Counting only
-memory that is *guaranteed* for a new allocation of any size, write
-`plannable_bytes(total_bytes, free_bytes, allocated_bytes, reserved_bytes, safety_reserve_bytes)`
-(an int of bytes, never negative), and try it on this snapshot.
+**Task 9** (two parts: nothing cached, some cached). A serving process on an 80 GB GPU asks how much
+memory it may plan new KV cache with. The device reports **18 GB free** (`cudaMemGetInfo`). Torch reports
+**50 GB allocated** in live tensors and **59 GB reserved** by its caching allocator: 9 GB cached, of
+which `torch.cuda.memory_stats()` counts **3 GB as `inactive_split_bytes`**: free blocks inside segments
+that still hold a live tensor. The other 6 GB are whole segments with no live tensor. Before it raises
+out-of-memory, PyTorch's caching allocator frees such whole segments and retries the allocation
+(`c10/cuda/CUDACachingAllocator.cpp`), so they are as good as free; split blocks inside live segments
+stay where they are and cannot serve one large allocation. The team keeps a **safety reserve of 8 GB**
+unfilled. Write `plannable_bytes(free_bytes, allocated_bytes, reserved_bytes, inactive_split_bytes,
+safety_reserve_bytes)` (an int of bytes, never negative), and try it on this snapshot.
 """, "plannable_intro")
 
 solution("answer_plannable", """
-def plannable_bytes(total_bytes, free_bytes, allocated_bytes, reserved_bytes, safety_reserve_bytes):
-    \"\"\"Bytes admission may plan new requests with: only what is guaranteed, less the safety reserve.\"\"\"
+def plannable_bytes(free_bytes, allocated_bytes, reserved_bytes, inactive_split_bytes, safety_reserve_bytes):
+    \"\"\"Bytes admission may plan new requests with: free, plus cached whole segments, less the reserve.\"\"\"
     ### BEGIN SOLUTION
-    return max(0, free_bytes - safety_reserve_bytes)
+    releasable = reserved_bytes - allocated_bytes - inactive_split_bytes
+    return max(0, free_bytes + releasable - safety_reserve_bytes)
     ### END SOLUTION
 
 
-print(plannable_bytes(80 * GB, 18 * GB, 50 * GB, 59 * GB, 8 * GB) / GB, "GB may be planned")
+print(plannable_bytes(18 * GB, 50 * GB, 59 * GB, 3 * GB, 8 * GB) / GB, "GB may be planned")
 """)
 
-test("test_plannable", 2, "Task 9 · what admission may plan with", """
-assert isinstance(plannable_bytes(10, 5, 4, 5, 1), int), "plannable_bytes should return an int of bytes"
-assert plannable_bytes(10, 1, 8, 9, 2) == 0, "when less is free than the safety reserve, nothing may be planned"
+test("test_plannable", 2, "Task 9 · cached is not fragmented", """
+practice.check_plannable(plannable_bytes)
 """)
 
 md("""
@@ -489,10 +540,10 @@ Admission control decides whether a new request may start **now**. If the reques
 above the safe budget, the service should **queue** or **reject** it. That is safer than letting one
 request crash the shared model process.
 
-**Task 10.** Write `admission_decision(request_bytes, in_use_bytes, safe_budget_bytes)` returning
-exactly one of the strings `"admit"` (it fits now: landing exactly on the budget is still inside it),
-`"queue"` (it would cross the budget now, but fits once running work finishes) or `"reject"` (it is
-larger than the whole safe budget, so it can never fit).
+**Task 10** (three parts: admit, queue, reject). Write `admission_decision(request_bytes, in_use_bytes,
+safe_budget_bytes)` returning exactly one of the strings `"admit"` (it fits now: landing exactly on the
+budget is still inside it), `"queue"` (it would cross the budget now, but fits once running work
+finishes) or `"reject"` (it is larger than the whole safe budget, so it can never fit).
 """, "admission_intro")
 
 solution("answer_admission_rule", """
@@ -517,8 +568,7 @@ print(decisions)
 """)
 
 test("test_admission_rule", 3, "Task 10 · admit, queue or reject", """
-assert admission_decision(1, 0, 10) == "admit", "an empty budget admits a small request"
-assert admission_decision(11, 0, 10) in ("queue", "reject"), "a request larger than the budget cannot start now"
+practice.check_admission(admission_decision)
 """)
 
 md("""
@@ -532,15 +582,44 @@ budget (top) and how many requests run and wait (bottom).
 
 The right column runs the same requests under `paged`, vLLM's policy: a request claims 16-token
 blocks only as its tokens arrive, so more requests start at once; when the blocks run out, the
-youngest request is **preempted** (its blocks freed, its tokens recomputed later). Memory stays
-under the same safe budget either way; the policies differ in how many requests run and how often
-work is redone.
+youngest request is **preempted** (its blocks freed, its tokens recomputed later; vLLM's V1 engine
+preempts only by recompute). Memory stays under the same safe budget either way; the policies differ in
+how many requests run and how often work is redone.
 """, "simulate_intro")
 
 code("""
 from course_lib.lesson import show_simulation
 result = show_simulation()
 """, "simulate_demo")
+
+md("""
+**Task 11** (two parts; predict *before* you run the cell after it). Here all eleven requests used their
+whole `max_new_tokens`. A chat service is different: 400 requests with prompts of 64 to 512 tokens (about
+288 on average), `max_new_tokens = 1,024`, but answers of about **128 tokens**. Under `reserve-max`, each
+request reserves its prompt plus 1,024 tokens when it starts. Predict `chat_unused_share`: the share
+(0 to 1) of the KV memory `reserve-max` allocates that never holds a token; and `chat_more_running`:
+which policy runs more requests at once (`"paged"`, `"reserve-max"` or `"same"`). Within 10 points of
+the simulated share counts as right.
+""", "policy_intro")
+
+solution("answer_policy_predict", """
+### BEGIN SOLUTION
+chat_unused_share = (1024 - 128) / (288 + 1024)
+chat_more_running = "paged"
+### END SOLUTION
+print(f"predicted: {chat_unused_share:.0%} of reserve-max's KV never holds a token; {chat_more_running} runs more")
+""")
+
+test("test_policy_predict", 2, "Task 11 · a chat-like load, predicted", """
+assert isinstance(chat_unused_share, (int, float)) and 0 <= chat_unused_share <= 1, "a share between 0 and 1"
+assert chat_more_running in ("paged", "reserve-max", "same"), 'one of "paged", "reserve-max" or "same"'
+""")
+
+code("""
+# Now run it: the same 6 GB KV budget, the chat-like trace, both policies.
+from course_lib.lesson import show_chat_comparison
+chat = show_chat_comparison()
+""", "chat_demo")
 
 md("""
 ## Plan loading and offloading
@@ -551,11 +630,13 @@ plans should account for warm-up and **not assume a new replica is ready immedia
 start**.
 
 Offloading moves some weights or cache between GPU and host memory. It can reduce GPU pressure, but
-transfers add latency and use bandwidth. It is a **tradeoff, not free capacity**.
+transfers add latency and use bandwidth. It is a **tradeoff, not free capacity**. (vLLM's
+`--cpu-offload-gb` and `--kv-offloading-size` are in GiB despite their names: its own help says so, and
+`--cpu-offload-gb 4` moves `4 × 1024³` bytes of decoder layers to the CPU, per GPU.)
 
-**Task 11** (three parts, one point each; every size here is in GB = 10^9 bytes, every rate in GB/s).
+**Task 12** (three parts, one point each; every size here is in GB = 10^9 bytes, every rate in GB/s).
 
-**11a.** `offload_seconds_per_step`: 10 GB of weights live in host memory and are streamed to the GPU
+**12a.** `offload_seconds_per_step`: 10 GB of weights live in host memory and are streamed to the GPU
 over PCIe Gen4 x16 (31.5 GB/s per direction, theoretical) for **every** decode step. How many seconds
 does that add per step, at best?
 """, "loading_intro")
@@ -567,13 +648,14 @@ offload_seconds_per_step = 10e9 / 31.5e9
 print(f"{offload_seconds_per_step:.3f} s per decode step")
 """)
 
-test("test_offload_step", 1, "Task 11a · offloading cost per step", """
+test("test_offload_step", 1, "Task 12a · offloading cost per step", """
+assert isinstance(offload_seconds_per_step, (int, float)), "offload_seconds_per_step should be a number of seconds"
 assert offload_seconds_per_step > 0.1, (f"offload_seconds_per_step is {offload_seconds_per_step!r} s: streaming "
                                         "10 GB is not free; divide the bytes by the link's bytes per second")
 """)
 
 md("""
-**11b.** `replica_ready_seconds`: a new replica reads 14 GB of weights from a network disk at 2 GB/s,
+**12b.** `replica_ready_seconds`: a new replica reads 14 GB of weights from a network disk at 2 GB/s,
 copies them to the GPU at 25 GB/s, spends 4 s initialising the device, 20 s capturing CUDA graphs
 and 8 s warming up. How many seconds after its process starts is it ready to serve?
 """, "replica_intro")
@@ -585,33 +667,36 @@ replica_ready_seconds = 14 / 2 + 14 / 25 + 4 + 20 + 8
 print(f"ready after {replica_ready_seconds:.2f} s")
 """)
 
-test("test_replica_ready", 1, "Task 11b · when a new replica is ready", """
+test("test_replica_ready", 1, "Task 12b · when a new replica is ready", """
 assert isinstance(replica_ready_seconds, (int, float)), "replica_ready_seconds should be a number of seconds"
 assert replica_ready_seconds > 14 / 2, "reading 14 GB at 2 GB/s alone takes 7 s"
 """)
 
 md("""
-**11c.** `ready_at_process_start`: is a replica ready to serve when its process starts? (a bool)
+**12c.** `replica_unready_seconds`: the load balancer starts sending traffic to that replica **5 s after
+its process starts** (its health check only asks whether the process is up). For how many seconds is
+traffic sent to a replica that cannot serve it yet? (Use your 12b figure.)
 """, "ready_intro")
 
-solution("answer_ready_at_start", """
+solution("answer_unready", """
 ### BEGIN SOLUTION
-ready_at_process_start = False
+replica_unready_seconds = replica_ready_seconds - 5
 ### END SOLUTION
+print(f"{replica_unready_seconds:.2f} s of traffic to a replica that is not ready")
 """)
 
-test("test_ready_at_start", 1, "Task 11c · ready at process start?", """
-assert isinstance(ready_at_process_start, bool), "ready_at_process_start should be True or False"
+test("test_unready", 1, "Task 12c · traffic before it is ready", """
+assert isinstance(replica_unready_seconds, (int, float)), "replica_unready_seconds should be a number of seconds"
 """)
 
 md("""
-The library's version of these ideas follows. It models **another replica** than Task 11b's: the
+The library's version of these ideas follows. It models **another replica** than Task 12b's: the
 lesson's Llama-2-7B (13.48 GB in fp16) from a slower network disk, with its own initialisation,
-compile and warm-up times, so its total is not your answer to 11b; its phases are the same kind.
+compile and warm-up times, so its total is not your answer to 12b; its phases are the same kind.
 """, "loading_demo_intro")
 
 code("""
-# The same ideas with the library: the readiness timeline and the cost of offloading (another replica than 11b's).
+# The same ideas with the library: the readiness timeline and the cost of offloading (another replica than 12b's).
 from course_lib.lesson import show_loading_and_offload
 loading = show_loading_and_offload()
 """, "loading_demo")
@@ -623,46 +708,197 @@ Ask four concrete questions: Which memory pools exist? Which are mostly fixed? W
 requests or sequence length? How much reserve keeps the process healthy? Those answers are more useful
 than one headline number for "GPU memory used."
 
-**Task 12.** Set `pool_kinds` to a dict from each of the five pools (`"weights"`, `"workspace"`,
-`"reserve"`, `"kv_cache"`, `"request_state"`) to `"fixed"` or `"grows"`. For the reserve: vLLM fills
-at most `gpu_memory_utilization = 0.9` of the device by default. Set `vllm_default_reserve_gb` to how
-many GB that leaves unfilled on the lesson's 24 GB device.
+**Task 13** (two parts). Set `pool_kinds` to a dict from each of the five pools (`"weights"`,
+`"workspace"`, `"reserve"`, `"kv_cache"`, `"request_state"`) to `"fixed"` or `"grows"`. For the reserve:
+this server runs vLLM with `gpu_memory_utilization = 0.92` (the default of current releases; older ones
+used 0.9): vLLM fills at most that share of the device. Set `vllm_reserve_gb` to how many GB that leaves
+unfilled on the lesson's 24 GB device.
 """, "four_questions")
 
 solution("answer_pool_kinds", """
 ### BEGIN SOLUTION
 pool_kinds = {"weights": "fixed", "workspace": "fixed", "reserve": "fixed",
               "kv_cache": "grows", "request_state": "grows"}
-vllm_default_reserve_gb = 24 * (1 - 0.9)
+vllm_reserve_gb = 24 * (1 - 0.92)
 ### END SOLUTION
+print(f"vLLM leaves {vllm_reserve_gb:.2f} GB of 24 GB unfilled")
 """)
 
-test("test_pool_kinds", 2, "Task 12 · fixed or growing pools", """
+test("test_pool_kinds", 2, "Task 13 · fixed or growing pools", """
 assert isinstance(pool_kinds, dict), "pool_kinds should be a dict"
 assert set(pool_kinds.values()) <= {"fixed", "grows"}, "each kind is \\"fixed\\" or \\"grows\\""
+assert isinstance(vllm_reserve_gb, (int, float)), "vllm_reserve_gb should be a number of GB"
 """)
 
 md("""
-## Predict
+## Read the real log
 
-A model's weights fit in GPU memory, but adding many long generation requests causes out-of-memory
-failures. What likely grew?
+A serving runtime does this budget itself when it starts, and prints it. vLLM takes a share of the
+GPU's **total** memory (`gpu_memory_utilization`), runs one profile forward pass at its batch limits
+(`max_num_batched_tokens` tokens, a sampler over `max_num_seqs` rows), measures the peak, and gives the
+rest to the KV cache, **preallocated** at start-up:
 
-* **a** — Request-dependent memory such as the KV cache and runtime buffers
-* **b** — The number of model parameters stored on disk
-* **c** — The API schema definition
+    KV cache = total × gpu_memory_utilization − weights − activation peak − non-torch memory
+               (− the CUDA-graph estimate, from v0.21)
 
-Set `predict_answer` to `"a"`, `"b"` or `"c"`.
-""", "predict_intro")
+So an idle vLLM server shows about 92% of the GPU used in `nvidia-smi` **by design**: the question is
+not how much is used but how many free blocks are left (`vllm:kv_cache_usage_perc`), how many requests
+wait (`vllm:num_requests_waiting`) and how often work is preempted (`vllm:num_preemptions_total`). Its
+start-up line *Maximum concurrency for N tokens per request: X×* is the lesson's "4 fit, the 5th
+crosses", computed by the runtime; and it **refuses to start** when one `max_model_len` request cannot
+fit. Request state is reserved per slot (`max_num_seqs`), not grown per request.
 
-solution("answer_predict", """
+Three published start-up logs (excerpts; their sources are printed with them):
+""", "log_intro")
+
+code("""
+from course_lib.lesson_logs import show_log
+for key in ("t4", "a100", "mi300x"):
+    show_log(key)
+    print()
+""", "log_show")
+
+md("""
+**Task 14** (two parts). Write `kv_from_log(total_gib, utilization, weights_gib, activation_gib,
+non_torch_gib, cuda_graph_gib=0.0)`: the KV cache vLLM's rule gives, in GiB. (Check it on the T4 log:
+vLLM printed its utilization rounded to 0.89, so you get 6.15 GiB where it printed 6.22 from the
+unrounded 13.18 GiB budget.) The A100 log prints only the weights and the KV cache: set
+`a100_activation_and_non_torch_gib` to what its activation peak and non-torch memory took together
+(the A100 80GB is 79.25 GiB to CUDA).
+""", "log_kv_intro")
+
+solution("answer_log_kv", """
+def kv_from_log(total_gib, utilization, weights_gib, activation_gib, non_torch_gib, cuda_graph_gib=0.0):
+    \"\"\"GiB vLLM gives the KV cache: its share of the total, less what the profile measured.\"\"\"
+    ### BEGIN SOLUTION
+    return total_gib * utilization - weights_gib - activation_gib - non_torch_gib - cuda_graph_gib
+    ### END SOLUTION
+
+
 ### BEGIN SOLUTION
-predict_answer = "a"
+a100_activation_and_non_torch_gib = 79.25 * 0.25 - 14.2488 - 5.01
+### END SOLUTION
+print(f"T4: {kv_from_log(14.74, 0.89, 6.02, 0.90, 0.05):.2f} GiB; "
+      f"A100: {a100_activation_and_non_torch_gib:.2f} GiB of activation peak and non-torch memory")
+""")
+
+test("test_log_kv", 2, "Task 14 · the KV cache from the log's terms", """
+practice.check_log_kv(kv_from_log)
+assert isinstance(a100_activation_and_non_torch_gib, (int, float)), "a number of GiB"
+""")
+
+md("""
+**Task 15** (two parts). vLLM cuts the KV cache into blocks of `block_size` tokens (16 by default).
+Write `gpu_blocks(kv_cache_bytes, kv_bytes_per_token, block_size)` (whole blocks) and
+`max_concurrency(num_blocks, block_size, max_model_len)` (requests of `max_model_len` tokens the blocks
+hold at once, as vLLM prints it). The MI300X log runs Llama-3.1-8B (Llama-3-8B's shape) with
+`tensor_parallel_size=8`: each GPU holds its share of the KV heads, and the log's blocks are per GPU.
+Set `mi300x_kv_bytes_per_token_per_gpu` to one token's KV bytes on one of its GPUs (fp16).
+""", "log_blocks_intro")
+
+solution("answer_log_blocks", """
+def gpu_blocks(kv_cache_bytes, kv_bytes_per_token, block_size):
+    \"\"\"Whole KV blocks of block_size tokens in kv_cache_bytes.\"\"\"
+    ### BEGIN SOLUTION
+    return kv_cache_bytes // (kv_bytes_per_token * block_size)
+    ### END SOLUTION
+
+
+def max_concurrency(num_blocks, block_size, max_model_len):
+    \"\"\"Requests of max_model_len tokens the blocks hold at once (vLLM's "Maximum concurrency").\"\"\"
+    ### BEGIN SOLUTION
+    return num_blocks * block_size / max_model_len
+    ### END SOLUTION
+
+
+### BEGIN SOLUTION
+mi300x_kv_bytes_per_token_per_gpu = kv_bytes_per_token(llama3_8b, 2) // 8
+### END SOLUTION
+blocks = gpu_blocks(round(157.53 * GiB), mi300x_kv_bytes_per_token_per_gpu, 16)
+print(f"MI300X: {blocks:,} blocks (logged 645,227), {max_concurrency(blocks, 16, 131072):.2f}x (logged 78.76x)")
+""")
+
+test("test_log_blocks", 2, "Task 15 · blocks, concurrency, one GPU's share", """
+practice.check_log_blocks(gpu_blocks, max_concurrency)
+assert isinstance(mi300x_kv_bytes_per_token_per_gpu, int), "an int of bytes"
+""")
+
+md("""
+**Task 16** (four parts, half a point each). Predict what happens to the **A100 log's** launch (Qwen2-7B,
+utilization 0.25, 16,384-token requests, vLLM 0.10.1's defaults of 256 sequences and 2,048 batched
+tokens) when one knob changes. Fill in `a100_predictions`:
+
+* `"max_num_seqs=64"`: does the KV pool get `"more"`, `"less"` or stay the `"same"`? (The profile's
+  sampler runs over `max_num_seqs` rows of a 152,064-word vocabulary.)
+* `"max_num_batched_tokens=8192"`: `"more"`, `"less"` or `"same"`? (The profile's forward pass runs over
+  that many tokens.)
+* `"kv_cache_tokens_with_fp8"`: the KV-cache tokens with `--kv-cache-dtype fp8` (the log printed 93,872).
+* `"kv_cache_gib_at_utilization_0.20"`: the KV cache in GiB at `--gpu-memory-utilization 0.20` (the log
+  printed 5.01 at 0.25).
+
+Then run the cell after it: it computes each change with vLLM's own rule (`course-memory estimate
+--runtime vllm`), so you can check your reasoning.
+""", "log_predict_intro")
+
+solution("answer_log_predict", """
+### BEGIN SOLUTION
+a100_predictions = {
+    "max_num_seqs=64": "more",
+    "max_num_batched_tokens=8192": "less",
+    "kv_cache_tokens_with_fp8": 2 * 93_872,
+    "kv_cache_gib_at_utilization_0.20": 5.01 - 0.05 * 79.25,
+}
 ### END SOLUTION
 """)
 
-test("test_predict", 1, "Predict · what grew?", """
-assert predict_answer in ("a", "b", "c"), "answer with one letter: \\"a\\", \\"b\\" or \\"c\\""
+test("test_log_predict", 2, "Task 16 · what one knob changes", """
+assert isinstance(a100_predictions, dict), "a100_predictions should be a dict"
+for key in ("max_num_seqs=64", "max_num_batched_tokens=8192"):
+    assert a100_predictions.get(key) in ("more", "less", "same"), f'{key}: "more", "less" or "same"'
+""")
+
+code("""
+# vLLM's own rule for each change (course-memory estimate --runtime vllm --model qwen2-7b --gpu a100-80gb ...)
+from course_lib.lesson import show_log_changes
+changes = show_log_changes()
+""", "log_changes")
+
+md("""
+## Decide: serve 12 users at 8k context on one 24 GB card
+
+Your team must serve **12 users at once, each with up to 8,192 tokens of context**, from **one RTX 4090**
+(23.65 GiB to CUDA) running **Llama-3.1-8B** on vLLM (its newest defaults: utilization 0.92, 256
+sequences). Use the launch explorer below: it follows vLLM's rule and says how many 8k requests run
+at once. With every knob at its default, five do.
+
+**Task 17** (three parts: a launch that starts with 8k context, serves 12, and a one-line reason). Set
+`decision` to a launch that serves the 12 users, and `decision_reason` to one line saying why it does
+(which pool your change shrinks or frees). The keys: `weights` (`"checkpoint"` for the published bf16
+checkpoint, or `"fp8"`, `"int8"`, `"int4"` for a quantized one), `kv_cache_dtype` (`"auto"` or `"fp8"`),
+`max_model_len` (tokens), `max_num_seqs` (slots), `gpu_memory_utilization` (a share of the total) and
+`tensor_parallel` (GPUs).
+""", "decision_intro")
+
+code("""
+# The launch explorer (a widget; the verdict line says how many 8k requests run at once)
+from course_lib.vllm_explorer import launch_explorer, plan_launch
+launch_explorer(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, users=12)
+""", "decision_explorer")
+
+solution("answer_decision", """
+### BEGIN SOLUTION
+decision = {"weights": "checkpoint", "kv_cache_dtype": "fp8", "max_model_len": 8192, "max_num_seqs": 16,
+            "gpu_memory_utilization": 0.92, "tensor_parallel": 1}
+decision_reason = ("an fp8 KV cache halves every request's cache, and 16 slots instead of 256 shrink the sampler's "
+                   "profile and the CUDA graphs, so the pool holds 12 requests of 8k")
+### END SOLUTION
+plan = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", **decision)
+print(plan.verdict(12))
+""")
+
+test("test_decision", 3, "Task 17 · a launch that serves 12 users", """
+assert isinstance(decision, dict), "decision should be a dict (see the template)"
+assert isinstance(decision_reason, str) and decision_reason.strip(), "decision_reason: one line of text"
 """)
 
 md("""
@@ -673,8 +909,8 @@ root it runs as:
 
     python3 labs/notebooks/level-14/l14-04-model-memory.py
 
-(in the release folder the file sits beside this notebook). The next cell runs it for you and
-prints what it printed.
+(in the release folder the file sits beside this notebook: `python3 l14-04-model-memory.py`). The next
+cell runs it for you and prints what it printed.
 
 1. Run it unchanged with `active_sequences = 8`. Record `parts_gb` and the remaining headroom.
 2. Before editing, predict which memory component changes if the active sequence count doubles.
@@ -693,80 +929,80 @@ print(lab_run["stdout"])
 """, "lab_run")
 
 md("""
-**Task 13 (steps 1 and 2).** *Before you edit the lab file*: set `lab_parts_gb_at_8` to the
-`parts_gb` dict the unchanged lab prints, `lab_headroom_gb_at_8` to its `headroom_gb`, and
-`lab_prediction` to the name of the one part you predict will change when `active_sequences`
-doubles. Type the numbers in rather than reading them from `lab_run`: once you edit the lab in step 3,
-rerunning this notebook shows the 16-sequence output there.
-""", "lab_record_intro")
+**Task 18** (steps 1 and 2; two parts). *Before you edit the lab file*: set `lab_change_factors` to a
+dict from each of the four parts the lab prints (`"weights"`, `"workspace"`, `"reserve"`,
+`"kv_cache"`) to the factor you predict it changes by when `active_sequences` doubles (1 for unchanged).
+""", "lab_predict_intro")
 
-solution("answer_lab_record", """
+solution("answer_lab_predict", """
 ### BEGIN SOLUTION
-lab_parts_gb_at_8 = {"weights": 14.0, "workspace": 2.0, "reserve": 2.0, "kv_cache": 4.295}
-lab_headroom_gb_at_8 = 1.705
-lab_prediction = "kv_cache"
+lab_change_factors = {"weights": 1, "workspace": 1, "reserve": 1, "kv_cache": 2}
 ### END SOLUTION
 """)
 
-test("test_lab_record", 2, "Task 13 · the lab at 8 sequences", """
-assert set(lab_parts_gb_at_8) == {"weights", "workspace", "reserve", "kv_cache"}, "copy the whole parts_gb dict"
+test("test_lab_predict", 1, "Task 18 · predict the lab", """
+assert isinstance(lab_change_factors, dict), "lab_change_factors should be a dict of the four parts"
+assert set(lab_change_factors) == {"weights", "workspace", "reserve", "kv_cache"}, "the lab's four parts"
 """)
 
 md("""
-**Task 14 (steps 3 and 4).** Now open the lab file (`l14-04-model-memory.py`), change **only** the
-line `active_sequences = 8` to `active_sequences = 16`, save it, and run the cell below. Then set
-`lab_parts_gb_at_16` to the `parts_gb` it prints and `lab_fits_at_16` to whether the workload fits
-(a bool), typing the values in as in Task 13. Compare with step 1: which part changed, and by how much?
-""", "lab_edit_intro")
+**Task 19.** From the unchanged lab's output (8 sequences of 1,024 tokens on the 24 GB device), work out
+`lab_first_crossing_sequences`: the smallest number of active sequences at which the workload no longer
+fits. Then do step 3: open the lab file (`l14-04-model-memory.py`), change **only** the line
+`active_sequences = 8` to `active_sequences = 16`, save it, and run the cell below (the lab edit is worth
+2 points, checked on the file you hand in).
+""", "lab_crossing_intro")
+
+solution("answer_lab_crossing", """
+### BEGIN SOLUTION
+_kv_per_sequence_gb = 4.295 / 8
+lab_first_crossing_sequences = int((24 - 14 - 2 - 2) // _kv_per_sequence_gb) + 1
+### END SOLUTION
+print(lab_first_crossing_sequences, "sequences are the first that do not fit")
+""")
+
+test("test_lab_crossing", 1, "Task 19 · where the lab stops fitting", """
+assert isinstance(lab_first_crossing_sequences, int), "a whole number of sequences"
+""")
 
 code("""
 lab_run_16 = run_lab(lab_path)
 print(lab_run_16["stdout"])
 """, "lab_rerun")
 
-solution("answer_lab_after_edit", """
-### BEGIN SOLUTION
-lab_parts_gb_at_16 = {"weights": 14.0, "workspace": 2.0, "reserve": 2.0, "kv_cache": 8.59}
-lab_fits_at_16 = False
-### END SOLUTION
-print({name: lab_parts_gb_at_16[name] / lab_parts_gb_at_8[name] for name in lab_parts_gb_at_8})
-""")
-
-test("test_lab_after_edit", 2, "Task 14 · the lab at 16 sequences", """
-assert set(lab_parts_gb_at_16) == {"weights", "workspace", "reserve", "kv_cache"}, "copy the whole parts_gb dict"
-assert isinstance(lab_fits_at_16, bool), "lab_fits_at_16 should be True or False"
-""")
-
 md("""
 ## Quick Check
 
 1. Why is model-file size an incomplete serving-memory estimate?
-   * **a** — Disk size already includes space for future requests
-   * **b** — Model files are never loaded into device memory
-   * **c** — Serving also needs cache and request memory
+   * **a** — The file is compressed, so the weights take more memory once loaded
+   * **b** — Serving also needs cache and request memory, which grows with active requests, plus a
+     workspace and a reserve
+   * **c** — The file holds fp32 weights and serving always casts them to fp16, so it overestimates
 2. What should admission control do near a safe memory limit?
-   * **a** — Unload the model weights between output tokens
-   * **b** — Accept every request and rely on the operating system to recover the GPU
-   * **c** — Queue or reject work according to service policy
+   * **a** — Admit the request and let the runtime preempt whatever does not fit
+   * **b** — Queue or reject work according to service policy
+   * **c** — Admit it whenever `nvidia-smi` shows enough free memory
 3. What tradeoff can memory offloading introduce?
    * **a** — It reduces device-memory pressure while adding transfer and bandwidth costs
-   * **b** — It guarantees identical performance on every GPU
-   * **c** — It removes latency, because host memory is larger
+   * **b** — It frees device memory at no cost, because transfers always overlap with compute
+   * **c** — It only helps when the model is larger than host memory
 
-Set `quick_check_1`, `quick_check_2` and `quick_check_3` to `"a"`, `"b"` or `"c"`.
+Set `quick_check_1`, `quick_check_2` and `quick_check_3` to `"a"`, `"b"` or `"c"` (one point each; a
+wrong letter's feedback says what that option gets wrong).
 """, "quick_check_intro")
 
 solution("answer_quick_check", """
 ### BEGIN SOLUTION
-quick_check_1 = "c"
-quick_check_2 = "c"
+quick_check_1 = "b"
+quick_check_2 = "b"
 quick_check_3 = "a"
 ### END SOLUTION
 """)
 
 test("test_quick_check", 3, "Quick Check", """
-for answer in (quick_check_1, quick_check_2, quick_check_3):
-    assert answer in ("a", "b", "c"), "answer each question with one letter: \\"a\\", \\"b\\" or \\"c\\""
+for name, answer in (("quick_check_1", quick_check_1), ("quick_check_2", quick_check_2),
+                     ("quick_check_3", quick_check_3)):
+    practice.check_letter(answer, name)
 """)
 
 md("""
@@ -775,8 +1011,9 @@ md("""
 Create a memory budget with weights, KV cache, workspace, and reserve. Explain which parts are mostly
 fixed and which grow with active requests.
 
-**Task 15.** Pick a preset model and GPU (see `course_lib.model_names()` and `course_lib.GPU_BYTES`),
-a dtype, a context length and a number of active sequences, and build `my_budget` in this shape:
+**Task 20** (three parts: the pools and their kinds, the arithmetic, the headroom). Pick a preset model
+and GPU (see `course_lib.model_names()` and `course_lib.GPU_BYTES`), a dtype, a context length and a
+number of active sequences, and build `my_budget` in this shape:
 
 ```python
 my_budget = {
@@ -795,9 +1032,9 @@ my_budget = {
 }
 ```
 
-Every `bytes` is an int; `kind` is `"fixed"` or `"grows"`. The grader recomputes the weights and the
-KV cache for your choices, so use real arithmetic (the library's `weight_bytes` and
-`kv_cache_bytes_per_token` are allowed).
+Every `bytes` is an int; `kind` is `"fixed"` or `"grows"`. The device's bytes are the total CUDA reports
+(`course_lib.gpu_bytes(gpu)`). The grader recomputes the weights and the KV cache for your choices, so
+use real arithmetic (the library's `weight_bytes` and `kv_cache_bytes_per_token` are allowed).
 """, "explain_intro")
 
 solution("answer_explain_budget", """
@@ -822,7 +1059,7 @@ for name, pool in my_budget["pools"].items():
 print(f"headroom   {my_budget['headroom_bytes'] / GB:15.2f} GB")
 """)
 
-test("test_explain_budget", 3, "Task 15 · your own budget", """
+test("test_explain_budget", 3, "Task 20 · your own budget", """
 assert isinstance(my_budget, dict) and "pools" in my_budget, "my_budget should be a dict with a 'pools' dict"
 assert {"weights", "kv_cache", "workspace", "reserve"} <= set(my_budget["pools"]), "include the four pools"
 """)
@@ -853,7 +1090,19 @@ md("""
 **Next lesson:** L14.5 — Quantization for Serving examines how lower-precision representations
 change memory, compatibility, and quality.
 
-**References:** vLLM, Documentation. NVIDIA, CUDA Documentation.
+**References:**
+* vLLM, *CacheConfig* (`gpu_memory_utilization`, `block_size`, `kv_cache_dtype`, `cpu_offload_gb`):
+  https://docs.vllm.ai/en/stable/api/vllm/config/cache.html
+* vLLM, *Optimization and Tuning* (preemption, chunked prefill, `max_num_seqs`, `max_num_batched_tokens`):
+  https://docs.vllm.ai/en/stable/configuration/optimization.html
+* vLLM, *Production Metrics* (`vllm:kv_cache_usage_perc`, `vllm:num_requests_waiting`):
+  https://docs.vllm.ai/en/stable/usage/metrics/
+* W. Kwon et al., *Efficient Memory Management for Large Language Model Serving with PagedAttention*,
+  SOSP 2023: https://arxiv.org/abs/2309.06180
+* PyTorch, *CUDA semantics: memory management* (the caching allocator, `memory_stats`, `empty_cache`,
+  `expandable_segments`): https://pytorch.org/docs/stable/notes/cuda.html#memory-management
+* NVIDIA, *CUDA Runtime API: cudaMemGetInfo*:
+  https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html
 """, "takeaways")
 
 
