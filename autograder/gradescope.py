@@ -114,7 +114,7 @@ for package in autograder lessons; do
   chmod -R go-rwx "$("$ROOT/venv/bin/python" -c "import $package, os; print(os.path.dirname($package.__file__))")"
 done
 # Fail the build, not a learner's submission, if an unprivileged uid cannot run the kernel's Python...
-setpriv --reuid=65534 --regid=65534 --clear-groups "$ROOT/venv/bin/python" -c "import ipykernel, course_lib" \
+setpriv --reuid=65534 --regid=65534 --clear-groups "$ROOT/venv/bin/python" -c "import ipykernel, course_lib" \\
   || {{ echo "setup.sh: an unprivileged uid cannot run $ROOT/venv/bin/python" >&2; exit 1; }}
 # ...or the installed grader is not the one built into this bundle, or this image cannot isolate learner code.
 "$ROOT/venv/bin/python" -m autograder.gradescope --root "$ROOT" --check

@@ -206,7 +206,10 @@ def test_a_container_that_cannot_isolate_learner_code_grades_nothing(bundle, tmp
     root = tmp_path / "root"
     _unpack(bundle, root)
     _submission(root, "reference")
-    no_bwrap = str(Path(sys.executable).parent)
+    shell = tmp_path / "bin"   # bash for run_autograder, and no bwrap anywhere on PATH
+    shell.mkdir()
+    (shell / "bash").symlink_to(shutil.which("bash"))
+    no_bwrap = f"{shell}:{Path(sys.executable).parent}"
     env = dict(os.environ, **{ROOT_VARIABLE: str(root), "PATH": no_bwrap})
     check = subprocess.run([sys.executable, "-m", "autograder.gradescope", "--check"], env=env, capture_output=True,
                            text=True, timeout=120)
