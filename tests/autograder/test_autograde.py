@@ -19,6 +19,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograder"))
 import hostile  # noqa: E402
+FULL = 5 + hostile.LAB_POINTS  # the fixture notebook's 5 points and the lab check's
 
 from autograder.autograde import main as autograde  # noqa: E402
 from autograder.errors import AutograderError  # noqa: E402
@@ -55,11 +56,11 @@ def test_regrade_never_keeps_a_stale_score(tmp_path):
     _hand_in(submitted, "alice")
     _hand_in(submitted, "bob")
     first = _grade(submitted, results)
-    assert first.students["alice"].score == 8.0 and _gradebook_scores(results)["alice"] == 8.0
+    assert first.students["alice"].score == FULL and _gradebook_scores(results)["alice"] == FULL
 
     # Unchanged submissions are kept as they were (and say so); nothing is graded twice.
     again = _grade(submitted, results)
-    assert sorted(again.reused) == ["alice", "bob"] and again.students["alice"].score == 8.0
+    assert sorted(again.reused) == ["alice", "bob"] and again.students["alice"].score == FULL
 
     # A manual score from formgrader survives an unchanged re-run...
     from nbgrader.api import Gradebook
@@ -67,7 +68,7 @@ def test_regrade_never_keeps_a_stale_score(tmp_path):
         gb.find_grade("explain_budget", hostile.ASSIGNMENT, hostile.ASSIGNMENT, "alice").manual_score = 2.0
         gb.db.commit()
     _grade(submitted, results)
-    assert _gradebook_scores(results)["alice"] == 10.0
+    assert _gradebook_scores(results)["alice"] == FULL + 2.0
 
     # ...but alice hands in a wrong answer and one that kills its kernel: no earlier point survives.
     changed = hostile.set_answer(hostile.set_answer(hostile.learner_notebook(), "kv_per_token", hostile.WRONG_KV),
@@ -75,8 +76,8 @@ def test_regrade_never_keeps_a_stale_score(tmp_path):
     _hand_in(submitted, "alice", nb=changed)
     died = _grade(submitted, results)
     alice = died.students["alice"]
-    assert (alice.status, alice.score) == ("kernel_died", 5.0)  # test_max_sequences (2) and the lab (3)
-    assert _gradebook_scores(results)["alice"] == 5.0, "no stale auto or manual score"
+    assert (alice.status, alice.score) == ("kernel_died", 2 + hostile.LAB_POINTS)  # test_max_sequences (2), the lab
+    assert _gradebook_scores(results)["alice"] == 2 + hostile.LAB_POINTS, "no stale auto or manual score"
     assert died.reused == ["bob"]
 
     # A corrupt hand-in: no submission in the gradebook, no stale feedback or notebook on disk.
@@ -133,10 +134,10 @@ def test_interrupted_batch_resumes_with_nothing_lost_or_duplicated(tmp_path, how
 
     batch = _grade(submitted, results)
     assert set(batch.students) == set(students) and set(batch.reused) >= done_before
-    assert all(r.status == "graded" and r.score == 8.0 for r in batch.students.values())
+    assert all(r.status == "graded" and r.score == FULL for r in batch.students.values())
     rows = (results / "grades.csv").read_text().splitlines()[1:]
     assert sorted(r.split(",")[0] for r in rows) == students, "each student exactly once"
-    assert _gradebook_scores(results) == {sid: 8.0 for sid in students}
+    assert _gradebook_scores(results) == {sid: FULL for sid in students}
     dead = [d for d in Path("/tmp").glob("cg-*-*") if d.name.split("-")[-2].isdigit()
             and not psutil.pid_exists(int(d.name.split("-")[-2]))]
     assert dead == [], "scratch folders of killed workers are swept"
@@ -161,12 +162,12 @@ def test_results_reach_the_gradebook_while_the_batch_still_grades(tmp_path):
                 seen_early = _gradebook_scores(results)
             except Exception:  # noqa: BLE001 - the writer may hold the database for a moment
                 seen_early = None
-            if seen_early and seen_early.get("fast") == 8.0:   # (nbgrader commits a submission, then its grades)
+            if seen_early and seen_early.get("fast") == FULL:   # (nbgrader commits a submission, then its grades)
                 break
         time.sleep(0.1)
     assert proc.wait(timeout=120) == 0, proc.communicate()[1][-2000:]
-    assert seen_early == {"fast": 8.0}, "the fast student was merged before the slow one finished"
-    assert _gradebook_scores(results) == {"fast": 8.0, "slow": 8.0}
+    assert seen_early == {"fast": FULL}, "the fast student was merged before the slow one finished"
+    assert _gradebook_scores(results) == {"fast": FULL, "slow": FULL}
 
 
 def test_parallel_workers_each_grade_in_their_own_sandbox(tmp_path):
@@ -175,7 +176,7 @@ def test_parallel_workers_each_grade_in_their_own_sandbox(tmp_path):
     for sid in ("a", "b", "c", "d"):
         _hand_in(submitted, sid, nb=hostile.insert_after(hostile.learner_notebook(), "intro", probe_cell))
     batch = _grade(submitted, results)
-    assert all(r.score == 8.0 for r in batch.students.values())
+    assert all(r.score == FULL for r in batch.students.values())
     seen = set()
     for sid in batch.students:
         nb = nbformat.read(results / "autograded" / sid / hostile.ASSIGNMENT / hostile.NOTEBOOK, as_version=4)

@@ -26,6 +26,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograder"))
 import hostile  # noqa: E402
+FULL = 5 + hostile.LAB_POINTS  # the fixture notebook's 5 points and the lab check's
 
 from autograder import environment  # noqa: E402
 from autograder.autograde import main as autograde  # noqa: E402
@@ -136,7 +137,7 @@ def test_a_worker_killed_mid_task_costs_nothing(cluster, tmp_path):
     assert not grading.is_alive()
     batch = outcome["batch"]
     assert set(batch.students) == set(students)
-    assert all((r.status, r.score) == ("graded", 8.0) for r in batch.students.values()), batch.counts()
+    assert all((r.status, r.score) == ("graded", FULL) for r in batch.students.values()), batch.counts()
     killed = next(sid for sid in students if key.startswith(f"grade-{sid}-"))
     assert batch.students[killed].worker and not batch.students[killed].worker.startswith(worker + " "), \
         "the killed task was graded again on another worker"
@@ -166,7 +167,7 @@ def test_client_killed_mid_batch_resumes_with_nothing_lost_or_duplicated(cluster
 
     batch = _grade(submitted, results, address)
     assert set(batch.students) == set(students) and set(batch.reused) >= done_before
-    assert all((r.status, r.score) == ("graded", 8.0) for r in batch.students.values())
+    assert all((r.status, r.score) == ("graded", FULL) for r in batch.students.values())
     rows = (results / "grades.csv").read_text().splitlines()[1:]
     assert sorted(r.split(",")[0] for r in rows) == students, "each student exactly once"
 
@@ -247,7 +248,7 @@ def test_a_worker_with_another_environment_is_refused_and_one_without_bubblewrap
             # ...and with --insecure the batch is graded, all of it there, under the isolation it has; the
             # records and the report say which.
             batch = _grade(submitted, results, address, insecure=True)
-            assert all((r.status, r.score) == ("graded", 8.0) for r in batch.students.values())
+            assert all((r.status, r.score) == ("graded", FULL) for r in batch.students.values())
             assert all(r.worker and not r.worker.startswith(stale_address + " ") for r in batch.students.values())
             assert any(f"refused the Dask worker {stale_address}" in w and "course_lib differs" in w
                        for w in batch.warnings), batch.warnings

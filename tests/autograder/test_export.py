@@ -41,10 +41,10 @@ def test_every_export_meets_the_spec_and_its_score_is_its_tests(example_class_lo
         if batch.students[sid].unanswered and not batch.students[sid].needs_manual_grading:
             # the written answer handed back as released: nbgrader's "No response", 0 of 3, nothing to grade
             assert pending == [] and data["extra_data"]["needs_manual_grading"] is False, sid
-            assert sum(t["max_score"] for t in scored) == spec.max_score + spec.manual_max_score == 43
+            assert sum(t["max_score"] for t in scored) == spec.max_score + spec.manual_max_score == 53
             continue
         assert data["score"] == batch.students[sid].score, sid
-        assert sum(t["max_score"] for t in scored) == spec.max_score == 40, "the autograder's tests total 40"
+        assert sum(t["max_score"] for t in scored) == spec.max_score == 50, "the autograder's tests total 50"
         (pending,) = pending
         assert pending["tags"] == [PENDING] and "max_score" not in pending and "status" not in pending
         assert pending["output"].startswith(f"{PENDING}:") and "3 points" in pending["name"]
@@ -66,12 +66,12 @@ def test_hand_grading_and_comments_from_formgrader_reach_grades_csv_and_gradesco
     export(results)
     rows = {r["student_id"]: r for r in csv.DictReader((results / "grades.csv").open())}
     assert rows["reference"]["comments"] == "written answer: =all five pools, well argued"
-    assert rows["reference"]["total_score"] == "43.0" and rows["reference"]["needs_manual_grading"] == "False"
+    assert rows["reference"]["total_score"] == "53.0" and rows["reference"]["needs_manual_grading"] == "False"
     assert rows["blank"]["comments"] == "answer_kv_per_token: start from 2 x layers"
     assert rows["forgot_k_and_v"]["comments"] == ""
     exports = _gradescope(results)
     ref = exports["reference"]
-    assert ref["score"] == 43.0 == sum(t["score"] for t in ref["tests"])
+    assert ref["score"] == 53.0 == sum(t["score"] for t in ref["tests"])
     assert ref["tests"][-1] == {"name": "written answer (3 points, graded by hand)", "visibility": "visible",
                                 "score": 3.0, "max_score": 3.0,
                                 "output": "graded by hand: 3 of 3\n\ncomment: =all five pools, well argued"}

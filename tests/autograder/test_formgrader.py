@@ -116,7 +116,7 @@ def test_formgrader_lists_every_submission_and_its_comments_reach_the_exports(gr
     from autograder.export import main as export
     export(results)
     rows = {r["student_id"]: r for r in csv.DictReader((results / "grades.csv").open())}
-    assert rows["reference"]["manual_score"] == "2.0" and rows["reference"]["total_score"] == "42.0"
+    assert rows["reference"]["manual_score"] == "2.0" and rows["reference"]["total_score"] == "52.0"
     assert rows["reference"]["comments"] == (f"written answer: {WRITTEN_COMMENT}\n"
                                              f"answer_kv_per_token: {OTHER_COMMENT}")
     # blank handed the written answer back as released: nbgrader's "No response" is 0, not "to grade"
@@ -124,5 +124,5 @@ def test_formgrader_lists_every_submission_and_its_comments_reach_the_exports(gr
     data = json.loads((results / "gradescope" / "reference.json").read_text())
     written = data["tests"][-1]
     assert written["score"] == 2.0 and written["max_score"] == 3.0 and WRITTEN_COMMENT in written["output"]
-    assert OTHER_COMMENT in data["output"] and data["score"] == 42.0 == sum(t["score"] for t in data["tests"])
+    assert OTHER_COMMENT in data["output"] and data["score"] == 52.0 == sum(t["score"] for t in data["tests"])
 

@@ -164,7 +164,7 @@ def test_the_image_s_python_may_be_another_minor_version(bundle, tmp_path):
     proc = _run(root)
     assert proc.returncode == 0, proc.stderr
     got = json.loads((root / "results" / "results.json").read_text())
-    assert got["extra_data"]["status"] == "graded" and got["score"] == 40.0
+    assert got["extra_data"]["status"] == "graded" and got["score"] == 50.0
     assert f"note: python {environment()['python']} here; the bundle was built with" in got["output"]
 
 
@@ -225,9 +225,10 @@ def test_a_container_that_cannot_isolate_learner_code_grades_nothing(bundle, tmp
 def test_setup_installs_a_python_the_throwaway_uid_can_run(bundle):
     with zipfile.ZipFile(bundle) as zf:
         setup = zf.read("setup.sh").decode()
-    # uv's own Pythons live under /root (mode 700): the bundle's go where every user can run them, and the
-    # build fails unless an unprivileged uid runs the venv's Python, then unless the image isolates learner code
-    assert "export UV_PYTHON_INSTALL_DIR=/opt/uv-python" in setup.split("uv venv")[0]
+    # A Python downloaded by uv lives under /root (mode 700), which the throwaway uid cannot run: the venv is
+    # made from a system Python under /usr (the image's or apt's), never a downloaded one; the build fails
+    # unless an unprivileged uid runs the venv's Python, then unless the image isolates learner code
+    assert "uv " not in setup and '"$PY" -m venv "$ROOT/venv"' in setup and "chmod -R a+rX" in setup
     lines = setup.splitlines()
     drop = next(i for i, line in enumerate(lines) if line.startswith("setpriv --reuid=65534"))
     assert lines[drop + 1].strip().startswith("|| {") and "exit 1" in lines[drop + 1]

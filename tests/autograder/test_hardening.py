@@ -25,6 +25,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograder"))
 import hostile  # noqa: E402
+FULL = 5 + hostile.LAB_POINTS  # the fixture notebook's 5 points and the lab check's
 
 from autograder.autograde import main as autograde  # noqa: E402
 from autograder.answers import ANSWER_MIME  # noqa: E402
@@ -92,7 +93,7 @@ def test_case_gets_its_status_score_and_question_statuses(graded, sid):
             f"{g}={q.status} {q.message}" for g, q in r.questions.items())
     for gid, status in case.questions.items():
         assert r.questions[gid].status == status, f"{sid}/{gid}: {r.questions[gid]}"
-    assert r.max_score == 8.0 and set(r.questions) == {
+    assert r.max_score == FULL and set(r.questions) == {
         "test_kv_per_token", "test_weights_bytes", "test_max_sequences",
         "lab_edit_only_active_sequences", "lab_reports_not_fit", "lab_only_kv_doubled"}
     if r.status != "graded":
@@ -109,15 +110,15 @@ def test_failures_never_look_like_a_plain_zero(graded):
                    for q in entry["questions"].values())
     rows = (graded["results"] / "grades.csv").read_text().splitlines()
     assert rows[0].startswith("student_id,status,score,max_score")
-    assert any(r.startswith("kernel_dies,kernel_died,8.0,8.0") for r in rows)
-    assert any(r.startswith("dies_in_answer,kernel_died,7.0,8.0") for r in rows)
+    assert any(r.startswith(f"kernel_dies,kernel_died,{FULL},{FULL}") for r in rows)
+    assert any(r.startswith(f"dies_in_answer,kernel_died,{FULL - 1},{FULL}") for r in rows)
 
 
 def test_kernel_death_costs_only_the_questions_it_breaks(graded):
     r = graded["batch"].students["kernel_dies"]
     assert "kernel died while running cell 5" in r.message and "fresh kernel" in r.message
     gs = json.loads((graded["results"] / "gradescope" / "kernel_dies.json").read_text())
-    assert gs["score"] == 8.0 and gs["extra_data"]["status"] == "kernel_died"
+    assert gs["score"] == FULL and gs["extra_data"]["status"] == "kernel_died"
     q = graded["batch"].students["dies_in_answer"].questions["test_weights_bytes"]
     assert "NameError" in q.message and "the kernel died while running cell 5 (weights)" in q.message, q.message
 
@@ -126,7 +127,7 @@ def test_memory_cap_is_enforced_by_the_os(graded):
     r = graded["batch"].students["memory_hog"]
     assert r.status == "memory_limit" and "memory limit of 536.87 MB (512 MiB)" in r.message, r.message
     # cgroup: the OOM killer ends the kernel and a fresh one goes on; RLIMIT_AS: MemoryError, the cells go on
-    assert r.score == 8.0
+    assert r.score == FULL
 
 
 def test_slow_cells_are_interrupted_and_the_rest_runs(graded):
@@ -202,7 +203,7 @@ def test_output_is_capped(graded):
         path = graded["results"] / "autograded" / sid / hostile.ASSIGNMENT / hostile.NOTEBOOK
         assert path.stat().st_size < 3 * 2**20
         assert "output truncated" in _out_text(graded, sid)
-        assert graded["batch"].students[sid].score == 8.0, "a flood never costs points by itself"
+        assert graded["batch"].students[sid].score == FULL, "a flood never costs points by itself"
 
 
 def test_links_and_odd_files_are_refused_and_never_quoted(graded):
@@ -247,7 +248,7 @@ def test_names_are_reported_and_csv_fields_cannot_be_formulas(graded):
     assert "a\tb" not in batch.students
     assert any("'a\\tb'" in w and "not printable" in w for w in batch.warnings), batch.warnings
     rows = (graded["results"] / "grades.csv").read_text().splitlines()
-    assert any(r.startswith("'=1+2,graded,8.0") for r in rows)
+    assert any(r.startswith(f"'=1+2,graded,{FULL}") for r in rows)
     assert not any(r.startswith(("=", "+", "-", "@")) for r in rows)
 
 
@@ -293,9 +294,9 @@ def test_gradebook_matches_and_failed_submissions_have_no_stale_entry(graded):
     from nbgrader.api import Gradebook, MissingEntry
 
     with Gradebook("sqlite:///" + str(graded["results"] / "gradebook.db")) as gb:
-        assert gb.find_submission(hostile.ASSIGNMENT, "ref").score == 8.0
-        assert gb.find_submission(hostile.ASSIGNMENT, "kernel_dies").score == 8.0
-        assert gb.find_submission(hostile.ASSIGNMENT, "dies_in_answer").score == 7.0
+        assert gb.find_submission(hostile.ASSIGNMENT, "ref").score == FULL
+        assert gb.find_submission(hostile.ASSIGNMENT, "kernel_dies").score == FULL
+        assert gb.find_submission(hostile.ASSIGNMENT, "dies_in_answer").score == FULL - 1
         with pytest.raises(MissingEntry):
             gb.find_submission(hostile.ASSIGNMENT, "corrupt_json")
 

@@ -14,6 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograder"))
 import hostile  # noqa: E402
+FULL_SCORE = 5 + hostile.LAB_POINTS  # the fixture notebook's 5 points and the lab check's
 
 from autograder import autograde as autograde_module  # noqa: E402
 from autograder import cli  # noqa: E402
@@ -89,6 +90,6 @@ def test_insecure_grades_anyway_and_says_so(tmp_path, without_bubblewrap):
     batch = autograde_module.main(submitted, out=tmp_path / "r", workers=1, progress=False,
                                   assignment=hostile.assignment(), insecure=True)
     amy = batch.students["amy"]
-    assert (amy.status, amy.score) == ("graded", 8.0), amy.message
+    assert (amy.status, amy.score) == ("graded", FULL_SCORE), amy.message
     assert batch.isolation.startswith("no bubblewrap") and "BELOW THE MINIMUM (--insecure)" in batch.isolation
     assert any("apt-get install bubblewrap" in w for w in batch.warnings)

@@ -76,9 +76,9 @@ def test_baseline_is_the_lessons_figures(baseline):
     assert baseline["fits"] is True
 
 
-def test_reference_edit_scores_three_points(baseline):
+def test_reference_edit_scores_two_points(baseline):
     results = _check(EDITED, baseline)
-    assert [q.score for q in results.values()] == [1.0, 1.0, 1.0]
+    assert [q.score for q in results.values()] == [1.0, 0.5, 0.5]   # the edit, then its two effects
 
 
 def test_edit_to_32_runs_and_fails_only_the_doubling(baseline):

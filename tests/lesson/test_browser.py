@@ -357,6 +357,39 @@ def test_slider_past_the_limit_flips_the_verdict(session):
 
 # ------------------------------------------------------------------ the workspace itself (no browser)
 
+@pytest.mark.browser
+def test_launch_explorer_redraws_what_vllm_would_start_with(session):
+    """The decision task's explorer (Task 17): Llama-3.1-8B on an RTX 4090 at 8,192 tokens serves 5 requests
+    at once with vLLM's defaults (the KV pool of a published 4090 start-up log: 5.29 GiB = 43,344 tokens);
+    an fp8 KV cache halves the bytes per token, so the same pool holds twice the tokens and 10 requests."""
+    page = session.page
+    explorer = page.locator(".course-launch-explorer")
+    explorer.wait_for(state="visible", timeout=10_000)
+    explorer.scroll_into_view_if_needed()
+    verdict = explorer.locator(".course-launch-verdict")
+    text = verdict.inner_text()
+    assert "43,344 tokens" in text and "5 such requests at once" in text and "NOT served" in text, text
+    tokens = int(re.search(r"= ([\d,]+) tokens", text).group(1).replace(",", ""))
+    labels = [t.strip() for t in explorer.locator(".widget-label").all_inner_texts() if t.strip()]
+    for flag in ("--kv-cache-dtype", "--max-model-len (tokens)", "--max-num-seqs (slots)", "users to serve (count)"):
+        assert flag in labels, f"{flag!r} not among the explorer's labels {labels}"
+    figure = explorer.locator(".jp-OutputArea-output img")
+    figure.wait_for(state="visible", timeout=10_000)
+    before = figure.get_attribute("src")
+    session.shot("11-launch-explorer", explorer)
+    select = explorer.locator(".widget-dropdown").filter(has_text="--kv-cache-dtype").locator("select")
+    select.select_option(label="fp8")
+    page.wait_for_function("([sel, old]) => !document.querySelector(sel).innerText.includes(old)",
+                           arg=[".course-launch-explorer .course-launch-verdict", text], timeout=15_000)
+    after = verdict.inner_text()
+    assert "10 such requests at once" in after, after
+    doubled = int(re.search(r"= ([\d,]+) tokens", after).group(1).replace(",", ""))
+    assert abs(doubled - 2 * tokens) <= 2 * 16, (tokens, doubled)   # the same pool, whole 16-token blocks
+    page.wait_for_function("([sel, old]) => document.querySelector(sel).src !== old",
+                           arg=[".course-launch-explorer .jp-OutputArea-output img", before], timeout=15_000)
+    session.shot("12-launch-explorer-fp8", explorer)
+
+
 def test_lab_command_is_local_and_uses_the_learners_python(tmp_path):
     python = workspace.learner_python(tmp_path)
     argv = workspace.lab_argv(tmp_path, python, open_path="a/b.ipynb")

@@ -1,6 +1,7 @@
 """Crafted submissions for the hardening tests, built on ``fixture/l14-04-model-memory.ipynb`` (fast: no torch, no plots).
 
-The fixture's max score is 5 notebook points (2 + 1 + 2) plus 3 lab points = 8.
+The fixture's max score is 5 notebook points (2 + 1 + 2) plus the lab's points (:data:`LAB_POINTS`, the real lesson's lab
+check: 2) = 7.
 Each case says what the grader must decide: status, score, and per-question status.
 The batch runs them with a 5 s cell timeout, a 15 s notebook timeout, 512 MiB of memory
 and 64 MiB of disk (see :data:`BATCH`).
@@ -17,6 +18,11 @@ from pathlib import Path
 from typing import Callable
 
 import nbformat
+
+from lessons.l14_04.lab import QUESTIONS as _LAB_QUESTIONS
+
+LAB_POINTS = float(sum(_LAB_QUESTIONS.values()))
+"""The lab check's points (the real lesson's: the edit 1, its two effects 0.5 each)."""
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -232,85 +238,85 @@ def foreign_owner(path: Path) -> None:
 
 
 CASES = [
-    Case("ref", lambda ctx: learner_notebook(), "graded", 8.0,
+    Case("ref", lambda ctx: learner_notebook(), "graded", 5 + LAB_POINTS,
          {"test_kv_per_token": "passed", "test_weights_bytes": "passed", "test_max_sequences": "passed"}),
     # ---- limits
     # A cell that dies, hangs or hits a limit costs only the questions it breaks: the kernel is
     # interrupted, or replaced by a fresh one that replays the cells before, and the rest runs.
     Case("kernel_dies", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", "import os; os._exit(1)"),
-         "kernel_died", 8.0,
+         "kernel_died", 5 + LAB_POINTS,
          {"test_kv_per_token": "passed", "test_weights_bytes": "passed", "test_max_sequences": "passed"}),
     Case("dies_in_answer", lambda ctx: set_answer(learner_notebook(), "weights", "import os; os._exit(1)\n" + WEIGHTS_ANSWER),
-         "kernel_died", 7.0,
+         "kernel_died", 4 + LAB_POINTS,
          {"test_kv_per_token": "passed", "test_weights_bytes": "failed", "test_max_sequences": "passed"}),
     Case("memory_hog", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token",
                                                 "hog = b'x' * (3 * 2**30)"),
-         "memory_limit", 8.0, {"test_kv_per_token": "passed", "test_weights_bytes": "passed"}),
+         "memory_limit", 5 + LAB_POINTS, {"test_kv_per_token": "passed", "test_weights_bytes": "passed"}),
     Case("infinite_loop", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", "while True:\n    pass"),
-         "timeout", 8.0, {"test_kv_per_token": "passed", "test_weights_bytes": "passed"}),
+         "timeout", 5 + LAB_POINTS, {"test_kv_per_token": "passed", "test_weights_bytes": "passed"}),
     Case("loop_in_first_answer", lambda ctx: set_answer(learner_notebook(), "kv_per_token",
                                                         "while True:\n    pass\n" + KV_ANSWER),
-         "timeout", 6.0, {"test_kv_per_token": "failed", "test_weights_bytes": "passed", "test_max_sequences": "passed"}),
+         "timeout", 3 + LAB_POINTS, {"test_kv_per_token": "failed", "test_weights_bytes": "passed", "test_max_sequences": "passed"}),
     Case("ignores_interrupt", lambda ctx: insert_after(set_answer(learner_notebook(), "kv_per_token",
                                                                   IGNORES_SIGINT + KV_ANSWER), "intro",
                                                        "print('printed once')"),
-         "timeout", 6.0, {"test_kv_per_token": "failed", "test_weights_bytes": "passed", "test_max_sequences": "passed"}),
+         "timeout", 3 + LAB_POINTS, {"test_kv_per_token": "failed", "test_weights_bytes": "passed", "test_max_sequences": "passed"}),
     Case("catches_interrupt", lambda ctx: set_answer(learner_notebook(), "weights", CATCHES_INTERRUPT + WEIGHTS_ANSWER),
-         "timeout", 7.0, {"test_kv_per_token": "passed", "test_weights_bytes": "failed", "test_max_sequences": "passed"}),
+         "timeout", 4 + LAB_POINTS, {"test_kv_per_token": "passed", "test_weights_bytes": "failed", "test_max_sequences": "passed"}),
     Case("slow_notebook", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token",
                                                    *["import time; time.sleep(3)"] * 6),
-         "timeout", 5.0, {"test_kv_per_token": "passed", "test_max_sequences": "not_run"}),
+         "timeout", 2 + LAB_POINTS, {"test_kv_per_token": "passed", "test_max_sequences": "not_run"}),
     Case("fork_bomb", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", FORK_BOMB),
-         "process_limit", 8.0),
+         "process_limit", 5 + LAB_POINTS),
     Case("forks_left_running", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", FORKS_LEFT_RUNNING),
-         "process_limit", 8.0, {"test_kv_per_token": "passed", "test_weights_bytes": "passed"}),
+         "process_limit", 5 + LAB_POINTS, {"test_kv_per_token": "passed", "test_weights_bytes": "passed"}),
     Case("disk_hog", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", DISK_HOG),
-         "disk_limit", 8.0, {"test_kv_per_token": "passed", "test_weights_bytes": "passed"}),
+         "disk_limit", 5 + LAB_POINTS, {"test_kv_per_token": "passed", "test_weights_bytes": "passed"}),
     Case("flood_in_answer", lambda ctx: set_answer(learner_notebook(), "kv_per_token",
                                                    KV_ANSWER + "for i in range(300_000):\n    print(i)\n"),
-         "graded", 8.0),
+         "graded", 5 + LAB_POINTS),
     Case("network", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", network_probe(ctx["port"])),
-         "graded", 8.0),
+         "graded", 5 + LAB_POINTS),
     Case("output_flood", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token",
                                                   "print('x' * 50_000_000)", "for i in range(200_000): print(i)"),
-         "graded", 8.0),
+         "graded", 5 + LAB_POINTS),
     # ---- isolation
     Case("isolation", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", _isolation_probe(ctx)),
-         "graded", 8.0),
+         "graded", 5 + LAB_POINTS),
     # ---- tampering and trusted scoring
     Case("tamper_edit", lambda ctx: set_answer(set_answer(learner_notebook(), "test_kv_per_token", "pass"),
                                                "kv_per_token", WRONG_KV),
-         "graded", 6.0, {"test_kv_per_token": "failed", "test_weights_bytes": "passed"}),
+         "graded", 3 + LAB_POINTS, {"test_kv_per_token": "failed", "test_weights_bytes": "passed"}),
     Case("tamper_delete", lambda ctx: set_answer(delete(learner_notebook(), "test_weights_bytes", "test_max_sequences"),
                                                  "weights", WRONG_WEIGHTS),
-         "graded", 7.0, {"test_weights_bytes": "failed", "test_max_sequences": "passed"}),
+         "graded", 4 + LAB_POINTS, {"test_weights_bytes": "failed", "test_max_sequences": "passed"}),
     Case("always_equal", lambda ctx: set_answer(learner_notebook(), "weights",
                                                 "class Sneaky(int):\n"
                                                 "    def __eq__(self, other):\n        return True\n"
                                                 "    __hash__ = int.__hash__\n"
                                                 "def weights_bytes(num_params, bits_per_value):\n"
                                                 "    return Sneaky(0)\n"),
-         "graded", 7.0, {"test_weights_bytes": "failed"}),
+         "graded", 4 + LAB_POINTS, {"test_weights_bytes": "failed"}),
     Case("traceback_hidden", lambda ctx: insert_after(
         set_answer(set_answer(learner_notebook(), "kv_per_token", BLANK_KV), "weights", BLANK_WEIGHTS),
         "intro", "get_ipython().showtraceback = lambda *args, **kwargs: None\n"
                  "get_ipython()._showtraceback = lambda *args, **kwargs: None"),
-         "graded", 5.0, {"test_kv_per_token": "failed", "test_weights_bytes": "failed", "test_max_sequences": "passed"}),
+         "graded", 2 + LAB_POINTS, {"test_kv_per_token": "failed", "test_weights_bytes": "failed", "test_max_sequences": "passed"}),
     Case("forged_in_answer_cell", lambda ctx: insert_after(
         set_answer(learner_notebook(), "kv_per_token", WRONG_KV), "kv_per_token",
         "from IPython.display import display\n" + _forge("test_kv_per_token", CORRECT["test_kv_per_token"])),
-         "graded", 6.0, {"test_kv_per_token": "failed"}),
+         "graded", 3 + LAB_POINTS, {"test_kv_per_token": "failed"}),
     Case("conflicting_answers", lambda ctx: insert_after(learner_notebook(), "intro", CONFLICT_HOOK),
-         "graded", 3.0, {"test_kv_per_token": "failed", "test_weights_bytes": "failed", "test_max_sequences": "failed"}),
+         "graded", 0 + LAB_POINTS, {"test_kv_per_token": "failed", "test_weights_bytes": "failed", "test_max_sequences": "failed"}),
     Case("wrong_id_answers", lambda ctx: insert_after(learner_notebook(), "intro", WRONG_ID_HOOK),
-         "graded", 5.0, {"test_kv_per_token": "failed", "test_weights_bytes": "failed", "test_max_sequences": "passed"}),
-    Case("invented_grade_cell", lambda ctx: _invented(learner_notebook()), "graded", 8.0),
+         "graded", 2 + LAB_POINTS, {"test_kv_per_token": "failed", "test_weights_bytes": "failed", "test_max_sequences": "passed"}),
+    Case("invented_grade_cell", lambda ctx: _invented(learner_notebook()), "graded", 5 + LAB_POINTS),
     # ---- noise
     Case("stderr_noise", lambda ctx: insert_after(
         learner_notebook(), "kv_per_token",
         "import sys, warnings\nwarnings.warn('this API is deprecated', DeprecationWarning)\n"
         "warnings.warn('numerical precision may be lost', UserWarning)\n"
-        "print('Traceback (most recent call last): not really', file=sys.stderr)\n"), "graded", 8.0),
+        "print('Traceback (most recent call last): not really', file=sys.stderr)\n"), "graded", 5 + LAB_POINTS),
     # ---- broken or absent hand-ins
     Case("corrupt_json", lambda ctx: b'{"cells": [ {"cell_type": "code", "source": "1 +', "invalid_submission", 0.0),
     Case("not_a_notebook", lambda ctx: b'{"cells": 5, "nbformat": 4}', "invalid_submission", 0.0),
@@ -324,11 +330,11 @@ CASES = [
     Case("foreign_owner", lambda ctx: foreign_owner, "invalid_submission", 0.0),
     Case("huge_notebook", lambda ctx: huge_notebook(), "invalid_submission", 0.0),
     # ---- malformed nbgrader metadata: restored from the source, graded as usual
-    *[Case(f"meta_{name}", lambda ctx, shape=shape: bad_metadata(shape), "graded", 8.0,
+    *[Case(f"meta_{name}", lambda ctx, shape=shape: bad_metadata(shape), "graded", 5 + LAB_POINTS,
            {"test_kv_per_token": "passed", "test_weights_bytes": "passed", "test_max_sequences": "passed"})
       for name, shape in BAD_METADATA.items()],
     # ---- names
-    Case("=1+2", lambda ctx: learner_notebook(), "graded", 8.0),
+    Case("=1+2", lambda ctx: learner_notebook(), "graded", 5 + LAB_POINTS),
     # ---- the lab file
     Case("no_lab_file", lambda ctx: learner_notebook(), "graded", 5.0, lab=None),
 ]
