@@ -140,7 +140,7 @@ def launch_figure(plan: LaunchPlan, users: int | None = None, title: str = "vLLM
     budget = e.terms[0].bytes / GiB
     bar.axhline(total / GiB, color="black", lw=1.5, label=f"device (CUDA total): {total / GiB:.2f} GiB")
     bar.axhline(budget, color="#2a9d3f", lw=1.5, ls="--",
-                label=f"budget: total x {e.launch['gpu_memory_utilization']} = {budget:.2f} GiB")
+                label=f"budget: total x {e.launch['gpu_memory_utilization']:.2f} = {budget:.2f} GiB")
     graphs = e.term("cuda_graph")
     if graphs and next(t for t in e.terms if t.name == "cuda_graph").sign == 0:
         bar.bar(0, graphs / GiB, bottom=budget, width=0.62, color="none", edgecolor="#9c755f", hatch="..",
@@ -196,8 +196,8 @@ def launch_explorer(model: str = "llama-3.1-8b", gpu: str = "rtx-4090", max_mode
     import ipywidgets as w
     from IPython.display import Image, display
 
-    style = {"description_width": "190px"}
-    layout = w.Layout(width="540px")
+    style = {"description_width": "250px"}
+    layout = w.Layout(width="600px")
     controls = {
         "model": w.Dropdown(options=model_options(), value=model, description="model preset", style=style,
                             layout=layout),
@@ -224,6 +224,8 @@ def launch_explorer(model: str = "llama-3.1-8b", gpu: str = "rtx-4090", max_mode
 
     def redraw(_change=None) -> None:
         values = {name: c.value for name, c in controls.items()}
+        # the slider's float is 0.9199999999999999 for 0.92: the flag as a person types it
+        values["gpu_memory_utilization"] = round(values["gpu_memory_utilization"], 2)
         users_now = values.pop("users")
         plan = plan_launch(**values)
         colour = "#1b5e20" if plan.serves(users_now) else "#b71c1c"

@@ -57,6 +57,19 @@ def test_figure_draws_both_panels_and_a_refusal():
     assert "does not start" in bad.axes[0].texts[0].get_text()
 
 
+def test_the_legend_prints_the_utilization_as_typed():
+    """0.92 from a float slider is 0.9199999999999999; the figure says 0.92 (and the budget it gives)."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    fig = launch_figure(plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192,
+                                    gpu_memory_utilization=0.9199999999999999), users=12)
+    labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    labels += [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    budget = next(label for label in labels if label.startswith("budget:"))
+    assert "x 0.92 = " in budget and "0.9199" not in budget, budget
+
+
 def test_widget_redraws_when_a_knob_moves():
     pytest.importorskip("ipywidgets")
     from course_lib.vllm_explorer import launch_explorer

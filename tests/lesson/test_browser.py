@@ -387,6 +387,11 @@ def test_launch_explorer_redraws_what_vllm_would_start_with(session):
     assert abs(doubled - 2 * tokens) <= 2 * 16, (tokens, doubled)   # the same pool, whole 16-token blocks
     page.wait_for_function("([sel, old]) => document.querySelector(sel).src !== old",
                            arg=[".course-launch-explorer .jp-OutputArea-output img", before], timeout=15_000)
+    figure.wait_for(state="visible", timeout=10_000)
+    page.wait_for_function("sel => { const img = document.querySelector(sel); return img && img.complete && "
+                           "img.naturalWidth > 400; }", arg=".course-launch-explorer .jp-OutputArea-output img",
+                           timeout=15_000)
+    assert "0.9199" not in explorer.inner_text(), "the utilization is printed as a person types it"
     session.shot("12-launch-explorer-fp8", explorer)
 
 
