@@ -58,12 +58,13 @@ REDACTED = "[lines quoting the grader's hidden test were removed here]"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
-# The allow-list: what markdown and learner HTML may contain (no script, style, iframe, form, event handlers).
+# The allow-list: what markdown and learner HTML may contain (no script, style, iframe, form, event handlers,
+# and no class: the page's own classes, "verdict passed" among them, would let learner HTML pass for a verdict).
 ALLOWED_TAGS = {"a", "abbr", "b", "blockquote", "br", "caption", "code", "dd", "del", "details", "div", "dl", "dt",
                 "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "kbd", "li", "ol", "p", "pre", "s",
                 "small", "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "tfoot", "th", "thead",
                 "tr", "u", "ul"}
-ALLOWED_ATTRIBUTES = {"*": {"class", "title"}, "a": {"href"}, "img": {"src", "alt", "width", "height"},
+ALLOWED_ATTRIBUTES = {"*": {"title"}, "a": {"href"}, "img": {"src", "alt", "width", "height"},
                       "td": {"align", "colspan", "rowspan"}, "th": {"align", "colspan", "rowspan"}}
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 

@@ -32,6 +32,7 @@ from .cells import grade_id
 from .errors import AutograderError
 from .execute import Execution, execute_notebook
 from .feedback import write_feedback
+from .inert import instructor_copy
 from .layout import autograded_path, feedback_path, record_path
 from .restore import MAX_NOTEBOOK_BYTES, Refused, read_handed_in, read_submission, restore_cells
 from .results import (GRADED, GRADER_ERROR, INVALID, MISSING, NOT_RUN, PASSED, SEVERITY, QuestionResult,
@@ -248,7 +249,7 @@ def _write_files(job: Job, result: StudentResult, executed: dict[str, nbformat.N
     results_dir, a = Path(job.results_dir), job.assignment
     titles = load_lesson(a.lesson).side_titles()
     for name, nb in executed.items():
-        write_atomic(autograded_path(results_dir, job.student_id, a, name), nbformat.writes(nb))
+        write_atomic(autograded_path(results_dir, job.student_id, a, name), nbformat.writes(instructor_copy(nb)))
     for name in a.notebook_names:
         try:
             with _time_limit(RENDER_TIMEOUT_S):
