@@ -52,6 +52,7 @@ from .results import DISK_LIMIT, KERNEL_DIED, MEMORY_LIMIT, PROCESS_LIMIT, SEVER
 from .sandbox import Sandbox, fork_server
 from .sandbox.forkserver import ForkedProcess, ForkServerError
 from .settings import Settings
+from .text import one_line
 
 KERNEL_NAME = "course-grade-sandbox"
 #: Seconds an interrupted cell has to stop before its kernel is replaced (KeyboardInterrupt takes ms).
@@ -317,6 +318,7 @@ def _make_client_class():
         of their own; errors are always kept, their tracebacks shortened past the budget.
         """
 
+        store_widget_state = False   # widgets are shown as a note: no state kept, however many comm messages
         max_output_bytes = 1 * MiB
         max_answer_bytes = 64 * KiB
         max_answers = 64
@@ -330,15 +332,26 @@ def _make_client_class():
             self._answers = 0
             self._truncated_cells: set[int] = set()
             self._pending_note = None
+            self.long_errors: set[int] = set()
+            """Cells that already kept an error past the budget (a cell raises once; a flood sends many)."""
+            self.incoming_bytes = 0
+            """The whole serialized size of the message being processed (set by :class:`_Run`)."""
 
         def room(self, cell_index: int) -> int:
             """Bytes cell ``cell_index`` may still show."""
             return max(self.max_output_bytes - self.output_bytes,
                        self.cell_allowance_bytes - self._cell_bytes.get(cell_index, 0))
 
+        def charge(self, cell_index: int, size: int) -> None:
+            """Count ``size`` bytes against the notebook's budget and the cell's allowance."""
+            self.output_bytes += size
+            self._cell_bytes[cell_index] = self._cell_bytes.get(cell_index, 0) + size
+
         def output(self, outs, msg, display_id, cell_index):
             content = msg.get("content", {})
-            size = _text_size(content)
+            # Every byte of the message counts: its header, metadata and content, not only the text
+            # (a display's metadata, an error's evalue and traceback are the learner's to fill).
+            size = max(self.incoming_bytes, _text_size(content))
             data = content.get("data") or {}
             if ANSWER_MIME in data:
                 if size > self.max_answer_bytes or self._answers >= self.max_answers:
@@ -348,26 +361,37 @@ def _make_client_class():
                 return super().output(outs, msg, display_id, cell_index)
             room = self.room(cell_index)
             if size > room:
-                if msg.get("msg_type") == "stream" and room > 0:
-                    content["text"] = content.get("text", "")[:room]
-                    size = len(content["text"])
-                elif msg.get("msg_type") == "error":
-                    content["traceback"] = [line[:2000] for line in content.get("traceback", [])[-3:]]
-                    size = 0  # always kept, shortened: it says why a test failed
+                kind = msg.get("msg_type")
+                text = content.get("text", "") if kind == "stream" else ""
+                keep = room - max(0, size - len(text))   # what is left for text once the rest is counted
+                if kind == "stream" and keep > 0:
+                    content["text"] = text[:keep]
+                    size = room
+                elif kind == "error" and cell_index not in self.long_errors:
+                    # Kept, shortened: it says why a test failed. One per cell: the others are a flood.
+                    self.long_errors.add(cell_index)
+                    content["ename"] = str(content.get("ename", ""))[:200]
+                    content["evalue"] = str(content.get("evalue", ""))[:ERROR_CHARS]
+                    content["traceback"] = [str(line)[:ERROR_CHARS] for line in (content.get("traceback") or [])[-3:]]
+                    size = 0
                 else:
                     self.note_cap(outs, cell_index)
                     return None
                 self.note_cap(outs, cell_index, after=True)
-            self.output_bytes += size
-            self._cell_bytes[cell_index] = self._cell_bytes.get(cell_index, 0) + size
+            self.charge(cell_index, size)
             return super().output(outs, msg, display_id, cell_index)
 
         def _update_display_id(self, display_id, msg):
             content = msg.get("content", {})
             if ANSWER_MIME in (content.get("data") or {}):
                 return  # answers are never updated in place
-            if _text_size(content) > self.max_output_bytes - self.output_bytes:
+            # The update is written into every output that has this display id: each copy counts.
+            copies = sum(len(indices) for indices in self._display_id_map.get(display_id, {}).values())
+            cost = copies * max(self.incoming_bytes, _text_size(content))
+            index = next(iter(self._display_id_map.get(display_id, {})), None)
+            if index is None or cost > self.max_output_bytes - self.output_bytes:
                 return
+            self.charge(index, cost)
             super()._update_display_id(display_id, msg)
 
         def note_cap(self, outs, cell_index, after: bool = False):
@@ -396,6 +420,12 @@ def _make_client_class():
     return CappedClient
 
 
+#: Characters of an error's value and of each traceback line kept once the output budget is spent.
+ERROR_CHARS = 2000
+#: Output messages: the ones the budget's own rules in CappedClient.output handle.
+OUTPUTS = ("stream", "display_data", "execute_result", "error")
+
+
 # ---- one run of a notebook -----------------------------------------------------------------
 
 class _Run:
@@ -405,6 +435,7 @@ class _Run:
         self.cell_timeout, self.notebook_timeout = cell_timeout, notebook_timeout
         self.max_message_bytes, self.startup_timeout, self.max_restarts = max_message_bytes, startup_timeout, max_restarts
         self.client = _make_client_class()(nb, km=None)
+        self.client.comm_open_handlers = {}   # no Output-widget capture: every output goes through the budget
         self.client.max_output_bytes = max_output_bytes
         self.client.reset_execution_trackers()
         self.events: list[CellEvent] = []
@@ -602,6 +633,8 @@ class _Run:
             if reply is not None and now - reply_at > IOPUB_GRACE_S:
                 # The reply came; its last outputs did not (nbclient: "Timeout waiting for IOPub output"):
                 # late, or dropped unread with everything after them (a message over max_message_bytes).
+                # What arrived meanwhile is read first (a grader starved by a busy machine reads late).
+                self._drain(session, msg_id, cell, index, record)
                 break
             if reply is None and now >= cell_deadline:
                 if notebook_limited:
@@ -689,6 +722,21 @@ class _Run:
                         continue
         return False
 
+    def _drain(self, session, msg_id, cell, index, record) -> bool:
+        """Read what IOPub holds now, without waiting; True if the kernel's idle status was among it."""
+        import zmq
+
+        idle = False
+        for _ in range(4096):
+            try:
+                frames = self.kernel.iopub.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                break
+            idle |= self._on_iopub(frames, session, msg_id, cell, index, record)
+            if idle:
+                break
+        return idle
+
     def _on_iopub(self, frames, session, msg_id, cell, index, record) -> bool:
         """Handle one IOPub message; True when it says the kernel went idle after our request.
 
@@ -704,22 +752,33 @@ class _Run:
         if not isinstance(parent, dict) or parent.get("msg_id") != msg_id or not isinstance(header, dict):
             return False
         msg_type = header.get("msg_type")
-        content_size = len(parts[4].bytes) if len(parts) > 4 else 0
         if msg_type != "status" and (not record or msg_type == "execute_input"):
             return False
-        if msg_type in ("stream", "display_data", "execute_result", "update_display_data") and \
-                self.client.room(index) <= 0 and (msg_type == "stream" or content_size > 2 * self.client.max_answer_bytes):
-            self.client.note_cap(cell.outputs, index)
-            return False
+        client = self.client
+        wire = sum(len(part) for part in parts)   # the whole serialized message: every byte counts (no copy)
+        if msg_type != "status" and wire > client.room(index):
+            # Past the budget, a message is dropped before it is parsed (a flood costs the grader ~0),
+            # except what may be kept anyway: an answer (a budget of its own), a cell's first error.
+            may_keep = (msg_type in ("display_data", "execute_result") and wire <= 2 * client.max_answer_bytes) \
+                or (msg_type == "error" and index not in client.long_errors) \
+                or (msg_type == "stream" and client.room(index) > 0)
+            if not may_keep:
+                client.note_cap(cell.outputs, index)
+                return False
         msg = _deserialize(session, frames)
         if msg is None:
             return False
         if msg_type == "status":
             return msg["content"].get("execution_state") == "idle"
+        if msg_type not in OUTPUTS and msg_type != "update_display_data":
+            client.charge(index, wire)   # comm messages, clear_output...: counted as they come
+        client.incoming_bytes = wire
         try:
-            self.client.process_message(msg, cell, index)
+            client.process_message(msg, cell, index)
         except Exception as e:  # noqa: BLE001 - an odd message (a forged comm, a bad display) is dropped
             log.debug("dropped an iopub message (%s): %s", msg_type, e)
+        finally:
+            client.incoming_bytes = 0
         return False
 
     # -- the result
@@ -825,7 +884,7 @@ def _handler_error(log_tail: str) -> str | None:
         if line.startswith("Traceback") or line.startswith(chained):
             error = None          # another exception of the chain follows
         elif error is None:
-            error = line.strip()[:200]
+            error = one_line(line, 200)
         else:
             break                 # what the kernel printed after the traceback
     return error

@@ -14,11 +14,8 @@ lesson's side checks say); then the tests are scored, and the side checks score 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
-import signal
-import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -31,7 +28,7 @@ from .assignment import ANSWER, TASK, Assignment, AssignmentSpec, load_lesson, l
 from .cells import grade_id
 from .errors import AutograderError
 from .execute import Execution, execute_notebook
-from .feedback import write_feedback
+from .feedback import write_feedback, write_feedback_within
 from .inert import instructor_copy
 from .layout import autograded_path, feedback_path, record_path
 from .restore import MAX_NOTEBOOK_BYTES, Refused, read_handed_in, read_submission, restore_cells
@@ -44,8 +41,6 @@ log = logging.getLogger(__name__)
 EXECUTION_STATUS = {"completed": GRADED, "grader_error": GRADER_ERROR, **{s: s for s in SEVERITY}}
 #: The largest file a side check reads from a hand-in (a lab script is a few KB).
 MAX_SIDE_FILE_BYTES = 1_000_000
-#: Seconds the feedback page may take to render (nbconvert on a pathological notebook).
-RENDER_TIMEOUT_S = 60
 
 
 @dataclass(frozen=True)
@@ -226,38 +221,16 @@ def _explain_events(questions: dict[str, QuestionResult], execution: Execution, 
             q.message = f"{q.message} (because {shown})"
 
 
-@contextlib.contextmanager
-def _time_limit(seconds: float):
-    """Raise TimeoutError in this (the main) thread after ``seconds``; no limit in other threads."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expired(signum, frame):
-        raise TimeoutError(f"took longer than {seconds:g} s")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def _write_files(job: Job, result: StudentResult, executed: dict[str, nbformat.NotebookNode]) -> None:
     results_dir, a = Path(job.results_dir), job.assignment
     titles = load_lesson(a.lesson).side_titles()
     for name, nb in executed.items():
         write_atomic(autograded_path(results_dir, job.student_id, a, name), nbformat.writes(instructor_copy(nb)))
     for name in a.notebook_names:
-        try:
-            with _time_limit(RENDER_TIMEOUT_S):
-                write_feedback(results_dir, result, executed.get(name), a.name, name, titles)
-        except Exception as e:  # noqa: BLE001 - a page that cannot be rendered: the summary alone, and say so
-            log.debug("%s: feedback fell back to the summary: %s", job.student_id, e)
-            result.notes.append(f"the feedback page shows the scores only: {name} could not be rendered ({e})")
-            write_feedback(results_dir, result, None, a.name, name, titles)
+        why = write_feedback_within(results_dir, result, executed.get(name), a.name, name, titles)
+        if why is not None:
+            log.debug("%s: feedback fell back to the summary: %s", job.student_id, why)
+            result.notes.append(f"the feedback page shows the scores only: {name} could not be rendered ({why})")
 
 
 def _outputs(job: Job) -> list[Path]:
