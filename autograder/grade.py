@@ -28,13 +28,14 @@ from .assignment import ANSWER, TASK, Assignment, AssignmentSpec, load_lesson, l
 from .cells import grade_id
 from .errors import AutograderError
 from .execute import Execution, execute_notebook
-from .feedback import write_feedback, write_feedback_within
+from .feedback import Redactor, write_feedback, write_feedback_within
 from .inert import instructor_copy
 from .layout import autograded_path, feedback_path, record_path
 from .restore import MAX_NOTEBOOK_BYTES, Refused, read_handed_in, read_submission, restore_cells
 from .results import (GRADED, GRADER_ERROR, INVALID, MISSING, NOT_RUN, PASSED, SEVERITY, QuestionResult,
                       StudentResult, write_atomic, write_json)
 from .sandbox import Sandbox, probe, require_minimum, scratch_dir
+from .text import one_line
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -167,6 +168,9 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
     run = sidecheck.runner(settings, isolation, lesson.preload)   # the batch's fork server: the same preload
     questions.update(sidecheck.score(lesson, files, released, job.prepared, run))
     log.debug("%s side checks done", job.student_id)
+    bound = _bounder(executions.values())
+    for q in questions.values():
+        q.message = bound(q.message)
 
     statuses = [EXECUTION_STATUS[e.status] for e in executions.values()]
     if GRADER_ERROR in statuses:
@@ -175,7 +179,7 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
     status = max((s for s in statuses if s != GRADED), key=SEVERITY.index, default=GRADED)
     messages = [(name, e.message) for name, e in executions.items() if e.message]
     messages += [(name, why) for name, (_, why) in problems.items()]
-    message = "; ".join(m if len(spec.notebooks) == 1 else f"{name}: {m}" for name, m in messages)
+    message = bound("; ".join(m if len(spec.notebooks) == 1 else f"{name}: {m}" for name, m in messages))
     unanswered = _unanswered(spec, executions)
     result = StudentResult(
         student_id=job.student_id, status=status,
@@ -188,6 +192,25 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
     if first in executed:   # the side checks, as grade cells of the first notebook (for the gradebook)
         executed[first].cells.extend(sidecheck.side_cells(lesson, questions))
     return result, executed
+
+
+#: The most characters a question's or a submission's message keeps (the learner's own text in it is
+#: cut shorter where it is quoted: autograder.scoring).
+MESSAGE_CHARS = 1000
+
+
+def _bounder(executions):
+    """What every message of a result passes through before it is stored: the Redactor of each executed
+    notebook (no line quoting a hidden test, as on the feedback page), then one line of at most
+    :data:`MESSAGE_CHARS` characters without terminal escapes or control characters
+    (:func:`autograder.text.one_line`). Escaping for HTML and CSV is where the text is written."""
+    redactors = [Redactor(e.nb) for e in executions]
+
+    def bound(text: str) -> str:
+        for redactor in redactors:
+            text = redactor.text(text)
+        return one_line(text, MESSAGE_CHARS)
+    return bound
 
 
 def _unanswered(spec: AssignmentSpec, executions: dict[str, Execution]) -> list[str]:

@@ -273,6 +273,22 @@ def test_edited_and_deleted_test_cells_are_restored(graded):
         < ids.index("test_max_sequences"), "re-inserted where the instructor's notebook has them"
 
 
+def test_messages_quote_no_hidden_line_and_no_terminal_escape(graded):
+    # The learner's exception text reaches every file a message goes to (grades.json, the CSV, the
+    # records, Gradescope's results.json, which students see): redacted as the feedback page is, one
+    # printable line. On the old code the hidden line and the escapes were quoted verbatim.
+    hidden_line = "return record('test_kv_per_token'"
+    results = graded["results"]
+    files = [results / "grades.json", results / "grades.csv"] + [
+        results / folder / f"{sid}.json" for folder in ("records", "gradescope") for sid in ("quotes_hidden", "escapes_in_error")]
+    for path in files:
+        text = path.read_text()
+        assert hidden_line not in text and "\x1b" not in text and "\\u001b" not in text, path
+    students = graded["batch"].students
+    assert students["quotes_hidden"].questions["test_kv_per_token"].message == "[lines quoting the grader's hidden test were removed here]"
+    assert students["escapes_in_error"].questions["test_kv_per_token"].message == "the test failed: ValueError: red"
+
+
 def test_trusted_scoring_ignores_tricks(graded):
     students = graded["batch"].students
     assert "list of integers" in students["always_equal"].questions["test_weights_bytes"].message

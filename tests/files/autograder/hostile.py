@@ -183,6 +183,16 @@ def network_probe(port: int) -> str:
 KV_ANSWER = ("def kv_bytes_per_token(num_layers, num_kv_heads, head_dim, bytes_per_value):\n"
              "    return 2 * num_layers * num_kv_heads * head_dim * bytes_per_value\n")
 WEIGHTS_ANSWER = "def weights_bytes(num_params, bits_per_value):\n    return num_params * bits_per_value // 8\n"
+# Passes the visible check, then raises from inside the hidden one, quoting the hidden line that
+# called it (inspect reads it from the cell) and the hidden inputs.
+QUOTES_HIDDEN = ("def kv_bytes_per_token(*args):\n"
+                 "    import inspect\n"
+                 "    if args == (32, 32, 128, 2):\n"
+                 "        return 524288\n"
+                 "    line = inspect.stack()[1].code_context[0].strip()\n"
+                 "    raise ValueError(line + repr(args))\n")
+# The same, with terminal escapes (a window title, clear screen, red, carriage return, backspace) instead.
+ESCAPES_IN_ERROR = QUOTES_HIDDEN.replace("line + ", "'\\x1b]0;owned\\x07\\x1b[2J\\x1b[31mred\\r\\x08' + ")
 # Loops that run before the answer's definition, so the answer is lost with the cell.
 IGNORES_SIGINT = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n"
 CATCHES_INTERRUPT = "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass\n"
@@ -291,6 +301,10 @@ CASES = [
                                                 "def weights_bytes(num_params, bits_per_value):\n"
                                                 "    return Sneaky(0)\n"),
          "graded", 7.0, {"test_weights_bytes": "failed"}),
+    Case("quotes_hidden", lambda ctx: set_answer(learner_notebook(), "kv_per_token", QUOTES_HIDDEN),
+         "graded", 6.0, {"test_kv_per_token": "failed", "test_weights_bytes": "passed"}),
+    Case("escapes_in_error", lambda ctx: set_answer(learner_notebook(), "kv_per_token", ESCAPES_IN_ERROR),
+         "graded", 6.0, {"test_kv_per_token": "failed", "test_weights_bytes": "passed"}),
     Case("traceback_hidden", lambda ctx: insert_after(
         set_answer(set_answer(learner_notebook(), "kv_per_token", BLANK_KV), "weights", BLANK_WEIGHTS),
         "intro", "get_ipython().showtraceback = lambda *args, **kwargs: None\n"
