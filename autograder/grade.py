@@ -31,7 +31,8 @@ from .execute import Execution, execute_notebook
 from .feedback import Redactor, write_feedback, write_feedback_within
 from .inert import instructor_copy
 from .layout import autograded_path, feedback_path, record_path
-from .restore import MAX_NOTEBOOK_BYTES, Refused, read_handed_in, read_submission, restore_cells
+from .restore import (MAX_NOTEBOOK_BYTES, Refused, read_handed_in, read_submission, refuse_other_coding,
+                      restore_cells)
 from .results import (GRADED, GRADER_ERROR, INVALID, MISSING, NOT_RUN, PASSED, SEVERITY, QuestionResult,
                       StudentResult, write_atomic, write_json)
 from .sandbox import Sandbox, probe, require_minimum, scratch_dir
@@ -67,6 +68,8 @@ def read_files(folder: Path, assignment: Assignment) -> dict[str, bytes | Refuse
     for name, cap in caps.items():
         try:
             out[name] = read_handed_in(folder, name, cap)
+            if name.endswith(".py") and out[name] is not None:
+                refuse_other_coding(name, out[name])   # read as Python reads it, or refused
         except Refused as e:
             out[name] = e
     return out

@@ -344,6 +344,11 @@ CASES = [
     # ---- names: "=1+2" and "a\tb" are not student ids (autograder.student_ids): the test skips them
     # ---- the lab file
     Case("no_lab_file", lambda ctx: learner_notebook(), "graded", 5.0, lab=None),
+    # a coding cookie other than UTF-8: Python would run other text than the one compared (a utf-7
+    # comment holds a line: +AAo- is a newline); refused, never run
+    Case("utf7_lab", lambda ctx: learner_notebook(), "graded", 5.0,
+         {"lab_edit_only_active_sequences": "not_run", "lab_reports_not_fit": "not_run", "lab_only_kv_doubled": "not_run"},
+         lab="# -*- coding: utf-7 -*-\n" + lab_text(16) + "# +AAo-import builtins+ADs- builtins.print = lambda *a, **k: None\n"),
 ]
 
 
