@@ -56,7 +56,7 @@ from .sandbox import (REPO, Limits, disk_limit_bytes, fork_server_early, memory_
                       stop_fork_servers, sweep_leftovers)
 from .settings import Settings
 
-GRADER_VERSION = "course-grade 2"
+GRADER_VERSION = "course-grade 3"   # 3: time limits in CPU seconds; messages bounded
 
 
 def lesson_digest(assignment: Assignment) -> str:

@@ -426,13 +426,70 @@ ERROR_CHARS = 2000
 OUTPUTS = ("stream", "display_data", "execute_result", "error")
 
 
+# ---- the clock -----------------------------------------------------------------------------
+
+class Budget:
+    """A time limit in CPU seconds of the sandbox, with a wall-clock backstop ``wall_factor`` times larger.
+
+    CPU time is what a cell costs whatever else the machine runs (a busy grading host gives the kernel
+    less of a core, not less work done per CPU second); the backstop ends what uses no CPU at all (a
+    ``sleep``, a blocked read). Where the sandbox has no CPU clock (no cgroup and no throwaway uid,
+    ``--insecure`` only), the limit is wall-clock time, as it was.
+
+    >>> class Box:   # a sandbox whose processes have used 7 CPU seconds, then 12
+    ...     readings = iter([7.0, 12.0])
+    ...     def cpu_seconds(self): return next(self.readings)
+    >>> budget = Budget(Box(), 5, wall_factor=4)
+    >>> budget.over()
+    'cpu'
+    """
+
+    #: Seconds a CPU reading is reused (the uid fallback walks /proc).
+    READ_EVERY_S = 0.05
+
+    def __init__(self, sandbox, cpu_s: float, wall_factor: float):
+        self.sandbox, self.cpu_s, self.wall_s = sandbox, cpu_s, cpu_s * wall_factor
+        self.wall0 = time.monotonic()
+        self.cpu0 = sandbox.cpu_seconds()
+        self.measured = self.cpu0 is not None
+        if not self.measured:
+            self.wall_s = cpu_s
+        self._read_at, self._cpu = self.wall0, self.cpu0
+
+    def cpu_used(self) -> float:
+        if not self.measured:
+            return time.monotonic() - self.wall0
+        now = time.monotonic()
+        if now - self._read_at >= self.READ_EVERY_S or self._cpu == self.cpu0:
+            cpu = self.sandbox.cpu_seconds()
+            if cpu is not None:
+                self._cpu, self._read_at = cpu, now
+        return self._cpu - self.cpu0
+
+    def wall_used(self) -> float:
+        return time.monotonic() - self.wall0
+
+    def over(self) -> str | None:
+        """"cpu" once the CPU seconds are used, "wall" once the backstop has passed, else None."""
+        if self.cpu_used() >= self.cpu_s:
+            return "cpu"
+        if self.wall_used() >= self.wall_s:
+            return "wall"
+        return None
+
+    def wall_left(self) -> float:
+        """Wall-clock seconds before the backstop (for start-up timeouts)."""
+        return max(0.0, self.wall_s - self.wall_used())
+
+
 # ---- one run of a notebook -----------------------------------------------------------------
 
 class _Run:
     def __init__(self, nb, sandbox: Sandbox, *, cell_timeout: float, notebook_timeout: float,
-                 max_output_bytes: int, max_message_bytes: int, startup_timeout: float, max_restarts: int):
+                 max_output_bytes: int, max_message_bytes: int, startup_timeout: float, max_restarts: int,
+                 wall_factor: float):
         self.nb, self.sandbox = nb, sandbox
-        self.cell_timeout, self.notebook_timeout = cell_timeout, notebook_timeout
+        self.cell_timeout, self.notebook_timeout, self.wall_factor = cell_timeout, notebook_timeout, wall_factor
         self.max_message_bytes, self.startup_timeout, self.max_restarts = max_message_bytes, startup_timeout, max_restarts
         self.client = _make_client_class()(nb, km=None)
         self.client.comm_open_handlers = {}   # no Output-widget capture: every output goes through the budget
@@ -443,7 +500,10 @@ class _Run:
         """Cells that ran to a reply in some kernel (errors included): what a fresh kernel replays."""
         self.restarts = 0
         self.kernel: Kernel | None = None
-        self.deadline: float | None = None
+        self.notebook: Budget | None = None
+        """The notebook's time, from its first cell (:class:`Budget`)."""
+        self.cell_over: str | None = None
+        """Which limit the last interrupted cell ran into ("cpu" or "wall")."""
         self.executed = 0
         self.stopped: int | None = None
         self._next_before: dict | None = None
@@ -452,8 +512,25 @@ class _Run:
         self.log_file = open(sandbox.log_dir / "kernel.log", "ab")
 
     # -- the clock
-    def left(self) -> float:
-        return float("inf") if self.deadline is None else self.deadline - time.monotonic()
+    def notebook_over(self) -> str | None:
+        return None if self.notebook is None else self.notebook.over()
+
+    def wall_left(self) -> float:
+        return float("inf") if self.notebook is None else self.notebook.wall_left()
+
+    def _out_of_time(self, where: str) -> str:
+        nb = self.notebook
+        if nb is not None and nb.measured and nb.over() == "wall":
+            return (f"the notebook ran out of its {nb.wall_s:g} s wall-clock backstop ({self.wall_factor:g} times "
+                    f"its {self.notebook_timeout:g} s time limit of CPU time) {where}")
+        return f"the notebook ran out of its {self.notebook_timeout:g} s time limit {where}"
+
+    def _cell_limit(self) -> str:
+        """The limit the last interrupted cell ran into, as messages say it."""
+        if self.cell_over == "wall":
+            return (f"the {self.cell_timeout * self.wall_factor:g} s wall-clock backstop per cell "
+                    f"({self.wall_factor:g} times its {self.cell_timeout:g} s of CPU time)")
+        return f"the {self.cell_timeout:g} s limit per cell"
 
     # -- the loop over cells
     def run(self) -> Execution:
@@ -463,13 +540,12 @@ class _Run:
             except Exception as e:  # noqa: BLE001 - nothing of the learner has run yet: the grader's failure
                 return self._result(None, status="grader_error",
                                     message=f"the sandboxed kernel did not start: {_one_line(e)}")
-            self.deadline = time.monotonic() + self.notebook_timeout  # the clock starts with the first cell
+            self.notebook = Budget(self.sandbox, self.notebook_timeout, self.wall_factor)  # from the first cell
             for index, cell in enumerate(self.nb.cells):
                 if cell.cell_type != "code" or not cell.source.strip():
                     continue
-                if self.left() <= 0:
-                    self._stop(index, TIMEOUT, f"the notebook ran out of its {self.notebook_timeout:g} s "
-                                               f"time limit before {_cell_name(self.nb, index)}")
+                if self.notebook_over():
+                    self._stop(index, TIMEOUT, self._out_of_time(f"before {_cell_name(self.nb, index)}"))
                     return self._result(self.stopped)
                 # The last cell's "after", unless a restart came between (nothing else runs between cells).
                 before, self._next_before = self._next_before or self._snapshot(), None
@@ -485,7 +561,7 @@ class _Run:
         """Record what cell ``index`` did, restart the kernel if it must; False: the run stops here."""
         name, cell, lim = _cell_name(self.nb, index), self.nb.cells[index], self.sandbox.limits
         if how == "deadline":
-            self._stop(index, TIMEOUT, f"the notebook ran out of its {self.notebook_timeout:g} s time limit in {name}")
+            self._stop(index, TIMEOUT, self._out_of_time(f"in {name}"))
             return False
         after = self._snapshot()
         limit = _limit_hit(cell, before, after, self._kernel_log_tail() if how == "died" else "",
@@ -499,17 +575,17 @@ class _Run:
             if limit:
                 self.events.append(CellEvent(index, limit, _limit_message(self.sandbox, name, limit)))
         elif how == "interrupted":
-            self.events.append(CellEvent(index, limit or TIMEOUT, f"{name} ran longer than the {self.cell_timeout:g} s "
-                                                                  f"limit per cell and was interrupted{_why(self.sandbox, limit)}"))
+            self.events.append(CellEvent(index, limit or TIMEOUT, f"{name} ran longer than {self._cell_limit()} "
+                                                                  f"and was interrupted{_why(self.sandbox, limit)}"))
         elif how == "unresponsive":
             failed = None if limit else _handler_error(self._kernel_log_tail(16 * KiB))
             if failed:   # ipykernel broke on the request itself and never answered: no slow cell
                 self.events.append(CellEvent(index, KERNEL_DIED, f"{name} never started: the kernel failed on it "
                                              f"before running it ({failed}) and stopped answering; the grader "
-                                             f"gave up after the {self.cell_timeout:g} s limit per cell"))
+                                             f"gave up after {self._cell_limit()}"))
             else:
-                self.events.append(CellEvent(index, limit or TIMEOUT, f"{name} ran longer than the "
-                                             f"{self.cell_timeout:g} s limit per cell and ignored the interrupt"
+                self.events.append(CellEvent(index, limit or TIMEOUT, f"{name} ran longer than "
+                                             f"{self._cell_limit()} and ignored the interrupt"
                                              f"{_why(self.sandbox, limit)}"))
             return self._restart(index)
         else:  # died
@@ -536,13 +612,12 @@ class _Run:
                                   f"so later cells were not run")
                 self.stopped = index + 1
                 return False
-            if self.left() <= 0:
-                self._stop(index + 1, TIMEOUT, f"the notebook ran out of its {self.notebook_timeout:g} s time limit "
-                                               f"before a fresh kernel could go on")
+            if self.notebook_over():
+                self._stop(index + 1, TIMEOUT, self._out_of_time("before a fresh kernel could go on"))
                 return False
             self.restarts += 1
             try:
-                self.kernel = self._start(min(self.startup_timeout, max(1.0, self.left())))
+                self.kernel = self._start(min(self.startup_timeout, max(1.0, self.wall_left())))
             except Exception as e:  # noqa: BLE001 - the learner's files (an IPython startup file) can do this
                 self._stop(index + 1, KERNEL_DIED, f"a fresh kernel did not start after {_cell_name(self.nb, index)} "
                                                    f"({_one_line(e)}): later cells were not run")
@@ -552,9 +627,8 @@ class _Run:
                 event.message += "; a fresh kernel replayed the cells before it and went on"
                 return True
             if how == "deadline":
-                self._stop(index + 1, TIMEOUT, f"the notebook ran out of its {self.notebook_timeout:g} s time limit "
-                                               f"while a fresh kernel replayed the cells before "
-                                               f"{_cell_name(self.nb, index)}")
+                self._stop(index + 1, TIMEOUT, self._out_of_time(f"while a fresh kernel replayed the cells before "
+                                                                 f"{_cell_name(self.nb, index)}"))
                 return False
             if how == "disk":  # the watchdog again: another kernel would find the disk as full
                 self.stopped = index + 1
@@ -620,9 +694,7 @@ class _Run:
             cell.outputs = []
             self.client.clear_before_next_output = False
             self.executed += 1
-        timeout = min(self.cell_timeout, self.left())
-        cell_deadline = time.monotonic() + timeout
-        notebook_limited = self.left() < self.cell_timeout
+        budget = Budget(self.sandbox, self.cell_timeout, self.wall_factor)
         reply, idle, interrupted, reply_at = None, False, False, None
         poller = zmq.Poller()
         for sock in (kernel.shell, kernel.iopub, kernel.iopub_monitor):
@@ -636,17 +708,18 @@ class _Run:
                 # What arrived meanwhile is read first (a grader starved by a busy machine reads late).
                 self._drain(session, msg_id, cell, index, record)
                 break
-            if reply is None and now >= cell_deadline:
-                if notebook_limited:
+            if reply is None:
+                if self.notebook_over():
                     return "deadline"
-                if interrupted:
+                over = budget.over()
+                if over and interrupted:
                     return "unresponsive"
-                kernel.interrupt()
-                interrupted = True
-                cell_deadline = now + INTERRUPT_GRACE_S
-                continue
-            wait = min(POLL_S, max(0.0, cell_deadline - now))
-            ready = dict(poller.poll(int(wait * 1000) + 1))
+                if over:
+                    kernel.interrupt()
+                    interrupted, self.cell_over = True, over
+                    budget = Budget(self.sandbox, INTERRUPT_GRACE_S, self.wall_factor)
+                    continue
+            ready = dict(poller.poll(int(POLL_S * 1000) + 1))
             if kernel.iopub_monitor in ready and kernel.iopub_dropped():
                 # The kernel died, or sent a message over the size limit: ZeroMQ dropped it unread, and
                 # the connection with it (a death takes the monitor and the init a moment to show).
@@ -700,7 +773,7 @@ class _Run:
         import zmq
 
         kernel = self.kernel
-        deadline = time.monotonic() + max(0.0, min(timeout, self.left()))
+        deadline = time.monotonic() + max(0.0, min(timeout, self.wall_left()))
         while time.monotonic() < deadline and kernel.alive():
             msg = kernel.kc.session.msg("kernel_info_request", content={})
             kernel.kc.control_channel.send(msg)
@@ -798,11 +871,15 @@ class _Run:
 def execute_notebook(nb: nbformat.NotebookNode, sandbox: Sandbox, *, cell_timeout: float = Settings.cell_timeout,
                      notebook_timeout: float = Settings.notebook_timeout,
                      max_output_bytes: int = Settings.max_output_bytes, max_message_bytes: int = 32 * MiB,
-                     startup_timeout: float = 60, max_restarts: int = Settings.max_restarts) -> Execution:
-    """Execute every code cell of ``nb`` (in place) in sandboxed kernels, errors allowed (see the module)."""
+                     startup_timeout: float = 60, max_restarts: int = Settings.max_restarts,
+                     wall_factor: float = Settings.wall_factor) -> Execution:
+    """Execute every code cell of ``nb`` (in place) in sandboxed kernels, errors allowed (see the module).
+
+    ``cell_timeout`` and ``notebook_timeout`` are CPU seconds of the sandbox, each with a wall-clock
+    backstop ``wall_factor`` times larger (:class:`Budget`)."""
     return _Run(nb, sandbox, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
                 max_output_bytes=max_output_bytes, max_message_bytes=max_message_bytes,
-                startup_timeout=startup_timeout, max_restarts=max_restarts).run()
+                startup_timeout=startup_timeout, max_restarts=max_restarts, wall_factor=wall_factor).run()
 
 
 # ---- helpers -------------------------------------------------------------------------------

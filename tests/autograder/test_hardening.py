@@ -142,6 +142,29 @@ def test_slow_cells_are_interrupted_and_the_rest_runs(graded):
     assert "15 s time limit" in students["slow_notebook"].message
 
 
+#: The cases whose outcome a wall-clock limit made depend on load (issue 22: at load 10 on 2 cores, the
+#: floods and the fork bomb became timeouts), the slow ones, and the reference.
+UNDER_LOAD = ("ref", "infinite_loop", "ignores_interrupt", "slow_notebook", "fork_bomb", "output_flood",
+              "flood_in_answer")
+
+
+def test_the_same_cases_under_a_cpu_hog_get_the_same_statuses_and_scores(graded, tmp_path):
+    from load_support import cpu_hog
+
+    cases = [CASES[sid] for sid in UNDER_LOAD]
+    submitted = tmp_path / "submitted"
+    hostile.write_class(submitted, {}, cases)
+    with cpu_hog() as n:
+        batch = autograde(submitted, out=tmp_path / "results", workers=2, progress=False,
+                          assignment=graded["assignment"], **hostile.BATCH)
+    idle = {sid: (graded["batch"].students[sid].status, graded["batch"].students[sid].score) for sid in UNDER_LOAD}
+    busy = {sid: (batch.students[sid].status, batch.students[sid].score) for sid in UNDER_LOAD}
+    assert busy == idle, f"under {n} busy processes"
+    for sid in UNDER_LOAD:
+        assert {k: q.status for k, q in batch.students[sid].questions.items()} == \
+            {k: q.status for k, q in graded["batch"].students[sid].questions.items()}, sid
+
+
 def test_replayed_cells_add_no_outputs_or_answers(graded):
     nb = nbformat.read(graded["results"] / "autograded" / "ignores_interrupt" / hostile.ASSIGNMENT / hostile.NOTEBOOK,
                        as_version=4)
