@@ -272,6 +272,10 @@ CASES = [
     Case("slow_notebook", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token",
                                                    *[BURNS_3_CPU_S] * 6),
          "timeout", 5.0, {"test_kv_per_token": "passed", "test_max_sequences": "not_run"}),
+    # correct but slow: 2 s of CPU in a 5 s limit, which a busy machine stretched past 5 s of wall clock
+    Case("slow_but_correct", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token",
+                                                      BURNS_3_CPU_S.replace("< 3", "< 2")),
+         "graded", 8.0, {"test_kv_per_token": "passed", "test_weights_bytes": "passed", "test_max_sequences": "passed"}),
     Case("fork_bomb", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", FORK_BOMB),
          "process_limit", 8.0),
     Case("forks_left_running", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", FORKS_LEFT_RUNNING),
