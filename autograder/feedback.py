@@ -61,6 +61,8 @@ MARK = {"passed": "✔", "failed": "✘", "not_run": "–"}
 HIDDEN_MARKERS = ("_course_hidden", "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS", ANSWER_MIME)
 REDACTED = "[lines quoting the grader's hidden test were removed here]"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+#: What a widget's output becomes on the page and in the instructor's copy (autograder.inert).
+WIDGET_NOTE = "An interactive widget was here: open the notebook in JupyterLab to use it (a static page cannot run it)."
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 # The allow-list: what markdown and learner HTML may contain (no script, style, iframe, form, event handlers,
@@ -272,9 +274,8 @@ def _output_html(out, redact: Redactor) -> str:
     data = out.get("data") or {}
     if ANSWER_MIME in data:
         return ""
-    if WIDGET_MIME in data:
-        return ('<p class="output note">An interactive widget was here: open the notebook in JupyterLab '
-                'to use it (a static page cannot run it).</p>')
+    if WIDGET_MIME in data or _joined(data.get("text/plain", "")) == WIDGET_NOTE:   # the instructor copy's note
+        return f'<p class="output note">{WIDGET_NOTE}</p>'
     for mime in ("image/png", "image/jpeg"):
         if isinstance(data.get(mime), str):
             payload = re.sub(r"\s", "", data[mime])

@@ -18,8 +18,9 @@ are the instructor's, restored)            it), attachments and
 a raw cell the learner could edit          its text escaped, in a ``<pre>``
 an output's ``text/html``, ``text/markdown``  sanitised HTML (``text/html``)
 ``text/plain``, a PNG or JPEG (base64)     kept (nbconvert escapes text; the image must be base64)
+a widget (its view and its repr)           the feedback page's note (``feedback.WIDGET_NOTE``), as text
 any other type: JavaScript, SVG, LaTeX,    removed, with a ``text/plain`` note naming the type
-widgets, PDF, vendor types
+PDF, vendor types
 an output's metadata                       only an image's numeric width and height
 the grader's answer payloads               kept (no HTML exporter renders them)
 stream and error outputs                   kept (nbconvert escapes them)
@@ -50,7 +51,7 @@ import nbformat
 
 from .answers import ANSWER_MIME
 from .cells import is_locked
-from .feedback import markdown_html, sanitize
+from .feedback import WIDGET_MIME, WIDGET_NOTE, markdown_html, sanitize
 
 #: Output types kept as they are: nbconvert escapes text, and images are checked to be base64.
 TEXT_MIMES = ("text/plain",)
@@ -90,6 +91,8 @@ def inert_output(out) -> nbformat.NotebookNode:
     if kind not in ("display_data", "execute_result"):
         return out   # stream, error: text, escaped by every renderer
     data, kept, removed = out.get("data") or {}, {}, []
+    if WIDGET_MIME in data:   # its text/plain is the widget's repr (VBox(children=...)): the page's note instead
+        data = {"text/plain": WIDGET_NOTE}
     for mime, value in data.items():
         if mime in TEXT_MIMES or mime == ANSWER_MIME:
             kept[mime] = value
