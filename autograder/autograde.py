@@ -51,11 +51,12 @@ from .gradebook import NOT_IN_GRADEBOOK, add_side_cells, manual_comments, manual
 from .layout import (autograded_path, batch_assignment, load_records, remove_student_files, remove_submitted,
                      write_batch, write_submitted)
 from .results import GRADER_ERROR, RAN, BatchResult, StudentResult, write_json
+from .student_ids import refusal, shown
 from .sandbox import (REPO, Limits, disk_limit_bytes, fork_server_early, memory_limit_bytes, probe, require_minimum,
                       stop_fork_servers, sweep_leftovers)
 from .settings import Settings
 
-GRADER_VERSION = "course-grade 2"
+GRADER_VERSION = "course-grade 3"   # 3: time limits in CPU seconds; messages bounded
 
 
 def lesson_digest(assignment: Assignment) -> str:
@@ -76,18 +77,24 @@ def batch_fingerprint(assignment: Assignment, settings: Settings) -> str:
     return h.hexdigest()
 
 
-def list_students(submitted_dir: Path) -> tuple[list[str], list[str]]:
+def list_students(submitted_dir: Path) -> tuple[list[str], dict[str, str]]:
     """The student ids (every folder's name, as in nbgrader; hidden ones excepted) and, for the
-    report, the folders skipped because their name is not printable (a tab, a newline...)."""
+    report, each folder skipped because its name cannot be a student id (:mod:`autograder.student_ids`:
+    an HTML tag, a tab, 237 characters...), with one line that names it and says why."""
     if not submitted_dir.is_dir():
         raise AutograderError(f"SUBMITTED_DIR {submitted_dir} is not a folder; it should hold "
                               f"<student_id>/<assignment>/ folders")
-    students, skipped = [], []
+    students, skipped = [], {}
     for p in submitted_dir.iterdir():
         if not (p.is_dir() or p.is_symlink()) or p.name.startswith("."):
             continue
-        (students if p.name.isprintable() else skipped).append(p.name)
-    return sorted(students), sorted(skipped)
+        why = refusal(p.name)
+        if why is None:
+            students.append(p.name)
+        else:
+            skipped[p.name] = (f"skipped the folder {shown(p.name)} in SUBMITTED_DIR: {why}, so it is not a "
+                               f"student id; rename it and run again")
+    return sorted(students), dict(sorted(skipped.items()))
 
 
 def _ensure_course(results_dir: Path, assignment: Assignment) -> None:
@@ -277,15 +284,13 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     # that someone may be editing while the batch runs.
     assignment = _snapshot(original, results_dir)
     spec = load_source(assignment)
-    warnings = list(isolation.warnings) + [
-        f"skipped the folder {name!r} in SUBMITTED_DIR: its name is not printable (a tab, a newline...), "
-        f"so it cannot be a student id; rename it and run again" for name in skipped]
+    warnings = list(isolation.warnings) + list(skipped.values())
     prepared = sidecheck.prepare(assignment, sidecheck.runner(settings, isolation, lesson.preload))
     fingerprint = batch_fingerprint(assignment, settings)
     write_batch(results_dir, {
         **batch_assignment(assignment), "instructor_files": [str(p) for p in original.instructor_files().values()],
         "settings": asdict(settings), "limits": settings.limits.summary(), "isolation": isolation.summary(),
-        "warnings": warnings, "skipped": skipped})
+        "warnings": warnings, "skipped": sorted(skipped)})
 
     existing = load_records(results_dir)
     jobs, results, reused = [], {}, []

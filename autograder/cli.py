@@ -66,9 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=_default(m, "workers"), metavar="N",
                    help="worker processes (default: one per CPU)")
     p.add_argument("--cell-timeout", type=float, default=_default(m, "cell_timeout"), metavar="S",
-                   help="seconds per cell (default: %(default)s)")
+                   help="CPU seconds per cell, the sandbox's processes together; a wall-clock backstop 4 times longer ends what sleeps (default: %(default)s)")
     p.add_argument("--notebook-timeout", type=float, default=_default(m, "notebook_timeout"), metavar="S",
-                   help="seconds per notebook (default: %(default)s)")
+                   help="CPU seconds per notebook, with the same backstop (default: %(default)s)")
     p.add_argument("--memory-limit", default=_default(m, "memory_limit"), metavar="SIZE",
                    help=f"memory per submission, e.g. 2GB (2 x 10^9 bytes) or 2GiB (2^31) (default: {_size(m, 'memory_limit')})")
     p.add_argument("--disk-limit", default=_default(m, "disk_limit"), metavar="SIZE",
@@ -95,9 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=str(_default(g, "out")), metavar="ZIP",
                    help="the bundle to write, to upload on Gradescope (default: %(default)s)")
     p.add_argument("--cell-timeout", type=float, default=_default(g, "cell_timeout"), metavar="S",
-                   help="seconds per cell (default: %(default)s)")
+                   help="CPU seconds per cell, the sandbox's processes together; a wall-clock backstop 4 times longer ends what sleeps (default: %(default)s)")
     p.add_argument("--notebook-timeout", type=float, default=_default(g, "notebook_timeout"), metavar="S",
-                   help="seconds per notebook (default: %(default)s)")
+                   help="CPU seconds per notebook, with the same backstop (default: %(default)s)")
     p.add_argument("--memory-limit", default=_default(g, "memory_limit"), metavar="SIZE",
                    help=f"memory per submission, e.g. 2GB or 2GiB (default: {_size(g, 'memory_limit')})")
     _which_assignment(p)

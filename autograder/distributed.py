@@ -35,9 +35,9 @@ Faults. A worker that dies mid-task: Dask runs the task again on another worker 
 ``distributed.scheduler.allowed-failures``, 3 by default, the student is a grader_error: the
 submission itself kills workers); a task is pure, and the client writes a student once, when
 the answer arrives. A client killed mid-batch: records exist only for students written whole,
-and a rerun resumes (autograde.py). A scheduler that cannot be reached, a batch with no
-admissible worker, or none left for :data:`WORKERLESS_S`: :class:`AutograderError`, one line;
-what was graded is kept.
+and a rerun resumes (autograde.py). A scheduler that cannot be reached or is lost mid-batch
+(:meth:`Cluster.lost_scheduler`: what to restart), a batch with no admissible worker, or none left
+for :data:`WORKERLESS_S`: :class:`AutograderError`, one line; what was graded is kept.
 """
 
 from __future__ import annotations
@@ -357,12 +357,28 @@ class Cluster:
 
     def close(self) -> None:
         client, local, self._client, self._local = self._client, self._local, None, None
-        for thing in (client, local):
-            if thing is not None:
-                try:
-                    thing.close(timeout=10)
-                except Exception:  # noqa: BLE001 - closing a cluster that is already gone
-                    pass
+        # A client whose scheduler is gone logs its cancelled reconnect as a traceback when it closes;
+        # the batch has said it in one line (lost_scheduler).
+        dask_client_log = logging.getLogger("distributed.client")
+        level = dask_client_log.level
+        if client is not None and client.status != "running":
+            dask_client_log.setLevel(logging.CRITICAL)
+        try:
+            for thing in (client, local):
+                if thing is not None:
+                    try:
+                        thing.close(timeout=10)
+                    except Exception:  # noqa: BLE001 - closing a cluster that is already gone
+                        pass
+        finally:
+            dask_client_log.setLevel(level)
+
+    def lost_scheduler(self, graded: int | None = None, total: int | None = None) -> str:
+        """The one line for a scheduler lost mid-batch (what to restart; what was graded is kept)."""
+        count = f" ({graded} of {total} graded in this run)" if graded is not None else ""
+        return (f"lost the Dask scheduler at {self.scheduler} mid-batch{count}; graded students are kept: restart "
+                f"the scheduler (`dask scheduler`) and its workers (they exit with it), then run the same command "
+                f"again to grade the rest")
 
     def run_jobs(self, jobs: list[Job], make_bar, background=None) -> dict[str, StudentResult]:
         """Grade ``jobs`` on the cluster; write each student's files here; return the results.
@@ -374,6 +390,7 @@ class Cluster:
         if not jobs:
             return results
         from distributed import wait
+        from distributed.client import FuturesCancelledError
 
         client = self.connect()
         batch = _Batch(client, self, jobs[0].assignment, insecure=jobs[0].settings.insecure)
@@ -401,6 +418,10 @@ class Cluster:
                         finished, _ = wait(list(running), timeout=ADMIT_EVERY_S, return_when="FIRST_COMPLETED")
                 except TimeoutError:
                     continue
+                except FuturesCancelledError:   # Dask cancels every future when the scheduler goes
+                    if client.status == "running":
+                        raise
+                    raise AutograderError(self.lost_scheduler(len(results), len(jobs))) from None
                 for future in finished:
                     job, refusals = running.pop(future)
                     outcome = batch.outcome(future, job)
@@ -598,8 +619,7 @@ class _Batch:
             return self._write(job, answer)
         if future.status == "cancelled":
             if self.client.status != "running":
-                raise AutograderError(f"lost the Dask scheduler at {self.cluster.scheduler}; run again to finish: "
-                                      f"graded students are kept")
+                raise AutograderError(self.cluster.lost_scheduler())
             return Refusal("", "", "the Dask scheduler dropped the task (was it restarted?)")
         error = future.exception()
         if isinstance(error, KilledWorker):

@@ -52,6 +52,7 @@ from .results import DISK_LIMIT, KERNEL_DIED, MEMORY_LIMIT, PROCESS_LIMIT, SEVER
 from .sandbox import Sandbox, fork_server
 from .sandbox.forkserver import ForkedProcess, ForkServerError
 from .settings import Settings
+from .text import one_line
 
 KERNEL_NAME = "course-grade-sandbox"
 #: Seconds an interrupted cell has to stop before its kernel is replaced (KeyboardInterrupt takes ms).
@@ -317,6 +318,7 @@ def _make_client_class():
         of their own; errors are always kept, their tracebacks shortened past the budget.
         """
 
+        store_widget_state = False   # widgets are shown as a note: no state kept, however many comm messages
         max_output_bytes = 1 * MiB
         max_answer_bytes = 64 * KiB
         max_answers = 64
@@ -330,15 +332,26 @@ def _make_client_class():
             self._answers = 0
             self._truncated_cells: set[int] = set()
             self._pending_note = None
+            self.long_errors: set[int] = set()
+            """Cells that already kept an error past the budget (a cell raises once; a flood sends many)."""
+            self.incoming_bytes = 0
+            """The whole serialized size of the message being processed (set by :class:`_Run`)."""
 
         def room(self, cell_index: int) -> int:
             """Bytes cell ``cell_index`` may still show."""
             return max(self.max_output_bytes - self.output_bytes,
                        self.cell_allowance_bytes - self._cell_bytes.get(cell_index, 0))
 
+        def charge(self, cell_index: int, size: int) -> None:
+            """Count ``size`` bytes against the notebook's budget and the cell's allowance."""
+            self.output_bytes += size
+            self._cell_bytes[cell_index] = self._cell_bytes.get(cell_index, 0) + size
+
         def output(self, outs, msg, display_id, cell_index):
             content = msg.get("content", {})
-            size = _text_size(content)
+            # Every byte of the message counts: its header, metadata and content, not only the text
+            # (a display's metadata, an error's evalue and traceback are the learner's to fill).
+            size = max(self.incoming_bytes, _text_size(content))
             data = content.get("data") or {}
             if ANSWER_MIME in data:
                 if size > self.max_answer_bytes or self._answers >= self.max_answers:
@@ -348,26 +361,37 @@ def _make_client_class():
                 return super().output(outs, msg, display_id, cell_index)
             room = self.room(cell_index)
             if size > room:
-                if msg.get("msg_type") == "stream" and room > 0:
-                    content["text"] = content.get("text", "")[:room]
-                    size = len(content["text"])
-                elif msg.get("msg_type") == "error":
-                    content["traceback"] = [line[:2000] for line in content.get("traceback", [])[-3:]]
-                    size = 0  # always kept, shortened: it says why a test failed
+                kind = msg.get("msg_type")
+                text = content.get("text", "") if kind == "stream" else ""
+                keep = room - max(0, size - len(text))   # what is left for text once the rest is counted
+                if kind == "stream" and keep > 0:
+                    content["text"] = text[:keep]
+                    size = room
+                elif kind == "error" and cell_index not in self.long_errors:
+                    # Kept, shortened: it says why a test failed. One per cell: the others are a flood.
+                    self.long_errors.add(cell_index)
+                    content["ename"] = str(content.get("ename", ""))[:200]
+                    content["evalue"] = str(content.get("evalue", ""))[:ERROR_CHARS]
+                    content["traceback"] = [str(line)[:ERROR_CHARS] for line in (content.get("traceback") or [])[-3:]]
+                    size = 0
                 else:
                     self.note_cap(outs, cell_index)
                     return None
                 self.note_cap(outs, cell_index, after=True)
-            self.output_bytes += size
-            self._cell_bytes[cell_index] = self._cell_bytes.get(cell_index, 0) + size
+            self.charge(cell_index, size)
             return super().output(outs, msg, display_id, cell_index)
 
         def _update_display_id(self, display_id, msg):
             content = msg.get("content", {})
             if ANSWER_MIME in (content.get("data") or {}):
                 return  # answers are never updated in place
-            if _text_size(content) > self.max_output_bytes - self.output_bytes:
+            # The update is written into every output that has this display id: each copy counts.
+            copies = sum(len(indices) for indices in self._display_id_map.get(display_id, {}).values())
+            cost = copies * max(self.incoming_bytes, _text_size(content))
+            index = next(iter(self._display_id_map.get(display_id, {})), None)
+            if index is None or cost > self.max_output_bytes - self.output_bytes:
                 return
+            self.charge(index, cost)
             super()._update_display_id(display_id, msg)
 
         def note_cap(self, outs, cell_index, after: bool = False):
@@ -396,15 +420,79 @@ def _make_client_class():
     return CappedClient
 
 
+#: Characters of an error's value and of each traceback line kept once the output budget is spent.
+ERROR_CHARS = 2000
+#: Output messages: the ones the budget's own rules in CappedClient.output handle.
+OUTPUTS = ("stream", "display_data", "execute_result", "error")
+
+
+# ---- the clock -----------------------------------------------------------------------------
+
+class Budget:
+    """A time limit in CPU seconds of the sandbox, with a wall-clock backstop ``wall_factor`` times larger.
+
+    CPU time is what a cell costs whatever else the machine runs (a busy grading host gives the kernel
+    less of a core, not less work done per CPU second); the backstop ends what uses no CPU at all (a
+    ``sleep``, a blocked read). Where the sandbox has no CPU clock (no cgroup and no throwaway uid,
+    ``--insecure`` only), the limit is wall-clock time, as it was.
+
+    >>> class Box:   # a sandbox whose processes have used 7 CPU seconds, then 12
+    ...     readings = iter([7.0, 12.0])
+    ...     def cpu_seconds(self): return next(self.readings)
+    >>> budget = Budget(Box(), 5, wall_factor=4)
+    >>> budget.over()
+    'cpu'
+    """
+
+    #: Seconds a CPU reading is reused (the uid fallback walks /proc).
+    READ_EVERY_S = 0.05
+
+    def __init__(self, sandbox, cpu_s: float, wall_factor: float):
+        self.sandbox, self.cpu_s, self.wall_s = sandbox, cpu_s, cpu_s * wall_factor
+        self.wall0 = time.monotonic()
+        self.cpu0 = sandbox.cpu_seconds()
+        self.measured = self.cpu0 is not None
+        if not self.measured:
+            self.wall_s = cpu_s
+        self._read_at, self._cpu = self.wall0, self.cpu0
+
+    def cpu_used(self) -> float:
+        if not self.measured:
+            return time.monotonic() - self.wall0
+        now = time.monotonic()
+        if now - self._read_at >= self.READ_EVERY_S or self._cpu == self.cpu0:
+            cpu = self.sandbox.cpu_seconds()
+            if cpu is not None:
+                self._cpu, self._read_at = cpu, now
+        return self._cpu - self.cpu0
+
+    def wall_used(self) -> float:
+        return time.monotonic() - self.wall0
+
+    def over(self) -> str | None:
+        """"cpu" once the CPU seconds are used, "wall" once the backstop has passed, else None."""
+        if self.cpu_used() >= self.cpu_s:
+            return "cpu"
+        if self.wall_used() >= self.wall_s:
+            return "wall"
+        return None
+
+    def wall_left(self) -> float:
+        """Wall-clock seconds before the backstop (for start-up timeouts)."""
+        return max(0.0, self.wall_s - self.wall_used())
+
+
 # ---- one run of a notebook -----------------------------------------------------------------
 
 class _Run:
     def __init__(self, nb, sandbox: Sandbox, *, cell_timeout: float, notebook_timeout: float,
-                 max_output_bytes: int, max_message_bytes: int, startup_timeout: float, max_restarts: int):
+                 max_output_bytes: int, max_message_bytes: int, startup_timeout: float, max_restarts: int,
+                 wall_factor: float):
         self.nb, self.sandbox = nb, sandbox
-        self.cell_timeout, self.notebook_timeout = cell_timeout, notebook_timeout
+        self.cell_timeout, self.notebook_timeout, self.wall_factor = cell_timeout, notebook_timeout, wall_factor
         self.max_message_bytes, self.startup_timeout, self.max_restarts = max_message_bytes, startup_timeout, max_restarts
         self.client = _make_client_class()(nb, km=None)
+        self.client.comm_open_handlers = {}   # no Output-widget capture: every output goes through the budget
         self.client.max_output_bytes = max_output_bytes
         self.client.reset_execution_trackers()
         self.events: list[CellEvent] = []
@@ -412,7 +500,10 @@ class _Run:
         """Cells that ran to a reply in some kernel (errors included): what a fresh kernel replays."""
         self.restarts = 0
         self.kernel: Kernel | None = None
-        self.deadline: float | None = None
+        self.notebook: Budget | None = None
+        """The notebook's time, from its first cell (:class:`Budget`)."""
+        self.cell_over: str | None = None
+        """Which limit the last interrupted cell ran into ("cpu" or "wall")."""
         self.executed = 0
         self.stopped: int | None = None
         self._next_before: dict | None = None
@@ -421,8 +512,25 @@ class _Run:
         self.log_file = open(sandbox.log_dir / "kernel.log", "ab")
 
     # -- the clock
-    def left(self) -> float:
-        return float("inf") if self.deadline is None else self.deadline - time.monotonic()
+    def notebook_over(self) -> str | None:
+        return None if self.notebook is None else self.notebook.over()
+
+    def wall_left(self) -> float:
+        return float("inf") if self.notebook is None else self.notebook.wall_left()
+
+    def _out_of_time(self, where: str) -> str:
+        nb = self.notebook
+        if nb is not None and nb.measured and nb.over() == "wall":
+            return (f"the notebook ran out of its {nb.wall_s:g} s wall-clock backstop ({self.wall_factor:g} times "
+                    f"its {self.notebook_timeout:g} s time limit of CPU time) {where}")
+        return f"the notebook ran out of its {self.notebook_timeout:g} s time limit {where}"
+
+    def _cell_limit(self) -> str:
+        """The limit the last interrupted cell ran into, as messages say it."""
+        if self.cell_over == "wall":
+            return (f"the {self.cell_timeout * self.wall_factor:g} s wall-clock backstop per cell "
+                    f"({self.wall_factor:g} times its {self.cell_timeout:g} s of CPU time)")
+        return f"the {self.cell_timeout:g} s limit per cell"
 
     # -- the loop over cells
     def run(self) -> Execution:
@@ -432,13 +540,12 @@ class _Run:
             except Exception as e:  # noqa: BLE001 - nothing of the learner has run yet: the grader's failure
                 return self._result(None, status="grader_error",
                                     message=f"the sandboxed kernel did not start: {_one_line(e)}")
-            self.deadline = time.monotonic() + self.notebook_timeout  # the clock starts with the first cell
+            self.notebook = Budget(self.sandbox, self.notebook_timeout, self.wall_factor)  # from the first cell
             for index, cell in enumerate(self.nb.cells):
                 if cell.cell_type != "code" or not cell.source.strip():
                     continue
-                if self.left() <= 0:
-                    self._stop(index, TIMEOUT, f"the notebook ran out of its {self.notebook_timeout:g} s "
-                                               f"time limit before {_cell_name(self.nb, index)}")
+                if self.notebook_over():
+                    self._stop(index, TIMEOUT, self._out_of_time(f"before {_cell_name(self.nb, index)}"))
                     return self._result(self.stopped)
                 # The last cell's "after", unless a restart came between (nothing else runs between cells).
                 before, self._next_before = self._next_before or self._snapshot(), None
@@ -454,7 +561,7 @@ class _Run:
         """Record what cell ``index`` did, restart the kernel if it must; False: the run stops here."""
         name, cell, lim = _cell_name(self.nb, index), self.nb.cells[index], self.sandbox.limits
         if how == "deadline":
-            self._stop(index, TIMEOUT, f"the notebook ran out of its {self.notebook_timeout:g} s time limit in {name}")
+            self._stop(index, TIMEOUT, self._out_of_time(f"in {name}"))
             return False
         after = self._snapshot()
         limit = _limit_hit(cell, before, after, self._kernel_log_tail() if how == "died" else "",
@@ -468,17 +575,17 @@ class _Run:
             if limit:
                 self.events.append(CellEvent(index, limit, _limit_message(self.sandbox, name, limit)))
         elif how == "interrupted":
-            self.events.append(CellEvent(index, limit or TIMEOUT, f"{name} ran longer than the {self.cell_timeout:g} s "
-                                                                  f"limit per cell and was interrupted{_why(self.sandbox, limit)}"))
+            self.events.append(CellEvent(index, limit or TIMEOUT, f"{name} ran longer than {self._cell_limit()} "
+                                                                  f"and was interrupted{_why(self.sandbox, limit)}"))
         elif how == "unresponsive":
             failed = None if limit else _handler_error(self._kernel_log_tail(16 * KiB))
             if failed:   # ipykernel broke on the request itself and never answered: no slow cell
                 self.events.append(CellEvent(index, KERNEL_DIED, f"{name} never started: the kernel failed on it "
                                              f"before running it ({failed}) and stopped answering; the grader "
-                                             f"gave up after the {self.cell_timeout:g} s limit per cell"))
+                                             f"gave up after {self._cell_limit()}"))
             else:
-                self.events.append(CellEvent(index, limit or TIMEOUT, f"{name} ran longer than the "
-                                             f"{self.cell_timeout:g} s limit per cell and ignored the interrupt"
+                self.events.append(CellEvent(index, limit or TIMEOUT, f"{name} ran longer than "
+                                             f"{self._cell_limit()} and ignored the interrupt"
                                              f"{_why(self.sandbox, limit)}"))
             return self._restart(index)
         else:  # died
@@ -505,13 +612,12 @@ class _Run:
                                   f"so later cells were not run")
                 self.stopped = index + 1
                 return False
-            if self.left() <= 0:
-                self._stop(index + 1, TIMEOUT, f"the notebook ran out of its {self.notebook_timeout:g} s time limit "
-                                               f"before a fresh kernel could go on")
+            if self.notebook_over():
+                self._stop(index + 1, TIMEOUT, self._out_of_time("before a fresh kernel could go on"))
                 return False
             self.restarts += 1
             try:
-                self.kernel = self._start(min(self.startup_timeout, max(1.0, self.left())))
+                self.kernel = self._start(min(self.startup_timeout, max(1.0, self.wall_left())))
             except Exception as e:  # noqa: BLE001 - the learner's files (an IPython startup file) can do this
                 self._stop(index + 1, KERNEL_DIED, f"a fresh kernel did not start after {_cell_name(self.nb, index)} "
                                                    f"({_one_line(e)}): later cells were not run")
@@ -521,9 +627,8 @@ class _Run:
                 event.message += "; a fresh kernel replayed the cells before it and went on"
                 return True
             if how == "deadline":
-                self._stop(index + 1, TIMEOUT, f"the notebook ran out of its {self.notebook_timeout:g} s time limit "
-                                               f"while a fresh kernel replayed the cells before "
-                                               f"{_cell_name(self.nb, index)}")
+                self._stop(index + 1, TIMEOUT, self._out_of_time(f"while a fresh kernel replayed the cells before "
+                                                                 f"{_cell_name(self.nb, index)}"))
                 return False
             if how == "disk":  # the watchdog again: another kernel would find the disk as full
                 self.stopped = index + 1
@@ -589,9 +694,7 @@ class _Run:
             cell.outputs = []
             self.client.clear_before_next_output = False
             self.executed += 1
-        timeout = min(self.cell_timeout, self.left())
-        cell_deadline = time.monotonic() + timeout
-        notebook_limited = self.left() < self.cell_timeout
+        budget = Budget(self.sandbox, self.cell_timeout, self.wall_factor)
         reply, idle, interrupted, reply_at = None, False, False, None
         poller = zmq.Poller()
         for sock in (kernel.shell, kernel.iopub, kernel.iopub_monitor):
@@ -602,18 +705,21 @@ class _Run:
             if reply is not None and now - reply_at > IOPUB_GRACE_S:
                 # The reply came; its last outputs did not (nbclient: "Timeout waiting for IOPub output"):
                 # late, or dropped unread with everything after them (a message over max_message_bytes).
+                # What arrived meanwhile is read first (a grader starved by a busy machine reads late).
+                self._drain(session, msg_id, cell, index, record)
                 break
-            if reply is None and now >= cell_deadline:
-                if notebook_limited:
+            if reply is None:
+                if self.notebook_over():
                     return "deadline"
-                if interrupted:
+                over = budget.over()
+                if over and interrupted:
                     return "unresponsive"
-                kernel.interrupt()
-                interrupted = True
-                cell_deadline = now + INTERRUPT_GRACE_S
-                continue
-            wait = min(POLL_S, max(0.0, cell_deadline - now))
-            ready = dict(poller.poll(int(wait * 1000) + 1))
+                if over:
+                    kernel.interrupt()
+                    interrupted, self.cell_over = True, over
+                    budget = Budget(self.sandbox, INTERRUPT_GRACE_S, self.wall_factor)
+                    continue
+            ready = dict(poller.poll(int(POLL_S * 1000) + 1))
             if kernel.iopub_monitor in ready and kernel.iopub_dropped():
                 # The kernel died, or sent a message over the size limit: ZeroMQ dropped it unread, and
                 # the connection with it (a death takes the monitor and the init a moment to show).
@@ -667,7 +773,7 @@ class _Run:
         import zmq
 
         kernel = self.kernel
-        deadline = time.monotonic() + max(0.0, min(timeout, self.left()))
+        deadline = time.monotonic() + max(0.0, min(timeout, self.wall_left()))
         while time.monotonic() < deadline and kernel.alive():
             msg = kernel.kc.session.msg("kernel_info_request", content={})
             kernel.kc.control_channel.send(msg)
@@ -689,6 +795,21 @@ class _Run:
                         continue
         return False
 
+    def _drain(self, session, msg_id, cell, index, record) -> bool:
+        """Read what IOPub holds now, without waiting; True if the kernel's idle status was among it."""
+        import zmq
+
+        idle = False
+        for _ in range(4096):
+            try:
+                frames = self.kernel.iopub.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                break
+            idle |= self._on_iopub(frames, session, msg_id, cell, index, record)
+            if idle:
+                break
+        return idle
+
     def _on_iopub(self, frames, session, msg_id, cell, index, record) -> bool:
         """Handle one IOPub message; True when it says the kernel went idle after our request.
 
@@ -704,22 +825,33 @@ class _Run:
         if not isinstance(parent, dict) or parent.get("msg_id") != msg_id or not isinstance(header, dict):
             return False
         msg_type = header.get("msg_type")
-        content_size = len(parts[4].bytes) if len(parts) > 4 else 0
         if msg_type != "status" and (not record or msg_type == "execute_input"):
             return False
-        if msg_type in ("stream", "display_data", "execute_result", "update_display_data") and \
-                self.client.room(index) <= 0 and (msg_type == "stream" or content_size > 2 * self.client.max_answer_bytes):
-            self.client.note_cap(cell.outputs, index)
-            return False
+        client = self.client
+        wire = sum(len(part) for part in parts)   # the whole serialized message: every byte counts (no copy)
+        if msg_type != "status" and wire > client.room(index):
+            # Past the budget, a message is dropped before it is parsed (a flood costs the grader ~0),
+            # except what may be kept anyway: an answer (a budget of its own), a cell's first error.
+            may_keep = (msg_type in ("display_data", "execute_result") and wire <= 2 * client.max_answer_bytes) \
+                or (msg_type == "error" and index not in client.long_errors) \
+                or (msg_type == "stream" and client.room(index) > 0)
+            if not may_keep:
+                client.note_cap(cell.outputs, index)
+                return False
         msg = _deserialize(session, frames)
         if msg is None:
             return False
         if msg_type == "status":
             return msg["content"].get("execution_state") == "idle"
+        if msg_type not in OUTPUTS and msg_type != "update_display_data":
+            client.charge(index, wire)   # comm messages, clear_output...: counted as they come
+        client.incoming_bytes = wire
         try:
-            self.client.process_message(msg, cell, index)
+            client.process_message(msg, cell, index)
         except Exception as e:  # noqa: BLE001 - an odd message (a forged comm, a bad display) is dropped
             log.debug("dropped an iopub message (%s): %s", msg_type, e)
+        finally:
+            client.incoming_bytes = 0
         return False
 
     # -- the result
@@ -739,11 +871,15 @@ class _Run:
 def execute_notebook(nb: nbformat.NotebookNode, sandbox: Sandbox, *, cell_timeout: float = Settings.cell_timeout,
                      notebook_timeout: float = Settings.notebook_timeout,
                      max_output_bytes: int = Settings.max_output_bytes, max_message_bytes: int = 32 * MiB,
-                     startup_timeout: float = 60, max_restarts: int = Settings.max_restarts) -> Execution:
-    """Execute every code cell of ``nb`` (in place) in sandboxed kernels, errors allowed (see the module)."""
+                     startup_timeout: float = 60, max_restarts: int = Settings.max_restarts,
+                     wall_factor: float = Settings.wall_factor) -> Execution:
+    """Execute every code cell of ``nb`` (in place) in sandboxed kernels, errors allowed (see the module).
+
+    ``cell_timeout`` and ``notebook_timeout`` are CPU seconds of the sandbox, each with a wall-clock
+    backstop ``wall_factor`` times larger (:class:`Budget`)."""
     return _Run(nb, sandbox, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
                 max_output_bytes=max_output_bytes, max_message_bytes=max_message_bytes,
-                startup_timeout=startup_timeout, max_restarts=max_restarts).run()
+                startup_timeout=startup_timeout, max_restarts=max_restarts, wall_factor=wall_factor).run()
 
 
 # ---- helpers -------------------------------------------------------------------------------
@@ -825,7 +961,7 @@ def _handler_error(log_tail: str) -> str | None:
         if line.startswith("Traceback") or line.startswith(chained):
             error = None          # another exception of the chain follows
         elif error is None:
-            error = line.strip()[:200]
+            error = one_line(line, 200)
         else:
             break                 # what the kernel printed after the traceback
     return error

@@ -27,6 +27,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,18 +41,20 @@ CSV_FIELDS = ["student_id", "status", "score", "max_score", "manual_score", "man
               "needs_manual_grading", "total_score", "total_max_score", "message", "comments"]
 #: The hand-graded answer's test in the Gradescope JSON while nobody has graded it.
 PENDING = "pending"
-#: What makes a spreadsheet read a cell as a formula (OWASP, "CSV Injection").
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+#: What makes a spreadsheet read a cell as a formula (OWASP, "CSV Injection"): one of ``= + - @`` (or a
+#: tab or CR) at its start, after leading spaces or quotes, or after a separator that some spreadsheet
+#: splits on when it imports (``;`` in many locales, ``,``, tab, ``|``, a line break).
+FORMULA = re.compile(r"""(?:^|[;,\t|\r\n])[\s"']*[=+\-@]|^[\t\r]""")
 
 
 def csv_safe(value):
-    """A CSV field that no spreadsheet runs: text starting with ``= + - @``, a tab or a CR gets a leading
-    single quote, as OWASP's CSV-injection guidance says (the quote shows; the formula never runs).
+    """A CSV field that no spreadsheet runs: text in which a formula could start (:data:`FORMULA`) gets a
+    leading single quote, as OWASP's CSV-injection guidance says (the quote shows; the formula never runs).
 
-    >>> csv_safe("=1+2"), csv_safe("alice"), csv_safe(-1.0)
-    ("'=1+2", 'alice', -1.0)
+    >>> csv_safe("=1+2"), csv_safe(" =2+3"), csv_safe("x;=1+2;y"), csv_safe("jean-luc+tag@uni.edu"), csv_safe(-1.0)
+    ("'=1+2", "' =2+3", "'x;=1+2;y", 'jean-luc+tag@uni.edu', -1.0)
     """
-    if isinstance(value, str) and value.startswith(FORMULA_START):
+    if isinstance(value, str) and FORMULA.search(value):
         return "'" + value
     return value
 

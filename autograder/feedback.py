@@ -22,9 +22,13 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import html
 import re
+import signal
 import sys
+import threading
+import time
 import traceback
 from dataclasses import dataclass
 from functools import lru_cache, wraps
@@ -38,6 +42,7 @@ from .cells import is_test
 from .errors import AutograderError
 from .layout import assignment_from_results, autograded_path, feedback_path, load_records
 from .results import StudentResult, write_atomic
+from .text import one_line
 
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?(?:^[ \t]*### END HIDDEN TESTS[ \t]*\n?|\Z)", re.S | re.M)
 STATUS_WORDS = {
@@ -56,14 +61,17 @@ MARK = {"passed": "✔", "failed": "✘", "not_run": "–"}
 HIDDEN_MARKERS = ("_course_hidden", "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS", ANSWER_MIME)
 REDACTED = "[lines quoting the grader's hidden test were removed here]"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+#: What a widget's output becomes on the page and in the instructor's copy (autograder.inert).
+WIDGET_NOTE = "An interactive widget was here: open the notebook in JupyterLab to use it (a static page cannot run it)."
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
-# The allow-list: what markdown and learner HTML may contain (no script, style, iframe, form, event handlers).
+# The allow-list: what markdown and learner HTML may contain (no script, style, iframe, form, event handlers,
+# and no class: the page's own classes, "verdict passed" among them, would let learner HTML pass for a verdict).
 ALLOWED_TAGS = {"a", "abbr", "b", "blockquote", "br", "caption", "code", "dd", "del", "details", "div", "dl", "dt",
                 "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "kbd", "li", "ol", "p", "pre", "s",
                 "small", "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "tfoot", "th", "thead",
                 "tr", "u", "ul"}
-ALLOWED_ATTRIBUTES = {"*": {"class", "title"}, "a": {"href"}, "img": {"src", "alt", "width", "height"},
+ALLOWED_ATTRIBUTES = {"*": {"title"}, "a": {"href"}, "img": {"src", "alt", "width", "height"},
                       "td": {"align", "colspan", "rowspan"}, "th": {"align", "colspan", "rowspan"}}
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
@@ -75,7 +83,7 @@ class FeedbackResult:
     files: list[str]
     """One HTML file per student, under RESULTS_DIR/feedback/<student>/<assignment>/."""
     failed: list[str]
-    """Students whose page could not be rendered (the verb went on with everyone else)."""
+    """Students whose page could not be rendered whole (it shows their scores only; the verb went on)."""
 
 
 # ------------------------------------------------------------------ safe text
@@ -186,13 +194,24 @@ def _reused(render):
     return fragment
 
 
+#: The longest text rendered as markdown or highlighted as code; a longer one is shown as plain escaped
+#: text, whose cost is linear (a learner may hand in a 2-million-character cell).
+RENDER_MAX_CHARS = 256 * 1024
+
+
+def _plain(text: str) -> str:
+    return f'<pre class="plain">{_esc(text)}</pre>'
+
+
 @_reused
 def markdown_html(text: str) -> str:
-    """Markdown as HTML, through the sanitiser.
+    """Markdown as HTML, through the sanitiser (past :data:`RENDER_MAX_CHARS`, escaped text).
 
     >>> markdown_html("# Hi\\n\\n<script>x()</script>\\n\\n**bold** <img src=x onerror=y()>")
     '<h1>Hi</h1>\\n\\n\\n<p><strong>bold</strong> <img></p>\\n'
     """
+    if len(text) > RENDER_MAX_CHARS:
+        return _plain(text)
     return sanitize(_markdown()(text))
 
 
@@ -209,6 +228,8 @@ def code_html(source: str) -> str:
     """Python source, highlighted (pygments escapes it)."""
     from pygments import highlight
 
+    if len(source) > RENDER_MAX_CHARS:
+        return _esc(source)
     lexer, formatter = _highlighter()
     return highlight(source, lexer, formatter)
 
@@ -253,9 +274,8 @@ def _output_html(out, redact: Redactor) -> str:
     data = out.get("data") or {}
     if ANSWER_MIME in data:
         return ""
-    if WIDGET_MIME in data:
-        return ('<p class="output note">An interactive widget was here: open the notebook in JupyterLab '
-                'to use it (a static page cannot run it).</p>')
+    if WIDGET_MIME in data or _joined(data.get("text/plain", "")) == WIDGET_NOTE:   # the instructor copy's note
+        return f'<p class="output note">{WIDGET_NOTE}</p>'
     for mime in ("image/png", "image/jpeg"):
         if isinstance(data.get(mime), str):
             payload = re.sub(r"\s", "", data[mime])
@@ -368,9 +388,12 @@ def _keys(autograded: nbformat.NotebookNode | None, result: StudentResult, noteb
 
 
 def feedback_html(autograded: nbformat.NotebookNode | None, result: StudentResult,
-                  side_titles: dict[str, str] | None = None, notebook_name: str | None = None) -> str:
+                  side_titles: dict[str, str] | None = None, notebook_name: str | None = None,
+                  deadline: float | None = None) -> str:
     """The learner's feedback page: their notebook as graded, hidden parts removed, scores on top and
-    inline; the lesson's side-check questions (``side_titles``: each one's title) in the table only."""
+    inline; the lesson's side-check questions (``side_titles``: each one's title) in the table only.
+    ``deadline`` (time.monotonic()): TimeoutError once it has passed, checked cell by cell (each cell's
+    cost is bounded: :data:`RENDER_MAX_CHARS`, and the output budget)."""
     redact = Redactor(autograded)
     side_titles = dict(side_titles or {})
     titles = _titles(autograded) if autograded is not None else {}
@@ -389,6 +412,8 @@ def feedback_html(autograded: nbformat.NotebookNode | None, result: StudentResul
     for cell in (autograded.cells if autograded is not None else []):
         if cell_grade_id(cell) in side_titles:
             continue  # the grader's own side-check cells in the autograded notebook: in the table above
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError("rendering ran past its time limit")
         cells.append(_cell_html(cell, result, titles, redact, keys))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
@@ -401,6 +426,51 @@ def write_feedback(results_dir: Path, result: StudentResult, autograded: nbforma
     path = feedback_path(results_dir, result.student_id, assignment, notebook_name)
     write_atomic(path, feedback_html(autograded, result, side_titles, notebook_name))
     return path
+
+
+#: Seconds a feedback page may take to render, wherever it is rendered (a grading worker, a Dask
+#: worker's thread, ``course-grade feedback``); then the page shows the scores only.
+RENDER_TIMEOUT_S = 60
+#: The largest autograded notebook ``course-grade feedback`` reads: the largest hand-in and the whole
+#: output budget fit in it many times over; a larger file is not one the grader wrote.
+MAX_AUTOGRADED_BYTES = 64 * 2**20
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float):
+    """Raise TimeoutError in this (the main) thread after ``seconds``; nothing in other threads (where
+    the deadline that :func:`feedback_html` checks is the limit)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum, frame):
+        raise TimeoutError(f"took longer than {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def write_feedback_within(results_dir: Path, result: StudentResult, autograded: nbformat.NotebookNode | None,
+                          assignment: str, notebook_name: str, side_titles: dict[str, str] | None = None,
+                          seconds: float | None = None) -> str | None:
+    """:func:`write_feedback` within ``seconds`` (default :data:`RENDER_TIMEOUT_S`), in any thread; a page
+    that cannot be rendered in time (or at all) is written with the scores only. None, or why it fell back."""
+    seconds = RENDER_TIMEOUT_S if seconds is None else seconds
+    try:
+        with _time_limit(seconds):
+            path = feedback_path(results_dir, result.student_id, assignment, notebook_name)
+            write_atomic(path, feedback_html(autograded, result, side_titles, notebook_name,
+                                             deadline=time.monotonic() + seconds))
+        return None
+    except Exception as e:  # noqa: BLE001 - a page that cannot be rendered: the summary alone, and say so
+        write_feedback(results_dir, result, None, assignment, notebook_name, side_titles)
+        return traceback.format_exception_only(type(e), e)[-1].strip()[:200]
 
 
 def main(results_dir: str | Path = "results", students: list[str] | None = None) -> FeedbackResult:
@@ -420,13 +490,27 @@ def main(results_dir: str | Path = "results", students: list[str] | None = None)
     for sid, result in sorted(records.items()):
         if students and sid not in students:
             continue
-        try:
-            for name in assignment.notebook_names:
-                nb_path = autograded_path(results_dir, sid, assignment, name)
-                nb = nbformat.read(nb_path, as_version=4) if nb_path.is_file() else None
-                files.append(str(write_feedback(results_dir, result, nb, assignment.name, name, side_titles)))
-        except Exception as e:  # noqa: BLE001 - one bad notebook never stops the others
+        problems = []
+        for name in assignment.notebook_names:
+            nb_path = autograded_path(results_dir, sid, assignment, name)
+            nb, why = None, None
+            try:
+                size = nb_path.stat().st_size if nb_path.is_file() else 0
+                if size > MAX_AUTOGRADED_BYTES:   # the same caps as at grading: never parse what no grader wrote
+                    why = f"{name} is {size / 2**20:.0f} MiB, over the {MAX_AUTOGRADED_BYTES // 2**20} MiB an autograded notebook can be"
+                elif size:
+                    nb = nbformat.read(nb_path, as_version=4)
+            except Exception as e:  # noqa: BLE001 - one bad notebook never stops the others
+                why = traceback.format_exception_only(type(e), e)[-1].strip()[:200]
+            if why is None:
+                why = write_feedback_within(results_dir, result, nb, assignment.name, name, side_titles)
+            else:
+                write_feedback(results_dir, result, None, assignment.name, name, side_titles)
+            files.append(str(feedback_path(results_dir, sid, assignment.name, name)))
+            if why is not None:
+                problems.append(why)
+        if problems:
             failed.append(sid)
-            detail = traceback.format_exception_only(type(e), e)[-1].strip()
-            print(f"course-grade feedback: could not render {sid}: {detail[:200]}", file=sys.stderr)
+            print(f"course-grade feedback: could not render {sid} (its page shows the scores only): "
+                  f"{one_line(problems[0], 200)}", file=sys.stderr)
     return FeedbackResult(files=files, failed=failed)

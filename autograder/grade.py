@@ -14,11 +14,8 @@ lesson's side checks say); then the tests are scored, and the side checks score 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
-import signal
-import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -31,20 +28,21 @@ from .assignment import ANSWER, TASK, Assignment, AssignmentSpec, load_lesson, l
 from .cells import grade_id
 from .errors import AutograderError
 from .execute import Execution, execute_notebook
-from .feedback import write_feedback
+from .feedback import Redactor, write_feedback, write_feedback_within
+from .inert import instructor_copy
 from .layout import autograded_path, feedback_path, record_path
-from .restore import MAX_NOTEBOOK_BYTES, Refused, read_handed_in, read_submission, restore_cells
+from .restore import (MAX_NOTEBOOK_BYTES, Refused, read_handed_in, read_submission, refuse_other_coding,
+                      restore_cells)
 from .results import (GRADED, GRADER_ERROR, INVALID, MISSING, NOT_RUN, PASSED, SEVERITY, QuestionResult,
                       StudentResult, write_atomic, write_json)
 from .sandbox import Sandbox, probe, require_minimum, scratch_dir
+from .text import one_line
 from .settings import Settings
 
 log = logging.getLogger(__name__)
 EXECUTION_STATUS = {"completed": GRADED, "grader_error": GRADER_ERROR, **{s: s for s in SEVERITY}}
 #: The largest file a side check reads from a hand-in (a lab script is a few KB).
 MAX_SIDE_FILE_BYTES = 1_000_000
-#: Seconds the feedback page may take to render (nbconvert on a pathological notebook).
-RENDER_TIMEOUT_S = 60
 
 
 @dataclass(frozen=True)
@@ -70,6 +68,8 @@ def read_files(folder: Path, assignment: Assignment) -> dict[str, bytes | Refuse
     for name, cap in caps.items():
         try:
             out[name] = read_handed_in(folder, name, cap)
+            if name.endswith(".py") and out[name] is not None:
+                refuse_other_coding(name, out[name])   # read as Python reads it, or refused
         except Refused as e:
             out[name] = e
     return out
@@ -152,7 +152,7 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
             executions[name] = execute_notebook(nb, sandbox, cell_timeout=settings.cell_timeout,
                                                 notebook_timeout=settings.notebook_timeout,
                                                 max_output_bytes=settings.max_output_bytes,
-                                                max_restarts=settings.max_restarts)
+                                                max_restarts=settings.max_restarts, wall_factor=settings.wall_factor)
             log.debug("%s %s executed: %s in %.2f s", job.student_id, name, executions[name].status,
                       executions[name].seconds)
 
@@ -171,6 +171,9 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
     run = sidecheck.runner(settings, isolation, lesson.preload)   # the batch's fork server: the same preload
     questions.update(sidecheck.score(lesson, files, released, job.prepared, run))
     log.debug("%s side checks done", job.student_id)
+    bound = _bounder(executions.values())
+    for q in questions.values():
+        q.message = bound(q.message)
 
     statuses = [EXECUTION_STATUS[e.status] for e in executions.values()]
     if GRADER_ERROR in statuses:
@@ -179,7 +182,7 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
     status = max((s for s in statuses if s != GRADED), key=SEVERITY.index, default=GRADED)
     messages = [(name, e.message) for name, e in executions.items() if e.message]
     messages += [(name, why) for name, (_, why) in problems.items()]
-    message = "; ".join(m if len(spec.notebooks) == 1 else f"{name}: {m}" for name, m in messages)
+    message = bound("; ".join(m if len(spec.notebooks) == 1 else f"{name}: {m}" for name, m in messages))
     unanswered = _unanswered(spec, executions)
     result = StudentResult(
         student_id=job.student_id, status=status,
@@ -192,6 +195,25 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
     if first in executed:   # the side checks, as grade cells of the first notebook (for the gradebook)
         executed[first].cells.extend(sidecheck.side_cells(lesson, questions))
     return result, executed
+
+
+#: The most characters a question's or a submission's message keeps (the learner's own text in it is
+#: cut shorter where it is quoted: autograder.scoring).
+MESSAGE_CHARS = 1000
+
+
+def _bounder(executions):
+    """What every message of a result passes through before it is stored: the Redactor of each executed
+    notebook (no line quoting a hidden test, as on the feedback page), then one line of at most
+    :data:`MESSAGE_CHARS` characters without terminal escapes or control characters
+    (:func:`autograder.text.one_line`). Escaping for HTML and CSV is where the text is written."""
+    redactors = [Redactor(e.nb) for e in executions]
+
+    def bound(text: str) -> str:
+        for redactor in redactors:
+            text = redactor.text(text)
+        return one_line(text, MESSAGE_CHARS)
+    return bound
 
 
 def _unanswered(spec: AssignmentSpec, executions: dict[str, Execution]) -> list[str]:
@@ -225,38 +247,16 @@ def _explain_events(questions: dict[str, QuestionResult], execution: Execution, 
             q.message = f"{q.message} (because {shown})"
 
 
-@contextlib.contextmanager
-def _time_limit(seconds: float):
-    """Raise TimeoutError in this (the main) thread after ``seconds``; no limit in other threads."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expired(signum, frame):
-        raise TimeoutError(f"took longer than {seconds:g} s")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def _write_files(job: Job, result: StudentResult, executed: dict[str, nbformat.NotebookNode]) -> None:
     results_dir, a = Path(job.results_dir), job.assignment
     titles = load_lesson(a.lesson).side_titles()
     for name, nb in executed.items():
-        write_atomic(autograded_path(results_dir, job.student_id, a, name), nbformat.writes(nb))
+        write_atomic(autograded_path(results_dir, job.student_id, a, name), nbformat.writes(instructor_copy(nb)))
     for name in a.notebook_names:
-        try:
-            with _time_limit(RENDER_TIMEOUT_S):
-                write_feedback(results_dir, result, executed.get(name), a.name, name, titles)
-        except Exception as e:  # noqa: BLE001 - a page that cannot be rendered: the summary alone, and say so
-            log.debug("%s: feedback fell back to the summary: %s", job.student_id, e)
-            result.notes.append(f"the feedback page shows the scores only: {name} could not be rendered ({e})")
-            write_feedback(results_dir, result, None, a.name, name, titles)
+        why = write_feedback_within(results_dir, result, executed.get(name), a.name, name, titles)
+        if why is not None:
+            log.debug("%s: feedback fell back to the summary: %s", job.student_id, why)
+            result.notes.append(f"the feedback page shows the scores only: {name} could not be rendered ({why})")
 
 
 def _outputs(job: Job) -> list[Path]:

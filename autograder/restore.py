@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import copy
 import errno
+import io
 import json
 import os
 import stat
+import tokenize
 import warnings
 from pathlib import Path
 
@@ -39,6 +41,30 @@ MAX_SOURCE_CHARS = 2_000_000
 
 class Refused(ValueError):
     """A handed-in file the grader will not read; the message says why, never what it holds."""
+
+
+def refuse_other_coding(name: str, data: bytes) -> None:
+    """:class:`Refused` when the Python file ``name`` declares a coding other than UTF-8 (PEP 263).
+
+    The grader reads a side file as UTF-8 (a lab edit is compared as that text), while Python runs it
+    in the coding its first two lines declare: under ``utf-7`` a comment can hold a line of code
+    (``+AAo-`` is a newline), so the program that ran would not be the one that was checked.
+    :func:`tokenize.detect_encoding` is the reading Python itself does.
+
+    >>> refuse_other_coding("lab.py", b"# -*- coding: utf-8 -*-\\nx = 1\\n")
+    >>> refuse_other_coding("lab.py", b"# -*- coding: utf-7 -*-\\nx = 1  # +AAo-x = 2\\n")
+    Traceback (most recent call last):
+    ...
+    autograder.restore.Refused: lab.py declares the coding 'utf-7' on its first lines; only UTF-8 is read: remove that coding line
+    """
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError:
+        raise Refused(f"{name} declares a coding Python does not know on its first lines; only UTF-8 is read: "
+                      f"remove that coding line") from None
+    if encoding not in ("utf-8", "utf-8-sig"):
+        raise Refused(f"{name} declares the coding {encoding!r} on its first lines; only UTF-8 is read: "
+                      f"remove that coding line")
 
 
 def read_handed_in(folder: Path, name: str, max_bytes: int) -> bytes | None:

@@ -38,6 +38,10 @@ from .assignment import GradedCell, NotebookSpec
 from .cells import grade_id
 from .execute import Execution
 from .results import FAILED, NOT_RUN, PASSED, QuestionResult
+from .text import one_line
+
+#: The most characters of learner text (an exception's value, a line on stderr) a message quotes.
+LEARNER_CHARS = 200
 
 
 def answers_in(cell) -> list[Any]:
@@ -63,7 +67,7 @@ def _error_line(cell) -> str | None:
         if out.get("output_type") == "error":
             ename, evalue = str(out.get("ename", "Error")), str(out.get("evalue", "")).strip()
             text = evalue if ename == "AssertionError" and evalue else f"{ename}: {evalue}".strip().rstrip(":")
-            return (text.splitlines() or ["an error"])[0][:300]
+            return one_line((text.splitlines() or ["an error"])[0], LEARNER_CHARS)
     return None
 
 
@@ -78,7 +82,7 @@ def nbgrader_rule(cell, points: float) -> tuple[float, str]:
             return 0.0, f"the test failed: {_error_line(cell)}"
         if kind == "stream" and out.get("name") == "stderr":
             text = _joined(out.get("text", "")).strip().splitlines()
-            return 0.0, "the test wrote to stderr" + (f": {text[0][:200]}" if text else "")
+            return 0.0, "the test wrote to stderr" + (f": {one_line(text[0], LEARNER_CHARS)}" if text else "")
         if kind == "execute_result":
             value = (out.get("data") or {}).get("text/plain")
             if isinstance(value, list):

@@ -18,9 +18,12 @@ class Settings:
     """How submissions are run. Part of every result's fingerprint."""
 
     cell_timeout: float = 60
-    """Seconds one cell may run (the reference notebook's slowest cell takes under 2 s)."""
+    """CPU seconds one cell may use, all of the sandbox's processes together (the reference notebook's
+    slowest cell takes under 2 s); a busy machine does not change it (autograder.execute.Budget)."""
     notebook_timeout: float = 300
-    """Seconds each notebook may run."""
+    """CPU seconds each notebook may use."""
+    wall_factor: float = 4
+    """The wall-clock backstop of every time limit, as a multiple of it (a cell that sleeps uses no CPU)."""
     limits: Limits = field(default_factory=Limits)
     """OS-enforced limits: memory, processes, file size, CPU (their defaults are Limits')."""
     max_output_bytes: int = 1 * MiB

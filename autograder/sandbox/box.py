@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 from course_lib.units import KiB
 
@@ -114,6 +115,18 @@ class Sandbox:
         """The cgroup's cumulative ``oom_kill`` and ``pids_max`` events and its ``pids`` (zeros without one)."""
         return self.cgroup.counters() if self.cgroup is not None else {"oom_kill": 0, "pids_max": 0, "pids": 0}
 
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds the sandbox's processes have used so far: its cgroup's clock, else (no cgroup:
+        ``--insecure`` only) the CPU times in /proc of its throwaway uid's processes, else None (the
+        caller then has the wall clock only)."""
+        if self.cgroup is not None:
+            used = self.cgroup.cpu_seconds()
+            if used is not None:
+                return used
+        if self.uid is not None:
+            return uid_cpu_seconds(self.uid)
+        return None
+
     def disk_used(self) -> tuple[int, int]:
         """(bytes, files) the notebook has written under ``root``: the tmpfs's own count when capped,
         else a walk that stops counting files past ``limits.max_files``."""
@@ -202,26 +215,48 @@ class Sandbox:
                 "chown": [str(d) for d in (self.work, self.home, self.run_dir)] if self.uid is not None else [],
                 "rlimits": list(self.rlimits().items()), "env": self.env(), "cwd": str(cwd or self.work)}
 
-    def run(self, argv: list[str], cwd: Path | None = None, *, timeout: float,
+    def wait_within(self, exited: Callable[[float], bool], cpu_s: float, wall_s: float) -> bool:
+        """Wait until ``exited(slice_s)`` says so (it may block for ``slice_s``): True; False once the
+        sandbox has used ``cpu_s`` CPU seconds since the call (:meth:`cpu_seconds`; the wall clock where
+        there is no CPU clock) or ``wall_s`` seconds have passed, whichever comes first."""
+        start, cpu0 = time.monotonic(), self.cpu_seconds()
+        while not exited(0.05):
+            spent = time.monotonic() - start
+            cpu = self.cpu_seconds() if cpu0 is not None else None
+            if spent >= wall_s or (cpu - cpu0 if cpu is not None else spent) >= cpu_s:
+                return False
+        return True
+
+    def run(self, argv: list[str], cwd: Path | None = None, *, timeout: float, wall_s: float | None = None,
             max_output_bytes: int = 64 * KiB) -> tuple[int | None, str, str]:
-        """Run a command to completion in the sandbox, for at most ``timeout`` seconds (the caller's
-        setting: autograder.settings): (returncode or None on timeout, stdout, stderr)."""
+        """Run a command to completion in the sandbox, for at most ``timeout`` CPU seconds of the sandbox
+        and ``wall_s`` seconds of the wall clock (default: 4 times ``timeout``; the caller's settings:
+        autograder.settings): (returncode or None on timeout, stdout, stderr)."""
+        wall_s = 4 * timeout if wall_s is None else wall_s
         out_path, err_path = self.log_dir / "run.out", self.log_dir / "run.err"
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            rc = self._run_forked(argv, cwd, timeout, out, err)
+            rc = self._run_forked(argv, cwd, timeout, wall_s, out, err)
             if rc == "no server":
                 proc = subprocess.Popen(self.command(argv, cwd), stdin=subprocess.DEVNULL, stdout=out,
                                         stderr=err, start_new_session=True)
-                try:
-                    rc = proc.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
+
+                def exited(slice_s: float) -> bool:
+                    try:
+                        proc.wait(timeout=slice_s)
+                        return True
+                    except subprocess.TimeoutExpired:
+                        return False
+
+                if self.wait_within(exited, timeout, wall_s):
+                    rc = proc.returncode
+                else:
                     rc = None
                     _kill_group(proc)
         if self.cgroup is not None:
             self.cgroup.kill_all()
         return rc, _head(out_path, max_output_bytes), _head(err_path, max_output_bytes)
 
-    def _run_forked(self, argv, cwd, timeout, out, err) -> int | None | str:
+    def _run_forked(self, argv, cwd, timeout, wall_s, out, err) -> int | None | str:
         """:meth:`run` through the fork server (the very sandbox, without starting bubblewrap and two
         launchers): the returncode, None on timeout, or "no server" where there is none or it is
         still importing (bubblewrap is quicker then)."""
@@ -239,7 +274,7 @@ class Sandbox:
                 return "no server"
             finally:
                 os.close(status_w)
-            exited = proc.wait(timeout)
+            exited = self.wait_within(proc.wait, timeout, wall_s)
             proc.close()   # kills it if it is still running: its namespaces go with it
             if not exited:
                 return None
@@ -247,6 +282,27 @@ class Sandbox:
             return int(code) if code.lstrip(b"-").isdigit() else -signal.SIGKILL   # killed before it could say
         finally:
             os.close(status_r)
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def uid_cpu_seconds(uid: int) -> float:
+    """CPU seconds of the live processes whose real uid is ``uid``, with the children they reaped
+    (utime, stime, cutime and cstime of /proc/<pid>/stat)."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid != uid:
+                continue
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            total += sum(int(x) for x in fields[11:15])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / _TICKS
 
 
 def kill_uid(uid: int, wait_s: float = 5.0) -> None:

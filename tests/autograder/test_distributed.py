@@ -259,3 +259,33 @@ def test_a_worker_with_another_environment_is_refused_and_one_without_bubblewrap
             for worker in workers:
                 worker.kill()
                 worker.wait(timeout=30)
+
+
+def test_a_scheduler_lost_mid_batch_is_one_line_and_the_graded_are_kept(tmp_path):
+    # The issue saw a raw FuturesCancelledError traceback here (the README promises one line).
+    submitted, results = tmp_path / "submitted", tmp_path / "results"
+    students = _slow_class(submitted, 6, sleep_s=1)
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                  "--port", str(port), "--no-dashboard"], cwd=tmp_path,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = _start_worker(address, REPO, "w1")
+    try:
+        client = subprocess.Popen([sys.executable, "-m", "autograder", "autograde", str(submitted), "--out",
+                                   str(results), "--no-progress", "--scheduler", address, "--cell-timeout", "20"],
+                                  cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 240
+        while not list(results.glob("records/*.json")):
+            assert time.monotonic() < deadline and client.poll() is None, client.communicate()[1][-2000:]
+            time.sleep(0.1)
+        scheduler.send_signal(signal.SIGKILL)
+        _, err = client.communicate(timeout=180)
+    finally:
+        for proc in (scheduler, worker):
+            proc.kill()
+            proc.wait(timeout=30)
+    assert client.returncode == 2, err[-3000:]
+    assert err.count("\n") == 1 and f"lost the Dask scheduler at {address}" in err and "graded students are kept" in err, err[-3000:]
+    kept = _records(results)
+    assert 0 < len(kept) < len(students) and all(r["status"] == "graded" for r in kept.values())

@@ -15,6 +15,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from nbgrader.api import Gradebook
 
 from autograder.assignment import load_source
@@ -81,3 +82,16 @@ def test_hand_grading_and_comments_from_formgrader_reach_grades_csv_and_gradesco
     # blank handed its written answer back as released: nbgrader's "No response", 0 of 3 (nothing pending)
     assert blank["tests"][-1]["score"] == 0.0 and blank["tests"][-1]["max_score"] == 3.0
 
+
+
+@pytest.mark.parametrize("cell", [" =2+3", "x;=1+2;y", "a,-1+2", "\"=1+2", "ok\n@SUM(A1)", "a|=cmd", "\t=1"])
+def test_a_formula_anywhere_a_spreadsheet_would_start_one_is_quoted(cell):
+    # The old guard looked at the first character only: these reached grades.csv as they were.
+    from autograder.export import csv_safe
+    assert csv_safe(cell) == "'" + cell
+
+
+@pytest.mark.parametrize("cell", ["alice", "jean-luc+tag@uni.edu", "3 - 1 = 2", "the test failed: x == 1"])
+def test_text_where_no_formula_can_start_is_kept(cell):
+    from autograder.export import csv_safe
+    assert csv_safe(cell) == cell

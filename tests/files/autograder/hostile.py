@@ -189,6 +189,18 @@ def network_probe(port: int) -> str:
 KV_ANSWER = ("def kv_bytes_per_token(num_layers, num_kv_heads, head_dim, bytes_per_value):\n"
              "    return 2 * num_layers * num_kv_heads * head_dim * bytes_per_value\n")
 WEIGHTS_ANSWER = "def weights_bytes(num_params, bits_per_value):\n    return num_params * bits_per_value // 8\n"
+# Passes the visible check, then raises from inside the hidden one, quoting the hidden line that
+# called it (inspect reads it from the cell) and the hidden inputs.
+QUOTES_HIDDEN = ("def kv_bytes_per_token(*args):\n"
+                 "    import inspect\n"
+                 "    if args == (32, 32, 128, 2):\n"
+                 "        return 524288\n"
+                 "    line = inspect.stack()[1].code_context[0].strip()\n"
+                 "    raise ValueError(line + repr(args))\n")
+# The same, with terminal escapes (a window title, clear screen, red, carriage return, backspace) instead.
+ESCAPES_IN_ERROR = QUOTES_HIDDEN.replace("line + ", "'\\x1b]0;owned\\x07\\x1b[2J\\x1b[31mred\\r\\x08' + ")
+# 3 s of CPU (the notebook's limit is CPU time: six of these pass its 15 s; six sleeps would not).
+BURNS_3_CPU_S = "import time\nt = time.process_time()\nwhile time.process_time() - t < 3:\n    pass"
 # Loops that run before the answer's definition, so the answer is lost with the cell.
 IGNORES_SIGINT = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n"
 CATCHES_INTERRUPT = "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass\n"
@@ -264,8 +276,12 @@ CASES = [
     Case("catches_interrupt", lambda ctx: set_answer(learner_notebook(), "weights", CATCHES_INTERRUPT + WEIGHTS_ANSWER),
          "timeout", 4 + LAB_POINTS, {"test_kv_per_token": "passed", "test_weights_bytes": "failed", "test_max_sequences": "passed"}),
     Case("slow_notebook", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token",
-                                                   *["import time; time.sleep(3)"] * 6),
+                                                   *[BURNS_3_CPU_S] * 6),
          "timeout", 2 + LAB_POINTS, {"test_kv_per_token": "passed", "test_max_sequences": "not_run"}),
+    # correct but slow: 2 s of CPU in a 5 s limit, which a busy machine stretched past 5 s of wall clock
+    Case("slow_but_correct", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token",
+                                                      BURNS_3_CPU_S.replace("< 3", "< 2")),
+         "graded", 5 + LAB_POINTS, {"test_kv_per_token": "passed", "test_weights_bytes": "passed", "test_max_sequences": "passed"}),
     Case("fork_bomb", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", FORK_BOMB),
          "process_limit", 5 + LAB_POINTS),
     Case("forks_left_running", lambda ctx: insert_after(learner_notebook(), "test_kv_per_token", FORKS_LEFT_RUNNING),
@@ -297,6 +313,10 @@ CASES = [
                                                 "def weights_bytes(num_params, bits_per_value):\n"
                                                 "    return Sneaky(0)\n"),
          "graded", 4 + LAB_POINTS, {"test_weights_bytes": "failed"}),
+    Case("quotes_hidden", lambda ctx: set_answer(learner_notebook(), "kv_per_token", QUOTES_HIDDEN),
+         "graded", 3 + LAB_POINTS, {"test_kv_per_token": "failed", "test_weights_bytes": "passed"}),
+    Case("escapes_in_error", lambda ctx: set_answer(learner_notebook(), "kv_per_token", ESCAPES_IN_ERROR),
+         "graded", 3 + LAB_POINTS, {"test_kv_per_token": "failed", "test_weights_bytes": "passed"}),
     Case("traceback_hidden", lambda ctx: insert_after(
         set_answer(set_answer(learner_notebook(), "kv_per_token", BLANK_KV), "weights", BLANK_WEIGHTS),
         "intro", "get_ipython().showtraceback = lambda *args, **kwargs: None\n"
@@ -333,10 +353,14 @@ CASES = [
     *[Case(f"meta_{name}", lambda ctx, shape=shape: bad_metadata(shape), "graded", 5 + LAB_POINTS,
            {"test_kv_per_token": "passed", "test_weights_bytes": "passed", "test_max_sequences": "passed"})
       for name, shape in BAD_METADATA.items()],
-    # ---- names
-    Case("=1+2", lambda ctx: learner_notebook(), "graded", 5 + LAB_POINTS),
+    # ---- names: "=1+2" and "a\tb" are not student ids (autograder.student_ids): the test skips them
     # ---- the lab file
     Case("no_lab_file", lambda ctx: learner_notebook(), "graded", 5.0, lab=None),
+    # a coding cookie other than UTF-8: Python would run other text than the one compared (a utf-7
+    # comment holds a line: +AAo- is a newline); refused, never run
+    Case("utf7_lab", lambda ctx: learner_notebook(), "graded", 5.0,
+         {"lab_edit_only_active_sequences": "not_run", "lab_reports_not_fit": "not_run", "lab_only_kv_doubled": "not_run"},
+         lab="# -*- coding: utf-7 -*-\n" + lab_text(16) + "# +AAo-import builtins+ADs- builtins.print = lambda *a, **k: None\n"),
 ]
 
 

@@ -1,0 +1,132 @@
+"""The executed notebook as instructors' tools open it: nothing a learner wrote can run in their browser.
+
+``RESULTS_DIR/autograded/<id>/<assignment>/*.ipynb`` is what nbgrader's formgrader renders (with
+nbconvert's HTML exporter, whose templates put a markdown cell's raw HTML, a ``text/html`` or
+``image/svg+xml`` output and an ``application/javascript`` output into the page as they are), in
+the instructor's logged-in Jupyter session. A learner's ``<img onerror>`` there could call the
+Jupyter API: write files, or set their own hand-graded score through formgrader's. So
+:func:`instructor_copy` keeps learner content only through the feedback page's allow-list
+(:func:`autograder.feedback.sanitize`) or as inert text:
+
+=========================================  =========================================================
+In the executed notebook                   In the instructor's copy
+=========================================  =========================================================
+a markdown cell the learner could edit     its markdown rendered and sanitised, as one line of HTML
+(every cell but the locked ones, which     (so no markdown parser reads it again; MathJax told to skip
+are the instructor's, restored)            it), attachments and
+                                           metadata other than nbgrader's dropped
+a raw cell the learner could edit          its text escaped, in a ``<pre>``
+an output's ``text/html``, ``text/markdown``  sanitised HTML (``text/html``)
+``text/plain``, a PNG or JPEG (base64)     kept (nbconvert escapes text; the image must be base64)
+a widget (its view and its repr)           the feedback page's note (``feedback.WIDGET_NOTE``), as text
+any other type: JavaScript, SVG, LaTeX,    removed, with a ``text/plain`` note naming the type
+PDF, vendor types
+an output's metadata                       only an image's numeric width and height
+the grader's answer payloads               kept (no HTML exporter renders them)
+stream and error outputs                   kept (nbconvert escapes them)
+=========================================  =========================================================
+
+The notebook's own metadata is the instructor source's (restore_cells) less any widget state.
+The copy is made once, where the grader writes the file (grade._write_files), so the Dask path
+returns it too; ``course-grade feedback`` re-renders from it and finds the same text.
+
+>>> import nbformat
+>>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("**hi** <img src=x onerror=alert(1)>"),
+...     nbformat.v4.new_code_cell("1", outputs=[nbformat.v4.new_output("display_data", data={
+...         "application/javascript": "alert(1)", "text/html": "<b onclick=x()>b</b>"})])])
+>>> copy = instructor_copy(nb)
+>>> copy.cells[0].source
+'<div class="course-grade-learner-markdown tex2jax_ignore"><p><strong>hi</strong> <img></p>&#10;</div>'
+>>> dict(copy.cells[1].outputs[0].data)
+{'text/html': '<b>b</b>', 'text/plain': '[an output of type application/javascript was removed: it could run in a browser]'}
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+import html
+import re
+
+import nbformat
+
+from .answers import ANSWER_MIME
+from .cells import is_locked
+from .feedback import WIDGET_MIME, WIDGET_NOTE, markdown_html, sanitize
+
+#: Output types kept as they are: nbconvert escapes text, and images are checked to be base64.
+TEXT_MIMES = ("text/plain",)
+IMAGE_MIMES = ("image/png", "image/jpeg")
+BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
+#: The wrapper of a learner's markdown in the instructor's copy.
+#: ``tex2jax_ignore``: MathJax (which formgrader loads) leaves the text alone, so a ``\\href{javascript:...}``
+#: in a learner's formula stays text.
+MARKDOWN_CLASS = "course-grade-learner-markdown tex2jax_ignore"
+
+
+def _one_line_html(fragment: str) -> str:
+    """Sanitised HTML on one line: a markdown renderer treats a line starting with ``<div`` as a raw HTML
+    block up to the next blank line, so with no newline at all nothing of it is parsed as markdown again
+    (a ``&#10;`` is a newline to the browser, also inside ``<pre>``)."""
+    return f'<div class="{MARKDOWN_CLASS}">' + fragment.replace("\r", "").replace("\n", "&#10;") + "</div>"
+
+
+def _text(value) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def _image_metadata(metadata) -> dict:
+    out = {}
+    for mime in IMAGE_MIMES:
+        dims = metadata.get(mime) if isinstance(metadata, dict) else None
+        if isinstance(dims, dict):
+            kept = {k: v for k, v in dims.items() if k in ("width", "height") and type(v) in (int, float)}
+            if kept:
+                out[mime] = kept
+    return out
+
+
+def inert_output(out) -> nbformat.NotebookNode:
+    """One output as it may appear in the instructor's copy (see the module's table)."""
+    kind = out.get("output_type")
+    if kind not in ("display_data", "execute_result"):
+        return out   # stream, error: text, escaped by every renderer
+    data, kept, removed = out.get("data") or {}, {}, []
+    if WIDGET_MIME in data:   # its text/plain is the widget's repr (VBox(children=...)): the page's note instead
+        data = {"text/plain": WIDGET_NOTE}
+    for mime, value in data.items():
+        if mime in TEXT_MIMES or mime == ANSWER_MIME:
+            kept[mime] = value
+        elif mime in IMAGE_MIMES and isinstance(value, str) and BASE64.fullmatch(value):
+            kept[mime] = value
+        elif mime == "text/html":
+            kept[mime] = sanitize(_text(value))
+        elif mime == "text/markdown":
+            kept["text/html"] = markdown_html(_text(value))
+        else:
+            removed.append(mime)
+    if removed:
+        note = f"[an output of type {', '.join(removed)} was removed: it could run in a browser]"
+        kept["text/plain"] = (_text(kept["text/plain"]) + "\n" + note) if "text/plain" in kept else note
+    new = nbformat.NotebookNode(out)
+    new["data"] = nbformat.NotebookNode(kept)
+    new["metadata"] = nbformat.NotebookNode(_image_metadata(out.get("metadata")))
+    return new
+
+
+def instructor_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of the executed notebook in which nothing a learner wrote can run (see the module)."""
+    nb = _copy.deepcopy(nb)
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        trusted = is_locked(cell)   # after restore_cells, the instructor's cell as the source has it
+        if not trusted:
+            meta = cell.get("metadata") or {}
+            cell["metadata"] = nbformat.NotebookNode({"nbgrader": meta["nbgrader"]} if "nbgrader" in meta else {})
+            cell.pop("attachments", None)
+            if cell.get("cell_type") == "markdown":
+                cell["source"] = _one_line_html(markdown_html(_text(cell.get("source", ""))))
+            elif cell.get("cell_type") == "raw":
+                cell["source"] = _one_line_html(f"<pre>{html.escape(_text(cell.get('source', '')))}</pre>")
+        if cell.get("cell_type") == "code":
+            cell["outputs"] = [inert_output(o) for o in cell.get("outputs", [])]
+    return nb
