@@ -274,7 +274,9 @@ def test_a_scheduler_lost_mid_batch_is_one_line_and_the_graded_are_kept(tmp_path
     try:
         client = subprocess.Popen([sys.executable, "-m", "autograder", "autograde", str(submitted), "--out",
                                    str(results), "--no-progress", "--scheduler", address, "--cell-timeout", "20"],
-                                  cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                  cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  # Dask's client tries to reconnect for its connect timeout (30 s) first
+                                  env=dict(os.environ, DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="5s"))
         deadline = time.monotonic() + 240
         while not list(results.glob("records/*.json")):
             assert time.monotonic() < deadline and client.poll() is None, client.communicate()[1][-2000:]

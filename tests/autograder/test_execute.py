@@ -227,7 +227,7 @@ def test_a_cell_the_kernel_fails_on_before_running_it_is_named_as_such_not_as_a_
     message handler only logs, and the kernel never replies. The learner is told that, not that the
     cell ran too long; a fresh kernel goes on."""
     deep = "x = " + "1 + " * 20_000 + "1"
-    ex = _run("print('before')", deep, "print('after')", cell_timeout=3,
+    ex = _run("print('before')", deep, "print('after')", cell_timeout=1.5,
               isolation=dataclasses.replace(probe(), kernels=kernels))
     message = ex.events[0].message
     assert ex.events[0].status == "kernel_died", "a kernel that broke on the cell, not a slow cell"
