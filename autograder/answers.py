@@ -135,17 +135,3 @@ def check_credit(checks, grade_id, values):
         fraction = 0.0
     return float(fraction), str(message or "")
 
-
-def check_answer(checks, grade_id, values):
-    """(passed, message): :func:`check_credit` read as all or nothing (full points or not).
-
-    >>> class Exact:
-    ...     def score(self, values):
-    ...         return type("R", (), {"passed": values.get("x") == 1, "message": "x is off"})()
-    >>> check_answer({"t": Exact()}, "t", {"x": 1}), check_answer({"t": Exact()}, "t", {"x": 2})
-    ((True, 'x is off'), (False, 'x is off'))
-    >>> check_answer({"t": Exact()}, "u", {"x": 1})
-    (False, "no check is defined for 'u'")
-    """
-    fraction, message = check_credit(checks, grade_id, values)
-    return fraction == 1.0, message
