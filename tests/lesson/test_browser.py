@@ -188,6 +188,11 @@ def _current_document(page) -> str:
         '#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel')?.textContent || ''""")
 
 
+def _saved_layouts(folder: Path) -> dict[str, int]:
+    """The workspace files JupyterLab saved under ``folder`` and when each was last written (ns)."""
+    return {p.name: p.stat().st_mtime_ns for p in folder.glob("*.jupyterlab-workspace")}
+
+
 def _open_as_printed(page, url: str) -> str:
     """Go to ``url`` and wait until a notebook's cells show and the document in front is settled."""
     page.goto(url)
@@ -219,15 +224,18 @@ def test_the_printed_link_opens_the_notebook_with_a_fresh_config(learner_root):
             assert front == workspace.NOTEBOOK_NAME
             assert page.locator(".jp-Launcher").count() == 0, "the Launcher is open on a first visit"
 
+            saved = home / "config" / "lab" / "workspaces"
+            before = _saved_layouts(saved)
             page.locator(".lm-MenuBar-itemLabel").filter(has_text=re.compile(r"^File$")).click()
             page.locator(".lm-Menu-itemLabel").filter(has_text=re.compile(r"^New Launcher$")).click()
             page.locator(".jp-Launcher").first.wait_for(timeout=30_000)
             assert _current_document(page) == "Launcher"
-            saved = home / "config" / "lab" / "workspaces"
-            deadline = time.monotonic() + 30     # JupyterLab saves the layout a moment after it changes
-            while time.monotonic() < deadline and not any(
-                    "launcher" in p.read_text() for p in saved.glob("*.jupyterlab-workspace")):
+            # JupyterLab saves the layout a moment after it changes (JupyterLab 4 leaves the Launcher itself
+            # out of the saved layout, so the wait is for the save, not for a "launcher" entry in it).
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and _saved_layouts(saved) == before:
                 time.sleep(0.25)
+            assert _saved_layouts(saved) != before, "JupyterLab saved no layout after the Launcher opened"
             front = _open_as_printed(page, url)
             page.screenshot(path=str(ARTIFACTS / "00-second-visit.png"))
             assert front == workspace.NOTEBOOK_NAME, "a later visit shows the notebook too"
