@@ -61,6 +61,8 @@ INTERRUPT_GRACE_S = 2.0
 IOPUB_GRACE_S = 4.0
 #: Poll slice: how often the loop checks the clock, the kernel's process and (without a tmpfs) the disk.
 POLL_S = 0.25
+#: How often a cell that has not answered yet has its kernel's log read for a request the kernel broke on (s).
+LOG_CHECK_S = 0.5
 log = logging.getLogger(__name__)
 
 
@@ -581,8 +583,7 @@ class _Run:
             failed = None if limit else _handler_error(self._kernel_log_tail(16 * KiB))
             if failed:   # ipykernel broke on the request itself and never answered: no slow cell
                 self.events.append(CellEvent(index, KERNEL_DIED, f"{name} never started: the kernel failed on it "
-                                             f"before running it ({failed}) and stopped answering; the grader "
-                                             f"gave up after {self._cell_limit()}"))
+                                             f"before running it ({failed}) and never answered"))
             else:
                 self.events.append(CellEvent(index, limit or TIMEOUT, f"{name} ran longer than "
                                              f"{self._cell_limit()} and ignored the interrupt"
@@ -700,6 +701,10 @@ class _Run:
         for sock in (kernel.shell, kernel.iopub, kernel.iopub_monitor):
             poller.register(sock, zmq.POLLIN)
         watch_disk = not self.sandbox.disk_capped
+        # ipykernel logs a request its handler broke on (and never answers it): seen in the log, the cell
+        # is over now, not after the wall-clock backstop of a kernel that uses no CPU (4 x the cell limit).
+        kernel_log = self.sandbox.log_dir / "kernel.log"
+        log_from, log_check_at = _size(kernel_log), time.monotonic() + LOG_CHECK_S
         while reply is None or not idle:
             now = time.monotonic()
             if reply is not None and now - reply_at > IOPUB_GRACE_S:
@@ -719,6 +724,10 @@ class _Run:
                     interrupted, self.cell_over = True, over
                     budget = Budget(self.sandbox, INTERRUPT_GRACE_S, self.wall_factor)
                     continue
+                if now >= log_check_at:
+                    log_check_at = now + LOG_CHECK_S
+                    if _handler_error(_tail(kernel_log, 16 * KiB, start=log_from)):
+                        return "unresponsive"
             ready = dict(poller.poll(int(POLL_S * 1000) + 1))
             if kernel.iopub_monitor in ready and kernel.iopub_dropped():
                 # The kernel died, or sent a message over the size limit: ZeroMQ dropped it unread, and
@@ -989,6 +998,14 @@ def _cell_name(nb, index: int | None) -> str:
         return "the end of the notebook"
     gid = grade_id(nb.cells[index])
     return f"cell {index + 1}" + (f" ({gid})" if gid else "")
+
+
+def _size(path: Path) -> int:
+    """The file's size in bytes (0 if it is not there yet)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _tail(path: Path, n: int = 4096, start: int = 0) -> str:

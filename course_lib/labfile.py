@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 
 from .errors import CourseInputError
+from .grading import grading
 
 LAB_NAME = "l14-04-model-memory.py"
 LAB_RELATIVE = Path("labs") / "notebooks" / "level-14" / LAB_NAME
@@ -136,7 +137,7 @@ def run_lab(path: str | Path | None = None, timeout_s: float = 60) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     key = None
-    if os.environ.get("NBGRADER_EXECUTION"):
+    if grading():
         key = (str(lab.resolve()), hashlib.sha256(lab.read_bytes()).hexdigest(), env["PYTHONPATH"])
         if key in _GRADED_RUNS:
             return copy.deepcopy(_GRADED_RUNS[key])

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .grading import skipped_while_grading
 from .loading import readiness_timeline, rollout_plan
 from .measure import measure_pools, snapshot   # light: torch only in the measuring process or for a GPU
 from .measure.device import TORCH_HINT, torch_available
@@ -190,17 +191,9 @@ inactive_split_bytes). Tensors of 10 MiB or more get segments of their own and n
 smaller ones share 2 MiB and 20 MiB segments. (No run recorded on a GPU ships with this course yet.)"""
 
 
-def _grading(what: str) -> bool:
-    """True (and say so) while nbgrader or course-grade runs the notebook: demonstrations earn no points."""
-    if os.environ.get("NBGRADER_EXECUTION"):
-        print(f"({what} is skipped while grading: NBGRADER_EXECUTION is set; nothing graded depends on it)")
-        return True
-    return False
-
-
 def show_device_memory() -> Any:
     """This machine's device now, and free memory that is not capacity, with real allocations."""
-    if _grading("the measurement"):
+    if skipped_while_grading("the measurement"):
         return None
     snap = snapshot()
     print("This machine, now:")
@@ -239,7 +232,7 @@ def predict_then_measure(predicted_weights_bytes: int, predicted_kv_cache_bytes:
 
     Prints pool | your prediction | course_lib | measured | error, and draws one panel per pool.
     """
-    if _grading("the measurement"):
+    if skipped_while_grading("the measurement"):
         return None
     if not torch_available():
         print(TORCH_HINT)

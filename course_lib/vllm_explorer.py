@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from .errors import CourseInputError
 from .explorer import figure_png, gpu_options, model_options
+from .grading import skipped_while_grading
 from .presets import get_model
 from .runtimes import RuntimeEstimate, VllmLaunch, estimate_vllm
 from .units import GiB
@@ -191,8 +192,11 @@ def launch_explorer(model: str = "llama-3.1-8b", gpu: str = "rtx-4090", max_mode
                     max_num_seqs: int = 256, gpu_memory_utilization: float = 0.92, tensor_parallel: int = 1):
     """Interactive controls over :func:`plan_launch`, drawing :func:`launch_figure` (vLLM's newest defaults).
 
-    Returns the ipywidgets container (display it, or let the cell show it).
+    Returns the ipywidgets container (display it, or let the cell show it); None while a grader runs
+    the notebook (:mod:`course_lib.grading`: no grader can show a widget).
     """
+    if skipped_while_grading("the launch explorer"):
+        return None
     import ipywidgets as w
     from IPython.display import Image, display
 

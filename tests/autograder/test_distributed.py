@@ -89,14 +89,26 @@ def _without(record: dict, keys=WHERE_AND_WHEN) -> dict:
     return {k: v for k, v in record.items() if k not in keys}
 
 
+#: The example class's learners graded again on Dask (grading one takes a kernel's full lesson run): the
+#: reference and the blank, a carried-forward error, a partial credit, the lab left unedited, and a
+#: misconception of the log-reading tasks. Each must get exactly its local grade, files and all.
+ON_DASK = ("reference", "blank", "forgot_k_and_v", "attention_heads", "lab_not_edited", "whole_device_log")
+
+
 def test_example_class_on_local_dask_workers_gets_exactly_the_local_grades(example_class_local, tmp_path):
     local, local_dir = example_class_local
-    results = tmp_path / "results"
-    batch = autograde(EXAMPLE_CLASS, out=results, scheduler="local:2", progress=False)
-    assert json.loads((results / "grades.json").read_text()) == json.loads((local_dir / "grades.json").read_text())
-    assert (results / "grades.csv").read_text() == (local_dir / "grades.csv").read_text()
+    submitted, results = tmp_path / "submitted", tmp_path / "results"
+    for sid in ON_DASK:
+        shutil.copytree(EXAMPLE_CLASS / sid, submitted / sid)
+    batch = autograde(submitted, out=results, scheduler="local:2", progress=False)
     mine, theirs = _records(results), _records(local_dir)
-    assert set(mine) == set(theirs) == {p.name for p in EXAMPLE_CLASS.iterdir() if p.is_dir()}
+    assert set(mine) == set(ON_DASK) <= set(theirs) == {p.name for p in EXAMPLE_CLASS.iterdir() if p.is_dir()}
+    grades, local_grades = (json.loads((d / "grades.json").read_text()) for d in (results, local_dir))
+    assert grades["assignment"] == local_grades["assignment"]
+    assert grades["students"] == {sid: local_grades["students"][sid] for sid in ON_DASK}
+    local_rows = {row.split(",", 1)[0]: row for row in (local_dir / "grades.csv").read_text().splitlines()}
+    for row in (results / "grades.csv").read_text().splitlines():
+        assert row == local_rows[row.split(",", 1)[0]], row
     for sid, record in mine.items():
         assert _without(record) == _without(theirs[sid]), f"{sid}: the Dask record differs from the local one"
         assert record["worker"].startswith("tcp://127.0.0.1:") and record["isolation"] == local.isolation, record

@@ -28,6 +28,7 @@ from lessons.l14_04.examples import main as make_examples
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
+EXAMPLE_CLASS = REPO / "examples" / "submissions"
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
 MAX_SCORE = 50.0  # 48 notebook points + 2 lab-edit points (the notebook's intro says 53 with the written 3)
 # What each example learner must lose: hand-stated, beside the tests (not in the generator).
@@ -117,7 +118,9 @@ INJECT_CODE = ("from IPython.display import HTML, Javascript, display\n"
                "display(HTML(\"<script>document.title = 'pwned-html'</script><img src=x onerror=\\\"document.title="
                "'pwned-html-img'\\\"><p>html output</p>\"))\n"
                "display(Javascript(\"document.title = 'pwned-js'\"))\n"
-               "print('<h1>printed text, not a heading</h1>')")
+               "print('<h1>printed text, not a heading</h1>')\n"
+               "import ipywidgets\n"
+               "display(ipywidgets.IntSlider(description='a widget of the learner'))")
 
 
 def _cli(*args, cwd=REPO):
@@ -125,7 +128,12 @@ def _cli(*args, cwd=REPO):
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory):
+def course(tmp_path_factory, example_class_local):
+    """The example class as generated here plus the hostile learners, graded through the CLI. The 19
+    learners of the committed class were graded once this session (conftest's example_class_local, the
+    same grader and settings): the CLI resumes from those records, as a rerun of a batch does, and
+    grades the hostile learners (test_committed_example_class_is_current: the generated class is the
+    committed one, byte for byte)."""
     root = tmp_path_factory.mktemp("class")
     submitted, results = root / "submitted", root / "results"
     release = _cli("release", "--out", str(root / "release"))
@@ -165,6 +173,7 @@ def course(tmp_path_factory):
                                                  "get_ipython()._showtraceback = lambda *args, **kwargs: None"))
     nbformat.write(nb, dest / NOTEBOOK)
 
+    shutil.copytree(example_class_local[1], results)
     grade = _cli("autograde", str(submitted), "--out", str(results), "--workers", "2")
     feedback = _cli("feedback", str(results))
     export = _cli("export", str(results))
@@ -180,6 +189,8 @@ def test_every_verb_exits_zero(course):
         assert "Traceback" not in proc.stderr and "Task exception" not in proc.stderr, f"{verb}: {proc.stderr[-2000:]}"
     out = course["procs"]["autograde"].stdout
     assert "reference" in out and "50 / 50" in out and "isolation:" in out
+    committed = sum(p.is_dir() for p in EXAMPLE_CLASS.iterdir())
+    assert f"; {committed} unchanged, kept from the last run" in out, "the committed class is not graded twice"
 
 
 def test_release_layout_hides_solutions(course):
@@ -379,10 +390,12 @@ def test_feedback_page_renders_markdown_as_html(browser, course):
     text = page.locator("body").inner_text()
     for raw in ("<h1", "</p>", "&lt;p&gt;", "<thead>", "<th>", "VBox(children"):
         assert raw not in text, f"literal {raw!r} is visible on the page"
-    # each check is followed by its verdict, and the widget shows as a note
+    # each check is followed by its verdict; the explorers say they are skipped while grading
     assert page.locator("section.test .verdict.failed").count() == 1   # Task 3: the KV-heads question (partial)
     assert "partial credit, 1 of 3" in page.locator("section.test .verdict.failed").inner_text()
-    assert "An interactive widget was here" in text
+    for explorer in ("the budget explorer", "the launch explorer"):
+        assert f"({explorer} is skipped while grading" in text, explorer
+    assert "An interactive widget was here" not in text
 
 
 @pytest.mark.browser
@@ -397,5 +410,6 @@ def test_learner_script_never_runs_in_the_feedback_page(browser, course):
     body = page.locator("body").inner_text()
     assert "Injected:" in body and "html output" in body, "the learner's harmless content still shows"
     assert "<h1>printed text, not a heading</h1>" in body, "printed text stays text"
+    assert "An interactive widget was here" in body, "the learner's own widget shows as a note"
     entry = course["grades"]["students"]["hostile_html"]
     assert entry["score"] == MAX_SCORE

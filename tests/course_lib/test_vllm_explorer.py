@@ -91,3 +91,17 @@ def test_every_dropdown_shows_a_selection():
         for control in box.children:
             if hasattr(control, "options"):
                 assert control.value is not None and control.label, (control.description, control.value)
+
+
+def test_while_grading_the_explorers_draw_nothing_and_say_so(monkeypatch, capsys):
+    """nbgrader (and course-grade) set NBGRADER_EXECUTION: no grader can show a widget, so none is built."""
+    from course_lib.explorer import budget_explorer
+    from course_lib.vllm_explorer import launch_explorer
+
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert budget_explorer() is None and launch_explorer() is None
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"(the {name} explorer is skipped while grading: NBGRADER_EXECUTION is set; nothing graded "
+                     "depends on it)" for name in ("budget", "launch")]
+    monkeypatch.setenv("NBGRADER_EXECUTION", "")
+    assert budget_explorer() is not None, "an empty value is not a grader"
