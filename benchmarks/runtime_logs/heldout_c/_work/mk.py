@@ -30,10 +30,13 @@ def build(spec):
     excl = [re.compile(p.encode()) for p in spec.get("exclude",[])]
     picked = []
     lo, hi = spec.get("range",(1,len(lines)))
+    cont = re.compile(spec["continuation"].encode()) if spec.get("continuation") else None
     for i,l in enumerate(lines, start=1):
         if i < lo or i > hi: continue
         if i in spec.get("lines",[]) or (any(p.search(l) for p in pats) and not any(e.search(l) for e in excl)):
             picked.append((i,l))
+        elif cont is not None and picked and picked[-1][0] == i - 1 and cont.search(l):
+            picked.append((i,l))        # the rest of a hard-wrapped line the source split at a fixed width
     if spec.get("max_per_pattern_dedupe"):
         pass
     first, last = picked[0][0], picked[-1][0]

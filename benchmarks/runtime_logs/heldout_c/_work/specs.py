@@ -12,6 +12,7 @@ UNS = [r"Unsloth [0-9.]+: Fast", r"Max memory:", r"Unsloth: vLLM loading", r"Num
 EXCL = [r"Avg prompt throughput", r"Route: ", r"GPU KV cache usage"]
 RL, RLC = "johnson7788/RLDecisionAgent", "ef60ea920fa09c11ec20f8640099f975f7fb9215"
 DL, DLC = "dennislee22/vLLM-benchmarking", "b474d1e053c35c9aef8c02aae4efbc0d8675f033"
+WRAPPED = r"^(?!\(|INFO|WARNING|DEBUG|ERROR|\s*$)"   # these logs are hard-wrapped: a line not starting a record continues the one above
 LB, LBC = "leadawon/LAMBO", "bab83fe"
 ZZ, ZZC = "Zzsf11/VideoCuttingAgent", "4b5f0c3"
 AR, ARC = "OpenPipe/ART", "779559f"
@@ -38,9 +39,9 @@ S = [
  dict(id="vllm-qwen25-05b-bnb-rtx3090-v0100-unsloth", runtime="vllm (V0, started by Unsloth), version: 0.10.0",
       repo=RL, commit=RLC, kind="repository file (markdown with a pasted run)", path="docs/ART/ZHIXINGYUN.md", patterns=UNS, exclude=EXCL),
  dict(id="vllm-qwen2-7b-a100-80-u05-v01011", runtime="vllm (V1), version: 0.10.1.1",
-      repo=DL, commit=DLC, kind="repository file (log)", path="log/vllm-7B-1gpuA10080GB-0.5GRAM.log", patterns=VLLM, exclude=EXCL),
+      repo=DL, commit=DLC, kind="repository file (log)", path="log/vllm-7B-1gpuA10080GB-0.5GRAM.log", patterns=VLLM, exclude=EXCL, continuation=WRAPPED),
  dict(id="vllm-qwen2-7b-tp2-a100-80-u05-samenode-v01011", runtime="vllm (V1), version: 0.10.1.1",
-      repo=DL, commit=DLC, kind="repository file (log)", path="log/vllm-7B-2gpuA10080GB-0.5GRAM-same-node.log", patterns=VLLM, exclude=EXCL),
+      repo=DL, commit=DLC, kind="repository file (log)", path="log/vllm-7B-2gpuA10080GB-0.5GRAM-same-node.log", patterns=VLLM, exclude=EXCL, continuation=WRAPPED),
  dict(id="vllm-qwen35-27b-tp4-rtx3090-u092-seq1-v0190", runtime="vllm (V1), version: 0.19.0",
       repo=LB, commit=LBC, kind="repository file (log)", path="logs/vllm_serve_toc.log", patterns=VLLM, exclude=EXCL),
  dict(id="vllm-qwen35-27b-tp4-rtx3090-u092-v0190", runtime="vllm (V1), version: 0.19.0",
