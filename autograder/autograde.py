@@ -42,6 +42,7 @@ from course_lib.errors import CourseInputError
 from . import sidecheck
 from .assignment import Assignment, default_assignment, lesson_folder, load_lesson, load_source
 from .course import build_gradebook, copy_gradebook, template_path, write_course_files
+from .dask_tls import TlsFiles
 from .distributed import Cluster
 from .environment import PACKAGES, tree_digest
 from .errors import AutograderError
@@ -236,7 +237,7 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
          cell_timeout: float = Settings.cell_timeout, notebook_timeout: float = Settings.notebook_timeout,
          memory_limit: str | int = Limits.memory_bytes, disk_limit: str | int = Limits.disk_bytes,
          regrade: bool = False, progress: bool | None = None, scheduler: str | None = None,
-         assignment: Assignment | None = None, insecure: bool = False) -> BatchResult:
+         assignment: Assignment | None = None, insecure: bool = False, tls: TlsFiles = TlsFiles()) -> BatchResult:
     """Grade every ``SUBMITTED_DIR/<student>/<assignment>/`` into ``out``; returns the batch result.
 
     ``assignment``: what to grade (:class:`~autograder.assignment.Assignment`: an nbgrader source
@@ -245,6 +246,8 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     ``scheduler``: grade on the Dask cluster at this address (``tcp://host:8786``, a scheduler file,
     or ``local:N`` for N Dask worker processes here) instead of local worker processes; see
     autograder.distributed.
+    ``tls``: this client's TLS credential for a remote ``tls://`` scheduler (autograder.dask_tls; default:
+    Dask's configuration); ``local:N`` makes one for the batch.
     ``insecure``: grade even where this machine cannot isolate learner code (else refused, in one line).
 
     Raises AutograderError only when the grader itself cannot run (bad paths or options, a broken
@@ -255,7 +258,9 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     if scheduler is not None and workers is not None:
         raise AutograderError("--workers counts this machine's worker processes; with --scheduler the Dask "
                               "workers grade (use --scheduler local:N for N of them here)")
-    cluster = Cluster(scheduler) if scheduler is not None else None  # a malformed address fails here
+    if tls.given() and scheduler is None:
+        raise AutograderError(f"{'/'.join(tls.flags())} is for a remote Dask scheduler: give --scheduler tls://HOST:PORT")
+    cluster = Cluster(scheduler, tls) if scheduler is not None else None  # a malformed address fails here
     cell_timeout, notebook_timeout, workers = check_options(
         cell_timeout, notebook_timeout, default_workers() if workers is None else workers)
     if results_dir == submitted_dir or submitted_dir in results_dir.parents:

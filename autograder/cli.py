@@ -10,7 +10,7 @@ grader itself failed, 130 when interrupted.
     course-grade release --out release
     course-grade autograde submitted --out results --workers 2
     course-grade autograde submitted --out results --source course/source --assignment ps1
-    course-grade autograde submitted --out results --scheduler tcp://grader0:8786
+    course-grade autograde submitted --out results --scheduler tls://grader0:8786 --tls-ca-file dask.pem --tls-cert dask.pem --tls-key dask.key
     course-grade feedback results
     course-grade export results
     course-grade gradescope --out autograder.zip
@@ -28,6 +28,7 @@ from typing import Callable
 
 from . import autograde, export, feedback, gradescope, release
 from .assignment import default_assignment
+from .dask_tls import TlsFiles
 from .errors import AutograderError
 from .sandbox.limits import both_units
 
@@ -76,8 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--regrade", action="store_true", help="grade everyone again, even unchanged submissions")
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     p.add_argument("--scheduler", default=_default(m, "scheduler"), metavar="ADDRESS",
-                   help="grade on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786, or a scheduler "
-                        "file), or on local:N Dask worker processes here (default: local worker processes)")
+                   help="grade on the Dask cluster whose scheduler is at ADDRESS (tls://host:8786 or tcp://host:8786, or a scheduler "
+                        "file), or on local:N Dask worker processes here (default: local worker processes); "
+                        "local:N encrypts with TLS and a key made for the batch")
+    for flag, what in (("ca-file", "the certificate authority"), ("cert", "this client's certificate"),
+                       ("key", "this client's private key")):
+        p.add_argument(f"--tls-{flag}", metavar="PEM", help=f"{what} for a tls:// scheduler, as `dask scheduler "
+                                                           f"--tls-{flag}` takes it (default: Dask's distributed.comm.tls config)")
     _which_assignment(p)
     p.add_argument("--insecure", action="store_true",
                    help="grade even where this machine cannot isolate learner code (no namespaces, no throwaway "
@@ -147,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
                                    cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
                                    memory_limit=args.memory_limit, disk_limit=args.disk_limit, regrade=args.regrade,
                                    progress=False if args.no_progress else None, scheduler=args.scheduler,
-                                   assignment=_assignment(args, args.submitted_dir), insecure=args.insecure)
+                                   assignment=_assignment(args, args.submitted_dir), insecure=args.insecure,
+                                   tls=TlsFiles(args.tls_ca_file, args.tls_cert, args.tls_key))
             print_batch(batch)
         elif args.verb == "feedback":
             result = feedback.main(args.results_dir, students=args.students)

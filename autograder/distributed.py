@@ -15,6 +15,12 @@ What runs where::
   last. The merge (grades.json, exports, gradebook) is autograde.py's, as for local workers.
 - The **scheduler** is Dask's: ``dask scheduler`` on some machine, or one in this process for
   ``local:N`` (a ``LocalCluster`` of N worker processes here).
+- The **comms** (client, scheduler, workers; :mod:`autograder.dask_tls`): ``local:N`` talks TLS with
+  a key and certificate made for the batch (Dask's ``Security.temporary()``, held in memory), so no
+  one without it reaches the scheduler, which runs whatever a client sends. A remote ``tls://``
+  scheduler is reached with ``--tls-ca-file/--tls-cert/--tls-key`` or Dask's TLS configuration (none:
+  one line). A remote ``tcp://`` scheduler is plain: allowed only because every worker admitted gives
+  learner code an empty network namespace (below; ``--insecure`` aside), so learner code cannot reach it.
 - A **worker** is admitted before it gets any task: the client asks for its environment
   (:mod:`autograder.environment`) and refuses, with a warning that names the part, a worker whose
   course_lib, autograder or Python differs from the client's, or that cannot run the grader at all.
@@ -56,6 +62,7 @@ from pathlib import Path
 
 
 from .assignment import Assignment, is_lesson_path, load_source
+from .dask_tls import TlsFiles, batch_security, file_address, remote_security, scheme
 from .environment import differences, digest, digest_bytes, environment
 from .errors import AutograderError
 from .grade import Job, blank_result, crashed, grade_submission
@@ -90,12 +97,12 @@ def parse_scheduler(text: str) -> tuple[str, str | int]:
     """What ``--scheduler`` names: ``("local", N)``, ``("file", path)`` (a Dask scheduler file, as
     dask-jobqueue and ``dask scheduler --scheduler-file`` write) or ``("address", address)``.
 
-    >>> parse_scheduler("local:2"), parse_scheduler("tcp://10.0.0.5:8786")
-    (('local', 2), ('address', 'tcp://10.0.0.5:8786'))
+    >>> parse_scheduler("local:2"), parse_scheduler("tls://10.0.0.5:8786")
+    (('local', 2), ('address', 'tls://10.0.0.5:8786'))
     >>> parse_scheduler("10.0.0.5")
     Traceback (most recent call last):
     ...
-    autograder.errors.AutograderError: --scheduler '10.0.0.5' is not a Dask scheduler address (missing port number in address '10.0.0.5'); give tcp://HOST:PORT (dask scheduler listens on 8786), a scheduler file, or local:N
+    autograder.errors.AutograderError: --scheduler '10.0.0.5' is not a Dask scheduler address (missing port number in address '10.0.0.5'); give tls:// or tcp://HOST:PORT (dask scheduler listens on 8786), a scheduler file, or local:N
     """
     text = str(text).strip()
     m = LOCAL.fullmatch(text)
@@ -116,7 +123,7 @@ def parse_scheduler(text: str) -> tuple[str, str | int]:
         _, location = parse_address(text)
         parse_host_port(location)
     except (ValueError, TypeError) as e:
-        raise AutograderError(f"--scheduler {text!r} is not a Dask scheduler address ({e}); give tcp://HOST:PORT "
+        raise AutograderError(f"--scheduler {text!r} is not a Dask scheduler address ({e}); give tls:// or tcp://HOST:PORT "
                               f"(dask scheduler listens on 8786), a scheduler file, or local:N") from None
     return "address", text
 
@@ -298,9 +305,21 @@ def grade_task(task: Task) -> Graded | Refusal:
 class Cluster:
     """The Dask cluster a batch grades on. Connects on :meth:`connect`, closes on ``__exit__``."""
 
-    def __init__(self, scheduler: str):
+    def __init__(self, scheduler: str, tls: TlsFiles = TlsFiles()):
         self.scheduler = str(scheduler)
         self.kind, self.target = parse_scheduler(self.scheduler)
+        if self.kind == "local":
+            if tls.given():
+                raise AutograderError(f"{'/'.join(tls.flags())} is for a remote TLS scheduler; --scheduler "
+                                      f"{self.scheduler} makes a TLS credential of its own for the batch")
+            self.security = None
+            """Dask's Security of the batch: made in :meth:`connect` for ``local:N`` (dask_tls.batch_security)."""
+            self.remote_tls = False
+        else:
+            address = (self.target if self.kind == "address" else file_address(self.target)) or "tcp://"
+            self.security = remote_security(address, tls)   # a tls:// address and no credential: one line, here
+            self.remote_tls = scheme(address) == "tls"
+            """Whether workers joining need the --tls-* flags (a remote TLS scheduler)."""
         self.warnings: list[str] = []
         """Refused workers and the isolation each worker lacked, one line each, for the batch report."""
         self.isolation: set[str] = set()
@@ -324,11 +343,14 @@ class Cluster:
         if self.kind == "local":
             # memory_limit=0: the sandbox's cgroup caps each notebook; Dask's own monitor would only
             # see the worker process and restart it for what its kernels use.
+            # TLS with a credential made for this batch: tls://127.0.0.1, and only its holders connect.
+            self.security = batch_security()
             with dask.config.set(LOCAL_CONFIG):  # the nannies hand it to every worker they (re)start
                 self._local = LocalCluster(n_workers=int(self.target), threads_per_worker=1, processes=True,
                                            memory_limit=0, dashboard_address=None, silence_logs=logging.ERROR,
-                                           scheduler_kwargs={"dashboard_address": ":0"})  # no fixed port taken
-            self._client = Client(self._local, set_as_default=False)
+                                           security=self.security, protocol="tls://",
+                                           scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})  # no fixed port, this host only
+            self._client = Client(self._local, security=self.security, set_as_default=False)
             return self._client
         timeout = dask.config.get("distributed.comm.timeouts.connect")
         quiet = logging.getLogger("distributed")
@@ -336,9 +358,9 @@ class Cluster:
         quiet.setLevel(logging.CRITICAL)  # the one line below says it; no retry log on the terminal
         try:
             if self.kind == "file":
-                self._client = Client(scheduler_file=str(self.target), set_as_default=False)
+                self._client = Client(scheduler_file=str(self.target), security=self.security, set_as_default=False)
             else:
-                self._client = Client(str(self.target), set_as_default=False)
+                self._client = Client(str(self.target), security=self.security, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as e:
             why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise AutograderError(f"cannot reach the Dask scheduler at {self.scheduler} within {timeout} ({why[:200]}); "
@@ -347,6 +369,10 @@ class Cluster:
         finally:
             quiet.setLevel(level)
         return self._client
+
+    def tls_flags(self) -> str:
+        """What a ``dask worker`` command joining this cluster adds for TLS."""
+        return " --tls-ca-file CA.pem --tls-cert CERT.pem --tls-key KEY.pem" if self.remote_tls else ""
 
     def report(self, here):
         """The isolation to report for the batch: the workers' (those that graded), with their
@@ -547,7 +573,7 @@ class _Batch:
             if time.monotonic() - start > WORKERLESS_S:
                 raise AutograderError(f"the Dask scheduler at {self.cluster.scheduler} has had no worker for "
                                       f"{WORKERLESS_S:g} s; start some (`dask worker {self.cluster.scheduler} "
-                                      f"--nthreads 1`) and run again")
+                                      f"--nthreads 1{self.cluster.tls_flags()}`) and run again")
             time.sleep(0.2)
 
     def admitted_live(self) -> list[str]:

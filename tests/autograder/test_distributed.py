@@ -1,8 +1,9 @@
 """Grading on a Dask cluster (``autograde --scheduler``): the same grades as local workers, on real Dask
 (LocalCluster), with real workers killed by a real signal, a refused stale worker and bad addresses.
 
-One LocalCluster of two worker processes serves the module (reached over tcp, as a remote cluster
-is); the example-class test starts its own through ``local:2``. Batches other than the example class
+One LocalCluster of two worker processes serves the module (reached over plain tcp, as a remote cluster
+may be); the example-class test starts its own through ``local:2`` (TLS, a credential made for the batch),
+and the lost-scheduler test a remote TLS scheduler and worker given the --tls-* files. Batches other than the example class
 use the small fixture notebook (about 1 s each).
 """
 
@@ -14,6 +15,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -89,18 +91,82 @@ def _without(record: dict, keys=WHERE_AND_WHEN) -> dict:
     return {k: v for k, v in record.items() if k not in keys}
 
 
+def _raw_tls(address: str, folder: Path, credential) -> str:
+    """Speak TLS to ``address`` presenting ``credential``'s certificate (a Dask Security) and trusting any
+    server: what the server says. Dask's handshake starts with the server writing, so a server that accepts
+    us sends bytes."""
+    (folder / "probe.pem").write_text(credential.tls_client_cert)
+    (folder / "probe.key").touch(mode=0o600)
+    (folder / "probe.key").write_text(credential.tls_client_key)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    context.load_cert_chain(folder / "probe.pem", folder / "probe.key")
+    host, port = address.split("://", 1)[1].rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=5) as raw, context.wrap_socket(raw) as tls:
+            data = tls.recv(64)
+    except TimeoutError:
+        return "connected (the server waited for us)"
+    except (ssl.SSLError, ConnectionError) as e:
+        return f"refused: {type(e).__name__}: {e}"
+    return f"connected, the server sent {data[:16]!r}" if data else "refused: closed"
+
+
+def _probe_outsiders(monkeypatch, folder: Path) -> dict[str, str]:
+    """Once a batch's cluster is up (Cluster.connect), clients without its credential try to reach its
+    scheduler: Dask clients over plain tcp and over TLS with a credential of their own, and a raw TLS
+    client that presents another certificate and trusts any server. What each got, by name."""
+    from distributed import Client
+    from distributed.security import Security
+
+    from autograder import distributed
+
+    seen: dict[str, str] = {}
+    connect = distributed.Cluster.connect
+
+    def probing(cluster):
+        client = connect(cluster)
+        if "address" not in seen:
+            seen["address"] = address = client.scheduler.address
+            for name, target, security in (("plain tcp", address.replace("tls://", "tcp://", 1), None),
+                                           ("another credential", address, Security.temporary())):
+                try:
+                    Client(target, security=security, timeout="3s", set_as_default=False).close()
+                    seen[name] = "connected"
+                except Exception as e:  # noqa: BLE001 - any refusal will do; what matters is that none connects
+                    seen[name] = f"refused: {type(e).__name__}: {str(e)[:200]}"
+            seen["raw TLS, another certificate"] = _raw_tls(address, folder, Security.temporary())
+            dashboard = client.scheduler_info().get("services", {}).get("dashboard")
+            seen["dashboard on"] = sorted({c.laddr.ip for c in psutil.Process().net_connections("tcp")
+                                           if c.status == psutil.CONN_LISTEN and c.laddr.port == dashboard})
+            if getattr(cluster, "security", None) is not None:   # the control: the batch's own is let in
+                seen["raw TLS, the batch's certificate"] = _raw_tls(address, folder, cluster.security)
+        return client
+
+    monkeypatch.setattr(distributed.Cluster, "connect", probing)
+    return seen
+
+
 #: The example class's learners graded again on Dask (grading one takes a kernel's full lesson run): the
 #: reference and the blank, a carried-forward error, a partial credit, the lab left unedited, and a
 #: misconception of the log-reading tasks. Each must get exactly its local grade, files and all.
 ON_DASK = ("reference", "blank", "forgot_k_and_v", "attention_heads", "lab_not_edited", "whole_device_log")
 
 
-def test_example_class_on_local_dask_workers_gets_exactly_the_local_grades(example_class_local, tmp_path):
+def test_example_class_on_local_dask_workers_gets_exactly_the_local_grades(example_class_local, tmp_path, monkeypatch):
     local, local_dir = example_class_local
     submitted, results = tmp_path / "submitted", tmp_path / "results"
     for sid in ON_DASK:
         shutil.copytree(EXAMPLE_CLASS / sid, submitted / sid)
+    outsiders = _probe_outsiders(monkeypatch, tmp_path)
     batch = autograde(submitted, out=results, scheduler="local:2", progress=False)
+    # The batch's scheduler talks TLS with a credential of its own: no other client gets in (issue 22:
+    # learner code that reaches the scheduler runs as root on the workers). Grades are as before.
+    assert outsiders["address"].startswith("tls://127.0.0.1:"), outsiders
+    assert all(outsiders[probe].startswith("refused: ") for probe in
+               ("plain tcp", "another credential", "raw TLS, another certificate")), outsiders
+    assert outsiders["raw TLS, the batch's certificate"].startswith("connected, the server sent"), outsiders
+    assert outsiders["dashboard on"] == ["127.0.0.1"], "the dashboard (task names hold student ids) is this host's"
     mine, theirs = _records(results), _records(local_dir)
     assert set(mine) == set(ON_DASK) <= set(theirs) == {p.name for p in EXAMPLE_CLASS.iterdir() if p.is_dir()}
     grades, local_grades = (json.loads((d / "grades.json").read_text()) for d in (results, local_dir))
@@ -111,7 +177,7 @@ def test_example_class_on_local_dask_workers_gets_exactly_the_local_grades(examp
         assert row == local_rows[row.split(",", 1)[0]], row
     for sid, record in mine.items():
         assert _without(record) == _without(theirs[sid]), f"{sid}: the Dask record differs from the local one"
-        assert record["worker"].startswith("tcp://127.0.0.1:") and record["isolation"] == local.isolation, record
+        assert record["worker"].startswith("tls://127.0.0.1:") and record["isolation"] == local.isolation, record
         for folder in ("autograded", "feedback", "gradescope"):
             assert sorted(p.name for p in (results / folder).rglob(f"*{sid}*")) == \
                    sorted(p.name for p in (local_dir / folder).rglob(f"*{sid}*")), (sid, folder)
@@ -194,7 +260,8 @@ def test_a_scheduler_that_cannot_be_reached_is_one_line_and_exit_2(tmp_path):
     submitted = tmp_path / "submitted"
     _hand_in(submitted, "alice")
     address = f"tcp://127.0.0.1:{_free_port()}"
-    env = dict(os.environ, DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DASK_DISTRIBUTED__COMM__TLS")}  # no credential
+    env["DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT"] = "2s"
     run = lambda *a: subprocess.run([sys.executable, "-m", "autograder", "autograde", str(submitted), "--out",  # noqa: E731
                                      str(tmp_path / "r"), "--no-progress", *a], cwd=REPO, env=env,
                                     capture_output=True, text=True, timeout=120)
@@ -202,9 +269,17 @@ def test_a_scheduler_that_cannot_be_reached_is_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and f"cannot reach the Dask scheduler at {address}" in proc.stderr, proc.stderr
     assert not (tmp_path / "r" / "records").exists(), "nothing graded, nothing written for a student"
-    for bad, phrase in (("nonsense", "not a Dask scheduler address"), ("local:0", "use 1 to"),
-                        ("local", "local:N"), ("missing.json", "no such scheduler file")):
-        proc = run("--scheduler", bad)
+    pem = tmp_path / "grader.pem"
+    pem.write_text("not a certificate")
+    for bad, phrase in ((["nonsense"], "not a Dask scheduler address"), (["local:0"], "use 1 to"),
+                        (["local"], "local:N"), (["missing.json"], "no such scheduler file"),
+                        # a TLS scheduler and no credential: Dask's own TypeError was a traceback
+                        ([address.replace("tcp://", "tls://")], "DASK_DISTRIBUTED__COMM__TLS__CA_FILE"),
+                        ([address, "--tls-cert", str(pem)], "is plain tcp; give its tls://HOST:PORT"),
+                        ([address.replace("tcp://", "tls://"), "--tls-ca-file", str(pem), "--tls-cert", str(pem)],
+                         "cannot load this client's TLS credential"),
+                        (["local:2", "--tls-cert", str(pem)], "makes a TLS credential of its own")):
+        proc = run("--scheduler", *bad)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and phrase in proc.stderr, (bad, proc.stderr)
     proc = run("--scheduler", "local:2", "--workers", "2")
     assert proc.returncode == 2 and "--workers counts this machine's" in proc.stderr
@@ -219,9 +294,9 @@ def _stale_copy(root: Path) -> Path:
     return root
 
 
-def _start_worker(address: str, cwd: Path, name: str, **env: str) -> subprocess.Popen:
+def _start_worker(address: str, cwd: Path, name: str, *flags: str, **env: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
-                             "--no-nanny", "--no-dashboard", "--name", name], cwd=cwd, env=dict(os.environ, **env),
+                             "--no-nanny", "--no-dashboard", "--name", name, *flags], cwd=cwd, env=dict(os.environ, **env),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -273,19 +348,35 @@ def test_a_worker_with_another_environment_is_refused_and_one_without_bubblewrap
                 worker.wait(timeout=30)
 
 
+def _tls_files(folder: Path) -> list[str]:
+    """One key and self-signed certificate for a whole cluster, as files (made by Dask's own
+    Security.temporary, as `openssl req -x509` makes them in the README): the --tls-* flags that use them."""
+    from distributed.security import Security
+
+    made = Security.temporary()
+    folder.mkdir()
+    (folder / "dask.pem").write_text(made.tls_ca_file)
+    (folder / "dask.key").touch(mode=0o600)
+    (folder / "dask.key").write_text(made.tls_client_key)
+    return ["--tls-ca-file", str(folder / "dask.pem"), "--tls-cert", str(folder / "dask.pem"),
+            "--tls-key", str(folder / "dask.key")]
+
+
 def test_a_scheduler_lost_mid_batch_is_one_line_and_the_graded_are_kept(tmp_path):
-    # The issue saw a raw FuturesCancelledError traceback here (the README promises one line).
+    # The issue saw a raw FuturesCancelledError traceback here (the README promises one line). The
+    # scheduler, its worker and the grader talk TLS with the files given by --tls-* (the README's remote setup).
     submitted, results = tmp_path / "submitted", tmp_path / "results"
     students = _slow_class(submitted, 6, sleep_s=1)
     port = _free_port()
-    address = f"tcp://127.0.0.1:{port}"
+    address = f"tls://127.0.0.1:{port}"
+    tls = _tls_files(tmp_path / "tls")
     scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                                  "--port", str(port), "--no-dashboard"], cwd=tmp_path,
+                                  "--protocol", "tls", "--port", str(port), "--no-dashboard", *tls], cwd=tmp_path,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    worker = _start_worker(address, REPO, "w1")
+    worker = _start_worker(address, REPO, "w1", *tls)
     try:
         client = subprocess.Popen([sys.executable, "-m", "autograder", "autograde", str(submitted), "--out",
-                                   str(results), "--no-progress", "--scheduler", address, "--cell-timeout", "20"],
+                                   str(results), "--no-progress", "--scheduler", address, "--cell-timeout", "20", *tls],
                                   cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                   # Dask's client tries to reconnect for its connect timeout (30 s) first
                                   env=dict(os.environ, DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="5s"))

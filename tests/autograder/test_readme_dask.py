@@ -1,6 +1,6 @@
-"""The README's Dask commands, run as written (on 127.0.0.1, one worker process): every server they
-start listens on the address given and nowhere else, and the workers exit when the scheduler goes,
-as the README says. The listening sockets are read from the kernel (psutil), not from Dask's logs."""
+"""The README's Dask commands, run as written (on 127.0.0.1, one worker process, the TLS files made by
+its openssl line): every server they start listens on the address given and nowhere else, the worker
+registers over TLS, and the workers exit when the scheduler goes, as the README says. The listening sockets are read from the kernel (psutil), not from Dask's logs."""
 
 from __future__ import annotations
 
@@ -22,13 +22,14 @@ REPO = Path(__file__).resolve().parents[2]
 ADDRESS = "127.0.0.1"
 
 
-def _readme_command(word: str) -> list[str]:
-    """The README's ``.venv/bin/dask <word> ...`` line, its prompt and comment cut, as argv."""
+def _readme_command(word: str, program: str = ".venv/bin/dask") -> list[str]:
+    """The README's ``.venv/bin/dask <word> ...`` line (or ``<program> <word>``), its prompt and comment
+    cut, as argv."""
     for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines():
-        found = re.match(rf"^\w+\$\s+(\.venv/bin/dask {word}\b.*?)(\s+#.*)?$", line)
+        found = re.match(rf"^\w+\$\s+({re.escape(program)} {word}\b.*?)(\s+#.*)?$", line)
         if found:
             return shlex.split(found.group(1))
-    raise AssertionError(f"the README has no `.venv/bin/dask {word}` line")
+    raise AssertionError(f"the README has no `{program} {word}` line")
 
 
 def _free_port() -> int:
@@ -62,6 +63,9 @@ def _argv(words: list[str], scheduler_port: int, dashboard_port: int) -> list[st
 
 
 def test_readme_dask_servers_listen_only_on_the_address_given_and_workers_exit_without_a_scheduler(tmp_path):
+    # The cluster's TLS key and certificate, made by the README's openssl line (openssl comes with ca-certificates).
+    subprocess.run(_readme_command("req", program="openssl"), cwd=tmp_path, check=True, capture_output=True, timeout=60)
+    assert (tmp_path / "dask.key").is_file() and (tmp_path / "dask.pem").is_file()
     scheduler_port, dashboard_port = _free_port(), _free_port()
     scheduler_argv = _argv(_readme_command("scheduler"), scheduler_port, dashboard_port)
     worker_argv = _argv(_readme_command("worker"), scheduler_port, dashboard_port)
@@ -85,7 +89,8 @@ def test_readme_dask_servers_listen_only_on_the_address_given_and_workers_exit_w
         assert len(served["worker"]) >= 3, (served, (tmp_path / "worker.log").read_text()[-2000:])
         elsewhere = {name: sorted(s for s in socks if s[0] != ADDRESS) for name, socks in served.items()}
         assert elsewhere == {"scheduler": [], "worker": []}, f"servers listening beyond {ADDRESS}: {elsewhere}"
-        assert "Registered to" in (tmp_path / "worker.log").read_text()
+        log = (tmp_path / "worker.log").read_text()
+        assert re.search(rf"Registered to:\s+tls://{re.escape(ADDRESS)}:{scheduler_port}\b", log), log[-2000:]
 
         scheduler.send_signal(signal.SIGTERM)             # the scheduler goes...
         scheduler.wait(timeout=30)
