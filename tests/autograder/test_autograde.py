@@ -5,7 +5,6 @@ that parallel workers merge into one gradebook. Uses the small fixture notebook 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -97,16 +96,10 @@ def test_regrade_never_keeps_a_stale_score(tmp_path):
 
 
 def _sandbox_processes() -> list[int]:
-    """Learner processes (throwaway uids) started by THIS checkout's grader: another suite on the same
-    machine (another checkout, another venv) has sandboxes of its own."""
-    return [p.pid for p in psutil.process_iter(["uids", "cmdline", "environ"]) if _ours(p.info)]
+    """Learner processes of this checkout that outlived their grader (tests/sandbox_support.py)."""
+    from sandbox_support import leftover_sandbox_processes
 
-
-def _ours(info: dict) -> bool:
-    """A throwaway uid whose program or PATH (the sandbox sets PATH to our venv's bin first) is ours."""
-    ours = str(Path(sys.executable).parent)
-    return bool(info["uids"]) and info["uids"].real >= 1_000_000 and (
-        (info["cmdline"] or [""])[0].startswith(ours) or (info["environ"] or {}).get("PATH", "").startswith(ours))
+    return leftover_sandbox_processes()
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])

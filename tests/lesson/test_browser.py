@@ -112,7 +112,7 @@ def learner_root():
     playwright_module()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for old in ARTIFACTS.glob("[0-9][0-9]-*.png"):  # this module's; the feedback page's are test_examples'
-        old.unlink()
+        old.unlink(missing_ok=True)
     base = Path(tempfile.mkdtemp(prefix="course-browser-"))
     root = base / "workspace" / "root"
     root.mkdir(parents=True)
