@@ -80,10 +80,9 @@ def _sandbox_processes() -> list[int]:
 
 
 def _ours(info: dict) -> bool:
-    """A learner process (a throwaway uid) of this checkout's sandboxes."""
-    ours = str(Path(sys.executable).parent)
-    return bool(info["uids"]) and info["uids"].real >= 1_000_000 and (
-        (info["cmdline"] or [""])[0].startswith(ours) or (info["environ"] or {}).get("PATH", "").startswith(ours))
+    from sandbox_support import is_sandbox_process
+
+    return is_sandbox_process(info)
 
 
 def _records(results: Path) -> dict[str, dict]:
