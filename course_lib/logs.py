@@ -306,6 +306,10 @@ def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[s
     m = re.search(r"quantization=(\w+)|'quantization': '(\w+)'|--quantization[= ]+(\w+)", text)
     if m and next(g for g in m.groups() if g) != "None":
         note("quantization", m, next(g for g in m.groups() if g))
+    m = re.search(r"'skip_mm_profiling': True|--skip-mm-profiling\b|Skipping memory profiling for multimodal encoder",
+                  text)
+    if m:
+        note("skip_mm_profiling", m, True)     # V1 leaves the vision tower out of its profile
     eager = re.search(r"enforce_eager=(True|False)|'enforce_eager': (True|False)", text)
     if eager:
         note("enforce_eager", eager, (eager.group(1) or eager.group(2)) == "True")

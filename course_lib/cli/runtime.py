@@ -28,7 +28,7 @@ from .args import add_model_args, dtype_name, model_from_args, number, print_jso
 #: Each runtime's own flags: (dest, runtime). A flag given with another --runtime is refused.
 RUNTIME_FLAGS = {
     "gpu_memory_utilization": "vllm", "max_num_seqs": "vllm", "max_num_batched_tokens": "vllm",
-    "enforce_eager": "vllm", "block_size": "vllm", "vllm_version": "vllm", "entrypoint": "vllm", "sampler": "vllm",
+    "enforce_eager": "vllm", "skip_mm_profiling": "vllm", "block_size": "vllm", "vllm_version": "vllm", "entrypoint": "vllm", "sampler": "vllm",
     "mem_fraction_static": "sglang", "sglang_version": "sglang", "chunked_prefill_size": "sglang",
     "cuda_graph_max_bs": "sglang",
     "kv_cache_free_gpu_mem_fraction": "trtllm", "trtllm_version": "trtllm", "max_batch_size": "trtllm",
@@ -52,6 +52,8 @@ def add_runtime_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-num-batched-tokens", type=whole("--max-num-batched-tokens", 1, MAX_CONTEXT_TOKENS),
                    help="vLLM: tokens per step, what the profile runs (default: the release's, by GPU)")
     g.add_argument("--enforce-eager", action="store_true", help="vLLM: no CUDA graphs")
+    g.add_argument("--skip-mm-profiling", action="store_true",
+                   help="vLLM V1: leave the vision tower out of the start-up profile (multimodal models)")
     g.add_argument("--block-size", type=whole("--block-size", 1, MAX_BLOCK_SIZE_TOKENS),
                    help="vLLM: tokens per KV block (default 16)")
     g.add_argument("--vllm-version", help="vLLM release whose defaults apply, e.g. 0.10.1 (default: the newest modelled)")
@@ -112,7 +114,8 @@ def estimate_runtime(args: argparse.Namespace, spec: ModelSpec) -> dict[str, Any
             gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=ctx, max_num_seqs=args.max_num_seqs,
             max_num_batched_tokens=args.max_num_batched_tokens, kv_cache_dtype=_kv_flag(args), dtype=args.dtype,
             enforce_eager=args.enforce_eager, tensor_parallel=tp, pipeline_parallel=pp, block_size=args.block_size,
-            sampler=args.sampler or "auto", cpu_offload_gb=args.cpu_offload_gb or 0.0))
+            sampler=args.sampler or "auto", cpu_offload_gb=args.cpu_offload_gb or 0.0,
+            skip_mm_profiling=args.skip_mm_profiling))
     elif args.runtime == "sglang":
         est = estimate_sglang(spec, gpu=args.gpu, launch=SglangLaunch(
             version=args.sglang_version, mem_fraction_static=args.mem_fraction_static,

@@ -131,7 +131,8 @@ def launch_for(log: StartupLog, spec: ModelSpec, gpu: str | int) -> tuple[Any, d
                           kv_cache_dtype=_kv(L.get("kv_cache_dtype")), dtype=None,
                           enforce_eager=bool(L.get("enforce_eager", False)), tensor_parallel=tp, pipeline_parallel=pp,
                           block_size=L.get("block_size"), sampler=L.get("sampler", "auto"),
-                          cpu_offload_gb=float(L.get("cpu_offload_gb") or 0.0), platform=L.get("platform")), from_log
+                          cpu_offload_gb=float(L.get("cpu_offload_gb") or 0.0), platform=L.get("platform"),
+                          skip_mm_profiling=bool(L.get("skip_mm_profiling", False))), from_log
     if log.runtime == "sglang":
         kv = _kv(L.get("kv_cache_dtype"))
         return SglangLaunch(version=L.get("sglang_version"), mem_fraction_static=L.get("mem_fraction_static"),

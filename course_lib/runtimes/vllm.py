@@ -55,6 +55,7 @@ from .profile import (cuda_graph_bytes, forward_peak_bytes, offloaded_bytes, rot
 from .result import RuntimeEstimate, Term
 from .versions import Version, parse_version
 from .vllm_kv import kv_layout, one_request_bytes
+from .vllm_mm import encoder_profile
 
 #: The releases whose defaults are modelled here, oldest first; the last is the default.
 KNOWN_VERSIONS = (Version(0, 5, 0), Version(0, 23, 0))
@@ -166,7 +167,8 @@ class VllmLaunch:
     "flashinfer"). platform: "cuda" or "rocm". interconnect: "nvswitch" or "pcie" between the
     tensor-parallel GPUs (default: by the GPU preset, NVSwitch for H100/H200/B200/H20).
     cpu_offload_gb: GiB of decoder-layer weights kept in CPU memory per GPU, despite the name
-    (see profile.offloaded_bytes).
+    (see profile.offloaded_bytes). skip_mm_profiling: V1 leaves the vision tower out of the profile
+    (see vllm_mm).
     """
 
     version: str | Version | None = None
@@ -187,6 +189,7 @@ class VllmLaunch:
     platform: str | None = None
     interconnect: str | None = None
     cpu_offload_gb: float = 0.0
+    skip_mm_profiling: bool = False
 
 
 def _kv_dtype(name: str, compute: str) -> str:
@@ -326,6 +329,12 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
         sampler = sampler_peak_bytes(rows, spec.vocab_size, launch.sampler)
         vision = _vision_profile_bytes(spec, launch) if stage.first else 0
         activation = max(forward, sampler + hidden, vision) if stage.last else max(forward, vision)
+        mm = (encoder_profile(spec, max_num_batched_tokens=launch.max_num_batched_tokens,
+                              max_num_seqs=launch.max_num_seqs, max_model_len=launch.max_model_len,
+                              tensor_parallel=tp)
+              if stage.first and not v0 and not launch.skip_mm_profiling else None)
+        if mm is not None:        # the tower runs first; its outputs stay cached through the text forward
+            activation = max(mm.peak_bytes, mm.kept_bytes + activation)
         if (v0 and version < V0_BASELINE_SNAPSHOT_SINCE) or (not v0 and version < V1_BASELINE_SNAPSHOT_SINCE):
             non_torch = NON_TORCH_CONTEXT_BYTES + NON_TORCH_CONTEXT_PER_EXTRA_RANK_BYTES * (tp * pp - 1)
             nt_note = "fitted: CUDA context and NCCL counted as non-torch before the baseline snapshot"
@@ -335,17 +344,22 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
                 0 if tp * pp == 1 else NON_TORCH_TP_NVSWITCH_BYTES if nvswitch and tp > 1 else NON_TORCH_TP_BYTES)
             nt_note = "fitted: what grows outside torch during the profile (cuBLAS, NCCL, custom all-reduce)"
         graph = cuda_graph_bytes(graphs, stage.layers, CUDA_GRAPH_MIB[era])
+        if stage.last:
+            act_note = (f"max(forward over {launch.max_num_batched_tokens} tokens {forward / GiB:.2f} GiB, "
+                        f"sampler over {rows} x {spec.vocab_size:,} logits ({launch.sampler}) {sampler / GiB:.2f} GiB"
+                        + (f", vision encoder {vision / GiB:.2f} GiB" if vision else "") + ")")
+        else:
+            act_note = f"forward over {launch.max_num_batched_tokens} tokens (no sampler on this stage)"
+        if mm is not None:
+            act_note += (f"; V1 encoder profile first: {mm.describe}, peak {mm.peak_bytes / GiB:.2f} GiB, "
+                         f"{mm.kept_bytes / GiB:.2f} GiB of outputs kept")
         in_budget = not v0 and version >= CUDA_GRAPHS_IN_BUDGET_SINCE and graphs > 0
         terms = [
             Term("budget", requested, f"total {total / GiB:.2f} GiB (CUDA) x gpu_memory_utilization {util}", +1),
             Term("weights", weights, f"{fmt.describe()}; rotary cache {rotary:,} B"
                  + (f"; {offloaded / GiB:.2f} GiB of layers offloaded to the CPU (--cpu-offload-gb)" if offloaded else "")
                  + (f"; stage {stage.index + 1} of {pp}: {stage.layers} layers" if pp > 1 else "")),
-            Term("activation_peak", activation,
-                 f"max(forward over {launch.max_num_batched_tokens} tokens {forward / GiB:.2f} GiB, "
-                 f"sampler over {rows} x {spec.vocab_size:,} logits ({launch.sampler}) {sampler / GiB:.2f} GiB"
-                 + (f", vision encoder {vision / GiB:.2f} GiB" if vision else "") + ")"
-                 if stage.last else f"forward over {launch.max_num_batched_tokens} tokens (no sampler on this stage)"),
+            Term("activation_peak", activation, act_note),
             Term("non_torch", non_torch, nt_note),
             Term("cuda_graph", graph,
                  (f"estimate of {graphs} captured sizes x {stage.layers} layers, inside the budget from v0.21"
@@ -405,6 +419,7 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
         "enforce_eager": launch.enforce_eager, "tensor_parallel": tp, "pipeline_parallel": pp,
         "block_size": launch.block_size, "sampler": launch.sampler, "platform": launch.platform,
         "interconnect": launch.interconnect, "cpu_offload_gb": launch.cpu_offload_gb,
+        "skip_mm_profiling": launch.skip_mm_profiling,
     }
     if GPUS.get(str(gpu).strip().lower()) is not None and GPUS[str(gpu).strip().lower()].estimated:
         notes.append(f"the CUDA total of {gpu} is estimated from nvidia-smi's (no published figure found)")

@@ -307,3 +307,59 @@ def test_cpu_offload_moves_layers_only_and_is_gib():
     off = estimate_vllm(spec, gpu="l40s", launch=VllmLaunch(tensor_parallel=2, max_model_len=8192, cpu_offload_gb=4))
     assert base.term("weights") - off.term("weights") == 4 * 2**30
     assert off.runtime_kv_cache_bytes - base.runtime_kv_cache_bytes == 4 * 2**30
+
+
+# ------------------------------------------------------------------ V1's multimodal encoder profile
+
+def test_encoder_profile_items_follow_vllms_get_max_items():
+    """MultiModalBudget._get_max_items (vllm/multimodal/encoder_budget.py), worked by hand:
+    budget = max(max_num_batched_tokens, tokens per image); items = max(1, min(budget // tokens,
+    max_num_seqs x max(1, min(999, max_model_len // tokens))))."""
+    from course_lib.runtimes.vllm_mm import encoder_profile
+    # Gemma 3 (SigLIP, one 896-px crop = 64 x 64 patches, 256 tokens) on an H100: 8,192 // 256 = 32 images
+    g = encoder_profile(get_model("gemma-3-27b"), max_num_batched_tokens=8192, max_num_seqs=1024,
+                        max_model_len=131072)
+    assert (g.items, g.tokens_per_item, g.patches) == (32, 256, 32 * 64 * 64)
+    # ... and at 2,048 tokens with max_num_seqs 2: min(2,048 // 256, 2 x 512) = 8
+    assert encoder_profile(get_model("gemma-3-4b"), max_num_batched_tokens=2048, max_num_seqs=2,
+                           max_model_len=131072).items == 8
+    # Qwen3.5's tower: 16,777,216 px / 16^2 = 65,536 patches, the figure of a published profile failure
+    # ("size mismatch, got input (65536), mat (65536x1024)"), merged 2 x 2 into 16,384 tokens; one image
+    q = encoder_profile(get_model("qwen3.5-27b"), max_num_batched_tokens=2048, max_num_seqs=256, max_model_len=32768)
+    assert (q.items, q.tokens_per_item, q.patches) == (1, 16384, 65536)
+    # a text-only model has no tower; a tower left out of the profile leaves the text terms alone
+    assert encoder_profile(get_model("qwen3-8b"), max_num_batched_tokens=2048, max_num_seqs=256,
+                           max_model_len=32768) is None
+    assert encoder_profile(get_model("qwen3.5-27b"), max_num_batched_tokens=2048, max_num_seqs=256,
+                           max_model_len=32768, limit=0) is None
+
+
+def test_the_towers_profile_makes_the_kv_cache_not_follow_max_num_seqs():
+    """Two published vLLM 0.19 launches of Qwen3.5-27B on the same 4 x RTX 3090 box (LAMBO's logs) gave
+    "Available KV cache memory" 7.47 GiB at the default 256 sequences and 7.56 GiB at --max-num-seqs 1:
+    the sampler's 256 rows x 248,320 logits (0.83 GiB) went, and the KV cache did not grow by it,
+    because the vision tower's profile on one 16,384-token image (~1 GiB) holds the peak either way."""
+    spec = get_model("qwen3.5-27b")
+    runs = {seqs: estimate_vllm(spec, gpu="rtx-3090", launch=VllmLaunch(
+        version="0.19.0", gpu_memory_utilization=0.92, max_model_len=length, max_num_seqs=seqs, enforce_eager=True,
+        tensor_parallel=4)) for seqs, length in ((256, 32768), (1, 50000))}
+    sampler_rows = sampler_peak_bytes(256, spec.vocab_size, "flashinfer")
+    assert sampler_rows > 0.8 * GiB
+    moved = runs[1].runtime_kv_cache_bytes - runs[256].runtime_kv_cache_bytes
+    assert 0 <= moved < 0.25 * GiB, moved / GiB          # logged: +0.09 GiB
+    skipped = estimate_vllm(spec, gpu="rtx-3090", launch=VllmLaunch(
+        version="0.19.0", gpu_memory_utilization=0.92, max_model_len=50000, max_num_seqs=1, enforce_eager=True,
+        tensor_parallel=4, skip_mm_profiling=True))
+    assert skipped.runtime_kv_cache_bytes - runs[1].runtime_kv_cache_bytes > 0.8 * GiB
+    note = next(t.note for t in runs[1].terms if t.name == "activation_peak")
+    assert "encoder profile first: vision tower on 1 dummy image(s) of 16,384 tokens" in note, note
+
+
+def test_skip_mm_profiling_is_read_from_the_log_and_is_a_flag():
+    text = ("INFO 04-28 07:42:49 [utils.py:233] non-default args: {'model': 'Qwen/Qwen3.5-27B', "
+            "'skip_mm_profiling': True, 'tensor_parallel_size': 4}\n"
+            "(EngineCore pid=1) INFO [core.py:105] Initializing a V1 LLM engine (v0.19.0) with config: "
+            "model='Qwen/Qwen3.5-27B'\n"
+            "(Worker_TP0 pid=2) INFO [gpu_worker.py:436] Available KV cache memory: 7.56 GiB\n")
+    log = read_startup_log(text)
+    assert log.launch.get("skip_mm_profiling") is True, log.launch
