@@ -123,7 +123,8 @@ def test_interrupted_batch_resumes_with_nothing_lost_or_duplicated(tmp_path, how
     if how == signal.SIGINT:  # the grader sweeps up after itself; after SIGKILL the next run does
         assert _sandbox_processes() == [], "kernels outlived the interrupted grader"
     done_before = {p.stem for p in (results / "records").glob("*.json")}
-    assert 0 < len(done_before) < len(students)
+    assert 0 < len(done_before) < len(students), {p.stem: json.loads(p.read_text())["status"]
+                                                  for p in (results / "records").glob("*.json")}
 
     batch = _grade(submitted, results)
     assert set(batch.students) == set(students) and set(batch.reused) >= done_before
