@@ -16,6 +16,13 @@ REF = {c["id"]: c for c in json.load(open("/work/shared/reference/runtime-logs/m
 Q235 = REF["vllm-qwen3-235b-fp8-tp4-h100"]["model"]
 B = {c["id"]: c for c in json.load(open(os.path.join(HERE, "..", "..", "heldout", "manifest.json")))}
 QWEN25_3B = B["vllm-qwen25-3b-bnb-h100-v0-art"]["model"]
+TINYLLAMA = {  # swayam8624/nanoquant-private TinyLlama-1.1B-Chat-v1.0/config.json @ 0619c487 (read with read_file), verbatim
+    "architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0, "bos_token_id": 1,
+    "dtype": "float32", "eos_token_id": 2, "head_dim": 64, "hidden_act": "silu", "hidden_size": 2048,
+    "initializer_range": 0.02, "intermediate_size": 5632, "max_position_embeddings": 2048, "mlp_bias": False,
+    "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 22, "num_key_value_heads": 4,
+    "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 10000.0,
+    "tie_word_embeddings": False, "transformers_version": "4.56.0", "use_cache": True, "vocab_size": 32000}
 
 
 def model(hf_id, kind, preset=None, config=None, source=None, note=None, config_name=None):
@@ -134,6 +141,21 @@ F = {  # facts per case: engine, version, model, gpu, launch knobs (as the log o
             "logged 'device total memory 119.70 GiB' (and 'Use 63.32 GB for model weights'); the README says 'on the DGX Spark'; container nvcr.io/nvidia/tensorrt-llm/release:spark-single-gpu-dev (Dockerfile, same commit). Unified memory"),
     tp=1, dtype="auto (bf16)", quant="mxfp4 (checkpoint)", util=None, fraction=0.9, max_len=None, seqs=64, batched=8192, eager=None,
     notes="Launch from setup_and_run.sh (same commit): trtllm-serve --max_batch_size 64 with extra options kv_cache_config {dtype: auto, free_gpu_memory_fraction: 0.9}, cuda_graph_config {enable_padding: true}, disable_overlap_scheduler: true; the log prints the fraction as 0.8999999761581421. max_seq_len not given: 'using inferred value 131072', then cut to the KV capacity (8224 in the estimation pass, 86720 in the final pool). Two allocations are logged (estimation pass 0.56 GiB / 8,224 tokens, final 5.95 GiB / 86,720 tokens); 'kv_gib'/'kv_tokens' take the final one. kv size per token 73728 bytes as printed. 'Memory used after loading model weights (outside torch) ... 49.78 GiB' on unified memory."),
+ "trtllm-tinyllama-11b-48gb-pytorch-v110": dict(engine="TensorRT-LLM (PyTorch backend, trtllm-serve)", version="1.1.0",
+    model=model("TinyLlama/TinyLlama-1.1B-Chat-v1.0", "dense-gqa", config=TINYLLAMA,
+                source="swayam8624/nanoquant-private TinyLlama-1.1B-Chat-v1.0/config.json @ 0619c487e8df9cc2aa91ebeca55dd82d5fbb4ed0 (a third-party copy of the published config, re-saved by transformers 4.56.0: it says 'dtype': 'float32' where the published file says torch_dtype bfloat16; architecture values are TinyLlama's)",
+                note="the run loads 16-bit weights ('Use 2.05 GB for model weights'; kv size 22528 bytes/token = 22 layers x 4 KV heads x 64 x 2 x 2 bytes), so the copy's float32 dtype is NOT the runtime's"),
+    gpu=gpu("not named (CUDA total 47.37 GiB: a 48 GB-class card)", None, 47.37,
+            "logged 'device total memory 47.37 GiB'; the card is not named in the log or the repository (its README reports later runs on RTX PRO 6000 Blackwell, 96 GB, which this total is not)"),
+    tp=1, dtype="auto (bf16)", quant=None, util=None, fraction=0.9, max_len=None, seqs=2048, batched=8192, eager=None,
+    notes="A smoke test of the repository's trtllm-serve setup (Serving model: TinyLlama/TinyLlama-1.1B-Chat-v1.0). LLM Args: kv_cache_config free_gpu_memory_fraction=0.9, max_batch_size 2048, max_num_tokens 8192, max_input_len 1024, max_seq_len None (runtime: 2049 from the model's 2048 positions). Two allocations: estimation pass 1.38 GiB / 65,536 tokens, final 39.26 GiB / 1,871,136 tokens ('kv_gib'/'kv_tokens' take the final one). The 'Both free_gpu_memory_fraction and max_tokens are set (... with free memory 11.05 of total memory 11.84 ...)' warnings print a total unlike the device total of 47.37 GiB; quoted as printed."),
+ "trtllm-llama31-70b-fp8-kvfp8-tp8-h100-v0160": dict(engine="TensorRT-LLM (C++ runtime, trtllm-bench throughput on a prebuilt engine)", version="0.16.0",
+    model=model("meta-llama/Llama-3.1-70B-Instruct", "dense-gqa-fp8", preset="llama-3.1-70b",
+                source="preset llama-3.1-70b (the published config); the engine is FP8 (weights and KV), built by trtllm-bench"),
+    gpu=gpu("H100 80GB (x8)", "h100-80gb", 79.1,
+            "logged 'Memory usage when calculating max tokens in paged kv cache: total: 79.10 GiB' on each rank; the repository README: '8x H100 GPUs (TP=8)' for the Llama 3.1 70B runs. TensorRT-LLM's total (79.10) is below the h100-80gb preset's 79.18 (vLLM's figure for the same card)"),
+    tp=8, dtype="bf16", quant="fp8 (engine)", kv="fp8", util=None, fraction=0.9, max_len=25000, seqs=2048, batched=8192, eager=None,
+    notes="trtllm-bench summary: 'KV Memory Percentage: 90.00%' (the free-memory fraction), Max Sequence Length 25000, Max Runtime Batch Size 2048, Max Runtime Tokens 8192, Guaranteed No Evict. C++ runtime: per rank 'Loaded engine size' about 8.93 GB, 1013.01 MiB execution context, 1.63 GB runtime buffers, 3.30 GB decoder; 'available' differs per rank (57.87 GiB first printed, 61.38-61.64 the others) and all ranks allocate the same pool (42,668 blocks of 64 = 2,730,752 tokens, 52.08 GiB). results/ holds one such file per benchmark shape (the same engine and launch); only result_1024_1024_3000.txt is used."),
 }
 
 PATTERNS = {  # logged key -> regex over the log text (first match; None when absent)
@@ -148,8 +170,15 @@ PATTERNS = {  # logged key -> regex over the log text (first match; None when ab
     "budget_gib": [r"gpu_memory_utilization \([0-9.]+\) = ([0-9.]+)GiB", r"Desired GPU memory utilization is \([0-9.]+, ([0-9.]+) GiB\)"],
 }
 TRT_ALLOC = r"Allocated ([0-9.]+) GiB for max tokens in paged KV cache \((\d+)\)"
-TRT_EXTRA = {  # held-out B's key names for its PyTorch-backend case
+TRT_EXTRA = {  # held-out B's key names for its PyTorch-backend and C++ cases (last match unless a key says first)
     "block_size": (r"Number of tokens per block: (\d+)", int),
+    "cpp_total_gib_first": (r"Memory usage when calculating max tokens in paged kv cache: total: ([0-9.]+) GiB", float),
+    "cpp_available_gib_first": (r"Memory usage when calculating max tokens in paged kv cache: total: [0-9.]+ GiB, available: ([0-9.]+) GiB", float),
+    "blocks_primary": (r"Number of blocks in KV cache primary pool: (\d+)", int),
+    "engine_mib_first": (r"Loaded engine size: (\d+) MiB", int),
+    "exec_context_mib": (r"Allocated ([0-9.]+) MiB for execution context memory", float),
+    "runtime_buffers_gb": (r"Allocated ([0-9.]+) GB GPU memory for runtime buffers", float),
+    "decoder_gb": (r"Allocated ([0-9.]+) GB GPU memory for decoder", float),
     "available_gib": (r"available KV cache memory when calculating max tokens: ([0-9.]+) GiB", float),
     "weights_gib_inside_torch": (r"Memory used after loading model weights \(inside torch\) in memory usage profiling: ([0-9.]+) GiB", float),
     "outside_torch_after_weights_gib": (r"Memory used after loading model weights \(outside torch\) in memory usage profiling: ([0-9.]+) GiB", float),
@@ -191,11 +220,11 @@ def logged_of(text, runtime):
         allocs = re.findall(TRT_ALLOC, text)
         if allocs:                                             # the final pool is the last allocation
             out["kv_gib"], out["kv_tokens"] = float(allocs[-1][0]), int(allocs[-1][1])
-            if len(allocs) > 1:
+            if len(set(allocs)) > 1:                           # an estimation pass before the final pool (not per-rank repeats)
                 out["estimation_pass_kv_gib"], out["estimation_pass_kv_tokens"] = float(allocs[0][0]), int(allocs[0][1])
         for key, (p, typ) in TRT_EXTRA.items():
             m = re.findall(p, text)
-            out[key] = None if not m else typ(m[-1])
+            out[key] = None if not m else typ(m[0] if key.endswith("_first") else m[-1])
     return out
 
 

@@ -62,6 +62,18 @@ S = [
       repo="jeansblog/trt_llm", commit="661401c2fc5d754162fa457e0e05d0ebe22e3788", kind="repository file (README with a pasted run)",
       path="README.md", patterns=TRT + [r"Starting trtllm-serve for model", r"max_seq_len is not specified",
                                         r"Attention window size .* exceeds", r"Adjusted max_seq_len", r"PyTorchConfig\("]),
+ dict(id="trtllm-tinyllama-11b-48gb-pytorch-v110", runtime="trtllm (TensorRT-LLM, PyTorch backend, trtllm-serve), version: 1.1.0",
+      repo="SRO-SA/trtllm-qwen-benchmark", commit="a18f4fd", kind="repository file (log, server output)",
+      path="server.log", patterns=TRT + [r"Serving model:", r"Max KV cache blocks per sequence", r"max_seq_len is not specified",
+                                         r"KV cache quantization set to", r"LLM Args:", r"^model='"], range=(1, 150)),
+ dict(id="trtllm-llama31-70b-fp8-kvfp8-tp8-h100-v0160", runtime="trtllm (TensorRT-LLM C++ runtime, trtllm-bench throughput), version: 0.16.0",
+      repo="shaamil101-etched/trtllm-benchmarks", commit="fd58c28aa866542c2ea5a95dd636124e2abf11ce", kind="repository file (benchmark output)",
+      path="results/result_1024_1024_3000.txt",
+      patterns=TRT + [r"Memory usage when calculating max tokens", r"Number of blocks in KV cache primary pool", r"GPU memory for runtime buffers",
+                      r"GPU memory for decoder", r"for execution context memory", r"TRTGptModel max(NumSequences|BatchSize|SequenceLen|NumTokens):",
+                      r"^Model:", r"^Engine Directory:", r"^TensorRT-LLM Version:", r"^Dtype:", r"^KV Cache Dtype:", r"^Quantization:",
+                      r"^Max Sequence Length:", r"^TP Size:", r"^PP Size:", r"^Max Runtime", r"^Scheduling Policy:", r"^KV Memory Percentage:"],
+      range=(1, 425)),
 ]
 
 if __name__ == "__main__":
