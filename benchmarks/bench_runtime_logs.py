@@ -1,6 +1,6 @@
 """Accuracy of the runtime-faithful estimate against real start-up logs, case by case.
 
-    .venv/bin/python benchmarks/bench_runtime_logs.py [--set visible|dev|heldout|heldout_c|all] [--json OUT]
+    .venv/bin/python benchmarks/bench_runtime_logs.py [--set visible|dev|heldout|heldout_c|heldout_d|all] [--json OUT]
 
 For every case of a manifest it reads the log with ``course_lib.logs.read_startup_log`` exactly as
 ``course-memory from-log`` does, predicts the KV cache for the launch the log shows (the model
@@ -18,7 +18,9 @@ The sets:
 * ``heldout``: ``benchmarks/runtime_logs/heldout/``, collected after those corrections by someone who had not
   seen the model, never fitted on;
 * ``heldout_c``: ``benchmarks/runtime_logs/heldout_c/``, a third set collected after B's misses were
-  investigated, run once with the estimator as it was (its first results are in RESULTS.md), never fitted on.
+  investigated, run once with the estimator as it was (its first results are in RESULTS.md), never fitted on;
+* ``heldout_d``: ``benchmarks/runtime_logs/heldout_d/``, a fourth set (more SGLang/TensorRT-LLM, direct vLLM launches,
+  no Unsloth launches) collected without running the estimator on it, never fitted on.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ SETS = {
     "dev": ROOT / "benchmarks" / "runtime_logs" / "dev",
     "heldout": ROOT / "benchmarks" / "runtime_logs" / "heldout",
     "heldout_c": ROOT / "benchmarks" / "runtime_logs" / "heldout_c",
+    "heldout_d": ROOT / "benchmarks" / "runtime_logs" / "heldout_d",
 }
 
 
