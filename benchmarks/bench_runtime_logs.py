@@ -112,7 +112,8 @@ def run_case(folder: Path, case: dict) -> dict:
     if gpu is None and case["gpu"].get("total_gib_published"):      # a card we have no preset for: its size
         gpu = f"{case['gpu']['total_gib_published']}GiB"
     try:
-        result = compare(log, gpu=gpu, spec=spec, dtype=FLAGS.get(case["id"], {}).get("dtype"))
+        flags = FLAGS.get(case["id"], {})
+        result = compare(log, gpu=gpu, spec=spec, dtype=flags.get("dtype"), tensor_parallel=flags.get("tensor_parallel"))
     except CourseInputError as exc:
         row["error"] = f"refused: {exc}"
         return row

@@ -377,7 +377,9 @@ def _read_sglang(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict
                              ("max_running_requests", ("max_running_requests",), int),
                              ("cpu_offload_gb", ("cpu_offload_gb",), float)):
         value = _number(_arg(text, *names))
-        if value is not None:
+        if key == "chunked_prefill_size" and value == -1:
+            launch[key] = -1             # SGLang's "-1 disables chunked prefill" (server_args.py)
+        elif value is not None:
             launch[key] = conv(value) if conv is float else _bounded_count(key, value)
     for key, names in (("kv_cache_dtype", ("kv_cache_dtype",)), ("dtype", ("dtype",)),
                        ("quantization", ("quantization",))):
@@ -432,6 +434,26 @@ def _read_trtllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict
         value = _number(_arg(text, *names))
         if value is not None:
             launch[key] = conv(value) if conv is float else _bounded_count(key, value)
+    # The C++ runtime states the engine's limits itself: "TRTGptModel maxBatchSize: 2048" (trtGptModel.cpp)
+    for key, name in (("max_batch_size", "maxBatchSize"), ("max_seq_len", "maxSequenceLen"),
+                      ("max_num_tokens", "maxNumTokens")):
+        m = re.search(rf"TRTGptModel {name}: (\d+)", text)
+        if m and key not in launch:
+            launch[key], ev[key] = _bounded_count(key, int(m.group(1))), m.group(0)
+    # trtllm-bench's closing summary ("TP Size:\t\t8", "KV Memory Percentage:\t90.00%"; bench/dataclasses/reporting.py)
+    for key, name in (("tensor_parallel_size", "TP Size"), ("pipeline_parallel_size", "PP Size"),
+                      ("max_seq_len", "Max Sequence Length"), ("max_batch_size", "Max Runtime Batch Size"),
+                      ("max_num_tokens", "Max Runtime Tokens")):
+        m = re.search(rf"^{name}:[ \t]+(\d+)[ \t]*$", text, re.M)
+        if m and key not in launch:
+            launch[key], ev[key] = _bounded_count(key, int(m.group(1))), " ".join(m.group(0).split())
+    for key, name in (("qformat", "Quantization"), ("kv_cache_dtype", "KV Cache Dtype")):
+        m = re.search(rf"^{name}:[ \t]+(\w+)[ \t]*$", text, re.M)
+        if m and key not in launch and m.group(1).lower() not in ("none", "auto"):
+            launch[key], ev[key] = m.group(1).lower(), " ".join(m.group(0).split())
+    m = re.search(r"^KV Memory Percentage:[ \t]+([0-9.]+)%", text, re.M)
+    if m and "kv_cache_free_gpu_mem_fraction" not in launch:
+        launch["kv_cache_free_gpu_mem_fraction"] = _share("kv_cache_free_gpu_mem_fraction", m.group(1), percent=True)
     m = re.search(r"KV_CACHE_FREE_GPU_MEM_FRACTION=([0-9.]+)", text)
     if m and "kv_cache_free_gpu_mem_fraction" not in launch:
         launch["kv_cache_free_gpu_mem_fraction"] = _share("kv_cache_free_gpu_mem_fraction", m.group(1))
@@ -504,6 +526,7 @@ def read_startup_log(text: str, runtime: str | None = None) -> StartupLog:
         if key in launch:
             launch[key] = _share(key, str(launch[key]))
     for key, value in launch.items():
-        if isinstance(value, int) and not isinstance(value, bool) and key != "gpu_total_bytes" and value < 1:
+        if (isinstance(value, int) and not isinstance(value, bool) and key != "gpu_total_bytes" and value < 1
+                and not (key == "chunked_prefill_size" and value == -1)):     # SGLang's "disabled"
             raise CourseInputError(f"the log's {key}={value} is not a whole number of at least 1")
     return StartupLog(runtime, launch.pop("model", None), launch, logged, ev)

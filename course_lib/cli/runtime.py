@@ -167,7 +167,7 @@ def cmd_from_log(args: argparse.Namespace) -> int:
     text = read_log_file("FILE", args.file)
     log = read_startup_log(text, runtime=args.runtime)
     spec = model_from_args(args) if (args.model or args.config) else None
-    result = compare(log, gpu=args.gpu, spec=spec, dtype=args.dtype)
+    result = compare(log, gpu=args.gpu, spec=spec, dtype=args.dtype, tensor_parallel=args.tensor_parallel)
     if args.json:
         print_json({k: result[k] for k in ("runtime", "model", "launch", "logged", "predicted")
                     if k in result} | {k: result[k] for k in ("difference", "evidence", "preset") if k in result})
@@ -185,5 +185,7 @@ def register(sub: Any) -> None:
     add_model_args(p, required=False)
     p.add_argument("--dtype", default=None, metavar="DTYPE",
                    help="the weight format served, when the log does not name it (e.g. int8 for an 8-bit engine)")
+    p.add_argument("--tensor-parallel", type=whole("--tensor-parallel", 1, 256), default=None, metavar="N",
+                   help="GPUs per replica, when the log does not print it (a TensorRT-LLM engine's ranks never do)")
     p.add_argument("--json", action="store_true", help="print JSON (integers of bytes, null where the log is silent)")
     p.set_defaults(func=cmd_from_log)

@@ -151,21 +151,27 @@ def launch_for(log: StartupLog, spec: ModelSpec, gpu: str | int) -> tuple[Any, d
                         pipeline_parallel=pp), from_log
 
 
-def estimate_for(log: StartupLog, spec: ModelSpec, gpu: str | int, dtype: str | None = None) -> RuntimeEstimate:
+def estimate_for(log: StartupLog, spec: ModelSpec, gpu: str | int, dtype: str | None = None,
+                 tensor_parallel: int | None = None) -> RuntimeEstimate:
     """Our estimate for the launch ``log`` shows, on ``gpu`` (the log's own CUDA total when it printed one).
 
-    ``dtype`` is the weight format as served when the log does not name it (``--dtype int8``).
+    ``dtype`` is the weight format as served when the log does not name it (``--dtype int8``);
+    ``tensor_parallel`` the GPUs per replica when the log does not print it (a TensorRT-LLM engine's
+    ranks each print their own lines and never the world size).
     """
     spec = served_spec(log, spec)
     launch, _ = launch_for(log, spec, gpu)
     if dtype is not None:
         launch = replace(launch, dtype=dtype)
+    if tensor_parallel is not None and not log.launch.get("tensor_parallel_size"):
+        launch = replace(launch, tensor_parallel=tensor_parallel)
     device = log.launch.get("gpu_total_bytes") or gpu
-    if log.runtime == "vllm" and isinstance(gpu, str):      # the card's kind, when the log gives only its size
+    if log.runtime in ("vllm", "trtllm") and isinstance(gpu, str):      # the card's kind, when the log gives its size
         from .vllm import NVSWITCH_GPUS
         name = gpu.strip().lower()
-        launch = replace(launch, platform="rocm" if name.startswith("mi") else launch.platform,
-                         interconnect="nvswitch" if name in NVSWITCH_GPUS else "pcie")
+        launch = replace(launch, interconnect="nvswitch" if name in NVSWITCH_GPUS else "pcie")
+        if log.runtime == "vllm":
+            launch = replace(launch, platform="rocm" if name.startswith("mi") else launch.platform)
     if log.runtime == "vllm":        # a log of a refused start-up still shows what vLLM computed
         return estimate_vllm(spec, gpu=device, launch=launch, refuse=False)
     runner = {"sglang": estimate_sglang, "trtllm": estimate_trtllm}[log.runtime]
@@ -186,7 +192,7 @@ def predicted_figures(est: RuntimeEstimate) -> dict[str, Any]:
 
 
 def compare(log: StartupLog, *, gpu: str | int | None = None, spec: ModelSpec | None = None,
-            dtype: str | None = None) -> dict[str, Any]:
+            dtype: str | None = None, tensor_parallel: int | None = None) -> dict[str, Any]:
     """The five pools as the runtime saw them beside our prediction for the same launch, with the differences.
 
     ``spec`` defaults to the preset the log's model names; without one, ``predicted`` says why it is
@@ -213,7 +219,7 @@ def compare(log: StartupLog, *, gpu: str | int | None = None, spec: ModelSpec | 
                                        "size)"}
         return out
     try:
-        est = estimate_for(log, spec, gpu if gpu is not None else device, dtype)
+        est = estimate_for(log, spec, gpu if gpu is not None else device, dtype, tensor_parallel)
     except CourseInputError as exc:
         out["predicted"] = {"missing": f"{exc}"}
         return out

@@ -153,3 +153,34 @@ def test_from_log_dtype_says_what_the_log_does_not(capsys, tmp_path):
     assert 6.5e9 < w16 - w8 < 7.2e9, (w16, w8)
     rc, out, err = run(["from-log", str(log), "--dtype", "int9"], capsys)
     assert rc == 2 and out == "" and err.count("\n") == 1 and "--dtype='int9'" in err
+
+
+def test_from_log_tensor_parallel_says_what_the_log_does_not(capsys, tmp_path):
+    """A TensorRT-LLM engine's ranks each print their own lines and never the world size: --tensor-parallel 8
+    shards Llama-3.1-70B's weights eight ways (80 layers of linear weights / 8 per GPU); a log that does name its
+    TP keeps it; a bad value is refused in one line."""
+    lines = ["[TensorRT-LLM] TensorRT-LLM version: 0.16.0",
+             "[TensorRT-LLM][INFO] TRTGptModel maxBatchSize: 2048",
+             "[TensorRT-LLM][INFO] TRTGptModel maxSequenceLen: 25000",
+             "[TensorRT-LLM][INFO] TRTGptModel maxNumTokens: 8192",
+             "[TensorRT-LLM][INFO] Memory usage when calculating max tokens in paged kv cache: total: 79.10 GiB, "
+             "available: 57.87 GiB",
+             "[TensorRT-LLM][INFO] [MemUsageChange] Allocated 52.08 GiB for max tokens in paged KV cache (2730752)."]
+    log = tmp_path / "trt.log"
+    log.write_text("\n".join(lines) + "\n")
+    argv = ["from-log", str(log), "--model", "llama-3.1-70b", "--json"]
+    rc1, out1, err1 = run(argv, capsys)
+    rc8, out8, err8 = run(argv + ["--tensor-parallel", "8"], capsys)
+    assert rc1 == rc8 == 0, err1 + err8
+    # on one GPU 141 GB of bf16 weights leave no room on 79.10 GiB: the prediction says why it is missing
+    assert "would not fit" in json.loads(out1)["predicted"]["missing"]
+    w8 = json.loads(out8)["predicted"]["weights_bytes"]
+    # 70.6e9 parameters x 2 B / 8 ranks (the norms replicated): 17.6e9 B per GPU
+    assert 17.5e9 < w8 < 17.8e9, w8
+    named = tmp_path / "named.log"
+    named.write_text("\n".join(lines + ["TP Size:\t\t8"]) + "\n")
+    rc, out, err = run(["from-log", str(named), "--model", "llama-3.1-70b", "--json", "--tensor-parallel", "2"],
+                       capsys)
+    assert rc == 0 and json.loads(out)["predicted"]["weights_bytes"] == w8, "the log's own TP wins"
+    rc, out, err = run(argv + ["--tensor-parallel", "0"], capsys)
+    assert rc == 2 and out == "" and err.count("\n") == 1 and "--tensor-parallel" in err
