@@ -6,6 +6,10 @@ no window opens, no global figure state leaks, and a notebook's backend is
 left alone. Every function writes one image and returns its path.
 
 Sizes are plotted in decimal GB (10^9 bytes) unless ``unit="GiB"`` (2^30).
+
+Margins are fixed, in inches (:func:`_margins`), not solved by matplotlib's constrained layout: the solver
+measured every tick label of every axis twice per save and was a third of each figure's time (0.35 s against
+0.22 s for the lesson's chat figure), paid by every learner and by every graded notebook.
 """
 
 from __future__ import annotations
@@ -30,6 +34,16 @@ MAX_POINTS = 8000
 MAX_SHADED_WAVES = 100
 
 _UNITS = {"GB": (GB, "GB (10^9 bytes)"), "GiB": (GiB, "GiB (2^30 bytes)")}
+
+
+def _margins(fig, *, left: float, right: float, top: float, bottom: float, hspace: float = 0.0,
+             wspace: float = 0.0, rows: int = 1, cols: int = 1) -> None:
+    """Place the subplot grid with margins and gaps given in inches (``subplots_adjust`` wants fractions)."""
+    width, height = fig.get_size_inches()
+    cell_w = (width - left - right - wspace * (cols - 1)) / cols
+    cell_h = (height - top - bottom - hspace * (rows - 1)) / rows
+    fig.subplots_adjust(left=left / width, right=1 - right / width, top=1 - top / height, bottom=bottom / height,
+                        wspace=wspace / cell_w if cols > 1 else 0.2, hspace=hspace / cell_h if rows > 1 else 0.2)
 
 
 def check_plot_path(path: str | Path, *, name: str = "plot") -> Path:
@@ -81,9 +95,12 @@ def plot_simulation(runs: Union["SimulationResult", Sequence[tuple[str, "Simulat
     out = check_plot_path(path)
     scale, unit_label = _unit(unit)
     pairs = _runs(runs)
-    fig = Figure(figsize=(max(9.0, 6.2 * len(pairs) + 0.6), 7.8), layout="constrained")
+    fig = Figure(figsize=(max(9.0, 6.2 * len(pairs) + 0.6), 7.8))
     axes = fig.subplots(2, len(pairs), sharex=True, sharey="row", squeeze=False,
                         gridspec_kw={"height_ratios": [3, 2]})
+    # below: the x label and the legend (one row for side-by-side runs, three for one run's five entries)
+    _margins(fig, left=0.75, right=0.15, top=0.95, bottom=0.95 if len(pairs) > 1 else 1.35, hspace=0.35,
+             wspace=0.15, rows=2, cols=len(pairs))
     note = ""
     most_steps = max(len(res.blocks_used) for _, res in pairs)
     most_requests = max(max(max(res.active, default=0), max(res.queued, default=0)) for _, res in pairs)
@@ -122,7 +139,8 @@ def plot_simulation(runs: Union["SimulationResult", Sequence[tuple[str, "Simulat
             top.set_ylabel(f"KV cache, {unit_label}")
             bottom.set_ylabel("requests")
     handles = [h for ax in (axes[0][0], axes[1][0]) for h in ax.get_legend_handles_labels()[0]]
-    fig.legend(handles=handles, loc="outside lower center", ncol=2 if len(pairs) == 1 else len(handles), fontsize=9, frameon=False)
+    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=2 if len(pairs) == 1 else len(handles),
+               fontsize=9, frameon=False)
     fig.suptitle((title or "KV cache memory under admission control") + note, fontsize=12)
     fig.savefig(out, dpi=110)
     return out
@@ -134,8 +152,10 @@ def plot_rollout(plan: "RolloutPlan", timeline: "ReadinessTimeline", path: str |
     from matplotlib.figure import Figure
 
     out = check_plot_path(path)
-    fig = Figure(figsize=(10, 7.2), layout="constrained")
+    fig = Figure(figsize=(10, 7.2))
     top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": [2, 3]})
+    # left: the phase names ("compile / graph capture" at 10 pt); between the panels: an x label and a title
+    _margins(fig, left=1.8, right=0.1, top=0.62, bottom=0.5, hspace=0.75, rows=2)
     colors = ["tab:gray", "tab:blue", "tab:purple", "tab:orange", "tab:olive"]
     names = [p.name for p in timeline.phases]
     for row, phase in enumerate(timeline.phases):

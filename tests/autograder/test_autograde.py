@@ -109,7 +109,11 @@ def test_interrupted_batch_resumes_with_nothing_lost_or_duplicated(tmp_path, how
     students = [f"s{i}" for i in range(6)]
     for sid in students:
         _hand_in(submitted, sid, nb=slow)
-    script = ("import sys; from autograder.autograde import main; " + hostile.ASSIGNMENT_CODE +
+    # Ctrl-C as a terminal delivers it: a suite started in the background by a shell without job control
+    # (``make test &``, nohup) passes SIGINT down as ignored, and Python then installs no handler at all, so the
+    # grader would (rightly) go on to the end. That was the "flaky" SIGINT case: it failed only under nohup.
+    script = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+              "from autograder.autograde import main; " + hostile.ASSIGNMENT_CODE +
               f"main({str(submitted)!r}, out={str(results)!r}, workers=2, progress=False, cell_timeout=20, notebook_timeout=60, "
               f"assignment=fixture)")
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
