@@ -21,7 +21,7 @@ from course_lib.simulate import simulate
 
 @pytest.fixture
 def drawn(monkeypatch):
-    """The Figure each plot function saves, drawn, with its renderer."""
+    """The Figures the plot functions save, in order (each is drawn again by _renderer for measuring)."""
     figures = []
     save = Figure.savefig
 
