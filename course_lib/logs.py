@@ -38,6 +38,9 @@ PRINTED_PRECISION = "figures printed with 2 decimals of GiB are exact to +-0.005
 MAX_LOG_BYTES = 8_000_000
 #: No count a start-up log prints (tokens, blocks, lengths, batch sizes) comes near 10^12.
 MAX_LOG_COUNT = 10**12
+#: Counts for which a runtime prints -1 to mean "off": SGLang's ``chunked_prefill_size=-1`` disables chunked
+#: prefill (server_args.py). Every other count of at least 1 is checked as such.
+MINUS_ONE_MEANS_OFF = frozenset({"chunked_prefill_size"})
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\\u001b\[[0-9;?]*[a-zA-Z]|\\x1b\[[0-9;?]*[a-zA-Z]")
 _NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
@@ -377,8 +380,8 @@ def _read_sglang(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict
                              ("max_running_requests", ("max_running_requests",), int),
                              ("cpu_offload_gb", ("cpu_offload_gb",), float)):
         value = _number(_arg(text, *names))
-        if key == "chunked_prefill_size" and value == -1:
-            launch[key] = -1             # SGLang's "-1 disables chunked prefill" (server_args.py)
+        if key in MINUS_ONE_MEANS_OFF and value == -1:
+            launch[key] = -1
         elif value is not None:
             launch[key] = conv(value) if conv is float else _bounded_count(key, value)
     for key, names in (("kv_cache_dtype", ("kv_cache_dtype",)), ("dtype", ("dtype",)),
@@ -527,6 +530,6 @@ def read_startup_log(text: str, runtime: str | None = None) -> StartupLog:
             launch[key] = _share(key, str(launch[key]))
     for key, value in launch.items():
         if (isinstance(value, int) and not isinstance(value, bool) and key != "gpu_total_bytes" and value < 1
-                and not (key == "chunked_prefill_size" and value == -1)):     # SGLang's "disabled"
+                and not (key in MINUS_ONE_MEANS_OFF and value == -1)):
             raise CourseInputError(f"the log's {key}={value} is not a whole number of at least 1")
     return StartupLog(runtime, launch.pop("model", None), launch, logged, ev)
