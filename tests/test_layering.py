@@ -116,6 +116,25 @@ def test_the_library_never_imports_the_grader():
     assert not offenders, f"course_lib must not import autograder or lessons: {offenders}"
 
 
+def test_the_library_core_names_no_lesson():
+    # A lesson's learner-side helpers (its visible checks, demonstration cells, log excerpts, lab toolkit) live in
+    # course_lib/lessons/<lesson>/; the core (every other module of course_lib) neither imports them nor names a
+    # lesson's own modules, so a second lesson adds a folder and touches no core file.
+    # The one exception: `course-memory demo` (course_lib/cli/demo.py) is the lesson's own demonstration, the library's
+    # part of `make demo`; like demo/ at the top, it composes the lesson from its parts.
+    core = {name: path for name, path in _modules("course_lib").items()
+            if not name.startswith("course_lib.lessons") and name != "course_lib.cli.demo"}
+    importers = sorted(f"{name} imports {target}" for name, path in core.items()
+                       for target in _imports(path, name, top_level_only=False)
+                       if target.startswith("course_lib.lessons"))
+    assert importers == [], f"core modules that import a lesson's helpers: {importers}"
+    named = sorted(f"{path.relative_to(REPO)}:{n}" for name, path in core.items()
+                   for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                   if any(word in line for word in ("practice.", "lesson_logs", "labfile", "lessons.l14")))
+    assert named == [], f"core files that name a lesson's module: {named}"
+    assert {"course_lib.lessons.l14_04.practice", "course_lib.lessons.l14_04.demos"} <= set(_modules("course_lib"))
+
+
 def test_the_engine_never_imports_a_lesson():
     offenders = _importers("autograder", ("lessons",))
     assert not offenders, f"autograder must not import lessons (a lesson plugs into the engine): {offenders}"

@@ -36,7 +36,7 @@ LESSON = Lesson(
     checks=checks.CHECKS,
     side_checks=(LabEdit(file=LAB.name),),
     # what the notebook's cells import, beyond numpy and matplotlib: the fork server imports it once a batch
-    preload=("course_lib", "course_lib.lesson", "course_lib.explorer", "course_lib.labfile", "course_lib.report"),
+    preload=("course_lib", "course_lib.lessons.l14_04.demos", "course_lib.explorer", "course_lib.lessons.l14_04.labfile", "course_lib.report"),
     course_id="l14",
 )
 

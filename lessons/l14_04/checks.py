@@ -14,7 +14,7 @@ Fair partial credit: a task with several sub-answers scores each on its own
 later answer calls an earlier one (Task 4 calls Task 3's function, Task 6 may use Task 4's, Task 11c
 uses 11b's figure, Task 14 Task 3's), an answer consistent with the learner's own earlier answer is
 accepted ("carried forward"), so one misconception costs one question. The slips are named by
-:mod:`course_lib.practice`, the same functions the notebook's visible checks (Validate) use.
+:mod:`course_lib.lessons.l14_04.practice`, the same functions the notebook's visible checks (Validate) use.
 
 Expected values are worked here from the lesson and from published configs and logs,
 independently of the learner's code (and written out by hand in comments).
@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from course_lib.practice import (admission_slip, blocks_slip, close, concurrency_slip, fit_slip, fp8_slip,
+from course_lib.lessons.l14_04.practice import (admission_slip, blocks_slip, close, concurrency_slip, fit_slip, fp8_slip,
                                  gb_figure_slip, gqa_ratio_slip, kv_per_token_slip, kv_total_slip, letter_slip,
                                  log_kv_slip, plannable_slip, reason_slip, request_budget_slip, safe_requests_slip,
                                  units_slip, weight_bytes_slip, whole)

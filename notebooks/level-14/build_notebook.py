@@ -53,7 +53,7 @@ def test(grade_id: str, points: int, title: str, visible: str) -> None:
     """
     # The hidden part first: it records the answer before the visible checks run, so a learner's missing
     # name or failing visible check never stops a sub-answer from earning its share (the visible checks
-    # do not raise while a grader runs: course_lib.practice.grading).
+    # do not raise while a grader runs: course_lib.lessons.l14_04.practice.grading).
     body = hidden_block(grade_id, points) + "\n\n" + visible.strip("\n")
     meta = _meta(grade_id, grade=True, solution=False, locked=True, points=points)
     meta["course"] = {"title": title}
@@ -91,7 +91,7 @@ code("""
 # Setup: the course library (light: no torch, no matplotlib until a cell needs them).
 import course_lib
 from course_lib import GB, GiB, get_model, kv_cache_bytes_per_token, weight_bytes as library_weight_bytes
-from course_lib import practice
+from course_lib.lessons.l14_04 import practice
 from course_lib.report import budget_table
 print("course_lib", course_lib.__version__, "ready")
 """, "setup")
@@ -380,7 +380,7 @@ measured beside your predictions and beside course_lib's formulas, one panel per
 
 code("""
 # MEASUREMENT (real numbers from this machine; your predictions above are what is graded)
-from course_lib.lesson import predict_then_measure
+from course_lib.lessons.l14_04.demos import predict_then_measure
 measurement = predict_then_measure(predicted_weights_bytes, predicted_kv_cache_bytes)
 """, "measure_compare")
 
@@ -475,7 +475,7 @@ back to CUDA on `empty_cache()`, and by itself before it would raise out-of-memo
 
 code("""
 # MEASUREMENT (real numbers from this machine; nothing here is graded)
-from course_lib.lesson import show_device_memory
+from course_lib.lessons.l14_04.demos import show_device_memory
 free_demo = show_device_memory()
 """, "measure_snapshot")
 
@@ -588,7 +588,7 @@ how many requests run and how often work is redone.
 """, "simulate_intro")
 
 code("""
-from course_lib.lesson import show_simulation
+from course_lib.lessons.l14_04.demos import show_simulation
 result = show_simulation()
 """, "simulate_demo")
 
@@ -617,7 +617,7 @@ assert chat_more_running in ("paged", "reserve-max", "same"), 'one of "paged", "
 
 code("""
 # Now run it: the same 6 GB KV budget, the chat-like trace, both policies.
-from course_lib.lesson import show_chat_comparison
+from course_lib.lessons.l14_04.demos import show_chat_comparison
 chat = show_chat_comparison()
 """, "chat_demo")
 
@@ -697,7 +697,7 @@ compile and warm-up times, so its total is not your answer to 12b; its phases ar
 
 code("""
 # The same ideas with the library: the readiness timeline and the cost of offloading (another replica than 12b's).
-from course_lib.lesson import show_loading_and_offload
+from course_lib.lessons.l14_04.demos import show_loading_and_offload
 loading = show_loading_and_offload()
 """, "loading_demo")
 
@@ -752,7 +752,7 @@ Three published start-up logs (excerpts; their sources are printed with them):
 """, "log_intro")
 
 code("""
-from course_lib.lesson_logs import show_log
+from course_lib.lessons.l14_04.logs import show_log
 for key in ("t4", "a100", "mi300x"):
     show_log(key)
     print()
@@ -859,7 +859,7 @@ for key in ("max_num_seqs=64", "max_num_batched_tokens=8192"):
 
 code("""
 # vLLM's own rule for each change (course-memory estimate --runtime vllm --model qwen2-7b --gpu a100-80gb ...)
-from course_lib.lesson import show_log_changes
+from course_lib.lessons.l14_04.demos import show_log_changes
 changes = show_log_changes()
 """, "log_changes")
 
@@ -921,7 +921,7 @@ cell runs it for you and prints what it printed.
 """, "lab_intro")
 
 code("""
-from course_lib.labfile import find_lab_file, run_lab
+from course_lib.lessons.l14_04.labfile import find_lab_file, run_lab
 lab_path = find_lab_file()
 lab_run = run_lab(lab_path)
 print(f"ran {lab_path.name}:\\n")

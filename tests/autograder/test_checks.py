@@ -240,7 +240,7 @@ def test_chat_prediction_off_by_more_than_ten_points():
 
 def test_the_four_log_predictions_agree_with_vllm_s_rule():
     """checks.LOG_PREDICTIONS and the figures, recomputed with the runtime estimate of the A100 log's launch."""
-    from course_lib.lesson import show_log_changes
+    from course_lib.lessons.l14_04.demos import show_log_changes
 
     rows = dict(show_log_changes())
     base = rows["as logged"].runtime_kv_cache_bytes
@@ -375,7 +375,7 @@ def test_the_hidden_logs_follow_the_rule_they_test():
     (Llama-3.1-8B fp8 KV on an H100, v0.19: 58.11 GiB; Gemma-2-27B: 20.59 GiB). The T4 bnb log prints its
     utilization rounded (0.59; Unsloth passes more digits, as in the lesson's T4 log), so there the rule on the
     printed terms lands 0.06 GiB under the printed 2.39."""
-    from course_lib.practice import log_kv_expected
+    from course_lib.lessons.l14_04.practice import log_kv_expected
     from lessons.l14_04.collect import LOG_KV_CASES
     for i, kv in {0: 58.11, 1: 20.59}.items():
         assert log_kv_expected(*LOG_KV_CASES[i]) == pytest.approx(kv, abs=0.02)

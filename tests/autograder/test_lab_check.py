@@ -10,7 +10,7 @@ import pytest
 from autograder.sandbox import probe
 from autograder.settings import Settings
 from autograder.sidecheck import runner
-from course_lib.labfile import edit_knob, parse_output
+from course_lib.lessons.l14_04.labfile import edit_knob, parse_output
 from lessons.l14_04.lab import LabEdit, compare_lab
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import pytest
 from matplotlib.figure import Figure
 
-from course_lib import lesson
+from course_lib.lessons.l14_04 import demos as lesson
 from course_lib.loading import readiness_timeline, rollout_plan
 from course_lib.plots import plot_rollout, plot_simulation
 from course_lib.simulate import simulate

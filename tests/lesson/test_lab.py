@@ -114,7 +114,7 @@ def test_at_16_does_not_fit(lab_at_16):
 def test_graders_run_the_same_lab_file_once(tmp_path, monkeypatch, repo_root):
     """The notebook runs the lab twice; under a grader (NBGRADER_EXECUTION) the same bytes run once
     and print the same again, an edited file runs again, and a learner's notebook always runs it."""
-    from course_lib import labfile
+    from course_lib.lessons.l14_04 import labfile
 
     lab = tmp_path / LAB.name
     lab.write_text((repo_root / LAB).read_text())

@@ -27,12 +27,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .errors import CourseInputError
-from .grading import grading
+from ...errors import CourseInputError
+from ...grading import grading
 
 LAB_NAME = "l14-04-model-memory.py"
 LAB_RELATIVE = Path("labs") / "notebooks" / "level-14" / LAB_NAME
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 #: The lab file in this checkout (the instructor's copy; learners get it beside the notebook).
 REPO_LAB = REPO / LAB_RELATIVE
 #: The one line the lab asks learners to change.

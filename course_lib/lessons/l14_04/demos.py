@@ -14,19 +14,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .grading import skipped_while_grading
-from .loading import readiness_timeline, rollout_plan
-from .measure import measure_pools, snapshot   # light: torch only in the measuring process or for a GPU
-from .measure.device import TORCH_HINT, torch_available
-from .measure.fragmentation import LARGE_BYTES, held_after_free
-from .measure.plot import plot_pools           # light: matplotlib only when it draws
-from .models import from_hf_config, kv_cache_bytes_per_token, weight_bytes
-from .offload import offload_weights
-from .plots import plot_rollout, plot_simulation
-from .presets import get_model
-from .report import comparison_table, simulation_report
-from .scenario import LESSON_KV_SOURCE, comparison_trace, lesson_budget, lesson_config, lesson_trace
-from .simulate import simulate
+from ...grading import skipped_while_grading
+from ...loading import readiness_timeline, rollout_plan
+from ...measure import measure_pools, snapshot   # light: torch only in the measuring process or for a GPU
+from ...measure.device import TORCH_HINT, torch_available
+from ...measure.fragmentation import LARGE_BYTES, held_after_free
+from ...measure.plot import plot_pools           # light: matplotlib only when it draws
+from ...models import from_hf_config, kv_cache_bytes_per_token, weight_bytes
+from ...offload import offload_weights
+from ...plots import plot_rollout, plot_simulation
+from ...presets import get_model
+from ...report import comparison_table, simulation_report
+from ...scenario import LESSON_KV_SOURCE, comparison_trace, lesson_budget, lesson_config, lesson_trace
+from ...simulate import simulate
 
 #: Overrides where the figures go (a folder; made if needed).
 FIGURES_ENV = "COURSE_FIGURES_DIR"
@@ -111,7 +111,7 @@ def show_chat_comparison(out_dir: str | Path | None = None) -> dict[str, Any]:
     return runs
 
 
-#: The A100 log's launch (course_lib.lesson_logs, "a100"), one knob changed at a time.
+#: The A100 log's launch (course_lib.lessons.l14_04.logs, "a100"), one knob changed at a time.
 LOG_CHANGES = (("as logged", {}), ("max_num_seqs=64", {"max_num_seqs": 64}),
                ("max_num_batched_tokens=8192", {"max_num_batched_tokens": 8192}),
                ("kv_cache_dtype=fp8", {"kv_cache_dtype": "fp8"}),
@@ -121,7 +121,7 @@ LOG_CHANGES = (("as logged", {}), ("max_num_seqs=64", {"max_num_seqs": 64}),
 def show_log_changes() -> list[tuple[str, Any]]:
     """What vLLM's own rule (course-memory estimate --runtime vllm) gives for the A100 log's launch, and for
     each change of one knob: the KV pool, its tokens and the activation peak of the profile."""
-    from .runtimes import VllmLaunch, estimate_vllm
+    from ...runtimes import VllmLaunch, estimate_vllm
 
     spec, base = get_model("qwen2-7b"), {"version": "0.10.1", "gpu_memory_utilization": 0.25, "max_model_len": 16384}
     rows = []
