@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..budget import estimate, plan_budget
-from ..labfile import REPO, REPO_LAB, edit_knob, run_lab_source
+from ..lessons.l14_04.labfile import REPO, REPO_LAB, edit_knob, run_lab_source
 from ..output import check_output_dir
 from ..plots import plot_simulation
 from ..presets import DEFAULT_GPU, DEFAULT_MODEL, get_model
