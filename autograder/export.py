@@ -33,12 +33,13 @@ from pathlib import Path
 
 from .assignment import load_source
 from .errors import AutograderError
-from .gradebook import HandComments, manual_comments, manual_scores
+from .gradebook import HandComments, HandGrade, hand_grades
 from .layout import GRADES_CSV, GRADES_JSON, assignment_from_results, gradescope_path, load_records
 from .results import GRADED, StudentResult, write_atomic, write_json
 
 CSV_FIELDS = ["student_id", "status", "score", "max_score", "manual_score", "manual_max_score",
-              "needs_manual_grading", "total_score", "total_max_score", "message", "comments"]
+              "needs_manual_grading", "total_score", "total_max_score", "message", "comments", "to_look_at"]
+"""``to_look_at``: each question that lost points and why, one line per failed part (:func:`question_lines`)."""
 #: The hand-graded answer's test in the Gradescope JSON while nobody has graded it.
 PENDING = "pending"
 #: What makes a spreadsheet read a cell as a formula (OWASP, "CSV Injection"): one of ``= + - @`` (or a
@@ -69,6 +70,10 @@ class ExportResult:
     """RESULTS_DIR/gradescope/<student>.json, one per student."""
     failed: list[str] = field(default_factory=list)
     """Students whose Gradescope file could not be written, with why (the others were)."""
+    feedback: list[str] = field(default_factory=list)
+    """The feedback pages rewritten (RESULTS_DIR/feedback/<student>/<assignment>/<notebook>.html)."""
+    feedback_failed: list[str] = field(default_factory=list)
+    """Students whose feedback page could not be rendered whole (it shows their scores only)."""
 
 
 def gradescope_json(r: StudentResult, manual_score: float | None, comments: HandComments | None = None) -> dict:
@@ -90,7 +95,7 @@ def gradescope_json(r: StudentResult, manual_score: float | None, comments: Hand
     comments = comments or HandComments()
     tests = [{"name": gid, "score": q.score, "max_score": q.max_score,
               "status": "passed" if q.status == "passed" else "failed",
-              "output": q.message if q.status != "not_run" else f"(not run) {q.message}",
+              "output": _test_output(q),
               "visibility": "visible"} for gid, q in r.questions.items()]
     if r.manual_max_score:
         written = {"name": f"written answer ({r.manual_max_score:g} points, graded by hand)", "visibility": "visible"}
@@ -114,6 +119,57 @@ def gradescope_json(r: StudentResult, manual_score: float | None, comments: Hand
                                         **comments.cells}}}
 
 
+def grades_json(assignment: str, results: dict[str, StudentResult],
+                hand: dict[str, HandGrade] | None = None) -> dict:
+    """grades.json's content (its shape: :mod:`autograder.results`): each student's autograded result with
+    what formgrader holds for them (points given by hand, comments).
+
+    >>> from autograder.results import QuestionResult
+    >>> r = StudentResult("amy", "graded", 3.0, 5.0, 3.0, True, {"test_a": QuestionResult(3.0, 5.0, "failed", "a; b",
+    ...                   ["a", "b"])})
+    >>> e = grades_json("ps1", {"amy": r}, {"amy": HandGrade(2.0, {"explain": 2.0}, HandComments("good"))})["students"]["amy"]
+    >>> e["score"], e["manual_score"], e["total_score"], e["needs_manual_grading"], e["comments"], e["questions"]["test_a"]["parts"]
+    (3.0, 2.0, 5.0, False, {'written answer': 'good'}, ['a', 'b'])
+    >>> grades_json("ps1", {"amy": r})["students"]["amy"]["needs_manual_grading"]
+    True
+    """
+    hand = hand or {}
+    students = {}
+    for sid, r in sorted(results.items()):
+        h = hand.get(sid)
+        students[sid] = r.grades_entry(h.score if h else None, _comment_dict(h.comments) if h else None)
+    return {"assignment": assignment, "students": students}
+
+
+def _comment_dict(comments: HandComments) -> dict[str, str]:
+    return {**({"written answer": comments.written} if comments.written else {}), **comments.cells}
+
+
+def question_lines(r: StudentResult) -> list[str]:
+    """Every question that lost points, with what to look at: one line per failed part.
+
+    >>> from autograder.results import QuestionResult
+    >>> question_lines(StudentResult("amy", "graded", 1.0, 5.0, 0.0, False, {
+    ...     "test_a": QuestionResult(1.0, 1.0, "passed", "correct"),
+    ...     "test_b": QuestionResult(1.0, 3.0, "failed", "partial credit, 1 of 3: x; y", ["x", "y"]),
+    ...     "test_c": QuestionResult(0.0, 1.0, "failed", "z")}))
+    ['test_b: x', 'test_b: y', 'test_c: z']
+    """
+    out = []
+    for gid, q in r.questions.items():
+        if q.status != "passed":
+            out += [f"{gid}: {part}" for part in (q.parts or [q.message])]
+    return out
+
+
+def _test_output(q) -> str:
+    """A test's output on Gradescope: its message, then each failed part on a line of its own."""
+    text = q.message if q.status != "not_run" else f"(not run) {q.message}"
+    if len(q.parts) > 1:
+        text += "\n\nWhat to look at, part by part:\n" + "\n".join(f"- {part}" for part in q.parts)
+    return text
+
+
 def csv_text(results: dict[str, StudentResult], manual: dict[str, float | None],
              comments: dict[str, HandComments] | None = None) -> str:
     question_ids: list[str] = []
@@ -132,7 +188,8 @@ def csv_text(results: dict[str, StudentResult], manual: dict[str, float | None],
                "needs_manual_grading": r.needs_manual_grading and m is None,
                "total_score": r.score + (m or 0.0), "total_max_score": r.max_score + r.manual_max_score,
                "message": r.message if r.status != GRADED else "",
-               "comments": "\n".join((comments or {}).get(sid, HandComments()).lines())}
+               "comments": "\n".join((comments or {}).get(sid, HandComments()).lines()),
+               "to_look_at": "\n".join(question_lines(r))}
         row.update({gid: q.score for gid, q in r.questions.items()})
         # Every field a learner can reach (the id is a folder name, the message may quote the notebook).
         writer.writerow({csv_safe(k): csv_safe(v) for k, v in row.items()})
@@ -156,8 +213,21 @@ def write_exports(results_dir: Path, results: dict[str, StudentResult], manual: 
     return ExportResult(csv=str(results_dir / GRADES_CSV), gradescope=files, failed=failed)
 
 
-def main(results_dir: str | Path = "results") -> ExportResult:
-    """Rewrite grades.csv and the Gradescope JSONs from grades.json's students and the gradebook.
+def update_grades_json(results_dir: Path, assignment, records: dict[str, StudentResult],
+                       hand: dict[str, HandGrade]) -> None:
+    """Rewrite grades.json for the students it lists, with what formgrader holds for them (nothing when
+    there is no grades.json: no autograde run has finished)."""
+    path = Path(results_dir) / GRADES_JSON
+    try:
+        listed = json.loads(path.read_text())["students"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    write_json(path, grades_json(assignment.name, {sid: r for sid, r in records.items() if sid in listed}, hand))
+
+
+def main(results_dir: str | Path = "results", feedback: bool = True) -> ExportResult:
+    """Rewrite grades.json, grades.csv, the Gradescope JSONs and (``feedback``) the feedback pages from
+    grades.json's students and the gradebook: what was graded by hand in formgrader reaches all of them.
 
     The assignment is the one the last autograde run into ``results_dir`` graded (its batch.json).
     """
@@ -170,5 +240,13 @@ def main(results_dir: str | Path = "results") -> ExportResult:
                               f"`course-grade autograde` first") from None
     records = {sid: r for sid, r in load_records(results_dir).items() if sid in listed}
     spec = load_source(assignment)
-    return write_exports(results_dir, records, manual_scores(results_dir, assignment, spec),
-                         manual_comments(results_dir, assignment, spec))
+    hand = hand_grades(results_dir, assignment, spec)
+    write_json(results_dir / GRADES_JSON, grades_json(assignment.name, records, hand))
+    result = write_exports(results_dir, records, {sid: h.score for sid, h in hand.items()},
+                           {sid: h.comments for sid, h in hand.items()})
+    if feedback:   # the learners' pages show the hand-graded answers too
+        from .feedback import main as write_pages
+
+        pages = write_pages(results_dir, students=sorted(records), hand=hand)
+        result.feedback, result.feedback_failed = pages.files, pages.failed
+    return result
