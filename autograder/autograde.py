@@ -345,6 +345,13 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     write_json(results_dir / "grades.json", grades_json(assignment.name, batch.students, hand))
     write_exports(results_dir, batch.students, {sid: h.score for sid, h in hand.items()},
                   {sid: h.comments for sid, h in hand.items()})
+    # a hand grade kept from before (the hand-in did not change) is on the page too, not only in the exports
+    kept = sorted(sid for sid, h in hand.items() if sid in batch.students
+                  and ((h.graded and batch.students[sid].needs_manual_grading) or h.cell_comments or h.comments.cells))
+    if kept:
+        from .feedback import main as write_pages
+
+        write_pages(results_dir, students=kept, hand=hand)
     batch.seconds = round(time.monotonic() - start, 2)
     return batch
 

@@ -356,7 +356,8 @@ def _cell_html(cell, result: StudentResult, titles: dict[str, str], redact: Reda
     elif gid and hand is not None and hand.comments.cells.get(gid):
         after = _comment_html(hand.comments.cells[gid])
     if kind == "markdown":
-        return (f'<section class="cell markdown{" hand" if graded_by_hand else ""}"{anchor}>'
+        label = '<div class="label">your written answer, graded by hand</div>' if graded_by_hand else ""
+        return (f'<section class="cell markdown{" hand" if graded_by_hand else ""}"{anchor}>{label}'
                 f'{markdown_html(redact.text(source))}{after}</section>')
     if kind != "code":
         return ""
@@ -411,7 +412,8 @@ pre { background: #f6f8fa; border: 1px solid #e1e4e8; border-radius: 6px; paddin
 .output.note { color: #57606a; font-style: italic; }
 img.output { max-width: 100%; border: none; }
 .cell.test { border-left: 4px solid #8c959f; padding-left: 12px; }
-.cell.test .label { font-size: 0.8em; text-transform: uppercase; letter-spacing: 0.05em; color: #57606a; }
+.cell.hand { border-left: 4px solid #0969da; padding-left: 12px; }
+.cell.test .label, .cell.hand .label { font-size: 0.8em; text-transform: uppercase; letter-spacing: 0.05em; color: #57606a; }
 .verdict { padding: 8px 12px; border-radius: 6px; background: #f6f8fa; }
 .verdict.passed { background: #dafbe1; }
 .verdict.failed { background: #ffebe9; }
