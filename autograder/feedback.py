@@ -559,7 +559,7 @@ def main(results_dir: str | Path = "results", students: list[str] | None = None,
     A student whose page cannot be rendered is reported and skipped; everyone else still gets one.
     """
     from .assignment import load_lesson, load_source
-    from .gradebook import hand_grades
+    from .gradebook import hand_grades, update_grades_json
 
     results_dir = Path(results_dir)
     assignment = assignment_from_results(results_dir)
@@ -569,8 +569,6 @@ def main(results_dir: str | Path = "results", students: list[str] | None = None,
         raise AutograderError(f"no graded students under {results_dir}/records; run `course-grade autograde` first")
     spec = load_source(assignment)
     if hand is None:
-        from .export import update_grades_json
-
         hand = hand_grades(results_dir, assignment, spec)
         update_grades_json(results_dir, assignment, records, hand)
     sources = {nb.name: nb.nb for nb in spec.notebooks}

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .assignment import ANSWER, Assignment, AssignmentSpec
 from .cells import grade_id as cell_grade_id
-from .layout import db_url
+from .layout import GRADES_JSON, db_url
 from .results import GRADER_ERROR, INVALID, MISSING, StudentResult, write_json
 
 STATE = ".gradebook-state.json"
@@ -262,3 +262,41 @@ def hand_grades(results_dir: Path, assignment: Assignment, spec: AssignmentSpec)
                 texts.setdefault(sid, {})[key] = c.manual_comment.strip()
     return {sid: HandGrade(scores.get(sid), cells.get(sid, {}), comments.get(sid, HandComments()), texts.get(sid, {}))
             for sid in set(scores) | set(cells)}
+
+
+def grades_json(assignment: str, results: dict[str, StudentResult],
+                hand: dict[str, HandGrade] | None = None) -> dict:
+    """grades.json's content (its shape: :mod:`autograder.results`): each student's autograded result with
+    what formgrader holds for them (points given by hand, comments).
+
+    >>> from autograder.results import QuestionResult
+    >>> r = StudentResult("amy", "graded", 3.0, 5.0, 3.0, True, {"test_a": QuestionResult(3.0, 5.0, "failed", "a; b",
+    ...                   ["a", "b"])})
+    >>> e = grades_json("ps1", {"amy": r}, {"amy": HandGrade(2.0, {"explain": 2.0}, HandComments("good"))})["students"]["amy"]
+    >>> e["score"], e["manual_score"], e["total_score"], e["needs_manual_grading"], e["comments"], e["questions"]["test_a"]["parts"]
+    (3.0, 2.0, 5.0, False, {'written answer': 'good'}, ['a', 'b'])
+    >>> grades_json("ps1", {"amy": r})["students"]["amy"]["needs_manual_grading"]
+    True
+    """
+    hand = hand or {}
+    students = {}
+    for sid, r in sorted(results.items()):
+        h = hand.get(sid)
+        students[sid] = r.grades_entry(h.score if h else None, _comment_dict(h.comments) if h else None)
+    return {"assignment": assignment, "students": students}
+
+
+def _comment_dict(comments: HandComments) -> dict[str, str]:
+    return {**({"written answer": comments.written} if comments.written else {}), **comments.cells}
+
+
+def update_grades_json(results_dir: Path, assignment: Assignment, records: dict[str, StudentResult],
+                       hand: dict[str, HandGrade]) -> None:
+    """Rewrite grades.json for the students it lists, with what formgrader holds for them (nothing when
+    there is no grades.json: no autograde run has finished)."""
+    path = Path(results_dir) / GRADES_JSON
+    try:
+        listed = json.loads(path.read_text())["students"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    write_json(path, grades_json(assignment.name, {sid: r for sid, r in records.items() if sid in listed}, hand))
