@@ -1,10 +1,14 @@
-"""``course-grade export``: grades.csv and Gradescope results JSON, from an autograde run.
+"""``course-grade export``: grades.json, grades.csv, Gradescope results JSON and the feedback pages, from an
+autograde run.
 
 Run it again after grading the written answer in formgrader: the manual points
-and every comment entered there come from the gradebook (grades.csv's ``comments``
-column; in the Gradescope JSON, the written answer's comment in its test and the
-others in the output). A failed submission shows its status in every export, so it
-never reads as a plain 0.
+and every comment entered there come from the gradebook into every output (grades.json's
+``manual_score``, ``total_score``, ``comments`` and ``needs_manual_grading``; grades.csv's
+``comments`` column; in the Gradescope JSON, the written answer's comment in its test and the
+others in the output; on the learner's page, the written answer's points and comment below it).
+A question of several parts lists each failed part (grades.json's ``parts``, grades.csv's
+``to_look_at``, the Gradescope test's output, a list on the page). A failed submission shows its
+status in every export, so it never reads as a plain 0.
 
 Gradescope format (https://gradescope-autograders.readthedocs.io/en/latest/specs/, from
 gradescope/autograder_samples docs/specs.md)::

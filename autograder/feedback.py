@@ -1,9 +1,11 @@
 """``course-grade feedback``: the learner's feedback page, rendered so a learner can read it.
 
 The page is the graded notebook as the learner wrote it, with a score table on top
-(every question, the lesson's side checks included, with points and what to look at),
-markdown rendered as HTML, and each test cell followed by its verdict. What the page
-never shows:
+(every question, the lesson's side checks included, with points and what to look at: each
+failed part of a question of several parts as an item of a list), markdown rendered as HTML,
+each test cell followed by its verdict, and, once graded in formgrader (``course-grade export``
+or ``feedback`` re-render it), each hand-graded answer followed by its points and the grader's
+comment. What the page never shows:
 
 - the hidden part of a test cell, or anything a test cell printed (learner code runs
   while the hidden part collects values, so a test cell shows the grader's verdict only);
