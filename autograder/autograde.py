@@ -46,9 +46,9 @@ from .dask_tls import TlsFiles
 from .distributed import Cluster
 from .environment import PACKAGES, tree_digest
 from .errors import AutograderError
-from .export import write_exports
+from .export import grades_json, write_exports
 from .grade import Job, crashed, grade_submission, read_files, submission_sha
-from .gradebook import NOT_IN_GRADEBOOK, add_side_cells, manual_comments, manual_scores, merge, open_gradebook
+from .gradebook import NOT_IN_GRADEBOOK, add_side_cells, hand_grades, merge, open_gradebook
 from .layout import (autograded_path, batch_assignment, load_records, remove_student_files, remove_submitted,
                      write_batch, write_submitted)
 from .results import GRADER_ERROR, RAN, BatchResult, StudentResult, write_json
@@ -341,9 +341,17 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
             remove_submitted(results_dir, sid, assignment)
         else:
             write_submitted(results_dir, sid, assignment, read_files(submitted_dir / sid / assignment.name, assignment))
-    write_json(results_dir / "grades.json", batch.grades_json())
-    write_exports(results_dir, batch.students, manual_scores(results_dir, assignment, spec),
-                  manual_comments(results_dir, assignment, spec))
+    hand = hand_grades(results_dir, assignment, spec)   # kept in the gradebook where the hand-in is unchanged
+    write_json(results_dir / "grades.json", grades_json(assignment.name, batch.students, hand))
+    write_exports(results_dir, batch.students, {sid: h.score for sid, h in hand.items()},
+                  {sid: h.comments for sid, h in hand.items()})
+    # a hand grade kept from before (the hand-in did not change) is on the page too, not only in the exports
+    kept = sorted(sid for sid, h in hand.items() if sid in batch.students
+                  and ((h.graded and batch.students[sid].needs_manual_grading) or h.cell_comments or h.comments.cells))
+    if kept:
+        from .feedback import main as write_pages
+
+        write_pages(results_dir, students=kept, hand=hand)
     batch.seconds = round(time.monotonic() - start, 2)
     return batch
 

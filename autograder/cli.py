@@ -12,6 +12,7 @@ grader itself failed, 130 when interrupted.
     course-grade autograde submitted --out results --source course/source --assignment ps1
     course-grade autograde submitted --out results --scheduler tls://grader0:8786 --tls-ca-file dask.pem --tls-cert dask.pem --tls-key dask.key
     course-grade feedback results
+    course-grade formgrader results
     course-grade export results
     course-grade gradescope --out autograder.zip
 """
@@ -26,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from . import autograde, export, feedback, gradescope, release
+from . import autograde, export, feedback, formgrader, gradescope, release
 from .assignment import default_assignment
 from .dask_tls import TlsFiles
 from .errors import AutograderError
@@ -96,6 +97,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = verbs.add_parser("export", help="rewrite grades.csv and Gradescope JSON (after manual grading)")
     p.add_argument("results_dir", metavar="RESULTS_DIR", nargs="?", default=str(_default(export.main, "results_dir")))
 
+    p = verbs.add_parser("formgrader", help="grade by hand: JupyterLab on RESULTS_DIR at nbgrader's formgrader "
+                                            "(as root too)")
+    p.add_argument("results_dir", metavar="RESULTS_DIR", nargs="?", default=str(_default(formgrader.main, "results_dir")))
+    p.add_argument("--port", type=int, metavar="N", help="the server's port (default: Jupyter's, 8888 or the next free)")
+    p.add_argument("--ip", metavar="ADDRESS", help="the address to listen on (default: Jupyter's, localhost)")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser (the URL is printed)")
+
     g = gradescope.main
     p = verbs.add_parser("gradescope", help="build an autograder bundle that grades on Gradescope's machines")
     p.add_argument("--out", default=str(_default(g, "out")), metavar="ZIP",
@@ -158,13 +166,20 @@ def main(argv: list[str] | None = None) -> int:
             print_batch(batch)
         elif args.verb == "feedback":
             result = feedback.main(args.results_dir, students=args.students)
-            print(f"wrote {len(result.files)} feedback page(s) under {args.results_dir}/feedback/"
+            print(f"wrote {len(result.files)} feedback page(s) under {args.results_dir}/feedback/ (and grades.json, "
+                  f"with the grades and comments from formgrader)"
                   + (f"; {len(result.failed)} could not be rendered: {', '.join(result.failed)}" if result.failed else ""))
         elif args.verb == "export":
             result = export.main(args.results_dir)
             for line in result.failed:
                 print(f"warning: no Gradescope file for {line}", file=sys.stderr)
-            print(f"wrote {result.csv} and {len(result.gradescope)} Gradescope file(s)")
+            for sid in result.feedback_failed:
+                print(f"warning: the feedback page of {sid} shows the scores only (it could not be rendered)",
+                      file=sys.stderr)
+            print(f"wrote {Path(result.csv).parent}/grades.json, {result.csv}, {len(result.gradescope)} Gradescope "
+                  f"file(s) and {len(result.feedback)} feedback page(s), with the grades and comments from formgrader")
+        elif args.verb == "formgrader":
+            formgrader.main(args.results_dir, port=args.port, no_browser=args.no_browser, ip=args.ip)
         elif args.verb == "gradescope":
             result = gradescope.main(out=args.out, cell_timeout=args.cell_timeout,
                                      notebook_timeout=args.notebook_timeout, memory_limit=args.memory_limit,

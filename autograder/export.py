@@ -1,10 +1,14 @@
-"""``course-grade export``: grades.csv and Gradescope results JSON, from an autograde run.
+"""``course-grade export``: grades.json, grades.csv, Gradescope results JSON and the feedback pages, from an
+autograde run.
 
 Run it again after grading the written answer in formgrader: the manual points
-and every comment entered there come from the gradebook (grades.csv's ``comments``
-column; in the Gradescope JSON, the written answer's comment in its test and the
-others in the output). A failed submission shows its status in every export, so it
-never reads as a plain 0.
+and every comment entered there come from the gradebook into every output (grades.json's
+``manual_score``, ``total_score``, ``comments`` and ``needs_manual_grading``; grades.csv's
+``comments`` column; in the Gradescope JSON, the written answer's comment in its test and the
+others in the output; on the learner's page, the written answer's points and comment below it).
+A question of several parts lists each failed part (grades.json's ``parts``, grades.csv's
+``to_look_at``, the Gradescope test's output, a list on the page). A failed submission shows its
+status in every export, so it never reads as a plain 0.
 
 Gradescope format (https://gradescope-autograders.readthedocs.io/en/latest/specs/, from
 gradescope/autograder_samples docs/specs.md)::
@@ -33,12 +37,13 @@ from pathlib import Path
 
 from .assignment import load_source
 from .errors import AutograderError
-from .gradebook import HandComments, manual_comments, manual_scores
+from .gradebook import HandComments, grades_json, hand_grades
 from .layout import GRADES_CSV, GRADES_JSON, assignment_from_results, gradescope_path, load_records
 from .results import GRADED, StudentResult, write_atomic, write_json
 
 CSV_FIELDS = ["student_id", "status", "score", "max_score", "manual_score", "manual_max_score",
-              "needs_manual_grading", "total_score", "total_max_score", "message", "comments"]
+              "needs_manual_grading", "total_score", "total_max_score", "message", "comments", "to_look_at"]
+"""``to_look_at``: each question that lost points and why, one line per failed part (:func:`question_lines`)."""
 #: The hand-graded answer's test in the Gradescope JSON while nobody has graded it.
 PENDING = "pending"
 #: What makes a spreadsheet read a cell as a formula (OWASP, "CSV Injection"): one of ``= + - @`` (or a
@@ -69,6 +74,10 @@ class ExportResult:
     """RESULTS_DIR/gradescope/<student>.json, one per student."""
     failed: list[str] = field(default_factory=list)
     """Students whose Gradescope file could not be written, with why (the others were)."""
+    feedback: list[str] = field(default_factory=list)
+    """The feedback pages rewritten (RESULTS_DIR/feedback/<student>/<assignment>/<notebook>.html)."""
+    feedback_failed: list[str] = field(default_factory=list)
+    """Students whose feedback page could not be rendered whole (it shows their scores only)."""
 
 
 def gradescope_json(r: StudentResult, manual_score: float | None, comments: HandComments | None = None) -> dict:
@@ -90,7 +99,7 @@ def gradescope_json(r: StudentResult, manual_score: float | None, comments: Hand
     comments = comments or HandComments()
     tests = [{"name": gid, "score": q.score, "max_score": q.max_score,
               "status": "passed" if q.status == "passed" else "failed",
-              "output": q.message if q.status != "not_run" else f"(not run) {q.message}",
+              "output": _test_output(q),
               "visibility": "visible"} for gid, q in r.questions.items()]
     if r.manual_max_score:
         written = {"name": f"written answer ({r.manual_max_score:g} points, graded by hand)", "visibility": "visible"}
@@ -114,6 +123,31 @@ def gradescope_json(r: StudentResult, manual_score: float | None, comments: Hand
                                         **comments.cells}}}
 
 
+def question_lines(r: StudentResult) -> list[str]:
+    """Every question that lost points, with what to look at: one line per failed part.
+
+    >>> from autograder.results import QuestionResult
+    >>> question_lines(StudentResult("amy", "graded", 1.0, 5.0, 0.0, False, {
+    ...     "test_a": QuestionResult(1.0, 1.0, "passed", "correct"),
+    ...     "test_b": QuestionResult(1.0, 3.0, "failed", "partial credit, 1 of 3: x; y", ["x", "y"]),
+    ...     "test_c": QuestionResult(0.0, 1.0, "failed", "z")}))
+    ['test_b: x', 'test_b: y', 'test_c: z']
+    """
+    out = []
+    for gid, q in r.questions.items():
+        if q.status != "passed":
+            out += [f"{gid}: {part}" for part in (q.parts or [q.message])]
+    return out
+
+
+def _test_output(q) -> str:
+    """A test's output on Gradescope: its message, then each failed part on a line of its own."""
+    text = q.message if q.status != "not_run" else f"(not run) {q.message}"
+    if len(q.parts) > 1:
+        text += "\n\nWhat to look at, part by part:\n" + "\n".join(f"- {part}" for part in q.parts)
+    return text
+
+
 def csv_text(results: dict[str, StudentResult], manual: dict[str, float | None],
              comments: dict[str, HandComments] | None = None) -> str:
     question_ids: list[str] = []
@@ -132,7 +166,8 @@ def csv_text(results: dict[str, StudentResult], manual: dict[str, float | None],
                "needs_manual_grading": r.needs_manual_grading and m is None,
                "total_score": r.score + (m or 0.0), "total_max_score": r.max_score + r.manual_max_score,
                "message": r.message if r.status != GRADED else "",
-               "comments": "\n".join((comments or {}).get(sid, HandComments()).lines())}
+               "comments": "\n".join((comments or {}).get(sid, HandComments()).lines()),
+               "to_look_at": "\n".join(question_lines(r))}
         row.update({gid: q.score for gid, q in r.questions.items()})
         # Every field a learner can reach (the id is a folder name, the message may quote the notebook).
         writer.writerow({csv_safe(k): csv_safe(v) for k, v in row.items()})
@@ -156,8 +191,9 @@ def write_exports(results_dir: Path, results: dict[str, StudentResult], manual: 
     return ExportResult(csv=str(results_dir / GRADES_CSV), gradescope=files, failed=failed)
 
 
-def main(results_dir: str | Path = "results") -> ExportResult:
-    """Rewrite grades.csv and the Gradescope JSONs from grades.json's students and the gradebook.
+def main(results_dir: str | Path = "results", feedback: bool = True) -> ExportResult:
+    """Rewrite grades.json, grades.csv, the Gradescope JSONs and (``feedback``) the feedback pages from
+    grades.json's students and the gradebook: what was graded by hand in formgrader reaches all of them.
 
     The assignment is the one the last autograde run into ``results_dir`` graded (its batch.json).
     """
@@ -170,5 +206,13 @@ def main(results_dir: str | Path = "results") -> ExportResult:
                               f"`course-grade autograde` first") from None
     records = {sid: r for sid, r in load_records(results_dir).items() if sid in listed}
     spec = load_source(assignment)
-    return write_exports(results_dir, records, manual_scores(results_dir, assignment, spec),
-                         manual_comments(results_dir, assignment, spec))
+    hand = hand_grades(results_dir, assignment, spec)
+    write_json(results_dir / GRADES_JSON, grades_json(assignment.name, records, hand))
+    result = write_exports(results_dir, records, {sid: h.score for sid, h in hand.items()},
+                           {sid: h.comments for sid, h in hand.items()})
+    if feedback:   # the learners' pages show the hand-graded answers too
+        from .feedback import main as write_pages
+
+        pages = write_pages(results_dir, students=sorted(records), hand=hand)
+        result.feedback, result.feedback_failed = pages.files, pages.failed
+    return result

@@ -1,9 +1,11 @@
 """``course-grade feedback``: the learner's feedback page, rendered so a learner can read it.
 
 The page is the graded notebook as the learner wrote it, with a score table on top
-(every question, the lesson's side checks included, with points and what to look at),
-markdown rendered as HTML, and each test cell followed by its verdict. What the page
-never shows:
+(every question, the lesson's side checks included, with points and what to look at: each
+failed part of a question of several parts as an item of a list), markdown rendered as HTML,
+each test cell followed by its verdict, and, once graded in formgrader (``course-grade export``
+or ``feedback`` re-render it), each hand-graded answer followed by its points and the grader's
+comment. What the page never shows:
 
 - the hidden part of a test cell, or anything a test cell printed (learner code runs
   while the hidden part collects values, so a test cell shows the grader's verdict only);
@@ -38,7 +40,8 @@ import nbformat
 
 from .answers import ANSWER_MIME
 from .cells import grade_id as cell_grade_id
-from .cells import is_test
+from .cells import is_manual, is_task, is_test
+from .cells import points as cell_points
 from .errors import AutograderError
 from .layout import assignment_from_results, autograded_path, feedback_path, load_records
 from .results import StudentResult, write_atomic
@@ -129,13 +132,17 @@ class Redactor:
 
     PREFIX = 12
 
-    def __init__(self, nb: nbformat.NotebookNode | None):
+    def __init__(self, nb: nbformat.NotebookNode | None, secrets_from: nbformat.NotebookNode | None = None):
         secret, public = set(), set()
         for cell in (nb.cells if nb is not None else []):
             source = _joined(cell.get("source", ""))
-            for block in HIDDEN.findall(source) if is_test(cell) else []:
+            for block in HIDDEN.findall(source) if is_test(cell) and secrets_from is None else []:
                 secret.update(line.strip() for line in block.splitlines() if len(line.strip()) >= self.PREFIX)
             public.update(line.strip() for line in HIDDEN.sub("", source).splitlines())
+        # the instructor's copy leaves the hidden tests out (autograder.inert): their lines come from the source
+        for cell in (secrets_from.cells if secrets_from is not None else []):
+            for block in HIDDEN.findall(_joined(cell.get("source", ""))) if is_test(cell) else []:
+                secret.update(line.strip() for line in block.splitlines() if len(line.strip()) >= self.PREFIX)
         self.lines = frozenset(secret - public)
         self._by_prefix: dict[str, list[str]] = {}
         for line in self.lines:
@@ -290,21 +297,70 @@ def _output_html(out, redact: Redactor) -> str:
     return ""
 
 
+def message_html(q) -> str:
+    """A question's message as HTML: each failed part of a question of several parts as an item of a list.
+
+    >>> from autograder.results import QuestionResult
+    >>> message_html(QuestionResult(1.0, 3.0, "failed", "partial credit, 1 of 3: a < b; c & d", ["a < b", "c & d"]))
+    'partial credit, 1 of 3:<ul class="parts"><li>a &lt; b</li><li>c &amp; d</li></ul>'
+    """
+    message = q.message or ""
+    parts = list(getattr(q, "parts", None) or [])
+    if len(parts) < 2:
+        return _esc(message)
+    joined = "; ".join(parts)
+    head = message[:-len(joined)].rstrip().rstrip(":").rstrip() + ":" if message.endswith(joined) else message
+    return (_esc(head) if head != ":" else "") + '<ul class="parts">' + "".join(f"<li>{_esc(p)}</li>" for p in parts) + "</ul>"
+
+
 def _verdict_html(title: str, q) -> str:
     status = q.status if q.status in MARK else "failed"
-    message = q.message if q.message and q.message != "correct" else ("correct" if status == "passed" else "")
+    message = message_html(q) if q.message and q.message != "correct" else ("correct" if status == "passed" else "")
     return (f'<div class="verdict {status}"><span class="mark">{MARK[status]}</span> '
             f'<strong>{_esc(title)}: {q.score:g} / {q.max_score:g}</strong>'
-            + (f' &mdash; {_esc(message)}' if message else "") + "</div>")
+            + (f' &mdash; {message}' if message else "") + "</div>")
 
 
-def _cell_html(cell, result: StudentResult, titles: dict[str, str], redact: Redactor, keys: dict[str, str]) -> str:
+def _hand_html(cell, key: str, hand) -> str:
+    """A hand-graded answer's (or task's) points and its grader's comment, below it on the page."""
+    maximum = cell_points(cell) or 0.0
+    score = hand.cells.get(key) if hand is not None else None
+    comment = hand.cell_comments.get(key, "") if hand is not None else ""
+    if score is None:
+        verdict = (f'<div class="verdict hand pending"><span class="mark">&#9998;</span> <strong>Graded by hand: '
+                   f'{maximum:g} point{"s" if maximum != 1 else ""}, not graded yet</strong></div>')
+    else:
+        status = "passed" if score == maximum else "failed"
+        verdict = (f'<div class="verdict hand {status}"><span class="mark">&#9998;</span> <strong>Graded by hand: '
+                   f'{score:g} / {maximum:g}</strong></div>')
+    if comment:
+        verdict += (f'<div class="comment"><strong>Comment from your grader:</strong>'
+                    f'<pre class="comment-text">{_esc(comment)}</pre></div>')
+    return verdict
+
+
+def _comment_html(text: str) -> str:
+    return f'<div class="comment"><strong>Comment from your grader:</strong><pre class="comment-text">{_esc(text)}</pre></div>'
+
+
+
+def _cell_html(cell, result: StudentResult, titles: dict[str, str], redact: Redactor, keys: dict[str, str],
+               hand=None, stem: str | None = None) -> str:
     kind = cell.get("cell_type")
     gid = cell_grade_id(cell)
     anchor = f' id="{_esc(gid)}"' if gid else ""
     source = _joined(cell.get("source", ""))
+    graded_by_hand = bool(gid) and (is_manual(cell) or is_task(cell)) and bool(result.manual_max_score)
+    after = ""
+    if graded_by_hand:
+        key = f"{stem}/{gid}" if hand is not None and stem and f"{stem}/{gid}" in hand.cells else gid
+        after = _hand_html(cell, key, hand)
+    elif gid and hand is not None and hand.comments.cells.get(gid):
+        after = _comment_html(hand.comments.cells[gid])
     if kind == "markdown":
-        return f'<section class="cell markdown"{anchor}>{markdown_html(redact.text(source))}</section>'
+        label = '<div class="label">your written answer, graded by hand</div>' if graded_by_hand else ""
+        return (f'<section class="cell markdown{" hand" if graded_by_hand else ""}"{anchor}>{label}'
+                f'{markdown_html(redact.text(source))}{after}</section>')
     if kind != "code":
         return ""
     if is_test(cell):
@@ -315,7 +371,7 @@ def _cell_html(cell, result: StudentResult, titles: dict[str, str], redact: Reda
                 f'<pre class="source highlight">{code_html(visible)}</pre>{verdict}</section>')
     outputs = "".join(_output_html(o, redact) for o in cell.get("outputs", []))
     return (f'<section class="cell code"{anchor}><pre class="source highlight">{code_html(redact.text(source))}</pre>'
-            + (f'<div class="outputs">{outputs}</div>' if outputs else "") + "</section>")
+            + (f'<div class="outputs">{outputs}</div>' if outputs else "") + after + "</section>")
 
 
 def _score_table(result: StudentResult, titles: dict[str, str], side_titles: dict[str, str],
@@ -327,7 +383,7 @@ def _score_table(result: StudentResult, titles: dict[str, str], side_titles: dic
         status = q.status if q.status in MARK else "failed"
         link = f'<a href="#{_esc(here[key])}">{_esc(title)}</a>' if key in here else _esc(title)
         rows.append(f'<tr class="{status}"><td class="mark">{MARK[status]}</td><td>{link}</td>'
-                    f'<td class="points">{q.score:g} / {q.max_score:g}</td><td>{_esc(q.message or "")}</td></tr>')
+                    f'<td class="points">{q.score:g} / {q.max_score:g}</td><td>{message_html(q)}</td></tr>')
     if not rows:
         return ""
     return ('<table class="scores"><thead><tr><th></th><th>question</th><th>points</th><th>what to look at</th>'
@@ -358,12 +414,19 @@ pre { background: #f6f8fa; border: 1px solid #e1e4e8; border-radius: 6px; paddin
 .output.note { color: #57606a; font-style: italic; }
 img.output { max-width: 100%; border: none; }
 .cell.test { border-left: 4px solid #8c959f; padding-left: 12px; }
-.cell.test .label { font-size: 0.8em; text-transform: uppercase; letter-spacing: 0.05em; color: #57606a; }
+.cell.hand { border-left: 4px solid #0969da; padding-left: 12px; }
+.cell.test .label, .cell.hand .label { font-size: 0.8em; text-transform: uppercase; letter-spacing: 0.05em; color: #57606a; }
 .verdict { padding: 8px 12px; border-radius: 6px; background: #f6f8fa; }
 .verdict.passed { background: #dafbe1; }
 .verdict.failed { background: #ffebe9; }
 .verdict.not_run { background: #eaeef2; }
 .manual { color: #57606a; }
+.manual.graded { color: #1f2328; }
+ul.parts { margin: 4px 0 0; padding-left: 20px; }
+.verdict.hand { margin-top: 6px; }
+.verdict.hand.pending { background: #fff8c5; }
+.comment { margin: 6px 0; padding: 6px 12px; border-left: 4px solid #0969da; background: #ddf4ff; border-radius: 6px; }
+.comment pre.comment-text { background: transparent; border: none; padding: 2px 0; margin: 0; font: inherit; }
 """
 
 
@@ -372,6 +435,12 @@ def _pygments_css() -> str:
     from pygments.formatters import HtmlFormatter
 
     return HtmlFormatter().get_style_defs(".highlight")
+
+
+def _instructor_only(cell) -> bool:
+    """A cell the grader added to the instructor's copy (autograder.inert.to_grade_by_hand): not the learner's."""
+    meta = (cell.get("metadata") or {}).get("course_grade")
+    return isinstance(meta, dict) and meta.get("instructor_only") is True
 
 
 def _keys(autograded: nbformat.NotebookNode | None, result: StudentResult, notebook_name: str | None,
@@ -389,12 +458,15 @@ def _keys(autograded: nbformat.NotebookNode | None, result: StudentResult, noteb
 
 def feedback_html(autograded: nbformat.NotebookNode | None, result: StudentResult,
                   side_titles: dict[str, str] | None = None, notebook_name: str | None = None,
-                  deadline: float | None = None) -> str:
+                  deadline: float | None = None, hand=None, secrets_from: nbformat.NotebookNode | None = None) -> str:
     """The learner's feedback page: their notebook as graded, hidden parts removed, scores on top and
     inline; the lesson's side-check questions (``side_titles``: each one's title) in the table only.
     ``deadline`` (time.monotonic()): TimeoutError once it has passed, checked cell by cell (each cell's
-    cost is bounded: :data:`RENDER_MAX_CHARS`, and the output budget)."""
-    redact = Redactor(autograded)
+    cost is bounded: :data:`RENDER_MAX_CHARS`, and the output budget). ``hand``
+    (:class:`~autograder.gradebook.HandGrade`): what formgrader holds, shown at the top (points, total)
+    and below each hand-graded answer (its points, its grader's comment). ``secrets_from``: the instructor
+    notebook whose hidden tests no output may quote (default: ``autograded``'s own)."""
+    redact = Redactor(autograded, secrets_from)
     side_titles = dict(side_titles or {})
     titles = _titles(autograded) if autograded is not None else {}
     keys = _keys(autograded, result, notebook_name, side_titles)
@@ -404,17 +476,23 @@ def feedback_html(autograded: nbformat.NotebookNode | None, result: StudentResul
             f'({_esc(STATUS_WORDS.get(result.status, result.status))})</p>']
     if result.message:
         head.append(f"<p>{_esc(result.message)}</p>")
-    if result.manual_max_score:
+    if result.manual_max_score and hand is not None and hand.graded:
+        head.append(f'<p class="manual graded"><strong>Graded by hand: {hand.score:g} / {result.manual_max_score:g}'
+                    f'</strong> (your written answer, below with its points and your grader\'s comment). '
+                    f'<strong>Total: {result.score + hand.score:g} / {result.max_score + result.manual_max_score:g}'
+                    f'</strong></p>')
+    elif result.manual_max_score:
         head.append(f'<p class="manual">Your written answer ({result.manual_max_score:g} points) is graded by hand'
                     + (" and is not included above.</p>" if result.needs_manual_grading else ".</p>"))
     head.append(_score_table(result, titles, side_titles, keys))
     cells = []
     for cell in (autograded.cells if autograded is not None else []):
-        if cell_grade_id(cell) in side_titles:
+        if cell_grade_id(cell) in side_titles or _instructor_only(cell):
             continue  # the grader's own side-check cells in the autograded notebook: in the table above
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError("rendering ran past its time limit")
-        cells.append(_cell_html(cell, result, titles, redact, keys))
+        cells.append(_cell_html(cell, result, titles, redact, keys, hand,
+                                Path(notebook_name).stem if notebook_name else None))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             f"<title>Feedback: {sid}</title><style>{STYLE}{_pygments_css()}</style></head>"
@@ -422,9 +500,10 @@ def feedback_html(autograded: nbformat.NotebookNode | None, result: StudentResul
 
 
 def write_feedback(results_dir: Path, result: StudentResult, autograded: nbformat.NotebookNode | None,
-                   assignment: str, notebook_name: str, side_titles: dict[str, str] | None = None) -> Path:
+                   assignment: str, notebook_name: str, side_titles: dict[str, str] | None = None,
+                   hand=None) -> Path:
     path = feedback_path(results_dir, result.student_id, assignment, notebook_name)
-    write_atomic(path, feedback_html(autograded, result, side_titles, notebook_name))
+    write_atomic(path, feedback_html(autograded, result, side_titles, notebook_name, hand=hand))
     return path
 
 
@@ -458,7 +537,8 @@ def _time_limit(seconds: float):
 
 def write_feedback_within(results_dir: Path, result: StudentResult, autograded: nbformat.NotebookNode | None,
                           assignment: str, notebook_name: str, side_titles: dict[str, str] | None = None,
-                          seconds: float | None = None) -> str | None:
+                          seconds: float | None = None, hand=None,
+                          secrets_from: nbformat.NotebookNode | None = None) -> str | None:
     """:func:`write_feedback` within ``seconds`` (default :data:`RENDER_TIMEOUT_S`), in any thread; a page
     that cannot be rendered in time (or at all) is written with the scores only. None, or why it fell back."""
     seconds = RENDER_TIMEOUT_S if seconds is None else seconds
@@ -466,19 +546,22 @@ def write_feedback_within(results_dir: Path, result: StudentResult, autograded: 
         with _time_limit(seconds):
             path = feedback_path(results_dir, result.student_id, assignment, notebook_name)
             write_atomic(path, feedback_html(autograded, result, side_titles, notebook_name,
-                                             deadline=time.monotonic() + seconds))
+                                             deadline=time.monotonic() + seconds, hand=hand, secrets_from=secrets_from))
         return None
     except Exception as e:  # noqa: BLE001 - a page that cannot be rendered: the summary alone, and say so
-        write_feedback(results_dir, result, None, assignment, notebook_name, side_titles)
+        write_feedback(results_dir, result, None, assignment, notebook_name, side_titles, hand)
         return traceback.format_exception_only(type(e), e)[-1].strip()[:200]
 
 
-def main(results_dir: str | Path = "results", students: list[str] | None = None) -> FeedbackResult:
-    """Re-render feedback HTML for every graded student (or ``students``) from an autograde run.
+def main(results_dir: str | Path = "results", students: list[str] | None = None, hand=None) -> FeedbackResult:
+    """Re-render feedback HTML for every graded student (or ``students``) from an autograde run, with what
+    was graded by hand in formgrader (``hand``: :func:`~autograder.gradebook.hand_grades`' answer; read
+    from the gradebook when not given, and then grades.json is brought up to date with it too).
 
     A student whose page cannot be rendered is reported and skipped; everyone else still gets one.
     """
-    from .assignment import load_lesson
+    from .assignment import load_lesson, load_source
+    from .gradebook import hand_grades, update_grades_json
 
     results_dir = Path(results_dir)
     assignment = assignment_from_results(results_dir)
@@ -486,6 +569,11 @@ def main(results_dir: str | Path = "results", students: list[str] | None = None)
     records = load_records(results_dir)
     if not records:
         raise AutograderError(f"no graded students under {results_dir}/records; run `course-grade autograde` first")
+    spec = load_source(assignment)
+    if hand is None:
+        hand = hand_grades(results_dir, assignment, spec)
+        update_grades_json(results_dir, assignment, records, hand)
+    sources = {nb.name: nb.nb for nb in spec.notebooks}
     files, failed = [], []
     for sid, result in sorted(records.items()):
         if students and sid not in students:
@@ -503,9 +591,10 @@ def main(results_dir: str | Path = "results", students: list[str] | None = None)
             except Exception as e:  # noqa: BLE001 - one bad notebook never stops the others
                 why = traceback.format_exception_only(type(e), e)[-1].strip()[:200]
             if why is None:
-                why = write_feedback_within(results_dir, result, nb, assignment.name, name, side_titles)
+                why = write_feedback_within(results_dir, result, nb, assignment.name, name, side_titles,
+                                            hand=hand.get(sid), secrets_from=sources.get(name))
             else:
-                write_feedback(results_dir, result, None, assignment.name, name, side_titles)
+                write_feedback(results_dir, result, None, assignment.name, name, side_titles, hand.get(sid))
             files.append(str(feedback_path(results_dir, sid, assignment.name, name)))
             if why is not None:
                 problems.append(why)

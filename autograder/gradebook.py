@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .assignment import ANSWER, Assignment, AssignmentSpec
 from .cells import grade_id as cell_grade_id
-from .layout import db_url
+from .layout import GRADES_JSON, db_url
 from .results import GRADER_ERROR, INVALID, MISSING, StudentResult, write_json
 
 STATE = ".gradebook-state.json"
@@ -213,3 +213,90 @@ def manual_comments(results_dir: Path, assignment: Assignment, spec: AssignmentS
             out[sid] = HandComments(written="\n\n".join(texts[n] for n in manual_ids if n in texts),
                                     cells={n: texts[n] for n in cells})
     return out
+
+
+@dataclass(frozen=True)
+class HandGrade:
+    """What a person gave one student in formgrader: the points of each hand-graded answer or task and
+    every comment, read from the gradebook."""
+
+    score: float | None
+    """The hand-graded points together; None while one of them is still to be graded."""
+    cells: dict[str, float | None] = field(default_factory=dict)
+    """Each hand-graded cell's points by its key (:attr:`~autograder.assignment.GradedCell.key`), None
+    while still to grade (an answer handed back as released: nbgrader's 0)."""
+    comments: HandComments = field(default_factory=HandComments)
+    """The comments, as :func:`manual_comments` reads them."""
+    cell_comments: dict[str, str] = field(default_factory=dict)
+    """Each hand-graded cell's own comment by its key (empty boxes left out)."""
+
+    @property
+    def graded(self) -> bool:
+        """True once every hand-graded cell has its points.
+
+        >>> HandGrade(2.0, {"explain": 2.0}).graded, HandGrade(None, {"explain": None}).graded
+        (True, False)
+        """
+        return self.score is not None
+
+
+def hand_grades(results_dir: Path, assignment: Assignment, spec: AssignmentSpec) -> dict[str, HandGrade]:
+    """Every student's :class:`HandGrade`, from the gradebook (nothing before the first merge).
+
+    ``score`` agrees with :func:`manual_scores` and ``comments`` with :func:`manual_comments`: this
+    adds each hand-graded cell's own points and comment, for the feedback page and grades.json.
+    """
+    scores = manual_scores(results_dir, assignment, spec) or {}
+    comments = manual_comments(results_dir, assignment, spec)
+    keys = {(Path(nb.name).stem, c.grade_id): c.key for nb in spec.notebooks for c in nb.manual}
+    cells: dict[str, dict[str, float | None]] = {}
+    texts: dict[str, dict[str, str]] = {}
+    for sid, sub_nb in _submitted_notebooks(results_dir, assignment):
+        for g in sub_nb.grades:
+            key = keys.get((sub_nb.name, g.name))
+            if key is not None:
+                cells.setdefault(sid, {})[key] = _hand_score(g)
+        for c in sub_nb.comments:
+            key = keys.get((sub_nb.name, c.name))
+            if key is not None and c.manual_comment and c.manual_comment.strip():
+                texts.setdefault(sid, {})[key] = c.manual_comment.strip()
+    return {sid: HandGrade(scores.get(sid), cells.get(sid, {}), comments.get(sid, HandComments()), texts.get(sid, {}))
+            for sid in set(scores) | set(cells)}
+
+
+def grades_json(assignment: str, results: dict[str, StudentResult],
+                hand: dict[str, HandGrade] | None = None) -> dict:
+    """grades.json's content (its shape: :mod:`autograder.results`): each student's autograded result with
+    what formgrader holds for them (points given by hand, comments).
+
+    >>> from autograder.results import QuestionResult
+    >>> r = StudentResult("amy", "graded", 3.0, 5.0, 3.0, True, {"test_a": QuestionResult(3.0, 5.0, "failed", "a; b",
+    ...                   ["a", "b"])})
+    >>> e = grades_json("ps1", {"amy": r}, {"amy": HandGrade(2.0, {"explain": 2.0}, HandComments("good"))})["students"]["amy"]
+    >>> e["score"], e["manual_score"], e["total_score"], e["needs_manual_grading"], e["comments"], e["questions"]["test_a"]["parts"]
+    (3.0, 2.0, 5.0, False, {'written answer': 'good'}, ['a', 'b'])
+    >>> grades_json("ps1", {"amy": r})["students"]["amy"]["needs_manual_grading"]
+    True
+    """
+    hand = hand or {}
+    students = {}
+    for sid, r in sorted(results.items()):
+        h = hand.get(sid)
+        students[sid] = r.grades_entry(h.score if h else None, _comment_dict(h.comments) if h else None)
+    return {"assignment": assignment, "students": students}
+
+
+def _comment_dict(comments: HandComments) -> dict[str, str]:
+    return {**({"written answer": comments.written} if comments.written else {}), **comments.cells}
+
+
+def update_grades_json(results_dir: Path, assignment: Assignment, records: dict[str, StudentResult],
+                       hand: dict[str, HandGrade]) -> None:
+    """Rewrite grades.json for the students it lists, with what formgrader holds for them (nothing when
+    there is no grades.json: no autograde run has finished)."""
+    path = Path(results_dir) / GRADES_JSON
+    try:
+        listed = json.loads(path.read_text())["students"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    write_json(path, grades_json(assignment.name, {sid: r for sid, r in records.items() if sid in listed}, hand))

@@ -50,7 +50,7 @@ import re
 import nbformat
 
 from .answers import ANSWER_MIME
-from .cells import is_locked
+from .cells import grade_id, is_locked, is_manual, is_task, is_test, points
 from .feedback import WIDGET_MIME, WIDGET_NOTE, markdown_html, sanitize
 
 #: Output types kept as they are: nbconvert escapes text, and images are checked to be base64.
@@ -129,4 +129,60 @@ def instructor_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
                 cell["source"] = _one_line_html(f"<pre>{html.escape(_text(cell.get('source', '')))}</pre>")
         if cell.get("cell_type") == "code":
             cell["outputs"] = [inert_output(o) for o in cell.get("outputs", [])]
+        if is_test(cell):
+            cell["source"] = leave_out_hidden_tests(_text(cell.get("source", "")))
+    note = to_grade_by_hand(nb)
+    if note is not None:
+        nb.cells.insert(0, note)
     return nb
+
+
+#: The instructor copy's hidden part of a test cell: the markers kept (the feedback page and every redaction
+#: still know it as hidden), the code left out.
+HIDDEN_BLOCK = re.compile(r"^([ \t]*)### BEGIN HIDDEN TESTS[^\n]*\n(.*?)^[ \t]*### END HIDDEN TESTS[ \t]*$", re.S | re.M)
+LEFT_OUT = ("{indent}# ({n} lines of hidden test: restored from the instructor source and run when this was graded;\n"
+            "{indent}#  left out of this copy, see the source notebook)")
+#: ``metadata.course_grade.instructor_only``: a cell the grader adds to the instructor's copy (never on a learner's page).
+INSTRUCTOR_ONLY = "instructor_only"
+
+
+def leave_out_hidden_tests(source: str) -> str:
+    """A test cell's source without its hidden tests' code (formgrader showed 2,039 such lines above the
+    one answer to grade by hand); the markers and a line saying how many lines were left out remain.
+
+    >>> print(leave_out_hidden_tests("### BEGIN HIDDEN TESTS\\nx = secret()\\nrecord(x)\\n### END HIDDEN TESTS\\nassert ok"))
+    ### BEGIN HIDDEN TESTS
+    # (2 lines of hidden test: restored from the instructor source and run when this was graded;
+    #  left out of this copy, see the source notebook)
+    ### END HIDDEN TESTS
+    assert ok
+    """
+    def fold(m: re.Match) -> str:
+        n = len(m.group(2).splitlines())
+        return (f"{m.group(1)}### BEGIN HIDDEN TESTS\n{LEFT_OUT.format(indent=m.group(1), n=n)}\n"
+                f"{m.group(1)}### END HIDDEN TESTS")
+    return HIDDEN_BLOCK.sub(fold, source)
+
+
+def to_grade_by_hand(nb: nbformat.NotebookNode) -> nbformat.NotebookNode | None:
+    """The markdown cell put first in the instructor's copy: a link to each answer graded by hand (the
+    link goes to formgrader's score box, whose id is the cell's grade_id), or None when there is none.
+
+    >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("Explain.", metadata={"nbgrader": {
+    ...     "grade": True, "solution": True, "grade_id": "explain", "points": 3, "locked": False}})])
+    >>> print(to_grade_by_hand(nb).source)
+    **To grade by hand in this notebook:** [explain (3 points)](#explain)
+    """
+    links = [f"[{html.escape(gid)} ({points(cell):g} point{'s' if points(cell) != 1 else ''})](#{gid})"
+             for cell in nb.cells if (is_manual(cell) or is_task(cell)) and (gid := grade_id(cell))
+             and re.fullmatch(r"[A-Za-z0-9_.-]+", gid) and points(cell)]
+    if not links:
+        return None
+    return nbformat.v4.new_markdown_cell("**To grade by hand in this notebook:** " + " · ".join(links),
+                                         metadata={"course_grade": {INSTRUCTOR_ONLY: True}})
+
+
+def instructor_only(cell) -> bool:
+    """A cell the grader added to the instructor's copy (:func:`to_grade_by_hand`)."""
+    meta = (cell.get("metadata") or {}).get("course_grade") if isinstance(cell, dict) else None
+    return isinstance(meta, dict) and meta.get(INSTRUCTOR_ONLY) is True

@@ -4,9 +4,17 @@
 
     {"assignment": "ps1",
      "students": {"alice": {"status": "graded", "score": 2.5, "max_score": 3.0,
-                            "manual_max_score": 10.0, "needs_manual_grading": true,
+                            "manual_max_score": 10.0, "needs_manual_grading": false,
+                            "manual_score": 8.0, "total_score": 10.5, "total_max_score": 13.0,
+                            "comments": {"written answer": "clear, but name the pool"},
                             "questions": {"correct_squares": {"score": 1.0, "max_score": 1.0,
-                                                              "status": "passed", "message": "correct"}}}}}
+                                                              "status": "passed", "message": "correct",
+                                                              "parts": []}}}}}
+
+``score`` is the autograded points; ``manual_score`` the points given by hand in formgrader (null, and
+``needs_manual_grading`` true, until every hand-graded cell has them: ``course-grade export`` or
+``feedback`` after formgrader rewrites this file), ``total_score`` both. A question of several parts
+lists each failed part's message in ``parts`` (its ``message`` names them all).
 
 Per-student records (``records/<id>.json``) carry a little more: the message, the
 time taken, and the fingerprint that lets an interrupted batch resume.
@@ -64,7 +72,11 @@ class QuestionResult:
     status: str
     """"passed", "failed", or "not_run" (the notebook stopped before this test, or nothing to grade)."""
     message: str
-    """What to look at; empty or "correct" when passed."""
+    """What to look at; empty or "correct" when passed. A question of several parts names every failed
+    part here, joined by "; " (each one also in :attr:`parts`)."""
+    parts: list[str] = field(default_factory=list)
+    """Each failed part's message, one per part, when the question has several (else empty): what the
+    feedback page, grades.json, grades.csv and Gradescope list one by one."""
 
 
 @dataclass
@@ -102,15 +114,21 @@ class StudentResult:
     unanswered: list[str] = field(default_factory=list)
     """Hand-graded answers handed back as released: nbgrader's "No response" (0 points, nobody grades them)."""
 
-    def grades_entry(self) -> dict[str, Any]:
+    def grades_entry(self, manual_score: float | None = None, comments: dict[str, str] | None = None) -> dict[str, Any]:
+        """This student's entry in grades.json, with the points and comments given by hand in formgrader
+        (``manual_score``: None while something is still to grade)."""
         return {
             "status": self.status,
             "score": self.score,
             "max_score": self.max_score,
             "manual_max_score": self.manual_max_score,
-            "needs_manual_grading": self.needs_manual_grading,
+            "needs_manual_grading": self.needs_manual_grading and manual_score is None,
+            "manual_score": manual_score,
+            "total_score": self.score + (manual_score or 0.0),
+            "total_max_score": self.max_score + self.manual_max_score,
+            "comments": dict(comments or {}),
             "questions": {gid: {"score": q.score, "max_score": q.max_score, "status": q.status,
-                                "message": q.message} for gid, q in self.questions.items()},
+                                "message": q.message, "parts": list(q.parts)} for gid, q in self.questions.items()},
         }
 
     def to_json(self) -> dict[str, Any]:

@@ -155,10 +155,26 @@ def _score_one(execution: Execution, index: int | None, test: GradedCell, checks
     if len(distinct) > 1:
         return fail(f"{len(distinct)} conflicting answers were recorded in this test; none is accepted")
     fraction, message = check_credit(checks, test.grade_id, payloads[0].get("values"))
+    parts = part_messages(message)
+    message = "; ".join(parts)
     if fraction == 1.0:
         return QuestionResult(score=points, max_score=points, status=PASSED, message=message or "correct")
+    parts = parts if len(parts) > 1 else []
     if fraction > 0:     # sub-answers scored on their own: the check says which part is off
         earned = round(points * fraction, 4)
-        return QuestionResult(score=earned, max_score=points, status=FAILED,
+        return QuestionResult(score=earned, max_score=points, status=FAILED, parts=parts,
                               message=f"partial credit, {earned:g} of {points:g}: {message or 'a part is off'}")
-    return fail(message or "the answer is not correct")
+    return QuestionResult(score=0.0, max_score=points, status=FAILED, parts=parts,
+                          message=message or "the answer is not correct")
+
+
+def part_messages(message: str) -> list[str]:
+    """A check's message as its failed parts: one per line (a check of several parts writes each failed
+    part's message on a line of its own), blank lines dropped, each one line of at most 400 characters.
+
+    >>> part_messages("decision: max_model_len is short\\nreason: name the knob\\n")
+    ['decision: max_model_len is short', 'reason: name the knob']
+    >>> part_messages("")
+    []
+    """
+    return [one_line(line, 400) for line in str(message).split("\n") if line.strip()]

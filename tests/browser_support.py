@@ -91,7 +91,7 @@ class JupyterLab:
     empty data, runtime and home folders, and Jupyter's own random token (read from the URL it
     prints: :meth:`printed_url`). ``formgrader=True``: the instructor's JupyterLab in this Python
     (nbgrader's formgrader on) started in ``root``, an nbgrader course root such as a RESULTS_DIR,
-    as ``cd results && jupyter lab`` would.
+    with the command line ``course-grade formgrader RESULTS_DIR`` runs (:func:`autograder.formgrader.command`).
     """
 
     def __init__(self, root: Path, home: Path, log_path: Path, fresh: bool = False, formgrader: bool = False):
@@ -113,10 +113,10 @@ class JupyterLab:
         if fresh:
             (home / "home").mkdir(exist_ok=True)
             env["HOME"] = str(home / "home")
-        if formgrader:
-            argv = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-                    f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0", f"--ServerApp.root_dir={root}",
-                    "--LabApp.news_url=None", *(["--ServerApp.allow_root=True"] if os.geteuid() == 0 else [])]
+        if formgrader:   # the README's `course-grade formgrader RESULTS_DIR`: its command line, as root or not
+            from autograder.formgrader import command
+
+            argv = command(root, port=self.port, no_browser=True, ip="127.0.0.1")[0] + ["--LabApp.news_url=None"]
         else:
             argv = [sys.executable, "-m", "autograder.workspace", "--serve", "--dir", str(root),
                     "--port", str(self.port), "--no-browser"]

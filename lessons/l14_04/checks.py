@@ -84,11 +84,24 @@ def _first_problem(values: Any, name: str = "value") -> str | None:
     return None
 
 
+class Follows(str):
+    """A part's message when it fails only because an earlier part of the same question failed: listed
+    with the others, so the learner sees it, but never charged (one slip costs once).
+
+    >>> _parts((1, "the launch does not start"), (1, Follows("so it serves nobody: fixed with the launch")))
+    Result(passed=False, message='the launch does not start\\nso it serves nobody: fixed with the launch', fraction=0.5)
+    """
+
+
 def _parts(*parts: tuple[float, str | None], note: str = "") -> Result:
-    """Sub-answers scored on their own: (weight, message or None when right) each.
+    """Sub-answers scored on their own: (weight, message or None when right) each. The message lists
+    every failed part, one per line, in order (the grader shows each); a :class:`Follows` part is
+    listed but keeps its points.
 
     >>> _parts((1, None), (1, "b is off"))
     Result(passed=False, message='b is off', fraction=0.5)
+    >>> _parts((1, "a is off"), (1, None), (2, "c is off"))
+    Result(passed=False, message='a is off\\nc is off', fraction=0.25)
     >>> _parts((1, None), (2, None), note="carried")
     Result(passed=True, message='carried', fraction=None)
     """
@@ -96,10 +109,8 @@ def _parts(*parts: tuple[float, str | None], note: str = "") -> Result:
     wrong = [m for _, m in parts if m]
     if not wrong:
         return Result(True, note)
-    earned = sum(w for w, m in parts if not m)
-    more = len(wrong) - 1
-    message = wrong[0] if not more else f"{wrong[0]} (and {more} more part{'s' if more > 1 else ''} to look at)"
-    return Result(False, message, earned / total if total else 0.0)
+    earned = sum(w for w, m in parts if not m or isinstance(m, Follows))
+    return Result(False, "\n".join(wrong), earned / total if total else 0.0)
 
 
 def _first(*messages: str | None) -> str | None:
@@ -675,7 +686,9 @@ def _score_decision(v: dict) -> Result:
                            gpu_memory_utilization=decision["gpu_memory_utilization"])
         if not plan.starts:
             starts = f"decision: {plan.verdict()}"[:300]
-    serves = "decision: it does not start, so it serves nobody" if starts else None
+    # a launch that does not start serves nobody; that follows from the first part and is not charged again
+    serves = Follows("decision: it does not start, so it serves nobody (this part is not charged again: fix the "
+                     "launch first)") if starts else None
     if serves is None and not plan.serves(USERS):
         serves = (f"decision: vLLM would run {plan.concurrent_requests} requests of {decision['max_model_len']:,} "
                   f"tokens at once, not {USERS}: {plan.verdict(USERS)}")[:400]

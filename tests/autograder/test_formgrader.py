@@ -4,8 +4,10 @@ Three students of the example class are graded; the instructor's JupyterLab is s
 results folder (``cd results && jupyter lab``, as the README says) and formgrader must list all three
 as handed in and graded (nbgrader counts ``submitted/<id>/<assignment>/`` folders). A score and two
 comments are then typed into formgrader's own boxes for one student, and ``course-grade export``
-must carry them into grades.csv and that student's Gradescope JSON. Screenshots:
-test-artifacts/browser/formgrader-*.png.
+must carry them into grades.json, grades.csv, that student's Gradescope JSON and their feedback page,
+read in Chromium. The server is started by ``course-grade formgrader``'s command line (as root it adds
+``--allow-root``), and the one answer to grade by hand must be reachable from the first screen.
+Screenshots: test-artifacts/browser/formgrader-*.png, feedback-hand-graded.png.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ from autograder.gradebook import HandComments, manual_comments, manual_scores
 
 REPO = Path(__file__).resolve().parents[2]
 STUDENTS = ("reference", "blank", "gb_gib_mixup")
+VIEWPORT = (1400, 1000)
+#: formgrader's page for one submission: 61,673 px with the restored hidden tests (issue 34); without them,
+#: 30,959 px (measured: 1400 x 1000 viewport, Debian Chromium); the bound leaves room for the lesson's edits.
+PAGE_HEIGHT_MAX = 40_000
 WRITTEN_COMMENT = "Names all five pools; say which two grow with requests."
 OTHER_COMMENT = "Show the factor 2 for K and V."
 
@@ -63,7 +69,7 @@ def test_formgrader_lists_every_submission_and_its_comments_reach_the_exports(gr
     lab = JupyterLab(results, graded / "home", ARTIFACTS / "formgrader.log", formgrader=True)
     try:
         lab.wait_ready(120)
-        with chromium_page(sync_api, graded / "chromium-profile") as page:
+        with chromium_page(sync_api, graded / "chromium-profile", viewport=VIEWPORT) as page:
             page.goto(lab.url("formgrader"))
             row = page.locator("tr", has_text=ASSIGNMENT)
             row.wait_for(timeout=60_000)
@@ -86,6 +92,25 @@ def test_formgrader_lists_every_submission_and_its_comments_reach_the_exports(gr
             written = page.locator("#explain_written")
             written.wait_for(timeout=60_000)
             spec = load_source(a)
+            page.wait_for_load_state("networkidle")
+            # The hand-graded answer is easy to reach (issue 34): no hidden-test code on the page (it was
+            # 2,039 lines, a 61,673 px page with the answer 98% down), and a link in the first screen
+            # that brings its score box into view.
+            text = page.locator("body").inner_text()
+            assert "_course_hidden" not in text and "def _course" not in text, "hidden-test code on the page"
+            height = page.evaluate("document.documentElement.scrollHeight")
+            print(f"formgrader submission page: {height} px")
+            page.evaluate("window.scrollTo(0, 0)")
+            link = page.get_by_role("link", name=f"{spec.manual[0].grade_id} (3 points)")
+            box = link.bounding_box()
+            assert box is not None and box["y"] + box["height"] <= VIEWPORT[1], (box, height)
+            page.screenshot(path=str(ARTIFACTS / "formgrader-top.png"))
+            link.click()
+            page.wait_for_function("() => { const r = document.getElementById('explain_written')"
+                                   ".getBoundingClientRect(); return r.top >= 0 && r.bottom <= window.innerHeight; }",
+                                   timeout=10_000)
+            page.screenshot(path=str(ARTIFACTS / "formgrader-after-link.png"))
+            assert height < PAGE_HEIGHT_MAX, f"the submission page is {height} px"
 
             def comments() -> HandComments:
                 return manual_comments(results, a, spec).get("reference", HandComments())
@@ -115,6 +140,20 @@ def test_formgrader_lists_every_submission_and_its_comments_reach_the_exports(gr
 
     from autograder.export import main as export
     export(results)
+    # what the learner reads: the written answer with its points and the comment typed in formgrader
+    with chromium_page(sync_api, graded / "chromium-profile-learner") as page:
+        page.goto((results / "feedback" / "reference" / ASSIGNMENT / f"{ASSIGNMENT}.html").as_uri())
+        answer = page.locator(f"#{spec.manual[0].grade_id}")
+        answer.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "feedback-hand-graded.png"))
+        shown = answer.inner_text()
+        assert "Graded by hand: 2 / 3" in shown and WRITTEN_COMMENT in shown, shown
+        head = page.locator("header").inner_text()
+        assert "not included above" not in head and "Graded by hand: 2 / 3" in head and "Total: 52 / 53" in head, head
+        other = page.locator("#answer_kv_per_token").inner_text()
+        assert OTHER_COMMENT in other, other
+    grades = json.loads((results / "grades.json").read_text())["students"]["reference"]
+    assert (grades["manual_score"], grades["total_score"], grades["needs_manual_grading"]) == (2.0, 52.0, False)
     rows = {r["student_id"]: r for r in csv.DictReader((results / "grades.csv").open())}
     assert rows["reference"]["manual_score"] == "2.0" and rows["reference"]["total_score"] == "52.0"
     assert rows["reference"]["comments"] == (f"written answer: {WRITTEN_COMMENT}\n"
@@ -126,3 +165,22 @@ def test_formgrader_lists_every_submission_and_its_comments_reach_the_exports(gr
     assert written["score"] == 2.0 and written["max_score"] == 3.0 and WRITTEN_COMMENT in written["output"]
     assert OTHER_COMMENT in data["output"] and data["score"] == 52.0 == sum(t["score"] for t in data["tests"])
 
+
+
+def test_formgrader_verb_refuses_a_folder_autograde_did_not_write(tmp_path, capsys):
+    from autograder.cli import main
+
+    assert main(["formgrader", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"course-grade formgrader: {tmp_path} has no gradebook.db; run `course-grade autograde "
+                   f"SUBMITTED_DIR --out {tmp_path}` first"]
+
+
+@pytest.mark.parametrize("euid, added", [(0, True), (1000, False)])
+def test_formgrader_command_adds_allow_root_for_root_only(euid, added):
+    # JupyterLab started by root without --allow-root exits at once ("Running as root is not recommended")
+    from autograder.formgrader import command
+
+    argv, notes = command("results", euid=euid)
+    assert ("--ServerApp.allow_root=True" in argv) is added and bool(notes) is added
+    assert "--ServerApp.root_dir=results" in argv and "--ServerApp.default_url=/formgrader" in argv

@@ -344,6 +344,7 @@ def test_grades_json_has_exactly_the_documented_shape(graded):
     data = json.loads((graded["results"] / "grades.json").read_text())
     assert set(data) == {"assignment", "students"} and data["assignment"] == hostile.ASSIGNMENT
     for entry in data["students"].values():
-        assert set(entry) == {"status", "score", "max_score", "manual_max_score", "needs_manual_grading", "questions"}
+        assert set(entry) == {"status", "score", "max_score", "manual_max_score", "needs_manual_grading", "questions",
+                              "manual_score", "total_score", "total_max_score", "comments"}
         for q in entry["questions"].values():
-            assert set(q) == {"score", "max_score", "status", "message"}
+            assert set(q) == {"score", "max_score", "status", "message", "parts"}
