@@ -230,6 +230,8 @@ def runtime_table(spec, est) -> str:
         lines.append("fitted on published logs: " + ", ".join(est.fitted))
     for note in est.notes:
         lines.append(f"note: {note}")
+    for rule in est.unchecked_rules:
+        lines.append(f"not checked by a log: {rule} (read from the release's source only)")
     return "\n".join(lines)
 
 
