@@ -44,6 +44,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..architectures import spec_architectures
 from ..dtypes import get_dtype
 from ..errors import CourseInputError
 from ..models import kv_cache_bytes_per_token, weights_format
@@ -110,6 +111,10 @@ NON_TORCH_TP_BYTES = 256 * MiB
 NON_TORCH_TP_NVSWITCH_BYTES = round(2.1 * GiB)
 #: Presets whose multi-GPU systems have NVSwitch (HGX boards).
 NVSWITCH_GPUS = ("h100-80gb", "h200", "b200", "h20")
+#: Presets of data-center Blackwell (compute capability family 10.x: ``is_device_capability_family(100)``).
+SM100_GPUS = ("b200", "b300", "gb200", "gb300")
+#: GB10 (DGX Spark, compute capability 12.1), by the names it is given.
+GB10_GPUS = ("gb10", "dgx-spark")
 #: Before the baseline snapshot (V0 < 0.6.5, V1 < 0.8.5) non-torch also held the CUDA context and the NCCL
 #: communicators of every rank: 0.35 GiB on one GPU (the development set's RTX 3090 0.6.4 log,
 #: "non_torch_memory=0.35GiB"), and 1.1 GiB more per other rank to fit the visible MI300X TP8 log (0.6.4:
@@ -186,18 +191,25 @@ def batch_defaults(rules: Rules, gpu: str | int, total: int, entrypoint: str) ->
 
     vllm/engine/arg_utils.py: on a GPU of 70 GiB or more that is not an A100 (from 0.9.0; before, only
     H100/H200, and only the token budget grew), ``vllm serve`` profiles 8,192 tokens and 1,024 sequences
-    (``LLM``: 16,384), elsewhere 2,048 and 256 (``LLM``: 8,192).
+    (``LLM``: 16,384), elsewhere 2,048 and 256 (``LLM``: 8,192). From 0.28 a GPU of 160 GiB or more
+    (B200, MI300X) profiles 16,384 tokens for both entry points; 0.33 keeps GB10 (DGX Spark) on the small tier.
 
     >>> from .vllm_releases import HISTORY
     >>> batch_defaults(HISTORY.at("0.19.0"), "h100-80gb", 80 * 2**30, "serve")[:2]
     (8192, 1024)
+    >>> batch_defaults(HISTORY.at("0.33.0"), "b200", 178 * 2**30, "serve")[:2]
+    (16384, 1024)
     """
     name = str(gpu).strip().lower()
+    serve = entrypoint != "llm"
     if rules.batch_defaults == "h100-h200":
         big, seqs_grow = name.startswith(("h100", "h200")), False
     else:
         big, seqs_grow = total >= 70 * GiB and "a100" not in name, True
-    serve = entrypoint != "llm"
+        if rules.batch_defaults == "by-memory-160-no-gb10" and name in GB10_GPUS:
+            big = False
+        elif rules.batch_defaults.startswith("by-memory-160") and total >= 160 * GiB:
+            return 16384, 1024, ">= 160 GiB"
     tokens = (8192 if serve else 16384) if big else (2048 if serve else 8192)
     seqs = 1024 if big and seqs_grow else 256
     return tokens, seqs, ">= 70 GiB non-A100" if big else "smaller or A100"
@@ -276,19 +288,58 @@ def resolve(spec: ModelSpec, gpu: str | int, launch: VllmLaunch) -> tuple[VllmLa
                    sampler=sampler, block_size=block, platform=platform, interconnect=link), why
 
 
-def capture_sizes(rules: Rules, engine: str, max_num_seqs: int) -> int:
+def capture_sizes(rules: Rules, engine: str, max_num_seqs: int, max_num_batched_tokens: int | None = None,
+                  gpu: str | int = "") -> int:
     """How many batch sizes vLLM captures graphs for by default (the ``capture_sizes`` rule).
+
+    ``VllmConfig._set_cudagraph_sizes`` (vllm/config/vllm.py): ``[1, 2, 4] + range(8, 256, 8) +
+    range(256, cap + 1, 16)`` with ``cap = min(2 x max_num_seqs, 512)`` (1,024 on data-center Blackwell
+    from 0.28); from 0.31 the grid stops at ``max_num_batched_tokens`` and ``max_num_seqs`` is captured too.
 
     >>> from .vllm_releases import HISTORY
     >>> capture_sizes(HISTORY.at("0.10.1"), "V1", 256), capture_sizes(HISTORY.at("0.19.0"), "V1", 256)
     (67, 51)
+    >>> capture_sizes(HISTORY.at("0.28.0"), "V1", 1024, 8192, "b200"), capture_sizes(HISTORY.at("0.33.0"), "V1", 100, 2048)
+    (83, 29)
     """
     if engine == "V0":   # _BATCH_SIZES_TO_CAPTURE = [1, 2, 4] + [8 * i for i in 1..32], up to max_num_seqs
         return 3 + min(32, max_num_seqs // 8)
-    if rules.capture_sizes == "67":   # [1, 2, 4] + range(8, 513, 8)
+    rule = rules.capture_sizes
+    if rule["grid"] == "67":   # [1, 2, 4] + range(8, 513, 8)
         return 3 + 64
-    cap = min(512, 2 * max_num_seqs)   # [1, 2, 4] + range(8, 256, 8) + range(256, cap + 1, 16)
-    return 3 + min(31, (cap - 1) // 8) + max(0, (cap - 256) // 16 + 1)
+    sm100 = str(gpu).strip().lower() in SM100_GPUS
+    cap = min(rule["cap_sm100"] if sm100 else rule["cap"], 2 * max_num_seqs)
+    if not rule["exact"]:   # [1, 2, 4] + range(8, min(cap + 1, 256), 8) + range(256, cap + 1, 16)
+        return len(_grid(cap))
+    tokens = max_num_batched_tokens or cap
+    top = min(tokens, cap)
+    sizes = _grid(top)
+    if tokens <= top:
+        sizes.add(tokens)
+    if max_num_seqs <= cap and max_num_seqs <= tokens:
+        sizes.add(max_num_seqs)
+    return len(sizes)
+
+
+def _grid(top: int) -> set[int]:
+    return {n for n in (1, 2, 4) if n <= top} | set(range(8, min(top + 1, 256), 8)) | set(range(256, top + 1, 16))
+
+
+def model_runner(rules: Rules, spec: ModelSpec, engine: str, platform: str) -> str:
+    """The V1 engine's model runner: "V2" (vllm/v1/worker/gpu/) for the release's default architectures, else "V1".
+
+    ``VllmConfig.use_v2_model_runner`` (vllm/config/vllm.py): by the model's ``architectures`` in
+    ``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES`` from 0.22, every architecture from 0.29 (on ROCm, DeepSeek-V3.2
+    and V4 keep V1). Its CUDA-graph estimate captures PIECEWISE graphs in full and extrapolates FULL graphs
+    from the two largest (``profile_cudagraph_memory``, vllm/v1/worker/gpu/cudagraph_utils.py, 0.33).
+    """
+    if engine == "V0":
+        return "V0"
+    listed = rules.v2_runner_architectures
+    archs = spec_architectures(spec)
+    if listed == "all":
+        return "V1" if platform == "rocm" and set(archs) & {"DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM"} else "V2"
+    return "V2" if set(archs) & set(listed) else "V1"
 
 
 @dataclass(frozen=True)
@@ -302,6 +353,7 @@ class _Ctx:
     total: int
     fmt: Any
     kv_name: str
+    runner: str = "V1"
 
     @property
     def v0(self) -> bool:
@@ -352,15 +404,19 @@ def _activation(ctx: _Ctx, stage: Stage) -> tuple[int, str]:
 def _cuda_graph(ctx: _Ctx, stage: Stage) -> Term:
     """The graph pool of one stage: outside the budget (captured after the KV cache) or estimated inside it."""
     launch, rules = ctx.launch, ctx.rules
-    graphs = 0 if launch.enforce_eager else capture_sizes(rules, launch.engine, launch.max_num_seqs)
+    graphs = 0 if launch.enforce_eager else capture_sizes(rules, launch.engine, launch.max_num_seqs,
+                                                          launch.max_num_batched_tokens, ctx.gpu)
     mib = rules.graph_mib["V0" if ctx.v0 else launch.platform if launch.platform in rules.graph_mib else "cuda"]
     graph = cuda_graph_bytes(graphs, stage.layers, mib)
-    in_budget = not ctx.v0 and rules.graphs_in_budget and graphs > 0
+    in_budget = (not ctx.v0 and rules.graphs_in_budget.get(launch.platform, rules.graphs_in_budget["cuda"])
+                 and graphs > 0)
     if not graphs:
         note = "--enforce-eager: no CUDA graphs"
     elif in_budget:
         note = (f"estimate of {graphs} captured sizes x {stage.layers} layers, inside the budget from "
-                f"v{rules.origin('graphs_in_budget').since}")
+                f"v{rules.origin('graphs_in_budget').since} on {launch.platform}"
+                + ("; the V2 model runner's profile (PIECEWISE measured, FULL extrapolated from the two largest), "
+                   "taken at the V1 runner's fitted MiB" if ctx.runner == "V2" else ""))
     else:
         note = f"{graphs} captured sizes x {stage.layers} layers, captured after the KV cache (outside the budget)"
     return Term("cuda_graph", graph, note, -1 if in_budget else 0)
@@ -458,7 +514,9 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     version: Version = launch.version          # type: ignore[assignment]
     rules = HISTORY.at(version)
     fmt = weights_format(spec, launch.dtype)
-    ctx = _Ctx(spec, launch, rules, gpu, gpu_bytes(gpu), fmt, _kv_dtype(launch.kv_cache_dtype, fmt.compute_dtype))
+    runner = model_runner(rules, spec, launch.engine, launch.platform)
+    ctx = _Ctx(spec, launch, rules, gpu, gpu_bytes(gpu), fmt, _kv_dtype(launch.kv_cache_dtype, fmt.compute_dtype),
+               runner)
     tp, pp = launch.tensor_parallel, launch.pipeline_parallel
     stage_list = stages(spec, tp, pp)
     stage_terms = [profile_terms(ctx, stage) for stage in stage_list]
@@ -490,11 +548,14 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
         "enforce_eager": launch.enforce_eager, "tensor_parallel": tp, "pipeline_parallel": pp,
         "block_size": launch.block_size, "sampler": launch.sampler, "platform": launch.platform,
         "interconnect": launch.interconnect, "cpu_offload_gb": launch.cpu_offload_gb,
-        "skip_mm_profiling": launch.skip_mm_profiling,
+        "skip_mm_profiling": launch.skip_mm_profiling, "model_runner": runner,
     }
     if GPUS.get(str(gpu).strip().lower()) is not None and GPUS[str(gpu).strip().lower()].estimated:
         notes.append(f"the CUDA total of {gpu} is estimated from nvidia-smi's (no published figure found)")
-    unchecked = rules.unchecked(tuple(n for n in ENGINE_RULES[launch.engine] if n in rules.values))
+    used = [n for n in ENGINE_RULES[launch.engine] if n in rules.values]
+    if runner != "V2":          # the runner's table decides nothing for a model the V1 runner serves
+        used.remove("v2_runner_architectures") if "v2_runner_architectures" in used else None
+    unchecked = rules.unchecked(tuple(used))
     return RuntimeEstimate(
         runtime="vllm", version=str(version), launch=launch_dict, defaults=why, terms=tuple(stage_terms[0]),
         runtime_kv_cache_bytes=max(0, stage_available[0]), num_gpu_blocks=blocks, kv_cache_tokens=pool.tokens,

@@ -8,17 +8,20 @@ rule                       meaning
 =========================  ==============================================================================
 engine                     the default engine, "V0" or "V1"
 gpu_memory_utilization     CacheConfig's default share of the total memory
-batch_defaults             how ``EngineArgs.get_batch_defaults`` picks the GPU class: "h100-h200" (by name) or
-                           "by-memory" (>= 70 GiB and not an A100)
+batch_defaults             how ``EngineArgs.get_batch_defaults`` picks the GPU class: "h100-h200" (by name),
+                           "by-memory" (>= 70 GiB and not an A100), "by-memory-160" (a >= 160 GiB tier above it),
+                           "by-memory-160-no-gb10" (GB10 kept on the small tier)
 v0_chunk_tokens            V0's chunked-prefill token budget: 512, or "by-gpu" (the V1 defaults)
 baseline_snapshot          engines ("V0", "V1") that subtract the memory in use at start from non-torch
 sampler                    the profile's default sampling path on "cuda" and "rocm" (V1; V0 always sorts)
 rotary_value_bytes         bytes of one ``cos_sin_cache`` value (2: the model dtype; 4: fp32)
 hybrid_allocator           sliding-window layers keep only their window (V1's hybrid KV-cache manager)
-capture_sizes              V1's default CUDA-graph batch sizes: "67" ([1, 2, 4] + range(8, 513, 8)) or
-                           "2x-max-num-seqs" (up to min(512, 2 x max_num_seqs))
+capture_sizes              V1's default CUDA-graph batch sizes: grid "67" ([1, 2, 4] + range(8, 513, 8)) or
+                           "2x-max-num-seqs" (up to min(cap, 2 x max_num_seqs); cap_sm100 on B200-class GPUs;
+                           exact: the grid as 0.31 builds it, max_num_seqs and max_num_batched_tokens added)
 graph_mib                  MiB of graph pool per captured size and layer, by "V0" / "cuda" / "rocm" (fitted)
-graphs_in_budget           the graph pool is estimated and taken from the budget before the KV cache
+graphs_in_budget           the graph pool is estimated and taken from the budget before the KV cache, by platform
+v2_runner_architectures    architectures the V2 model runner (vllm/v1/worker/gpu/) serves by default, or "all"
 tokens_rule                how "GPU KV cache size: N tokens" is printed: "blocks" or "concurrency"
 =========================  ==============================================================================
 
@@ -38,8 +41,10 @@ CHANGES = (
     Change("0.5.0", {
         "engine": "V0", "gpu_memory_utilization": 0.9, "batch_defaults": "h100-h200", "v0_chunk_tokens": 512,
         "baseline_snapshot": (), "sampler": {"cuda": "native", "rocm": "native"}, "rotary_value_bytes": 2,
-        "hybrid_allocator": False, "capture_sizes": "67", "graph_mib": {"V0": 0.23, "cuda": 0.27, "rocm": 0.27},
-        "graphs_in_budget": False, "tokens_rule": "blocks"},
+        "hybrid_allocator": False, "capture_sizes": {"grid": "67"},
+        "graph_mib": {"V0": 0.23, "cuda": 0.27, "rocm": 0.27},
+        "graphs_in_budget": {"cuda": False, "rocm": False}, "tokens_rule": "blocks",
+        "v2_runner_architectures": ()},
         "vllm/worker/worker.py determine_num_available_blocks; vllm/config.py CacheConfig (0.5.0)",
         checked_by="visible T4 log (V0 0.8.2): sampler, graphs; development set RTX 3090 0.6.4",
         why="the oldest release modelled: V0, 0.9 of the total, graphs captured outside the budget"),
@@ -67,7 +72,8 @@ CHANGES = (
            "vllm/v1/sample/ops/topk_topp_sampler.py (0.10.0): FlashInfer ships with the CUDA wheel",
            checked_by="visible A100 log (0.10.1.1): 'Using FlashInfer for top-p & top-k sampling'"),
     Change("0.11.0", {"sampler": {"cuda": "native", "rocm": "native"}, "tokens_rule": "concurrency",
-                      "capture_sizes": "2x-max-num-seqs", "graph_mib": {"V0": 0.23, "cuda": 0.33, "rocm": 0.33}},
+                      "capture_sizes": {"grid": "2x-max-num-seqs", "cap": 512, "cap_sm100": 512, "exact": False},
+                      "graph_mib": {"V0": 0.23, "cuda": 0.33, "rocm": 0.33}},
            "topk_topp_sampler.py (0.11.0, PR #26859); vllm/v1/core/kv_cache_utils.py get_kv_cache_capacity; "
            "vllm/config/vllm.py cudagraph capture sizes (0.11.0)",
            checked_by="visible H100 gpt-oss log (0.11)"),
@@ -77,12 +83,53 @@ CHANGES = (
     Change("0.19.0", {"graph_mib": {"V0": 0.23, "cuda": 0.55, "rocm": 2.16}},
            "vllm/config/compilation.py (0.19.0): cudagraph_mode FULL_AND_PIECEWISE by default",
            checked_by="development set 0.19 H100 logs; visible v0.23 MI300X log (ROCm)"),
-    Change("0.21.0", {"graphs_in_budget": True, "gpu_memory_utilization": 0.92,
+    Change("0.21.0", {"graphs_in_budget": {"cuda": True, "rocm": False}, "gpu_memory_utilization": 0.92,
                       "sampler": {"cuda": "flashinfer", "rocm": "flashinfer"}},
            f"{_V} determine_available_memory (0.21.0): 'CUDA graph memory profiling is enabled (default since "
-           "v0.21.0)'; vllm/config/cache.py gpu_memory_utilization Field(default=0.92); topk_topp_sampler.py "
-           "(PR #40376)",
-           checked_by="visible v0.23 MI300X log"),
+           "v0.21.0)', only where current_platform.is_cuda() ('Skip on ROCm/HIP/XPU as graph pool handles and "
+           "mem_get_info behave differently'); vllm/config/cache.py gpu_memory_utilization Field(default=0.92); "
+           "topk_topp_sampler.py (PR #40376)",
+           checked_by="visible v0.23 MI300X log (ROCm: graphs outside the budget)"),
+    Change("0.22.0", {"v2_runner_architectures": ("Qwen3ForCausalLM",)},
+           "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.22.0)",
+           why="the V2 model runner (vllm/v1/worker/gpu/) by default for the listed architectures"),
+    Change("0.23.0", {"v2_runner_architectures": ("LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM")},
+           "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.23.0)"),
+    Change("0.24.0", {"v2_runner_architectures": ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "LlamaForCausalLM",
+                                                  "MistralForCausalLM", "Qwen2MoeForCausalLM", "Qwen3ForCausalLM")},
+           "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.24.0)"),
+    Change("0.25.0", {"v2_runner_architectures": ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM",
+                                                  "Qwen2MoeForCausalLM")},
+           "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.25.0): Llama, Mistral and Qwen3 back on V1"),
+    Change("0.26.0", {"graphs_in_budget": {"cuda": True, "rocm": True},
+                      "v2_runner_architectures": ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
+                                                  "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM",
+                                                  "Qwen2MoeForCausalLM")},
+           f"{_V} determine_available_memory (0.26.0): 'ROCm is included: #44825 moved the profiler to "
+           "torch.accelerator.get_memory_info' (is_cuda_alike); vllm/config/vllm.py (0.26.0)"),
+    Change("0.27.0", {"v2_runner_architectures": ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
+                                                  "InklingForConditionalGeneration", "KimiK3ForConditionalGeneration",
+                                                  "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM")},
+           "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.27.0)"),
+    Change("0.28.0", {"batch_defaults": "by-memory-160",
+                      "capture_sizes": {"grid": "2x-max-num-seqs", "cap": 512, "cap_sm100": 1024, "exact": False},
+                      "v2_runner_architectures": ("DeepseekV2ForCausalLM", "DeepseekV4ForCausalLM",
+                                                  "GraniteMoeForCausalLM", "InklingForCausalLM",
+                                                  "InklingForConditionalGeneration", "KimiK3ForConditionalGeneration",
+                                                  "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM")},
+           "vllm/engine/arg_utils.py get_batch_defaults (0.28.0): '>= 160GB memory [B200/B300], use the largest "
+           "defaults' (16,384 tokens and 1,024 sequences for both entry points); vllm/config/vllm.py "
+           "_set_cudagraph_sizes (0.28.0): 'default_max_graph_size = 1024 if is_data_center_blackwell else 512'"),
+    Change("0.29.0", {"v2_runner_architectures": "all"},
+           "vllm/config/vllm.py use_v2_model_runner (0.29.0): the V2 model runner by default for every architecture "
+           "(ROCm keeps V1 for DeepseekV32/V4: ROCM_DEFAULT_MRV1_ARCHITECTURES)"),
+    Change("0.31.0", {"capture_sizes": {"grid": "2x-max-num-seqs", "cap": 512, "cap_sm100": 1024, "exact": True}},
+           "vllm/config/vllm.py _set_cudagraph_sizes (0.31.0): max_num_seqs itself is captured as a uniform decode "
+           "size ('elif max_num_seqs <= max_cudagraph_capture_size'); the grid stops at max_num_batched_tokens, which "
+           "is captured too"),
+    Change("0.33.0", {"batch_defaults": "by-memory-160-no-gb10"},
+           "vllm/engine/arg_utils.py get_batch_defaults (0.33.0): 'GB10 (DGX Spark, cc 12.1) has the memory but not "
+           "the compute of a large discrete GPU, keep it on the small tier'"),
 )
 
 #: Every release modelled here (a patch of each minor, e.g. 0.10.1.1, is that minor); the last is the default.

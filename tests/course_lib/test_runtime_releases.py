@@ -1,0 +1,123 @@
+"""Every release up to today's, as data: each figure here is read from that release's own source file.
+
+The sources: the vLLM wheels of each release (``pip download vllm==0.X.0 --no-deps``), the files named in
+``course_lib/runtimes/vllm_releases.py``; SGLang's and TensorRT-LLM's in their modules.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from course_lib.cli import main
+from course_lib.errors import CourseInputError
+from course_lib.presets import get_model
+from course_lib.runtimes import VllmLaunch, estimate_vllm
+from course_lib.runtimes.releases import History
+from course_lib.runtimes.vllm import capture_sizes, resolve
+from course_lib.runtimes.vllm_releases import HISTORY
+
+GiB = 2**30
+
+
+def run(argv, capsys):
+    try:
+        rc = main(argv)
+    except SystemExit as exc:
+        rc = exc.code
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_every_row_cites_its_release_and_the_first_row_defines_every_rule():
+    first = set(HISTORY.changes[0].sets)
+    for row in HISTORY.changes:
+        assert row.since in row.source or row.since.rsplit(".", 1)[0] in row.source, row.since
+        assert set(row.sets) <= first
+    assert [str(v) for v in HISTORY.known[:1] + HISTORY.known[-1:]] == ["0.5.0", "0.33.0"]
+
+
+def test_vllm_033_is_the_default_and_says_which_rules_no_log_checks(capsys):
+    rc, out, err = run(["estimate", "--model", "llama-3.1-8b", "--gpu", "b200", "--runtime", "vllm",
+                        "--max-model-len", "8192", "--json"], capsys)
+    assert rc == 0, err
+    data = json.loads(out)
+    assert data["runtime_version"] == "0.33.0" and data["checked_by_log"] is False
+    # read from 0.28's arg_utils.py / 0.33's config/vllm.py, checked by no log
+    assert any(r.startswith("batch_defaults (0.33.0") for r in data["unchecked_rules"])
+    assert any(r.startswith("v2_runner_architectures (0.29.0") for r in data["unchecked_rules"])
+    rc, text, _ = run(["estimate", "--model", "llama-3.1-8b", "--gpu", "b200", "--runtime", "vllm",
+                       "--max-model-len", "8192", "--vllm-version", "0.33"], capsys)
+    assert rc == 0 and "not checked by a log: batch_defaults (0.33.0" in text
+
+
+def test_a_release_checked_by_logs_says_so(capsys):
+    rc, out, _ = run(["estimate", "--model", "qwen2-7b", "--gpu", "a100-80gb", "--runtime", "vllm",
+                      "--vllm-version", "0.10.1", "--max-model-len", "16384", "--json"], capsys)
+    data = json.loads(out)
+    assert rc == 0 and data["checked_by_log"] is True and data["unchecked_rules"] == []
+
+
+@pytest.mark.parametrize("version", ["0.34", "0.4.2", "1.0"])
+def test_an_unknown_vllm_release_is_one_line_listing_the_known_ones(version, capsys):
+    rc, out, err = run(["estimate", "--model", "llama-3.1-8b", "--runtime", "vllm", "--vllm-version", version],
+                       capsys)
+    assert rc == 2 and out == "" and len(err.splitlines()) == 1, err
+    assert f"--vllm-version='{version}'" in err and "0.5, 0.6," in err and "0.32, 0.33" in err
+
+
+def test_batch_defaults_by_release_on_a_160_gib_gpu():
+    # vllm/engine/arg_utils.py get_batch_defaults: 0.27 puts a B200 in the >= 70 GiB tier (serve: 8,192 tokens);
+    # 0.28 adds ">= 160GB memory ... use the largest defaults" (16,384 tokens for serve and LLM, 1,024 sequences)
+    spec = get_model("llama-3.1-8b")
+    old, _ = resolve(spec, "b200", VllmLaunch(version="0.27.0", max_model_len=8192))
+    new, why = resolve(spec, "b200", VllmLaunch(version="0.28.0", max_model_len=8192))
+    assert (old.max_num_batched_tokens, old.max_num_seqs) == (8192, 1024)
+    assert (new.max_num_batched_tokens, new.max_num_seqs) == (16384, 1024)
+    assert ">= 160 GiB" in why["max_num_seqs"]
+    h100, _ = resolve(spec, "h100-80gb", VllmLaunch(version="0.33.0", max_model_len=8192))
+    assert h100.max_num_batched_tokens == 8192
+
+
+def test_capture_sizes_follow_each_release():
+    # vllm/config/vllm.py _set_cudagraph_sizes: [1, 2, 4] + range(8, min(cap + 1, 256), 8) + range(256, cap + 1, 16)
+    r = HISTORY.at
+    assert capture_sizes(r("0.27.0"), "V1", 1024, 8192, "b200") == 3 + 31 + 17              # cap 512
+    assert capture_sizes(r("0.28.0"), "V1", 1024, 8192, "b200") == 3 + 31 + 49              # cap 1,024 on sm100
+    assert capture_sizes(r("0.28.0"), "V1", 1024, 8192, "h100-80gb") == 51
+    # max_num_seqs 100: cap 200 -> 1, 2, 4 and 8..200 (25 sizes); 0.31 also captures 100 itself
+    assert capture_sizes(r("0.30.0"), "V1", 100, 2048) == 28
+    assert capture_sizes(r("0.31.0"), "V1", 100, 2048) == 29
+    # 0.31: the grid stops at max_num_batched_tokens (100), which is captured: 1, 2, 4, 8..96, 100
+    assert capture_sizes(r("0.31.0"), "V1", 256, 100) == 3 + 12 + 1
+
+
+def test_rocm_graphs_are_estimated_in_the_budget_only_from_026():
+    # gpu_worker.py determine_available_memory: 0.21-0.25 only `current_platform.is_cuda()` ("Skip on ROCm/HIP/XPU"),
+    # 0.26 `is_cuda_alike()` ("ROCm is included: #44825")
+    spec = get_model("llama-3.1-8b")
+    signs = {}
+    for version in ("0.23.0", "0.26.0"):
+        est = estimate_vllm(spec, gpu="mi300x", launch=VllmLaunch(version=version, max_model_len=8192))
+        signs[version] = next(t.sign for t in est.terms if t.name == "cuda_graph")
+    assert signs == {"0.23.0": 0, "0.26.0": -1}
+    cuda = estimate_vllm(spec, gpu="h100-80gb", launch=VllmLaunch(version="0.23.0", max_model_len=8192))
+    assert next(t.sign for t in cuda.terms if t.name == "cuda_graph") == -1
+
+
+def test_the_v2_model_runner_by_release_and_architecture():
+    # vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES: Llama in 0.23-0.24, out in 0.25; every
+    # architecture from 0.29
+    spec = get_model("llama-3.1-8b")
+    runner = {v: estimate_vllm(spec, gpu="h100-80gb", launch=VllmLaunch(version=v, max_model_len=8192))
+              .launch["model_runner"] for v in ("0.22.0", "0.23.0", "0.25.0", "0.29.0")}
+    assert runner == {"0.22.0": "V1", "0.23.0": "V2", "0.25.0": "V1", "0.29.0": "V2"}
+
+
+def test_a_history_refuses_rules_its_first_row_does_not_define():
+    from course_lib.runtimes.releases import Change
+    with pytest.raises(AssertionError):
+        History("x", (Change("0.1", {"a": 1}, "f (0.1)"), Change("0.2", {"b": 2}, "f (0.2)")), ("0.1", "0.2"))
+    with pytest.raises(CourseInputError, match="use one of 0.1, 0.2"):
+        History("x", (Change("0.1", {"a": 1}, "f (0.1)"),), ("0.1", "0.2")).at("0.3")
