@@ -10,24 +10,13 @@ import json
 
 import pytest
 
-from course_lib.cli import main
 from course_lib.errors import CourseInputError
 from course_lib.presets import get_model
 from course_lib.runtimes import VllmLaunch, estimate_vllm
 from course_lib.runtimes.releases import History
 from course_lib.runtimes.vllm import capture_sizes, resolve
 from course_lib.runtimes.vllm_releases import HISTORY
-
-GiB = 2**30
-
-
-def run(argv, capsys):
-    try:
-        rc = main(argv)
-    except SystemExit as exc:
-        rc = exc.code
-    out, err = capsys.readouterr()
-    return rc, out, err
+from test_cli_runtime import run
 
 
 def test_every_row_cites_its_release_and_the_first_row_defines_every_rule():
