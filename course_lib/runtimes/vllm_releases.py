@@ -49,7 +49,8 @@ CHANGES = (
         checked_by="visible T4 log (V0 0.8.2): sampler, graphs; development set RTX 3090 0.6.4",
         why="the oldest release modelled: V0, 0.9 of the total, graphs captured outside the budget"),
     Change("0.6.4", {"v0_chunk_tokens": "by-gpu"},
-           "vllm/engine/arg_utils.py (0.6.4): chunked prefill takes the GPU's batch defaults",
+           "no file read (0.6.4): V0's chunked prefill takes the GPU's batch defaults, the boundary kept from the "
+           "model before the table",
            checked_by="visible MI300X TP8 log (0.6.4)"),
     Change("0.6.5", {"baseline_snapshot": ("V0",)},
            "vllm/worker/worker.py (0.6.5): the memory in use at start is left out of non-torch",
@@ -63,7 +64,8 @@ CHANGES = (
            f"{_V} (0.8.5): MemorySnapshot / memory_profiling",
            checked_by="development set 0.8.5.post1 logs"),
     Change("0.9.0", {"batch_defaults": "by-memory", "rotary_value_bytes": 4},
-           "vllm/engine/arg_utils.py get_batch_defaults (0.9.0, PR #17885); rotary cos_sin_cache in fp32",
+           "vllm/engine/arg_utils.py get_batch_defaults (0.9.0, PR #17885); the fp32 rotary cos_sin_cache from 0.9 "
+           "kept from the model before the table (no file read)",
            checked_by="development set 0.9.2 logs"),
     Change("0.9.2", {"hybrid_allocator": True},
            "vllm/v1/core/kv_cache_coordinator.py HybridKVCacheCoordinator (0.9.2)",
@@ -81,7 +83,8 @@ CHANGES = (
            "vllm/v1/sample/ops/topk_topp_sampler.py (0.12.0): the Triton top-k/top-p kernel, no sort",
            checked_by="development set 0.19 H100 sweep (sampler bytes)"),
     Change("0.19.0", {"graph_mib": {"V0": 0.23, "cuda": 0.55, "rocm": 2.16}},
-           "vllm/config/compilation.py (0.19.0): cudagraph_mode FULL_AND_PIECEWISE by default",
+           "fitted era, no file read (0.19.0): the development set's v0.19 H100 logs (cudagraph_mode "
+           "FULL_AND_PIECEWISE, 51 sizes) and the visible v0.23 MI300X log",
            checked_by="development set 0.19 H100 logs; visible v0.23 MI300X log (ROCm)"),
     Change("0.21.0", {"graphs_in_budget": {"cuda": True, "rocm": False}, "gpu_memory_utilization": 0.92,
                       "sampler": {"cuda": "flashinfer", "rocm": "flashinfer"}},

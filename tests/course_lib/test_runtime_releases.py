@@ -110,3 +110,36 @@ def test_a_history_refuses_rules_its_first_row_does_not_define():
         History("x", (Change("0.1", {"a": 1}, "f (0.1)"), Change("0.2", {"b": 2}, "f (0.2)")), ("0.1", "0.2"))
     with pytest.raises(CourseInputError, match="use one of 0.1, 0.2"):
         History("x", (Change("0.1", {"a": 1}, "f (0.1)"),), ("0.1", "0.2")).at("0.3")
+
+
+def test_sglang_defaults_by_release_on_an_l4():
+    # L4: 22.03 GiB = 22,558.72 MiB. server_args.py: reserved = 512 + 1.5 x max(chunk, 2048) + 2 x cuda_graph_max_bs
+    # + TP x PP / 8 x 1,024 MiB; from 0.5.10 + 8 MiB per prefill graph size (42 up to 2,048 tokens, 50 up to 4,096);
+    # from 0.5.20 (arg_groups/memory_hook.py) a 20-35 GiB GPU takes chunk 4,096 and max_bs 48 at TP < 4.
+    from course_lib.runtimes import SglangLaunch, estimate_sglang
+    spec = get_model("qwen2-7b")
+    share = {}
+    for version in ("0.5.9", "0.5.19", "0.5.23"):
+        est = estimate_sglang(spec, gpu="l4", launch=SglangLaunch(version=version, context_length=4096, dtype="int4"))
+        share[version] = (est.launch["mem_fraction_static"], est.launch["chunked_prefill_size"],
+                          est.launch["cuda_graph_max_bs"])
+    assert share["0.5.9"] == (round((22558.72 - (512 + 3072 + 48 + 128)) / 22558.72, 3), 2048, 24) == (0.833, 2048, 24)
+    assert share["0.5.19"] == (round((22558.72 - (3760 + 42 * 8)) / 22558.72, 3), 2048, 24)
+    assert share["0.5.23"] == (round((22558.72 - (512 + 6144 + 96 + 128 + 50 * 8)) / 22558.72, 3), 4096, 48) \
+        == (0.677, 4096, 48)
+
+
+def test_sglang_and_trtllm_defaults_are_the_newest_and_unknown_ones_are_refused(capsys):
+    rc, out, err = run(["estimate", "--model", "qwen2-7b", "--gpu", "h100-80gb", "--runtime", "sglang",
+                        "--max-model-len", "8192", "--json"], capsys)
+    assert rc == 0 and json.loads(out)["runtime_version"] == "0.5.23", err
+    rc, out, err = run(["estimate", "--model", "qwen2-7b", "--runtime", "sglang", "--sglang-version", "0.5.24"], capsys)
+    assert rc == 2 and len(err.splitlines()) == 1 and "0.5.22, 0.5.23" in err, err
+    rc, out, err = run(["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-80gb", "--runtime", "trtllm",
+                        "--max-model-len", "8192", "--json"], capsys)
+    data = json.loads(out)
+    assert rc == 0 and data["runtime_version"] == "1.2.1" and data["checked_by_log"] is False, err
+    assert any("source was not read" in n for n in data["notes"])
+    rc, out, err = run(["estimate", "--model", "llama-3.1-8b", "--runtime", "trtllm", "--trtllm-version", "1.3"],
+                       capsys)
+    assert rc == 2 and len(err.splitlines()) == 1 and "1.2.0, 1.2.1" in err, err
