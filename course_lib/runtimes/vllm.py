@@ -343,7 +343,7 @@ def model_runner(rules: Rules, spec: ModelSpec, engine: str, platform: str) -> s
 
 
 @dataclass(frozen=True)
-class _Ctx:
+class Context:
     """What every step reads: the resolved launch, the release's rules, the GPU and the formats."""
 
     spec: ModelSpec
@@ -360,7 +360,26 @@ class _Ctx:
         return self.launch.engine == "V0"
 
 
-def _non_torch(ctx: _Ctx) -> tuple[int, str]:
+def context(spec: ModelSpec, gpu: str | int, launch: VllmLaunch | None = None) -> tuple[Context, dict[str, str]]:
+    """Step 1 done: the :class:`Context` the other steps read (the launch resolved, the release's rules), and why
+    each default was taken. Each step can then be called alone:
+
+    >>> from course_lib.presets import get_model
+    >>> ctx, _ = context(get_model("qwen2-7b"), "a100-80gb", VllmLaunch(version="0.10.1", gpu_memory_utilization=0.25,
+    ...                                                                  max_model_len=16384))
+    >>> stage = stages(ctx.spec)[0]
+    >>> round(kv_available(ctx, profile_terms(ctx, stage)) / 2**30, 2)
+    4.92
+    """
+    launch, why = resolve(spec, gpu, launch or VllmLaunch())
+    rules = HISTORY.at(launch.version)
+    fmt = weights_format(spec, launch.dtype)
+    runner = model_runner(rules, spec, launch.engine, launch.platform)
+    return Context(spec, launch, rules, gpu, gpu_bytes(gpu), fmt, _kv_dtype(launch.kv_cache_dtype, fmt.compute_dtype),
+                   runner), why
+
+
+def _non_torch(ctx: Context) -> tuple[int, str]:
     """Non-torch memory of one GPU: the CUDA context too before the baseline snapshot, else what grows in the profile."""
     launch = ctx.launch
     tp, pp = launch.tensor_parallel, launch.pipeline_parallel
@@ -373,7 +392,7 @@ def _non_torch(ctx: _Ctx) -> tuple[int, str]:
         "fitted: what grows outside torch during the profile (cuBLAS, NCCL, custom all-reduce)")
 
 
-def _activation(ctx: _Ctx, stage: Stage) -> tuple[int, str]:
+def _activation(ctx: Context, stage: Stage) -> tuple[int, str]:
     """The profile's activation peak on one stage: forward, sampler (last stage), vision towers (first stage)."""
     spec, launch = ctx.spec, ctx.launch
     compute = ctx.fmt.compute_dtype
@@ -401,7 +420,7 @@ def _activation(ctx: _Ctx, stage: Stage) -> tuple[int, str]:
     return activation, note
 
 
-def _cuda_graph(ctx: _Ctx, stage: Stage) -> Term:
+def _cuda_graph(ctx: Context, stage: Stage) -> Term:
     """The graph pool of one stage: outside the budget (captured after the KV cache) or estimated inside it."""
     launch, rules = ctx.launch, ctx.rules
     graphs = 0 if launch.enforce_eager else capture_sizes(rules, launch.engine, launch.max_num_seqs,
@@ -422,7 +441,7 @@ def _cuda_graph(ctx: _Ctx, stage: Stage) -> Term:
     return Term("cuda_graph", graph, note, -1 if in_budget else 0)
 
 
-def profile_terms(ctx: _Ctx, stage: Stage) -> list[Term]:
+def profile_terms(ctx: Context, stage: Stage) -> list[Term]:
     """Step 2, the profile terms of one pipeline stage, in vLLM's order: the budget, then what it takes."""
     spec, launch, fmt = ctx.spec, ctx.launch, ctx.fmt
     pp = launch.pipeline_parallel
@@ -444,7 +463,7 @@ def profile_terms(ctx: _Ctx, stage: Stage) -> list[Term]:
     ]
 
 
-def kv_available(ctx: _Ctx, terms: list[Term]) -> int:
+def kv_available(ctx: Context, terms: list[Term]) -> int:
     """What one stage leaves for the KV cache: the budget less every term taken from it.
 
     (The seam for a KV pool given directly, vLLM's ``kv_cache_memory_bytes``, which skips this subtraction.)
@@ -452,7 +471,7 @@ def kv_available(ctx: _Ctx, terms: list[Term]) -> int:
     return terms[0].bytes - sum(t.bytes for t in terms[1:] if t.sign == -1)
 
 
-def kv_layouts(ctx: _Ctx, stage_list: list[Stage]):
+def kv_layouts(ctx: Context, stage_list: list[Stage]):
     """Step 3, the KV layout of each stage: its groups, pages and one request's blocks (:mod:`.vllm_kv`)."""
     launch = ctx.launch
     kv_bytes = get_dtype(ctx.kv_name).bytes_per_value
@@ -463,7 +482,7 @@ def kv_layouts(ctx: _Ctx, stage_list: list[Stage]):
             for i in range(len(stage_list))]
 
 
-def refusal(ctx: _Ctx, stage_list: list[Stage], binding: int, available: int, tokens: int) -> str | None:
+def refusal(ctx: Context, stage_list: list[Stage], binding: int, available: int, tokens: int) -> str | None:
     """Step 4, vLLM's refusal of a launch whose KV cache cannot hold one ``max_model_len`` request, or None.
 
     Its words follow ``check_enough_kv_cache_memory`` (vllm/v1/core/kv_cache_utils.py), with the
@@ -510,13 +529,9 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     hold one ``max_model_len`` request, with vLLM's own advice; ``refuse=False`` returns the estimate
     with vLLM's refusal in ``notes`` instead (what a log of the refused start-up shows).
     """
-    launch, why = resolve(spec, gpu, launch or VllmLaunch())
+    ctx, why = context(spec, gpu, launch)
+    launch, rules, fmt, runner = ctx.launch, ctx.rules, ctx.fmt, ctx.runner
     version: Version = launch.version          # type: ignore[assignment]
-    rules = HISTORY.at(version)
-    fmt = weights_format(spec, launch.dtype)
-    runner = model_runner(rules, spec, launch.engine, launch.platform)
-    ctx = _Ctx(spec, launch, rules, gpu, gpu_bytes(gpu), fmt, _kv_dtype(launch.kv_cache_dtype, fmt.compute_dtype),
-               runner)
     tp, pp = launch.tensor_parallel, launch.pipeline_parallel
     stage_list = stages(spec, tp, pp)
     stage_terms = [profile_terms(ctx, stage) for stage in stage_list]

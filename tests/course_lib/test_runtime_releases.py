@@ -143,3 +143,25 @@ def test_sglang_and_trtllm_defaults_are_the_newest_and_unknown_ones_are_refused(
     rc, out, err = run(["estimate", "--model", "llama-3.1-8b", "--runtime", "trtllm", "--trtllm-version", "1.3"],
                        capsys)
     assert rc == 2 and len(err.splitlines()) == 1 and "1.2.0, 1.2.1" in err, err
+
+
+def test_each_step_of_the_estimate_reads_alone():
+    # The visible A100 log (vLLM 0.10.1.1, Qwen2-7B, utilization 0.25, max_model_len 16,384): 79.25 GiB x 0.25 is
+    # the budget; the log's "Available KV cache memory: 5.01 GiB", "num_gpu_blocks is: 5867"
+    from course_lib.runtimes.profile import stages
+    from course_lib.runtimes.vllm import context, kv_available, kv_layouts, profile_terms, refusal
+    spec = get_model("qwen2-7b")
+    ctx, why = context(spec, "a100-80gb", VllmLaunch(version="0.10.1", gpu_memory_utilization=0.25,
+                                                     max_model_len=16384))
+    assert ctx.rules.tokens_rule == "blocks" and "max_num_seqs" in why
+    stage_list = stages(spec)
+    terms = profile_terms(ctx, stage_list[0])
+    assert [t.name for t in terms] == ["budget", "weights", "activation_peak", "non_torch", "cuda_graph"]
+    assert terms[0].bytes == int(79.25 * 2**30 * 0.25)
+    available = kv_available(ctx, terms)
+    assert abs(available / 2**30 - 5.01) < 0.1
+    layout = kv_layouts(ctx, stage_list)[0]
+    assert layout.block_bytes == 16 * 2 * 4 * 128 * 2 * 28          # a page of 16 tokens in each of 28 layers
+    assert abs(available // layout.block_bytes - 5867) < 5867 * 0.02
+    assert refusal(ctx, stage_list, 0, available, 0) is None
+    assert "max seq len (16384)" in refusal(ctx, stage_list, 0, 10 * 2**20, 0)
