@@ -110,8 +110,10 @@ CHANGES = (
                                                   "Qwen2MoeForCausalLM")},
            f"{_V} determine_available_memory (0.26.0): 'ROCm is included: #44825 moved the profiler to "
            "torch.accelerator.get_memory_info' (is_cuda_alike); vllm/config/vllm.py (0.26.0)",
-           why="also new, not a default: start-up plans (vllm/v1/worker/startup_plan.py, VLLM_ENABLE_STARTUP_PLAN=1 "
-               "opts in) replay a recorded KV size and skip the profile"),
+           why="also new: start-up plans (vllm/v1/worker/startup_plan.py; VLLM_ENABLE_STARTUP_PLAN=1 opts in) replay "
+               "a recorded KV size and skip the profile; the profile runs under a scoped max_split_size_mb=20, so "
+               "freed workspace blocks no longer pin segments counted as consumed (the fitted non-torch term does not "
+               "model fragmentation: no rule here changes with either)"),
     Change("0.27.0", {"v2_runner_architectures": ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
                                                   "InklingForConditionalGeneration", "KimiK3ForConditionalGeneration",
                                                   "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM")},
@@ -131,10 +133,7 @@ CHANGES = (
     Change("0.31.0", {"capture_sizes": {"grid": "2x-max-num-seqs", "cap": 512, "cap_sm100": 1024, "exact": True}},
            "vllm/config/vllm.py _set_cudagraph_sizes (0.31.0): max_num_seqs itself is captured as a uniform decode "
            "size ('elif max_num_seqs <= max_cudagraph_capture_size'); the grid stops at max_num_batched_tokens, which "
-           "is captured too",
-           why="also: the profile runs under a scoped max_split_size_mb=20 (gpu_worker.py, 0.31), so freed workspace "
-               "blocks no longer pin segments counted as consumed; the fitted non-torch term does not model "
-               "fragmentation, so no rule here changes with it"),
+           "is captured too"),
     Change("0.33.0", {"batch_defaults": "by-memory-160-no-gb10"},
            "vllm/engine/arg_utils.py get_batch_defaults (0.33.0): 'GB10 (DGX Spark, cc 12.1) has the memory but not "
            "the compute of a large discrete GPU, keep it on the small tier'"),
