@@ -136,7 +136,9 @@ CHANGES = (
            "is captured too"),
     Change("0.33.0", {"batch_defaults": "by-memory-160-no-gb10"},
            "vllm/engine/arg_utils.py get_batch_defaults (0.33.0): 'GB10 (DGX Spark, cc 12.1) has the memory but not "
-           "the compute of a large discrete GPU, keep it on the small tier'"),
+           "the compute of a large discrete GPU, keep it on the small tier'",
+           why="also: gpu_worker.py (0.33) runs the graph estimate for the V2 runner's encoder graphs too "
+               "(cudagraph_mm_encoder, off by default in config/compilation.py): no default launch changes"),
 )
 
 #: Every release modelled here (a patch of each minor, e.g. 0.10.1.1, is that minor); the last is the default.
