@@ -312,6 +312,8 @@ class Estimate:
             "estimate_model": LESSON_MODEL_NOTE,
             "model": self.spec.name,
             "model_type": self.spec.model_type,
+            **({"architectures": list(self.spec.architectures), "resolved_by": self.spec.resolved_by}
+               if self.spec.resolved_by else {}),
             "attention": self.spec.attention,
             "params_total": self.spec.params_total,
             "params_per_gpu": params_per_gpu(self.spec, self.tensor_parallel),

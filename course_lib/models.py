@@ -32,6 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from .architectures import listed_architectures, resolve_family
 from .bounds import MAX_CONFIG_FILE_BYTES, MAX_PARAMS, check_int
 from .checkpoint import read_checkpoint
 from . import meta_model
@@ -183,19 +184,23 @@ def from_hf_config(source: Mapping[str, Any] | str | Path, *, name: str | None =
     check_model_types(cfg)
     if params_total is not None:
         params_total = check_int("params_total", params_total, 1, MAX_PARAMS)
-    if model_type in supported():
+    family, resolved_by = resolve_family(cfg, supported())
+    if family is not None:
+        # vLLM picks the class by `architectures` first (architectures.py): Kimi-K2's kimi_k2 is a DeepSeek-V3
+        as_family = cfg if family == model_type else {**cfg, "model_type": family}
         try:
-            spec = build(c, label)
+            spec = build(Config(as_family), label)
         except MissingKey as missing:   # a key the config leaves to its transformers class's default
-            if meta_model.why_not(model_type) is not None:
+            if meta_model.why_not(family) is not None:
                 raise
             left_out = str(missing).split(": lacks ", 1)[-1].split(";")[0]
-            spec = build(Config(meta_model.completed(cfg)), label)
+            spec = build(Config(meta_model.completed(as_family)), label)
             spec = replace(spec, notes=spec.notes + (
-                f"the config leaves out {left_out}: the default of transformers' {model_type} config class "
+                f"the config leaves out {left_out}: the default of transformers' {family} config class "
                 f"applies, as it does when the model is served",))
     else:
         spec = _without_formula(c, label, params_total, checkpoint)
+    spec = replace(spec, architectures=listed_architectures(cfg), resolved_by=resolved_by)
     if params_total is not None:
         spec = _override_params(spec, params_total)
     if spec.params_total > MAX_PARAMS:

@@ -71,6 +71,8 @@ def estimate_table(est: Estimate) -> str:
         f"KV-cache dtype: {est.kv_dtype}; tensor parallel: {est.tensor_parallel}",
         f"kv_cache_bytes_per_token{per_gpu}: {est.kv_cache_bytes_per_token:,} B; context: {est.context_tokens} tokens",
     ]
+    if spec.resolved_by:
+        head.append(f"formula chosen by {spec.resolved_by}")
     if spec.counted:
         head.append("weights count: " + "; ".join(spec.counted))
     if est.weights_source == "checkpoint":
@@ -213,6 +215,7 @@ def runtime_table(spec, est) -> str:
     lines = [f"estimate: {est.runtime} {est.version}'s own sizing rule (not the lesson's simple model)",
              f"model: {spec.name} ({spec.model_type}); weights {launch.get('weights_format')}, KV cache "
              f"{launch.get('kv_dtype')}; TP {launch.get('tensor_parallel')} x PP {launch.get('pipeline_parallel')}",
+             *([f"formula chosen by {spec.resolved_by}"] if getattr(spec, "resolved_by", "") else []),
              f"{'term':<18} {'GiB':>9} {'bytes':>18}  note"]
     for t in est.terms:
         sign = {1: "+", -1: "-", 0: " "}[t.sign]
@@ -230,6 +233,8 @@ def runtime_table(spec, est) -> str:
         lines.append("fitted on published logs: " + ", ".join(est.fitted))
     for note in est.notes:
         lines.append(f"note: {note}")
+    for rule in est.unchecked_rules:
+        lines.append(f"not checked by a log: {rule} (read from the release's source only)")
     return "\n".join(lines)
 
 

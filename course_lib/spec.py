@@ -102,6 +102,8 @@ class ModelSpec:
     quantization: how the checkpoint stores its weights (dtype, quantization_config).
     checkpoint: the bytes a model folder's safetensors hold, when read from one.
     vision_config: a multimodal model's vision tower settings (what a runtime's profile runs it on).
+    architectures / resolved_by: the config's ``architectures`` and how its formula was chosen from them or
+        from ``model_type`` (see :mod:`course_lib.architectures`).
     The remaining fields are the config's dimensions, with uniform names.
     """
 
@@ -130,6 +132,8 @@ class ModelSpec:
     checkpoint: Any = None     # a course_lib.checkpoint.Checkpoint: bytes read from the safetensors headers
     vision_config: Mapping[str, Any] = field(default_factory=dict)   # a multimodal model's tower, as configured
     buffers: Mapping[str, int] = field(default_factory=dict)
+    architectures: tuple[str, ...] = ()   # the config's architectures list, as given
+    resolved_by: str = ""                 # how the family formula was chosen (architectures, then model_type)
 
     @property
     def params_total(self) -> int:

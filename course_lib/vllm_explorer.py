@@ -23,7 +23,7 @@ shrink the sampler's profile and the CUDA graphs enough for a twelfth:
 >>> plan = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, kv_cache_dtype="fp8",
 ...                    max_num_seqs=16)
 >>> round(plan.estimate.max_concurrency, 2), plan.concurrent_requests, plan.serves(12)
-(12.6, 12, True)
+(12.56, 12, True)
 """
 
 from __future__ import annotations

@@ -129,6 +129,8 @@ def estimate_runtime(args: argparse.Namespace, spec: ModelSpec) -> dict[str, Any
             kv_cache_dtype=_kv_flag(args), tensor_parallel=tp, pipeline_parallel=pp))
     data = {"estimate_model": f"{est.runtime} {est.version}'s own sizing rule", "model": spec.name,
             "model_type": spec.model_type, "params_total": spec.params_total}
+    if spec.resolved_by:
+        data.update(architectures=list(spec.architectures), resolved_by=spec.resolved_by)
     data.update(est.to_dict())
     share = {"vllm": "gpu_memory_utilization", "sglang": "mem_fraction_static",
              "trtllm": "kv_cache_free_gpu_mem_fraction"}[est.runtime]

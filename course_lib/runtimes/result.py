@@ -52,6 +52,8 @@ class RuntimeEstimate:
     per_stage_kv_cache_bytes: with pipeline parallelism, each stage's own figure (blocks are the minimum).
     fitted: the constants fitted on published logs that this estimate used.
     notes: anything else a reader should know (approximations, what the runtime would refuse).
+    unchecked_rules: the release rules this estimate used that were read from the runtime's source but that no
+    published log checks (each with its release and file); empty when every rule it used is checked by a log.
     """
 
     runtime: str
@@ -68,6 +70,12 @@ class RuntimeEstimate:
     per_stage_kv_cache_bytes: tuple[int, ...] = ()
     fitted: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    unchecked_rules: tuple[str, ...] = ()
+
+    @property
+    def checked_by_log(self) -> bool:
+        """Whether every release rule this estimate used is checked by a published start-up log."""
+        return not self.unchecked_rules
 
     def term(self, name: str) -> int:
         """The bytes of term ``name`` (0 when this runtime has no such term)."""
@@ -94,4 +102,6 @@ class RuntimeEstimate:
             out["per_stage_kv_cache_bytes"] = list(self.per_stage_kv_cache_bytes)
         out["fitted_constants"] = list(self.fitted)
         out["notes"] = list(self.notes)
+        out["checked_by_log"] = self.checked_by_log
+        out["unchecked_rules"] = list(self.unchecked_rules)
         return out

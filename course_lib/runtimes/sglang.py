@@ -41,11 +41,30 @@ from ..presets import gpu_bytes
 from ..spec import ModelSpec
 from ..units import GiB, MiB
 from .profile import cuda_graph_bytes, offloaded_bytes, rotary_cache_bytes, stage_weight_bytes, stages
+from .releases import Change, History, Rules
 from .result import RuntimeEstimate, Term
-from .versions import Version, parse_version
+from .versions import Version
 
-KNOWN_VERSIONS = (Version(0, 3, 0), Version(0, 5, 5))
-LATEST = KNOWN_VERSIONS[-1]
+#: SGLang's release history as data (see :mod:`.releases`): what changed in which release, citing its file.
+#: Rules: mem_fraction ("by-tp" or "reserved"), small_gpu (chunked_prefill_size and cuda_graph_max_bs at TP < 4 /
+#: TP >= 4 on GPUs of 20-35 GiB), prefill_graphs (piecewise / prefill CUDA graphs on by default on CUDA, whose
+#: non-torch memory the reserve counts).
+HISTORY = History("sglang", (
+    Change("0.3.0", {"mem_fraction": "by-tp", "small_gpu": (2048, 24, 80), "prefill_graphs": False},
+           "python/sglang/srt/server_args.py (0.3.0)", checked_by="visible L4 log (0.4.3)"),
+    Change("0.5.3", {"mem_fraction": "reserved"},
+           "python/sglang/srt/server_args.py (0.5.3, PR #10975: 'General heuristics for --mem-fraction-static')",
+           checked_by="development set 0.5.8.post1 MI35x logs"),
+    Change("0.5.10", {"prefill_graphs": True},
+           "python/sglang/srt/server_args.py (0.5.10): disable_piecewise_cuda_graph = False by default (off on "
+           "ROCm, with PP > 1, multimodal models, CPU offload); the reserve adds len(piecewise_cuda_graph_tokens) x "
+           "8 MiB (MLA: 1.5 GiB), tokens up to chunked_prefill_size"),
+    Change("0.5.20", {"small_gpu": (4096, 48, 160)},
+           "python/sglang/srt/arg_groups/memory_hook.py (0.5.20): 'A10, 4090, 5090 (chunked_prefill_size 4k, "
+           "max_bs 48 if tp < 4 else 160)'"),
+), known=("0.3", "0.4", *(f"0.5.{p}" for p in range(24))))
+KNOWN_VERSIONS = HISTORY.known
+LATEST = HISTORY.latest
 #: PR #10975 replaced the TP-keyed mem_fraction_static with the reserved-memory heuristic (SGLang v0.5.3).
 RESERVED_HEURISTIC_SINCE = Version(0, 5, 3)
 
@@ -90,12 +109,13 @@ class SglangLaunch:
     cpu_offload_gb: float = 0.0
 
 
-def _batch_defaults(gpu_mib: float, tp: int) -> tuple[int, int]:
+def _batch_defaults(gpu_mib: float, tp: int, rules: Rules | None = None) -> tuple[int, int]:
     """(chunked_prefill_size, cuda_graph_max_bs) by GPU memory, as server_args.py buckets them (v0.5.3+)."""
     if gpu_mib < 20 * 1024:
         return 2048, 8
     if gpu_mib < 35 * 1024:
-        return 2048, 24 if tp < 4 else 80
+        chunk, small, large = rules.small_gpu if rules is not None else (2048, 24, 80)
+        return chunk, small if tp < 4 else large
     if gpu_mib < 60 * 1024:
         return 4096, 32 if tp < 4 else 160
     if gpu_mib < 160 * 1024:
@@ -104,18 +124,23 @@ def _batch_defaults(gpu_mib: float, tp: int) -> tuple[int, int]:
 
 
 def default_mem_fraction_static(version: Version, gpu_total_bytes: int, tp: int, pp: int,
-                                chunked_prefill_size: int, cuda_graph_max_bs: int) -> float:
+                                chunked_prefill_size: int, cuda_graph_max_bs: int,
+                                prefill_graph_mib: float = 0.0) -> float:
     """SGLang's default ``mem_fraction_static`` for a release, a GPU and a parallel layout.
+
+    ``prefill_graph_mib``: what the prefill (piecewise) CUDA graphs add to the reserve (0.5.10 on; see
+    :func:`prefill_graph_reserve_mib`).
 
     >>> default_mem_fraction_static(Version(0, 4, 3), 22 * 2**30, 4, 1, 2048, 80)
     0.85
     >>> default_mem_fraction_static(Version(0, 5, 5), round(79.18 * 2**30), 1, 1, 8192, 256)   # H100: 13,440 MiB kept
     0.834
     """
-    if version < RESERVED_HEURISTIC_SINCE:
+    if version < RESERVED_HEURISTIC_SINCE:      # HISTORY's mem_fraction rule: "by-tp" before 0.5.3
         return 0.79 if tp >= 16 else 0.81 if tp >= 8 else 0.85 if tp >= 4 else 0.87 if tp >= 2 else 0.88
     gpu_mib = gpu_total_bytes / MiB
-    reserved = 512 + max(chunked_prefill_size, 2048) * 1.5 + cuda_graph_max_bs * 2 + tp * pp / 8 * 1024
+    reserved = (512 + max(chunked_prefill_size, 2048) * 1.5 + cuda_graph_max_bs * 2 + tp * pp / 8 * 1024
+                + prefill_graph_mib)
     if gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return round((gpu_mib - reserved) / gpu_mib, 3)
@@ -127,13 +152,45 @@ def _capture_sizes(max_bs: int) -> int:
     return sum(1 for s in sizes if s <= max_bs)
 
 
+def prefill_graph_sizes(max_tokens: int) -> int:
+    """How many token counts SGLang captures prefill (piecewise) graphs for, up to ``max_tokens``.
+
+    ``_generate_piecewise_cuda_graph_tokens`` (server_args.py, 0.5.10; ``generate_prefill_cuda_graph_batch_sizes``
+    later): range(4, 33, 4) + range(48, 257, 16) + range(288, 513, 32) + range(576, 1025, 64) +
+    range(1280, 4097, 256) + range(4608, max + 1, 512).
+
+    >>> prefill_graph_sizes(8192), prefill_graph_sizes(2048)
+    (58, 42)
+    """
+    sizes = (list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32)) + list(range(576, 1025, 64))
+             + list(range(1280, 4097, 256)) + list(range(4608, max_tokens + 1, 512)))
+    return sum(1 for s in sizes if s <= max_tokens)
+
+
+def prefill_graph_reserve_mib(rules: Rules, spec: ModelSpec, gpu: str | int, chunk: int, pp: int,
+                              cpu_offload_gb: float) -> tuple[float, str]:
+    """What the default prefill graphs add to the reserve (MiB), and why: 8 MiB a captured size, 1.5 GiB under MLA.
+
+    Off before 0.5.10, and where server_args.py turns them off: ROCm (``is_hip()``; ASSUMED still off after
+    0.5.18's ``default_prefill_backend``, not traced further), pipeline parallelism, multimodal models, CPU offload.
+    """
+    if not rules.prefill_graphs:
+        return 0.0, ""
+    rocm = isinstance(gpu, str) and gpu.strip().lower().startswith("mi")
+    if rocm or pp > 1 or spec.vision_config or cpu_offload_gb > 0:
+        return 0.0, "prefill graphs off (ROCm, PP, multimodal or CPU offload)"
+    if spec.attention == "mla":
+        return 1.5 * 1024, "prefill graphs under MLA: 1.5 GiB"
+    n = prefill_graph_sizes(chunk)
+    return n * 8.0, f"{n} prefill graph sizes x 8 MiB"
+
+
 def estimate_sglang(spec: ModelSpec, *, gpu: str | int, launch: SglangLaunch | None = None) -> RuntimeEstimate:
     """What SGLang will allocate for ``spec`` on ``gpu`` under ``launch``, per GPU."""
     launch = launch or SglangLaunch()
     why: dict[str, str] = {}
-    version = parse_version(launch.version) if launch.version is not None else LATEST
-    if version is None:
-        raise CourseInputError(f"--sglang-version={launch.version!r} is not a release number; use one such as 0.4.3")
+    version = HISTORY.check(launch.version, "--sglang-version")
+    rules = HISTORY.at(version)
     if launch.version is None:
         why["version"] = f"{LATEST}: the newest release modelled here"
     total = gpu_bytes(gpu)
@@ -143,7 +200,7 @@ def estimate_sglang(spec: ModelSpec, *, gpu: str | int, launch: SglangLaunch | N
     if pp > max(1, spec.num_layers):
         raise CourseInputError(f"--pipeline-parallel={pp} is more stages than {spec.name} has layers "
                                f"({spec.num_layers}); use at most {spec.num_layers}")
-    chunk, max_bs = _batch_defaults(total / MiB, tp)
+    chunk, max_bs = _batch_defaults(total / MiB, tp, rules)
     if launch.chunked_prefill_size is not None:
         chunk = launch.chunked_prefill_size
     else:
@@ -152,12 +209,17 @@ def estimate_sglang(spec: ModelSpec, *, gpu: str | int, launch: SglangLaunch | N
         max_bs = launch.cuda_graph_max_bs
     else:
         why["cuda_graph_max_bs"] = f"{max_bs}: the default for a GPU of {total / GiB:.0f} GiB at TP {tp}"
+    used = ["small_gpu"] if 20 * 1024 <= total / MiB < 35 * 1024 else []
     mfs = launch.mem_fraction_static
     if mfs is None:
-        mfs = default_mem_fraction_static(version, total, tp, pp, chunk, max_bs)
+        used.append("mem_fraction")
+        prefill_mib, prefill_why = prefill_graph_reserve_mib(rules, spec, gpu, chunk, pp, launch.cpu_offload_gb)
+        mfs = default_mem_fraction_static(version, total, tp, pp, chunk, max_bs, prefill_mib)
+        used += ["prefill_graphs"] if prefill_mib else []
         why["mem_fraction_static"] = (f"{mfs}: the default of {version} "
-                                      + ("(by TP size)" if version < RESERVED_HEURISTIC_SINCE
-                                         else "((gpu_mem - reserved) / gpu_mem)"))
+                                      + ("(by TP size)" if rules.mem_fraction == "by-tp"
+                                         else "((gpu_mem - reserved) / gpu_mem"
+                                         + (f"; reserved includes {prefill_why})" if prefill_mib else ")")))
     context_length = launch.context_length or spec.max_position_embeddings or 4096
     fmt = weights_format(spec, launch.dtype)
     kv_name = fmt.compute_dtype if launch.kv_cache_dtype in ("auto", None) else get_dtype(
@@ -199,4 +261,5 @@ def estimate_sglang(spec: ModelSpec, *, gpu: str | int, launch: SglangLaunch | N
         defaults=why, terms=terms, runtime_kv_cache_bytes=tokens * cell, num_gpu_blocks=tokens,
         kv_cache_tokens=tokens, max_concurrency=tokens / context_length, kv_cache_bytes_per_token=cell, block_size=1,
         fitted=("CUDA context", "load overhead", "CUDA-graph MiB per graph and layer"),
-        notes=("SGLang pages tokens one by one (page size 1): blocks are tokens",))
+        notes=("SGLang pages tokens one by one (page size 1): blocks are tokens",),
+        unchecked_rules=tuple(rules.unchecked(tuple(used))) if used else ())

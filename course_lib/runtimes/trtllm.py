@@ -36,11 +36,22 @@ from ..presets import gpu_bytes
 from ..spec import ModelSpec
 from ..units import GiB
 from .profile import forward_peak_bytes, stage_weight_bytes, stages
+from .releases import Change, History
 from .result import RuntimeEstimate, Term
-from .versions import Version, parse_version
+from .versions import Version
 
-KNOWN_VERSIONS = (Version(0, 5, 0), Version(1, 2, 0))
-LATEST = KNOWN_VERSIONS[-1]
+#: TensorRT-LLM's release history as data (see :mod:`.releases`). 1.2.1 is modelled with 1.2.0's rules: its
+#: wheel is published on pypi.nvidia.com only (PyPI holds a stub that downloads it), which this project could
+#: not reach, so its source was not read; the estimate says so.
+HISTORY = History("trtllm", (
+    Change("0.5.0", {"tokens_per_block": 64}, "no file read (0.5.0): ASSUMED from older builds' defaults"),
+    Change("0.12.0", {"tokens_per_block": 32}, "no file read (0.12.0): the release of the change ASSUMED; 32 is "
+           "what the visible 0.19 log prints", checked_by="visible RTX 5090 log (0.19): 'Number of tokens per block: 32'"),
+), known=(*(f"0.{m}" for m in range(5, 22)), "1.0", "1.1", "1.2.0", "1.2.1"))
+KNOWN_VERSIONS = HISTORY.known
+LATEST = HISTORY.latest
+#: Releases whose own source was not read (modelled with the previous release's rules), and why.
+SOURCE_NOT_READ = {Version(1, 2, 1): "its wheel is published on pypi.nvidia.com only, not reachable here"}
 
 #: CUDA context and the TensorRT / cuBLAS libraries before the engine loads: ASSUMED 0.55 GiB (a common figure on
 #: recent drivers; not separable from the buffers on the one visible log).
@@ -49,9 +60,6 @@ CONTEXT_BYTES = round(0.55 * GiB)
 #: fitted on the visible RTX 5090 log, where 14.01 GiB are in use: 8.46 GiB of fp8 Llama-3.1-8B weights,
 #: 0.55 GiB context, 0.11 GiB engine activations, leaving 4.90 GiB for 2,048 x 128,256 slots: 20 B each.
 DECODER_BYTES_PER_SLOT_LOGIT = 20
-#: tokens_per_block: 32 in the releases this models (the visible 0.19 log: "Number of tokens per block: 32"),
-#: 64 before 0.12 (ASSUMED from older builds' defaults).
-TOKENS_PER_BLOCK_SINCE_012 = 32
 
 
 @dataclass(frozen=True)
@@ -82,9 +90,8 @@ def estimate_trtllm(spec: ModelSpec, *, gpu: str | int, launch: TrtllmLaunch | N
     """What TensorRT-LLM will allocate for ``spec`` on ``gpu`` under ``launch``, per GPU."""
     launch = launch or TrtllmLaunch()
     why: dict[str, str] = {}
-    version = parse_version(launch.version) if launch.version is not None else LATEST
-    if version is None:
-        raise CourseInputError(f"--trtllm-version={launch.version!r} is not a release number; use one such as 0.19.0")
+    version = HISTORY.check(launch.version, "--trtllm-version")
+    rules = HISTORY.at(version)
     if launch.version is None:
         why["version"] = f"{LATEST}: the newest release modelled here"
     total = gpu_bytes(gpu)
@@ -100,7 +107,7 @@ def estimate_trtllm(spec: ModelSpec, *, gpu: str | int, launch: TrtllmLaunch | N
                                ("max_seq_len", launch.max_seq_len, max_seq)):
         if given is None:
             why[name] = f"{value}: trtllm-build's default"
-    block = launch.tokens_per_block or (TOKENS_PER_BLOCK_SINCE_012 if version >= Version(0, 12, 0) else 64)
+    block = launch.tokens_per_block or rules.tokens_per_block
     if launch.tokens_per_block is None:
         why["tokens_per_block"] = f"{block}: the default of {version}"
     tp, pp = launch.tensor_parallel, launch.pipeline_parallel
@@ -136,6 +143,9 @@ def estimate_trtllm(spec: ModelSpec, *, gpu: str | int, launch: TrtllmLaunch | N
         Term("free", free, "what cudaMemGetInfo reports free when the KV cache is sized", 0),
         Term("cuda_graph", 0, "inside the engine's activations", 0),
     )
+    unchecked = tuple(rules.unchecked(("tokens_per_block",))) if launch.tokens_per_block is None else ()
+    if version in SOURCE_NOT_READ:
+        unchecked += (f"all rules ({version}: source not read, {SOURCE_NOT_READ[version]})",)
     return RuntimeEstimate(
         runtime="trtllm", version=str(version),
         launch={"runtime": "trtllm", "trtllm_version": str(version), "gpu": str(gpu), "gpu_total_bytes": total,
@@ -144,7 +154,11 @@ def estimate_trtllm(spec: ModelSpec, *, gpu: str | int, launch: TrtllmLaunch | N
                 "kv_dtype": kv_name, "tokens_per_block": block, "tensor_parallel": tp, "pipeline_parallel": pp},
         defaults=why, terms=terms, runtime_kv_cache_bytes=kv, num_gpu_blocks=blocks, kv_cache_tokens=blocks * block,
         max_concurrency=blocks * block / max_seq, kv_cache_bytes_per_token=per_token, block_size=block,
-        fitted=("decoder bytes per slot and logit",), notes=("CUDA context assumed 0.55 GiB",))
+        fitted=("decoder bytes per slot and logit",),
+        notes=("CUDA context assumed 0.55 GiB",) + ((f"TensorRT-LLM {version}'s source was not read "
+                                                     f"({SOURCE_NOT_READ[version]}): the rules of the release before",)
+                                                    if version in SOURCE_NOT_READ else ()),
+        unchecked_rules=unchecked)
 
 
 def _communicator_bytes(gpu: str | int, launch: TrtllmLaunch, why: dict[str, str]) -> tuple[int, str]:

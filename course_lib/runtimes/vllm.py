@@ -44,82 +44,59 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..architectures import spec_architectures
 from ..dtypes import get_dtype
 from ..errors import CourseInputError
 from ..models import kv_cache_bytes_per_token, weights_format
 from ..presets import GPUS, gpu_bytes
 from ..spec import ModelSpec
 from ..units import GiB, MiB
-from .profile import (cuda_graph_bytes, forward_peak_bytes, offloaded_bytes, rotary_cache_bytes, sampler_peak_bytes, stage_weight_bytes,
+from .profile import (Stage, cuda_graph_bytes, forward_peak_bytes, offloaded_bytes, rotary_cache_bytes, sampler_peak_bytes, stage_weight_bytes,
                       stages)
 from .result import RuntimeEstimate, Term
-from .versions import Version, parse_version
+from .releases import Rules
+from .versions import Version
+from .vllm_releases import HISTORY
 from .vllm_kv import kv_layout, one_request_bytes
 from .vllm_mm import encoder_profile
 
-#: The releases whose defaults are modelled here, oldest first; the last is the default.
-KNOWN_VERSIONS = (Version(0, 5, 0), Version(0, 23, 0))
-LATEST = KNOWN_VERSIONS[-1]
+#: The release history (what changed in which release, each row citing its file): :mod:`.vllm_releases`.
+KNOWN_VERSIONS = HISTORY.known
+LATEST = HISTORY.latest
 
 #: vLLM's KV block size when not given (CacheConfig.DEFAULT_BLOCK_SIZE, CUDA).
 DEFAULT_BLOCK_SIZE = 16
 
-# ----------------------------------------------------------------------------- release history
-#: V1 became the default engine in 0.8.0 (V0 remained behind VLLM_USE_V1=0 and was removed in 0.11).
-V1_DEFAULT_SINCE = Version(0, 8, 0)
-#: CUDA-graph memory estimated inside the budget (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 by default):
-#: the start-up line "CUDA graph memory profiling is enabled (default since v0.21.0)".
-CUDA_GRAPHS_IN_BUDGET_SINCE = Version(0, 21, 0)
-#: gpu_memory_utilization's default: 0.9 through v0.10.2 (docs.vllm.ai/en/v0.10.2, CacheConfig), 0.92 in current
-#: releases (docs.vllm.ai/en/stable, ``Field(default=0.92)``). ASSUMED: the change came with the CUDA-graph
-#: accounting in v0.21 (it keeps the KV size of a typical launch); no release note pinning it was found.
-UTILIZATION_092_SINCE = Version(0, 21, 0)
-#: get_batch_defaults keys on device memory >= 70 GiB and not an A100 from v0.9.0 (PR #17885); before, only H100/H200.
-BATCH_DEFAULTS_BY_MEMORY_SINCE = Version(0, 9, 0)
-#: V1's hybrid KV-cache allocator (sliding-window layers keep only their window) from v0.9.2 (HybridKVCacheCoordinator);
-#: before it V1 "regarded [them] as full attention" (FullAttentionSpec note, v0.9.x).
-HYBRID_ALLOCATOR_SINCE = Version(0, 9, 2)
-#: "GPU KV cache size: N tokens" became int(max_concurrency x max_model_len) after 0.10 (kv_cache_utils.get_kv_cache_capacity).
-TOKENS_FROM_CONCURRENCY_SINCE = Version(0, 11, 0)
-#: V0 recorded the memory in use when the worker started and counted only what grew after it as non-torch from
-#: 0.6.5 ("the current vLLM instance can use total_gpu_memory ..."); before, non-torch included the CUDA context
-#: and every other process on the GPU ("Memory profiling results: ... non_torch_memory=").
-V0_BASELINE_SNAPSHOT_SINCE = Version(0, 6, 5)
-#: The V1 worker measured with MemorySnapshot / memory_profiling from 0.8.5; before, non-torch was the device's
-#: whole used memory minus torch's (CUDA context included).
-V1_BASELINE_SNAPSHOT_SINCE = Version(0, 8, 5)
+
+def platform_of(gpu: str | int, launch: "VllmLaunch") -> str:
+    """The platform the launch runs on: "cuda" or "rocm" (an MI-series preset), vLLM's ``current_platform``.
+
+    The one place a platform is picked; a platform's own rules (its block sizes, its memory probe) key on this
+    name (vllm/platforms/: cuda.py, rocm.py; cpu.py is modelled apart).
+    """
+    return launch.platform or ("rocm" if str(gpu).strip().lower().startswith("mi") else "cuda")
 
 
-def default_sampler(version: Version, engine: str, platform: str) -> str:
+def default_sampler(rules: Rules, engine: str, platform: str) -> str:
     """The sampling path the profile takes by default: "native" (PyTorch's sort) or "flashinfer" (no sort).
 
-    * V1 0.6.6-0.7: FlashInfer's top-k/top-p kernel when installed (PR #11394).
-    * 0.8-0.9: the sort (PR #14815 switched FlashInfer >= 0.2.3 off; PR #15777 adapted to its API in May 2025,
-      but the pip wheel did not ship flashinfer-python yet).
-    * 0.10: FlashInfer (it ships with the CUDA wheel; the visible 0.10.1.1 A100 log prints "Using FlashInfer
-      for top-p & top-k sampling").
-    * 0.11: the sort ("Disable FlashInfer sampler by default", PR #26859, Oct 2025; the visible 0.11 H100
-      gpt-oss log's 7.38 GiB of activations is the sort's).
-    * 0.12-0.20: a Triton top-k/top-p kernel ("Triton's implementation used by default now", PR #40376's
-      description), without the sort: taken at FlashInfer's 14 B a logit. Learned from the development set
-      (benchmarks/runtime_logs/dev, the 0.19 H100 sweep: gemma-2-27b's "torch peak memory increase:
-      3.66 GiB" is 15 B a logit for 1,024 x 256,000), not from the visible logs.
-    * 0.21 on: FlashInfer again ("Enable FlashInfer top-k/top-p sampler by default", PR #40376, Apr 2026); on
-      ROCm a Triton kernel without a sort, taken as FlashInfer's 14 B a logit (ASSUMED; the visible v0.23 MI300X
-      log's budget leaves no room for a sort).
-    * V0: always the sort (``vllm/model_executor/layers/sampler.py``).
+    V0 always sorts (``vllm/model_executor/layers/sampler.py``); V1 takes the release's path for the
+    platform (:data:`~.vllm_releases.HISTORY`'s ``sampler``): FlashInfer in 0.6.6-0.7 (PR #11394), the
+    sort in 0.8-0.9 (PR #14815), FlashInfer in 0.10 (the visible 0.10.1.1 A100 log prints "Using
+    FlashInfer for top-p & top-k sampling"), the sort in 0.11 (PR #26859; the visible 0.11 H100 gpt-oss
+    log's 7.38 GiB of activations is the sort's), a Triton kernel without a sort from 0.12, taken at
+    FlashInfer's 14 B a logit (learned from the development set's 0.19 H100 sweep: gemma-2-27b's "torch
+    peak memory increase: 3.66 GiB" is 15 B a logit for 1,024 x 256,000), FlashInfer again from 0.21
+    (PR #40376), on ROCm a Triton kernel without a sort taken as FlashInfer's 14 B (ASSUMED; the visible
+    v0.23 MI300X log's budget leaves no room for a sort).
+
+    >>> from .vllm_releases import HISTORY
+    >>> default_sampler(HISTORY.at("0.11.0"), "V1", "cuda"), default_sampler(HISTORY.at("0.12.0"), "V1", "cuda")
+    ('native', 'flashinfer')
     """
     if engine == "V0":
         return "native"
-    if version >= CUDA_GRAPHS_IN_BUDGET_SINCE:
-        return "flashinfer"
-    if platform == "rocm":
-        return "native"
-    if Version(0, 10, 0) <= version < Version(0, 11, 0) or Version(0, 6, 6) <= version < Version(0, 8, 0):
-        return "flashinfer"
-    if version >= Version(0, 12, 0):
-        return "flashinfer"          # the Triton kernel: no sort either
-    return "native"
+    return rules.sampler.get(platform, rules.sampler["cuda"])
 
 
 #: Non-torch memory that grows during the profile on one GPU (cuBLAS workspaces, allocator slack): fitted, 0.13 GiB on
@@ -134,6 +111,10 @@ NON_TORCH_TP_BYTES = 256 * MiB
 NON_TORCH_TP_NVSWITCH_BYTES = round(2.1 * GiB)
 #: Presets whose multi-GPU systems have NVSwitch (HGX boards).
 NVSWITCH_GPUS = ("h100-80gb", "h200", "b200", "h20")
+#: Presets of data-center Blackwell (compute capability family 10.x: ``is_device_capability_family(100)``).
+SM100_GPUS = ("b200", "b300", "gb200", "gb300")
+#: GB10 (DGX Spark, compute capability 12.1), by the names it is given.
+GB10_GPUS = ("gb10", "dgx-spark")
 #: Before the baseline snapshot (V0 < 0.6.5, V1 < 0.8.5) non-torch also held the CUDA context and the NCCL
 #: communicators of every rank: 0.35 GiB on one GPU (the development set's RTX 3090 0.6.4 log,
 #: "non_torch_memory=0.35GiB"), and 1.1 GiB more per other rank to fit the visible MI300X TP8 log (0.6.4:
@@ -141,13 +122,13 @@ NVSWITCH_GPUS = ("h100-80gb", "h200", "b200", "h20")
 NON_TORCH_CONTEXT_BYTES = round(0.35 * GiB)
 NON_TORCH_CONTEXT_PER_EXTRA_RANK_BYTES = round(1.1 * GiB)
 
-#: MiB of CUDA-graph pool per captured graph and per layer: fitted on the visible logs' "Graph capturing
-#: finished ..., took X GiB": 0.23 (T4, V0 0.8.2, 27 graphs x 28 layers), 0.27 (A100, 0.10.1.1, 67 x 28),
-#: 0.33 (H100 gpt-oss, 0.11, 51 x 24). The development set's v0.19 H100 logs (cudagraph_mode FULL_AND_PIECEWISE,
-#: 51 sizes) took 0.91 GiB for Llama-3.1-8B's 32 layers and 1.23 GiB for Gemma-2-27B's 46 (0.57 and 0.54 MiB;
-#: their "Estimated CUDA graph memory", what v0.21 takes from the budget, was 0.84 and 1.13 GiB): 0.55 on CUDA
-#: from 0.19. ROCm's graphs are larger: the visible v0.23 MI300X log took 3.74 GiB for 51 sizes x 34 layers (2.16).
-CUDA_GRAPH_MIB = {"V0": 0.23, "V1": 0.27, "V1-0.11": 0.33, "V1-0.19": 0.55, "V1-0.19-rocm": 2.16}
+#: MiB of CUDA-graph pool per captured graph and per layer (the ``graph_mib`` rule of :mod:`.vllm_releases`):
+#: fitted on the visible logs' "Graph capturing finished ..., took X GiB": 0.23 (T4, V0 0.8.2, 27 graphs x 28
+#: layers), 0.27 (A100, 0.10.1.1, 67 x 28), 0.33 (H100 gpt-oss, 0.11, 51 x 24). The development set's v0.19 H100
+#: logs (cudagraph_mode FULL_AND_PIECEWISE, 51 sizes) took 0.91 GiB for Llama-3.1-8B's 32 layers and 1.23 GiB for
+#: Gemma-2-27B's 46 (0.57 and 0.54 MiB; their "Estimated CUDA graph memory", what v0.21 takes from the budget, was
+#: 0.84 and 1.13 GiB): 0.55 on CUDA from 0.19. ROCm's graphs are larger: the visible v0.23 MI300X log took 3.74 GiB
+#: for 51 sizes x 34 layers (2.16).
 
 
 @dataclass(frozen=True)
@@ -205,12 +186,43 @@ def _kv_dtype(name: str, compute: str) -> str:
     raise CourseInputError(f"kv_cache_dtype={name!r} is not one vLLM accepts; use auto, fp8, fp8_e4m3 or fp8_e5m2")
 
 
+def batch_defaults(rules: Rules, gpu: str | int, total: int, entrypoint: str) -> tuple[int, int, str]:
+    """(max_num_batched_tokens, max_num_seqs, the GPU class in words): ``EngineArgs.get_batch_defaults``.
+
+    vllm/engine/arg_utils.py: on a GPU of 70 GiB or more that is not an A100 (from 0.9.0; before, only
+    H100/H200, and only the token budget grew), ``vllm serve`` profiles 8,192 tokens and 1,024 sequences
+    (``LLM``: 16,384), elsewhere 2,048 and 256 (``LLM``: 8,192). From 0.28 a GPU of 160 GiB or more
+    (B200, MI300X) profiles 16,384 tokens for both entry points; 0.33 keeps GB10 (DGX Spark) on the small tier.
+
+    >>> from .vllm_releases import HISTORY
+    >>> batch_defaults(HISTORY.at("0.19.0"), "h100-80gb", 80 * 2**30, "serve")[:2]
+    (8192, 1024)
+    >>> batch_defaults(HISTORY.at("0.33.0"), "b200", 178 * 2**30, "serve")[:2]
+    (16384, 1024)
+    """
+    name = str(gpu).strip().lower()
+    serve = entrypoint != "llm"
+    if rules.batch_defaults == "h100-h200":
+        big, seqs_grow = name.startswith(("h100", "h200")), False
+    else:
+        big, seqs_grow = total >= 70 * GiB and "a100" not in name, True
+        if rules.batch_defaults == "by-memory-160-no-gb10" and name in GB10_GPUS:
+            big = False
+        elif rules.batch_defaults.startswith("by-memory-160") and total >= 160 * GiB:
+            return 16384, 1024, ">= 160 GiB"
+    tokens = (8192 if serve else 16384) if big else (2048 if serve else 8192)
+    seqs = 1024 if big and seqs_grow else 256
+    return tokens, seqs, ">= 70 GiB non-A100" if big else "smaller or A100"
+
+
 def resolve(spec: ModelSpec, gpu: str | int, launch: VllmLaunch) -> tuple[VllmLaunch, dict[str, str]]:
-    """``launch`` with every None replaced by the release's default, and why each was taken."""
+    """Step 1, the defaults: ``launch`` with every None replaced by the release's default, and why each was taken.
+
+    An unknown release is refused with one line listing the known ones.
+    """
     why: dict[str, str] = {}
-    version = parse_version(launch.version) if launch.version is not None else LATEST
-    if version is None:
-        raise CourseInputError(f"--vllm-version={launch.version!r} is not a release number; use one such as 0.10.1")
+    version = HISTORY.check(launch.version, "--vllm-version")
+    rules = HISTORY.at(version)
     if launch.version is None:
         why["version"] = f"{LATEST}: the newest release modelled here"
     total = gpu_bytes(gpu)
@@ -225,25 +237,20 @@ def resolve(spec: ModelSpec, gpu: str | int, launch: VllmLaunch) -> tuple[VllmLa
         raise CourseInputError(f"Total number of attention heads ({heads}) must be divisible by tensor parallel size "
                                f"({tp}) (vLLM's check); use a --tensor-parallel that divides {heads}")
     name = str(gpu).strip().lower()
-    platform = launch.platform or ("rocm" if name.startswith("mi") else "cuda")
-    engine = launch.engine or ("V1" if version >= V1_DEFAULT_SINCE else "V0")
+    platform = platform_of(gpu, launch)
+    engine = launch.engine or rules.engine
     if launch.engine is None:
         why["engine"] = f"{engine}: the default engine of {version}"
     util = launch.gpu_memory_utilization
     if util is None:
-        util = 0.92 if version >= UTILIZATION_092_SINCE else 0.9
-        why["gpu_memory_utilization"] = (f"{util}: the default of {version} (0.9 through v0.10.2, 0.92 in current "
-                                         f"releases)")
+        util = rules.gpu_memory_utilization
+        why["gpu_memory_utilization"] = f"{util}: the default of {version} ({rules.origin('gpu_memory_utilization').source})"
     max_len = launch.max_model_len
     if max_len is None:
         max_len = spec.max_position_embeddings or 4096
         why["max_model_len"] = f"{max_len}: the config's max_position_embeddings"
-    big = total >= 70 * GiB and "a100" not in name
-    if version < BATCH_DEFAULTS_BY_MEMORY_SINCE:
-        big = name.startswith(("h100", "h200"))
     serve = launch.entrypoint != "llm"
-    tokens_default = (8192 if serve else 16384) if big else (2048 if serve else 8192)
-    seqs_default = 1024 if big and version >= BATCH_DEFAULTS_BY_MEMORY_SINCE else 256
+    tokens_default, seqs_default, gpu_class = batch_defaults(rules, gpu, total, launch.entrypoint)
     chunked = launch.enable_chunked_prefill
     if engine == "V1":
         chunked = True
@@ -256,12 +263,12 @@ def resolve(spec: ModelSpec, gpu: str | int, launch: VllmLaunch) -> tuple[VllmLa
     seqs = launch.max_num_seqs
     if seqs is None:
         seqs = seqs_default
-        why["max_num_seqs"] = (f"{seqs}: {'vllm serve' if serve else 'LLM()'} on a {'>= 70 GiB non-A100' if big else 'smaller or A100'} "
+        why["max_num_seqs"] = (f"{seqs}: {'vllm serve' if serve else 'LLM()'} on a {gpu_class} "
                                f"GPU in {version}")
     batched = launch.max_num_batched_tokens
     if batched is None:
         if chunked:
-            batched = tokens_default if engine == "V1" or version >= Version(0, 6, 4) else 512
+            batched = tokens_default if engine == "V1" or rules.v0_chunk_tokens == "by-gpu" else 512
             why["max_num_batched_tokens"] = f"{batched}: the chunked-prefill default of {engine} {version} here"
         else:
             batched = max(max_len, 2048 if engine == "V0" else tokens_default)
@@ -269,7 +276,7 @@ def resolve(spec: ModelSpec, gpu: str | int, launch: VllmLaunch) -> tuple[VllmLa
         batched = min(batched, seqs * max_len)
         if launch.max_num_seqs is None:
             seqs = min(seqs, batched)
-    sampler = launch.sampler if launch.sampler != "auto" else default_sampler(version, engine, platform)
+    sampler = launch.sampler if launch.sampler != "auto" else default_sampler(rules, engine, platform)
     if launch.sampler == "auto":
         why["sampler"] = f"{sampler}: the profile's sampling path in {engine} {version} on {platform}"
     block = launch.block_size or DEFAULT_BLOCK_SIZE
@@ -281,153 +288,295 @@ def resolve(spec: ModelSpec, gpu: str | int, launch: VllmLaunch) -> tuple[VllmLa
                    sampler=sampler, block_size=block, platform=platform, interconnect=link), why
 
 
-def _capture_sizes(version: Version, engine: str, max_num_seqs: int) -> int:
-    """How many batch sizes vLLM captures graphs for by default."""
+def capture_sizes(rules: Rules, engine: str, max_num_seqs: int, max_num_batched_tokens: int | None = None,
+                  gpu: str | int = "") -> int:
+    """How many batch sizes vLLM captures graphs for by default (the ``capture_sizes`` rule).
+
+    ``VllmConfig._set_cudagraph_sizes`` (vllm/config/vllm.py): ``[1, 2, 4] + range(8, 256, 8) +
+    range(256, cap + 1, 16)`` with ``cap = min(2 x max_num_seqs, 512)`` (1,024 on data-center Blackwell
+    from 0.28); from 0.31 the grid stops at ``max_num_batched_tokens`` and ``max_num_seqs`` is captured too.
+
+    >>> from .vllm_releases import HISTORY
+    >>> capture_sizes(HISTORY.at("0.10.1"), "V1", 256), capture_sizes(HISTORY.at("0.19.0"), "V1", 256)
+    (67, 51)
+    >>> capture_sizes(HISTORY.at("0.28.0"), "V1", 1024, 8192, "b200"), capture_sizes(HISTORY.at("0.33.0"), "V1", 100, 2048)
+    (83, 29)
+    """
     if engine == "V0":   # _BATCH_SIZES_TO_CAPTURE = [1, 2, 4] + [8 * i for i in 1..32], up to max_num_seqs
         return 3 + min(32, max_num_seqs // 8)
-    if version < Version(0, 11, 0):   # [1, 2, 4] + range(8, 513, 8)
+    rule = rules.capture_sizes
+    if rule["grid"] == "67":   # [1, 2, 4] + range(8, 513, 8)
         return 3 + 64
-    cap = min(512, 2 * max_num_seqs)   # [1, 2, 4] + range(8, 256, 8) + range(256, cap + 1, 16)
-    return 3 + min(31, (cap - 1) // 8) + max(0, (cap - 256) // 16 + 1)
+    sm100 = str(gpu).strip().lower() in SM100_GPUS
+    cap = min(rule["cap_sm100"] if sm100 else rule["cap"], 2 * max_num_seqs)
+    if not rule["exact"]:   # [1, 2, 4] + range(8, min(cap + 1, 256), 8) + range(256, cap + 1, 16)
+        return len(_grid(cap))
+    tokens = max_num_batched_tokens or cap
+    top = min(tokens, cap)
+    sizes = _grid(top)
+    if tokens <= top:
+        sizes.add(tokens)
+    if max_num_seqs <= cap and max_num_seqs <= tokens:
+        sizes.add(max_num_seqs)
+    return len(sizes)
+
+
+def _grid(top: int) -> set[int]:
+    return {n for n in (1, 2, 4) if n <= top} | set(range(8, min(top + 1, 256), 8)) | set(range(256, top + 1, 16))
+
+
+def model_runner(rules: Rules, spec: ModelSpec, engine: str, platform: str) -> str:
+    """The V1 engine's model runner: "V2" (vllm/v1/worker/gpu/) for the release's default architectures, else "V1".
+
+    ``VllmConfig.use_v2_model_runner`` (vllm/config/vllm.py): by the model's ``architectures`` in
+    ``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES`` from 0.22, every architecture from 0.29 (on ROCm, DeepSeek-V3.2
+    and V4 keep V1). Its CUDA-graph estimate captures PIECEWISE graphs in full and extrapolates FULL graphs
+    from the two largest (``profile_cudagraph_memory``, vllm/v1/worker/gpu/cudagraph_utils.py, 0.33).
+    """
+    if engine == "V0":
+        return "V0"
+    listed = rules.v2_runner_architectures
+    archs = spec_architectures(spec)
+    if listed == "all":
+        return "V1" if platform == "rocm" and set(archs) & {"DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM"} else "V2"
+    return "V2" if set(archs) & set(listed) else "V1"
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every step reads: the resolved launch, the release's rules, the GPU and the formats."""
+
+    spec: ModelSpec
+    launch: VllmLaunch
+    rules: Rules
+    gpu: str | int
+    total: int
+    fmt: Any
+    kv_name: str
+    runner: str = "V1"
+
+    @property
+    def v0(self) -> bool:
+        return self.launch.engine == "V0"
+
+
+def context(spec: ModelSpec, gpu: str | int, launch: VllmLaunch | None = None) -> tuple[Context, dict[str, str]]:
+    """Step 1 done: the :class:`Context` the other steps read (the launch resolved, the release's rules), and why
+    each default was taken. Each step can then be called alone:
+
+    >>> from course_lib.presets import get_model
+    >>> ctx, _ = context(get_model("qwen2-7b"), "a100-80gb", VllmLaunch(version="0.10.1", gpu_memory_utilization=0.25,
+    ...                                                                  max_model_len=16384))
+    >>> stage = stages(ctx.spec)[0]
+    >>> round(kv_available(ctx, profile_terms(ctx, stage)) / 2**30, 2)
+    4.92
+    """
+    launch, why = resolve(spec, gpu, launch or VllmLaunch())
+    rules = HISTORY.at(launch.version)
+    fmt = weights_format(spec, launch.dtype)
+    runner = model_runner(rules, spec, launch.engine, launch.platform)
+    return Context(spec, launch, rules, gpu, gpu_bytes(gpu), fmt, _kv_dtype(launch.kv_cache_dtype, fmt.compute_dtype),
+                   runner), why
+
+
+def _non_torch(ctx: Context) -> tuple[int, str]:
+    """Non-torch memory of one GPU: the CUDA context too before the baseline snapshot, else what grows in the profile."""
+    launch = ctx.launch
+    tp, pp = launch.tensor_parallel, launch.pipeline_parallel
+    if launch.engine not in ctx.rules.baseline_snapshot:
+        return (NON_TORCH_CONTEXT_BYTES + NON_TORCH_CONTEXT_PER_EXTRA_RANK_BYTES * (tp * pp - 1),
+                "fitted: CUDA context and NCCL counted as non-torch before the baseline snapshot")
+    nvswitch = launch.interconnect == "nvswitch"
+    return (NON_TORCH_ONE_GPU_BYTES + (
+        0 if tp * pp == 1 else NON_TORCH_TP_NVSWITCH_BYTES if nvswitch and tp > 1 else NON_TORCH_TP_BYTES),
+        "fitted: what grows outside torch during the profile (cuBLAS, NCCL, custom all-reduce)")
+
+
+def _activation(ctx: Context, stage: Stage) -> tuple[int, str]:
+    """The profile's activation peak on one stage: forward, sampler (last stage), vision towers (first stage)."""
+    spec, launch = ctx.spec, ctx.launch
+    compute = ctx.fmt.compute_dtype
+    forward = forward_peak_bytes(spec, launch.max_num_batched_tokens, launch.tensor_parallel, compute)
+    hidden = launch.max_num_batched_tokens * spec.hidden_size * int(get_dtype(compute).bytes_per_value)
+    rows = min(launch.max_num_seqs, launch.max_num_batched_tokens)
+    sampler = sampler_peak_bytes(rows, spec.vocab_size, launch.sampler)
+    vision = _vision_profile_bytes(spec, launch) if stage.first else 0
+    activation = max(forward, sampler + hidden, vision) if stage.last else max(forward, vision)
+    mm = (encoder_profile(spec, max_num_batched_tokens=launch.max_num_batched_tokens,
+                          max_num_seqs=launch.max_num_seqs, max_model_len=launch.max_model_len,
+                          tensor_parallel=launch.tensor_parallel)
+          if stage.first and not ctx.v0 and not launch.skip_mm_profiling else None)
+    if mm is not None:        # the tower runs first; its outputs stay cached through the text forward
+        activation = max(mm.peak_bytes, mm.kept_bytes + activation)
+    if stage.last:
+        note = (f"max(forward over {launch.max_num_batched_tokens} tokens {forward / GiB:.2f} GiB, "
+                f"sampler over {rows} x {spec.vocab_size:,} logits ({launch.sampler}) {sampler / GiB:.2f} GiB"
+                + (f", vision encoder {vision / GiB:.2f} GiB" if vision else "") + ")")
+    else:
+        note = f"forward over {launch.max_num_batched_tokens} tokens (no sampler on this stage)"
+    if mm is not None:
+        note += (f"; V1 encoder profile first: {mm.describe}, peak {mm.peak_bytes / GiB:.2f} GiB, "
+                 f"{mm.kept_bytes / GiB:.2f} GiB of outputs kept")
+    return activation, note
+
+
+def _cuda_graph(ctx: Context, stage: Stage) -> Term:
+    """The graph pool of one stage: outside the budget (captured after the KV cache) or estimated inside it."""
+    launch, rules = ctx.launch, ctx.rules
+    graphs = 0 if launch.enforce_eager else capture_sizes(rules, launch.engine, launch.max_num_seqs,
+                                                          launch.max_num_batched_tokens, ctx.gpu)
+    mib = rules.graph_mib["V0" if ctx.v0 else launch.platform if launch.platform in rules.graph_mib else "cuda"]
+    graph = cuda_graph_bytes(graphs, stage.layers, mib)
+    in_budget = (not ctx.v0 and rules.graphs_in_budget.get(launch.platform, rules.graphs_in_budget["cuda"])
+                 and graphs > 0)
+    if not graphs:
+        note = "--enforce-eager: no CUDA graphs"
+    elif in_budget:
+        note = (f"estimate of {graphs} captured sizes x {stage.layers} layers, inside the budget from "
+                f"v{rules.origin('graphs_in_budget').since} on {launch.platform}"
+                + ("; the V2 model runner's profile (PIECEWISE measured, FULL extrapolated from the two largest), "
+                   "taken at the V1 runner's fitted MiB" if ctx.runner == "V2" else ""))
+    else:
+        note = f"{graphs} captured sizes x {stage.layers} layers, captured after the KV cache (outside the budget)"
+    return Term("cuda_graph", graph, note, -1 if in_budget else 0)
+
+
+def profile_terms(ctx: Context, stage: Stage) -> list[Term]:
+    """Step 2, the profile terms of one pipeline stage, in vLLM's order: the budget, then what it takes."""
+    spec, launch, fmt = ctx.spec, ctx.launch, ctx.fmt
+    pp = launch.pipeline_parallel
+    util = launch.gpu_memory_utilization
+    rotary = rotary_cache_bytes(spec, ctx.rules.rotary_value_bytes)
+    offloaded = offloaded_bytes(spec, fmt, stage, launch.cpu_offload_gb)
+    weights = stage_weight_bytes(spec, fmt, stage) - offloaded + rotary + _padding_bytes(spec, fmt, stage)
+    activation, act_note = _activation(ctx, stage)
+    non_torch, nt_note = _non_torch(ctx)
+    return [
+        Term("budget", math.floor(ctx.total * util),
+             f"total {ctx.total / GiB:.2f} GiB (CUDA) x gpu_memory_utilization {util}", +1),
+        Term("weights", weights, f"{fmt.describe()}; rotary cache {rotary:,} B"
+             + (f"; {offloaded / GiB:.2f} GiB of layers offloaded to the CPU (--cpu-offload-gb)" if offloaded else "")
+             + (f"; stage {stage.index + 1} of {pp}: {stage.layers} layers" if pp > 1 else "")),
+        Term("activation_peak", activation, act_note),
+        Term("non_torch", non_torch, nt_note),
+        _cuda_graph(ctx, stage),
+    ]
+
+
+def kv_available(ctx: Context, terms: list[Term]) -> int:
+    """What one stage leaves for the KV cache: the budget less every term taken from it.
+
+    (The seam for a KV pool given directly, vLLM's ``kv_cache_memory_bytes``, which skips this subtraction.)
+    """
+    return terms[0].bytes - sum(t.bytes for t in terms[1:] if t.sign == -1)
+
+
+def kv_layouts(ctx: Context, stage_list: list[Stage]):
+    """Step 3, the KV layout of each stage: its groups, pages and one request's blocks (:mod:`.vllm_kv`)."""
+    launch = ctx.launch
+    kv_bytes = get_dtype(ctx.kv_name).bytes_per_value
+    return [kv_layout(ctx.spec, kv_bytes=kv_bytes, block_size=launch.block_size, max_model_len=launch.max_model_len,
+                      max_num_batched_tokens=launch.max_num_batched_tokens, engine=launch.engine,
+                      tensor_parallel=launch.tensor_parallel, layers=_stage_caches(ctx.spec, stage_list, i),
+                      hybrid_allocator=ctx.rules.hybrid_allocator)
+            for i in range(len(stage_list))]
+
+
+def refusal(ctx: Context, stage_list: list[Stage], binding: int, available: int, tokens: int) -> str | None:
+    """Step 4, vLLM's refusal of a launch whose KV cache cannot hold one ``max_model_len`` request, or None.
+
+    Its words follow ``check_enough_kv_cache_memory`` (vllm/v1/core/kv_cache_utils.py), with the
+    largest power-of-two fraction of ``max_model_len`` that would fit.
+    """
+    spec, launch = ctx.spec, ctx.launch
+    kv_bytes = get_dtype(ctx.kv_name).bytes_per_value
+
+    def need(length: int) -> int:
+        return one_request_bytes(spec, kv_bytes=kv_bytes, block_size=launch.block_size, max_model_len=length,
+                                 max_num_batched_tokens=launch.max_num_batched_tokens,
+                                 tensor_parallel=launch.tensor_parallel,
+                                 layers=_stage_caches(spec, stage_list, binding), engine=launch.engine)
+
+    if available <= 0:
+        return (f"vLLM would refuse this launch: no available memory for the cache blocks "
+                f"({available / GiB:.2f} GiB left after weights and the profile). Try increasing "
+                f"`gpu_memory_utilization` or decreasing `max_model_len` / `max_num_seqs` / `max_num_batched_tokens`")
+    one = need(launch.max_model_len)
+    if one <= available:
+        return None
+    fits = max((L for L in _halvings(launch.max_model_len) if need(L) <= available), default=0)
+    return (f"vLLM would refuse this launch: to serve at least one request with the model's max seq len "
+            f"({launch.max_model_len}), {one / GiB:.2f} GiB KV cache is needed, which is larger than the "
+            f"available KV cache memory ({available / GiB:.2f} GiB, {tokens:,} tokens); a "
+            f"max_model_len of about {fits} would fit. Try increasing `gpu_memory_utilization` or decreasing "
+            f"`max_model_len` when initializing the engine")
+
+
+#: The rules each engine reads (a rule the launch's engine never reads is left out of its "not checked by a log").
+ENGINE_RULES = {
+    "V0": ("engine", "gpu_memory_utilization", "batch_defaults", "v0_chunk_tokens", "baseline_snapshot",
+           "rotary_value_bytes", "graph_mib"),
+    "V1": tuple(n for n in HISTORY.changes[0].sets if n != "v0_chunk_tokens"),
+}
 
 
 def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None = None,
                   refuse: bool = True) -> RuntimeEstimate:
     """What vLLM will allocate for ``spec`` on ``gpu`` under ``launch``, term by term, per GPU.
 
-    Refuses (:class:`CourseInputError`, one line) a launch whose KV cache cannot hold one
-    ``max_model_len`` request, with vLLM's own advice; ``refuse=False`` returns the estimate with
-    vLLM's refusal in ``notes`` instead (what a log of the refused start-up shows).
+    The steps: :func:`resolve` (defaults) -> :func:`profile_terms` per stage -> :func:`kv_layouts`
+    -> :func:`refusal`. Refuses (:class:`CourseInputError`, one line) a launch whose KV cache cannot
+    hold one ``max_model_len`` request, with vLLM's own advice; ``refuse=False`` returns the estimate
+    with vLLM's refusal in ``notes`` instead (what a log of the refused start-up shows).
     """
-    launch, why = resolve(spec, gpu, launch or VllmLaunch())
+    ctx, why = context(spec, gpu, launch)
+    launch, rules, fmt, runner = ctx.launch, ctx.rules, ctx.fmt, ctx.runner
     version: Version = launch.version          # type: ignore[assignment]
-    total = gpu_bytes(gpu)
     tp, pp = launch.tensor_parallel, launch.pipeline_parallel
-    fmt = weights_format(spec, launch.dtype)
-    compute = fmt.compute_dtype
-    kv_name = _kv_dtype(launch.kv_cache_dtype, compute)
-    kv_bytes = get_dtype(kv_name).bytes_per_value
-    util = launch.gpu_memory_utilization
-    requested = math.floor(total * util)
-    fitted: list[str] = []
-    notes: list[str] = []
-    v0 = launch.engine == "V0"
-    era = "V0" if v0 else ("V1-0.19" if version >= Version(0, 19, 0) else
-                           "V1-0.11" if version >= Version(0, 11, 0) else "V1")
-    if era == "V1-0.19" and launch.platform == "rocm":
-        era = "V1-0.19-rocm"
     stage_list = stages(spec, tp, pp)
-    rotary = rotary_cache_bytes(spec, 2 if version < Version(0, 9, 0) else 4)
-    graphs = 0 if launch.enforce_eager else _capture_sizes(version, launch.engine, launch.max_num_seqs)
-    per_stage: list[tuple[int, list[Term], int]] = []
-    for stage in stage_list:
-        offloaded = offloaded_bytes(spec, fmt, stage, launch.cpu_offload_gb)
-        weights = stage_weight_bytes(spec, fmt, stage) - offloaded + rotary + _padding_bytes(spec, fmt, stage)
-        forward = forward_peak_bytes(spec, launch.max_num_batched_tokens, tp, compute)
-        hidden = launch.max_num_batched_tokens * spec.hidden_size * int(get_dtype(compute).bytes_per_value)
-        rows = min(launch.max_num_seqs, launch.max_num_batched_tokens)
-        sampler = sampler_peak_bytes(rows, spec.vocab_size, launch.sampler)
-        vision = _vision_profile_bytes(spec, launch) if stage.first else 0
-        activation = max(forward, sampler + hidden, vision) if stage.last else max(forward, vision)
-        mm = (encoder_profile(spec, max_num_batched_tokens=launch.max_num_batched_tokens,
-                              max_num_seqs=launch.max_num_seqs, max_model_len=launch.max_model_len,
-                              tensor_parallel=tp)
-              if stage.first and not v0 and not launch.skip_mm_profiling else None)
-        if mm is not None:        # the tower runs first; its outputs stay cached through the text forward
-            activation = max(mm.peak_bytes, mm.kept_bytes + activation)
-        if (v0 and version < V0_BASELINE_SNAPSHOT_SINCE) or (not v0 and version < V1_BASELINE_SNAPSHOT_SINCE):
-            non_torch = NON_TORCH_CONTEXT_BYTES + NON_TORCH_CONTEXT_PER_EXTRA_RANK_BYTES * (tp * pp - 1)
-            nt_note = "fitted: CUDA context and NCCL counted as non-torch before the baseline snapshot"
-        else:
-            nvswitch = launch.interconnect == "nvswitch"
-            non_torch = NON_TORCH_ONE_GPU_BYTES + (
-                0 if tp * pp == 1 else NON_TORCH_TP_NVSWITCH_BYTES if nvswitch and tp > 1 else NON_TORCH_TP_BYTES)
-            nt_note = "fitted: what grows outside torch during the profile (cuBLAS, NCCL, custom all-reduce)"
-        graph = cuda_graph_bytes(graphs, stage.layers, CUDA_GRAPH_MIB[era])
-        if stage.last:
-            act_note = (f"max(forward over {launch.max_num_batched_tokens} tokens {forward / GiB:.2f} GiB, "
-                        f"sampler over {rows} x {spec.vocab_size:,} logits ({launch.sampler}) {sampler / GiB:.2f} GiB"
-                        + (f", vision encoder {vision / GiB:.2f} GiB" if vision else "") + ")")
-        else:
-            act_note = f"forward over {launch.max_num_batched_tokens} tokens (no sampler on this stage)"
-        if mm is not None:
-            act_note += (f"; V1 encoder profile first: {mm.describe}, peak {mm.peak_bytes / GiB:.2f} GiB, "
-                         f"{mm.kept_bytes / GiB:.2f} GiB of outputs kept")
-        in_budget = not v0 and version >= CUDA_GRAPHS_IN_BUDGET_SINCE and graphs > 0
-        terms = [
-            Term("budget", requested, f"total {total / GiB:.2f} GiB (CUDA) x gpu_memory_utilization {util}", +1),
-            Term("weights", weights, f"{fmt.describe()}; rotary cache {rotary:,} B"
-                 + (f"; {offloaded / GiB:.2f} GiB of layers offloaded to the CPU (--cpu-offload-gb)" if offloaded else "")
-                 + (f"; stage {stage.index + 1} of {pp}: {stage.layers} layers" if pp > 1 else "")),
-            Term("activation_peak", activation, act_note),
-            Term("non_torch", non_torch, nt_note),
-            Term("cuda_graph", graph,
-                 (f"estimate of {graphs} captured sizes x {stage.layers} layers, inside the budget from v0.21"
-                  if in_budget else f"{graphs} captured sizes x {stage.layers} layers, captured after the KV cache "
-                  f"(outside the budget)") if graphs else "--enforce-eager: no CUDA graphs",
-                 -1 if in_budget else 0),
-        ]
-        available = requested - sum(t.bytes for t in terms[1:] if t.sign == -1)
-        per_stage.append((available, terms, stage.layers))
-    hybrid = version >= HYBRID_ALLOCATOR_SINCE
-    rule = "concurrency" if version >= TOKENS_FROM_CONCURRENCY_SINCE else "blocks"
-    layouts = [kv_layout(spec, kv_bytes=kv_bytes, block_size=launch.block_size, max_model_len=launch.max_model_len,
-                         max_num_batched_tokens=launch.max_num_batched_tokens, engine=launch.engine,
-                         tensor_parallel=tp, layers=_stage_caches(spec, stage_list, i), hybrid_allocator=hybrid)
-               for i in range(len(stage_list))]
-    stage_blocks = [max(0, a) // lay.block_bytes if lay.block_bytes else 0 for (a, _, _), lay in zip(per_stage, layouts)]
+    stage_terms = [profile_terms(ctx, stage) for stage in stage_list]
+    stage_available = [kv_available(ctx, terms) for terms in stage_terms]
+    layouts = kv_layouts(ctx, stage_list)
+    stage_blocks = [max(0, a) // lay.block_bytes if lay.block_bytes else 0 for a, lay in zip(stage_available, layouts)]
     # get_kv_cache_configs: every rank keeps the fewest blocks any rank can hold
     binding = min(range(len(stage_blocks)), key=stage_blocks.__getitem__)
     blocks = stage_blocks[binding]
-    pool = layouts[binding].pool(blocks, rule)
-    available, terms, _ = per_stage[0]
-    bind_available = per_stage[binding][0]
-    need = one_request_bytes(spec, kv_bytes=kv_bytes, block_size=launch.block_size, max_model_len=launch.max_model_len,
-                             max_num_batched_tokens=launch.max_num_batched_tokens, tensor_parallel=tp,
-                             layers=_stage_caches(spec, stage_list, binding), engine=launch.engine)
-    refusal = None
-    if bind_available <= 0:
-        refusal = (f"vLLM would refuse this launch: no available memory for the cache blocks "
-                   f"({bind_available / GiB:.2f} GiB left after weights and the profile). Try increasing "
-                   f"`gpu_memory_utilization` or decreasing `max_model_len` / `max_num_seqs` / `max_num_batched_tokens`")
-    elif need > bind_available:
-        fits = max((L for L in _halvings(launch.max_model_len) if one_request_bytes(
-            spec, kv_bytes=kv_bytes, block_size=launch.block_size, max_model_len=L,
-            max_num_batched_tokens=launch.max_num_batched_tokens, tensor_parallel=tp,
-            layers=_stage_caches(spec, stage_list, binding), engine=launch.engine) <= bind_available), default=0)
-        refusal = (f"vLLM would refuse this launch: to serve at least one request with the model's max seq len "
-                   f"({launch.max_model_len}), {need / GiB:.2f} GiB KV cache is needed, which is larger than the "
-                   f"available KV cache memory ({bind_available / GiB:.2f} GiB, {pool.tokens:,} tokens); a "
-                   f"max_model_len of about {fits} would fit. Try increasing `gpu_memory_utilization` or decreasing "
-                   f"`max_model_len` when initializing the engine")
-    if refusal is not None:
+    pool = layouts[binding].pool(blocks, rules.tokens_rule)
+    notes: list[str] = []
+    refused = refusal(ctx, stage_list, binding, stage_available[binding], pool.tokens)
+    if refused is not None:
         if refuse:
-            raise CourseInputError(refusal)
-        notes.append(refusal)
+            raise CourseInputError(refused)
+        notes.append(refused)
     fitted = [f"sampler bytes per logit ({launch.sampler})", "non-torch memory", "CUDA-graph MiB per graph and layer"]
     if launch.dtype is None and spec.quantization is not None and spec.quantization.name == "mxfp4":
         fitted.append("mxfp4 expert padding")
     if pp > 1:
         notes.append("per-stage figures differ: every stage keeps the fewest blocks any stage can hold")
-    per_token = kv_cache_bytes_per_token(spec, get_dtype(kv_name), tp)
+    per_token = kv_cache_bytes_per_token(spec, get_dtype(ctx.kv_name), tp)
     launch_dict = {
         "runtime": "vllm", "vllm_version": str(version), "engine": launch.engine, "entrypoint": launch.entrypoint,
-        "gpu": str(gpu), "gpu_total_bytes": total, "gpu_memory_utilization": util,
+        "gpu": str(gpu), "gpu_total_bytes": ctx.total, "gpu_memory_utilization": launch.gpu_memory_utilization,
         "max_model_len": launch.max_model_len, "max_num_seqs": launch.max_num_seqs,
         "max_num_batched_tokens": launch.max_num_batched_tokens, "enable_chunked_prefill": launch.enable_chunked_prefill,
-        "kv_cache_dtype": launch.kv_cache_dtype, "kv_dtype": kv_name, "weights_format": fmt.name,
+        "kv_cache_dtype": launch.kv_cache_dtype, "kv_dtype": ctx.kv_name, "weights_format": fmt.name,
         "enforce_eager": launch.enforce_eager, "tensor_parallel": tp, "pipeline_parallel": pp,
         "block_size": launch.block_size, "sampler": launch.sampler, "platform": launch.platform,
         "interconnect": launch.interconnect, "cpu_offload_gb": launch.cpu_offload_gb,
-        "skip_mm_profiling": launch.skip_mm_profiling,
+        "skip_mm_profiling": launch.skip_mm_profiling, "model_runner": runner,
     }
     if GPUS.get(str(gpu).strip().lower()) is not None and GPUS[str(gpu).strip().lower()].estimated:
         notes.append(f"the CUDA total of {gpu} is estimated from nvidia-smi's (no published figure found)")
+    used = [n for n in ENGINE_RULES[launch.engine] if n in rules.values]
+    if runner != "V2":          # the runner's table decides nothing for a model the V1 runner serves
+        used.remove("v2_runner_architectures") if "v2_runner_architectures" in used else None
+    unchecked = rules.unchecked(tuple(used))
     return RuntimeEstimate(
-        runtime="vllm", version=str(version), launch=launch_dict, defaults=why, terms=tuple(terms),
-        runtime_kv_cache_bytes=max(0, available), num_gpu_blocks=blocks, kv_cache_tokens=pool.tokens,
+        runtime="vllm", version=str(version), launch=launch_dict, defaults=why, terms=tuple(stage_terms[0]),
+        runtime_kv_cache_bytes=max(0, stage_available[0]), num_gpu_blocks=blocks, kv_cache_tokens=pool.tokens,
         max_concurrency=pool.max_concurrency, kv_cache_bytes_per_token=per_token, block_size=launch.block_size,
-        per_stage_kv_cache_bytes=tuple(a for a, _, _ in per_stage), fitted=tuple(fitted), notes=tuple(notes))
+        per_stage_kv_cache_bytes=tuple(stage_available), fitted=tuple(fitted), notes=tuple(notes),
+        unchecked_rules=tuple(unchecked))
 
 
 #: Bytes per attention score the profile holds in mllama's vision encoder: PyTorch's math attention (the tower

@@ -1,0 +1,147 @@
+"""vLLM's release history as data: which sizing rule changed in which release, each row citing that release's file.
+
+:data:`HISTORY` is read by :mod:`course_lib.runtimes.vllm` (``HISTORY.at(version)``); nothing there compares
+versions. The rules (the first row defines them all):
+
+=========================  ==============================================================================
+rule                       meaning
+=========================  ==============================================================================
+engine                     the default engine, "V0" or "V1"
+gpu_memory_utilization     CacheConfig's default share of the total memory
+batch_defaults             how ``EngineArgs.get_batch_defaults`` picks the GPU class: "h100-h200" (by name),
+                           "by-memory" (>= 70 GiB and not an A100), "by-memory-160" (a >= 160 GiB tier above it),
+                           "by-memory-160-no-gb10" (GB10 kept on the small tier)
+v0_chunk_tokens            V0's chunked-prefill token budget: 512, or "by-gpu" (the V1 defaults)
+baseline_snapshot          engines ("V0", "V1") that subtract the memory in use at start from non-torch
+sampler                    the profile's default sampling path on "cuda" and "rocm" (V1; V0 always sorts)
+rotary_value_bytes         bytes of one ``cos_sin_cache`` value (2: the model dtype; 4: fp32)
+hybrid_allocator           sliding-window layers keep only their window (V1's hybrid KV-cache manager)
+capture_sizes              V1's default CUDA-graph batch sizes: grid "67" ([1, 2, 4] + range(8, 513, 8)) or
+                           "2x-max-num-seqs" (up to min(cap, 2 x max_num_seqs); cap_sm100 on B200-class GPUs;
+                           exact: the grid as 0.31 builds it, max_num_seqs and max_num_batched_tokens added)
+graph_mib                  MiB of graph pool per captured size and layer, by "V0" / "cuda" / "rocm" (fitted)
+graphs_in_budget           the graph pool is estimated and taken from the budget before the KV cache, by platform
+v2_runner_architectures    architectures the V2 model runner (vllm/v1/worker/gpu/) serves by default, or "all"
+tokens_rule                how "GPU KV cache size: N tokens" is printed: "blocks" or "concurrency"
+=========================  ==============================================================================
+
+>>> HISTORY.at("0.10.1").sampler["cuda"], HISTORY.at("0.23.0").gpu_memory_utilization
+('flashinfer', 0.92)
+>>> HISTORY.at("0.23.0").origin("graphs_in_budget").since
+'0.21.0'
+"""
+
+from __future__ import annotations
+
+from .releases import Change, History
+
+_V = "vllm/v1/worker/gpu_worker.py"
+
+CHANGES = (
+    Change("0.5.0", {
+        "engine": "V0", "gpu_memory_utilization": 0.9, "batch_defaults": "h100-h200", "v0_chunk_tokens": 512,
+        "baseline_snapshot": (), "sampler": {"cuda": "native", "rocm": "native"}, "rotary_value_bytes": 2,
+        "hybrid_allocator": False, "capture_sizes": {"grid": "67"},
+        "graph_mib": {"V0": 0.23, "cuda": 0.27, "rocm": 0.27},
+        "graphs_in_budget": {"cuda": False, "rocm": False}, "tokens_rule": "blocks",
+        "v2_runner_architectures": ()},
+        "vllm/worker/worker.py determine_num_available_blocks; vllm/config.py CacheConfig (0.5.0)",
+        checked_by="visible T4 log (V0 0.8.2): sampler, graphs; development set RTX 3090 0.6.4",
+        why="the oldest release modelled: V0, 0.9 of the total, graphs captured outside the budget"),
+    Change("0.6.4", {"v0_chunk_tokens": "by-gpu"},
+           "no file read (0.6.4): V0's chunked prefill takes the GPU's batch defaults, the boundary kept from the "
+           "model before the table",
+           checked_by="visible MI300X TP8 log (0.6.4)"),
+    Change("0.6.5", {"baseline_snapshot": ("V0",)},
+           "vllm/worker/worker.py (0.6.5): the memory in use at start is left out of non-torch",
+           checked_by="visible H100 mllama log (0.6.6)"),
+    Change("0.6.6", {"sampler": {"cuda": "flashinfer", "rocm": "native"}},
+           "vllm/v1/sample/ops/topk_topp_sampler.py (0.6.6, PR #11394): FlashInfer top-k/top-p when installed"),
+    Change("0.8.0", {"engine": "V1", "sampler": {"cuda": "native", "rocm": "native"}},
+           "vllm/envs.py VLLM_USE_V1 default 1; topk_topp_sampler.py (0.8.0, PR #14815: FlashInfer off)",
+           checked_by="development set 0.8.1 logs"),
+    Change("0.8.5", {"baseline_snapshot": ("V0", "V1")},
+           f"{_V} (0.8.5): MemorySnapshot / memory_profiling",
+           checked_by="development set 0.8.5.post1 logs"),
+    Change("0.9.0", {"batch_defaults": "by-memory", "rotary_value_bytes": 4},
+           "vllm/engine/arg_utils.py get_batch_defaults (0.9.0, PR #17885); the fp32 rotary cos_sin_cache from 0.9 "
+           "kept from the model before the table (no file read)",
+           checked_by="development set 0.9.2 logs"),
+    Change("0.9.2", {"hybrid_allocator": True},
+           "vllm/v1/core/kv_cache_coordinator.py HybridKVCacheCoordinator (0.9.2)",
+           checked_by="visible TP2 x PP2 L4 log (~0.9.2)"),
+    Change("0.10.0", {"sampler": {"cuda": "flashinfer", "rocm": "native"}},
+           "vllm/v1/sample/ops/topk_topp_sampler.py (0.10.0): FlashInfer ships with the CUDA wheel",
+           checked_by="visible A100 log (0.10.1.1): 'Using FlashInfer for top-p & top-k sampling'"),
+    Change("0.11.0", {"sampler": {"cuda": "native", "rocm": "native"}, "tokens_rule": "concurrency",
+                      "capture_sizes": {"grid": "2x-max-num-seqs", "cap": 512, "cap_sm100": 512, "exact": False},
+                      "graph_mib": {"V0": 0.23, "cuda": 0.33, "rocm": 0.33}},
+           "topk_topp_sampler.py (0.11.0, PR #26859); vllm/v1/core/kv_cache_utils.py get_kv_cache_capacity; "
+           "vllm/config/vllm.py cudagraph capture sizes (0.11.0)",
+           checked_by="visible H100 gpt-oss log (0.11)"),
+    Change("0.12.0", {"sampler": {"cuda": "flashinfer", "rocm": "native"}},
+           "vllm/v1/sample/ops/topk_topp_sampler.py (0.12.0): the Triton top-k/top-p kernel, no sort",
+           checked_by="development set 0.19 H100 sweep (sampler bytes)"),
+    Change("0.19.0", {"graph_mib": {"V0": 0.23, "cuda": 0.55, "rocm": 2.16}},
+           "fitted era, no file read (0.19.0): the development set's v0.19 H100 logs (cudagraph_mode "
+           "FULL_AND_PIECEWISE, 51 sizes) and the visible v0.23 MI300X log",
+           checked_by="development set 0.19 H100 logs; visible v0.23 MI300X log (ROCm)"),
+    Change("0.21.0", {"graphs_in_budget": {"cuda": True, "rocm": False}, "gpu_memory_utilization": 0.92,
+                      "sampler": {"cuda": "flashinfer", "rocm": "flashinfer"}},
+           f"{_V} determine_available_memory (0.21.0): 'CUDA graph memory profiling is enabled (default since "
+           "v0.21.0)', only where current_platform.is_cuda() ('Skip on ROCm/HIP/XPU as graph pool handles and "
+           "mem_get_info behave differently'); vllm/config/cache.py gpu_memory_utilization Field(default=0.92); "
+           "topk_topp_sampler.py (PR #40376)",
+           checked_by="visible v0.23 MI300X log (ROCm: graphs outside the budget)"),
+    Change("0.22.0", {"v2_runner_architectures": ("Qwen3ForCausalLM",)},
+           "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.22.0)",
+           why="the V2 model runner (vllm/v1/worker/gpu/) by default for the listed architectures"),
+    Change("0.23.0", {"v2_runner_architectures": ("LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM")},
+           "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.23.0)"),
+    Change("0.24.0", {"v2_runner_architectures": ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "LlamaForCausalLM",
+                                                  "MistralForCausalLM", "Qwen2MoeForCausalLM", "Qwen3ForCausalLM")},
+           "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.24.0)"),
+    Change("0.25.0", {"v2_runner_architectures": ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM",
+                                                  "Qwen2MoeForCausalLM")},
+           "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.25.0): Llama, Mistral and Qwen3 back on V1"),
+    Change("0.26.0", {"graphs_in_budget": {"cuda": True, "rocm": True},
+                      "v2_runner_architectures": ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
+                                                  "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM",
+                                                  "Qwen2MoeForCausalLM")},
+           f"{_V} determine_available_memory (0.26.0): 'ROCm is included: #44825 moved the profiler to "
+           "torch.accelerator.get_memory_info' (is_cuda_alike); vllm/config/vllm.py (0.26.0)",
+           why="also new: start-up plans (vllm/v1/worker/startup_plan.py; VLLM_ENABLE_STARTUP_PLAN=1 opts in) replay "
+               "a recorded KV size and skip the profile; the profile runs under a scoped max_split_size_mb=20, so "
+               "freed workspace blocks no longer pin segments counted as consumed (the fitted non-torch term does not "
+               "model fragmentation: no rule here changes with either)"),
+    Change("0.27.0", {"v2_runner_architectures": ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
+                                                  "InklingForConditionalGeneration", "KimiK3ForConditionalGeneration",
+                                                  "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM")},
+           "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.27.0)"),
+    Change("0.28.0", {"batch_defaults": "by-memory-160",
+                      "capture_sizes": {"grid": "2x-max-num-seqs", "cap": 512, "cap_sm100": 1024, "exact": False},
+                      "v2_runner_architectures": ("DeepseekV2ForCausalLM", "DeepseekV4ForCausalLM",
+                                                  "GraniteMoeForCausalLM", "InklingForCausalLM",
+                                                  "InklingForConditionalGeneration", "KimiK3ForConditionalGeneration",
+                                                  "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM")},
+           "vllm/engine/arg_utils.py get_batch_defaults (0.28.0): '>= 160GB memory [B200/B300], use the largest "
+           "defaults' (16,384 tokens and 1,024 sequences for both entry points); vllm/config/vllm.py "
+           "_set_cudagraph_sizes (0.28.0): 'default_max_graph_size = 1024 if is_data_center_blackwell else 512'"),
+    Change("0.29.0", {"v2_runner_architectures": "all"},
+           "vllm/config/vllm.py use_v2_model_runner (0.29.0): the V2 model runner by default for every architecture "
+           "(ROCm keeps V1 for DeepseekV32/V4: ROCM_DEFAULT_MRV1_ARCHITECTURES)"),
+    Change("0.31.0", {"capture_sizes": {"grid": "2x-max-num-seqs", "cap": 512, "cap_sm100": 1024, "exact": True}},
+           "vllm/config/vllm.py _set_cudagraph_sizes (0.31.0): max_num_seqs itself is captured as a uniform decode "
+           "size ('elif max_num_seqs <= max_cudagraph_capture_size'); the grid stops at max_num_batched_tokens, which "
+           "is captured too"),
+    Change("0.33.0", {"batch_defaults": "by-memory-160-no-gb10"},
+           "vllm/engine/arg_utils.py get_batch_defaults (0.33.0): 'GB10 (DGX Spark, cc 12.1) has the memory but not "
+           "the compute of a large discrete GPU, keep it on the small tier'",
+           why="also: gpu_worker.py (0.33) runs the graph estimate for the V2 runner's encoder graphs too "
+               "(cudagraph_mm_encoder, off by default in config/compilation.py): no default launch changes"),
+)
+
+#: Every release modelled here (a patch of each minor, e.g. 0.10.1.1, is that minor); the last is the default.
+KNOWN = tuple(f"0.{m}" for m in range(5, 34))
+
+HISTORY = History("vllm", CHANGES, KNOWN)
