@@ -138,6 +138,8 @@ class Summary:
     kv_capacity_bytes: num_blocks x block_bytes, the whole-block part of the budget.
     num_blocks, block_size_tokens, kv_bytes_per_token: the cache's shape.
     max_active / mean_active: running requests, at most and on average over steps.
+    max_running: max_active under vLLM's name: the most requests in its ``Scheduler.running``
+        after a step's scheduling (what ``simulate --runtime vllm`` is checked on).
     max_queued: the longest the queue got.
     kv_utilization: share of allocated KV holding tokens, over the run:
         sum over steps of token bytes / sum over steps of allocated bytes.
@@ -168,6 +170,7 @@ class Summary:
     block_size_tokens: int
     kv_bytes_per_token: int
     max_active: int
+    max_running: int
     mean_active: float
     max_queued: int
     kv_utilization: float | None
@@ -734,7 +737,8 @@ class _Simulation:
             peak_token_bytes=max(tokens, default=0) * config.kv_bytes_per_token,
             kv_budget_bytes=config.kv_budget_bytes, kv_capacity_bytes=config.kv_capacity_bytes,
             num_blocks=config.num_blocks, block_size_tokens=block_size, kv_bytes_per_token=config.kv_bytes_per_token,
-            max_active=max(series.active, default=0), mean_active=sum(series.active) / steps if steps else 0.0,
+            max_active=max(series.active, default=0), max_running=max(series.active, default=0),
+            mean_active=sum(series.active) / steps if steps else 0.0,
             max_queued=max(series.queued, default=0),
             kv_utilization=sum_tokens / slots if slots else None,
             internal_fragmentation=(sum_touched * block_size - sum_tokens) / slots if slots else None,
@@ -867,6 +871,13 @@ class _V1Simulation(_Simulation):
             i += 1
         if not preempted:
             budget = self._admit_waiting(t, order, budget, scheduled)
+        elif self.resumed or self.waiting:
+            head = (self.resumed or self.waiting)[0]
+            self._note_queued(head, t, "a running request was preempted this step, and vLLM starts no waiting "
+                                       "request in such a step")
+        if budget == 0 and (self.resumed or self.waiting):
+            self._note_queued((self.resumed or self.waiting)[0], t,
+                              f"the step's token budget (max_num_batched_tokens {self.budget:,}) was spent")
         self.running = dict.fromkeys(order)
         return scheduled
 
