@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-model-len", type=int, default=1024)
     ap.add_argument("--max-num-seqs", type=int, default=None)
     ap.add_argument("--max-num-batched-tokens", type=int, default=None)
+    ap.add_argument("--no-enable-prefix-caching", dest="prefix_caching", action="store_false")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random prompt token ids")
     args = ap.parse_args(argv)
     traces = [(p, read_trace(p)) for p in args.traces]
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     llm = LLM(model=str(args.model_dir), skip_tokenizer_init=True, dtype="bfloat16",
               kv_cache_memory_bytes=size(args.kv_cache_memory_bytes), max_model_len=args.max_model_len,
               block_size=args.block_size, enforce_eager=True, seed=0, disable_log_stats=False,
-              scheduler_cls="course_sched_probe.ProbeScheduler", **knobs)
+              scheduler_cls="course_sched_probe.ProbeScheduler", enable_prefix_caching=args.prefix_caching, **knobs)
     config = llm.llm_engine.vllm_config
     rng = random.Random(args.seed)
     vocab = TINY_LLAMA["vocab_size"]
