@@ -795,6 +795,9 @@ class _V1Simulation(_Simulation):
                               else self.usable_blocks * self.block_size)
         self.caching = config.enable_prefix_caching
         self.free_queue: deque[list] = deque([[None, self.usable_blocks]])
+        self.fast = True                # decode_stretch; False steps through every step (the tests compare the two)
+        self.admission_held = False
+        self.preempted_now = False
         for seq in self.pending:
             seq.num_tokens = seq.prompt_tokens
 
@@ -810,8 +813,11 @@ class _V1Simulation(_Simulation):
             if self.next_arrival_step == t:
                 self.arrive(t)
             scheduled = self.schedule(t)
+            head = (self.resumed or self.waiting or (None,))[0]
             if self.waiting:
                 self.apply_service_policy(t)
+                if head is not (self.resumed or self.waiting or (None,))[0]:
+                    self.admission_held = False         # a new head: the next step must try it
             for seq, n in scheduled:                            # the forward pass computes the scheduled tokens
                 seq.computed_tokens += n
                 self.tokens_held += n
@@ -819,9 +825,75 @@ class _V1Simulation(_Simulation):
             # request's prefix count as free, as in vLLM
             self.blocks_touched = self.blocks_used = self.usable_blocks - self.free_blocks
             self.record()
-            self.output(t, scheduled)
+            finished = self.output(t, scheduled)
             t += 1
+            if self.fast and not finished and not self.preempted_now and (
+                    self.admission_held or not (self.resumed or self.waiting)):
+                t = self.decode_stretch(t)
         return self.result()
+
+    def decode_stretch(self, t: int) -> int:
+        """Steps ``t, t + 1, ...`` in which every running request only decodes, at once; the next step to run in full.
+
+        After a step in which nothing finished, nothing was preempted and the waiting head (if any)
+        was held back by blocks or ``max_num_seqs``, the next steps change nothing but one token per
+        running request, as long as no request arrives, finishes or opens a block that is not free
+        (and no one waits past ``max_wait_steps``): the free blocks only shrink, so the head stays
+        held. Each running request opens a block every block_size steps, at the steps where its
+        computed tokens are a multiple of block_size; those claims are counted per phase, so the
+        stretch costs one pass over the running requests plus its length.
+        """
+        size = self.block_size
+        limit = self.next_arrival_step - t if self.next_arrival_step is not None else math.inf
+        if self.max_wait_steps is not None and self.waiting:
+            limit = min(limit, self.waiting[0].arrival_step + self.max_wait_steps - t)
+        if self.max_steps is not None:
+            limit = min(limit, self.max_steps - t)
+        firsts = []
+        for seq in self.running:
+            if seq.computed_tokens != seq.num_tokens - 1:      # a prefill chunk is still to come
+                return t
+            limit = min(limit, seq.output_tokens - seq.generated_tokens - 1,
+                        self.max_model_len - seq.num_tokens - 1)     # the finishing step runs in full
+            firsts.append(-seq.computed_tokens % size)         # quiet step j claims when (computed + j) % size == 0
+        if limit <= 0 or not firsts:
+            return t
+        by_phase = [0] * size
+        for first in firsts:
+            by_phase[first] += 1
+
+        def claims(m: int) -> int:           # blocks claimed over the first m steps of the stretch
+            whole, part = divmod(m, size)
+            return whole * len(firsts) + sum(by_phase[:part])
+
+        steps = int(limit)
+        if claims(steps) > self.free_blocks:                     # the last m whose claims all fit
+            lo, hi = 0, steps
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if claims(mid) <= self.free_blocks:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            steps = lo
+        if steps <= 0:
+            return t
+        running = len(self.running)
+        per_step = islice(cycle(by_phase), steps)
+        used = list(accumulate(per_step, initial=self.blocks_used))
+        del used[0]
+        tokens = range(self.tokens_held + running, self.tokens_held + running * steps + 1, running)
+        self.series.extend(steps, used, used, tokens, running, len(self.resumed) + len(self.waiting))
+        claimed = used[-1] - self.blocks_used
+        self._take(claimed)
+        self.blocks_used = self.blocks_touched = used[-1]
+        self.tokens_held += running * steps
+        for seq in self.running:
+            seq.computed_tokens += steps
+            seq.num_tokens += steps
+            seq.generated_tokens += steps
+            seq.held_blocks = cdiv(seq.computed_tokens, size)
+        return t + steps
 
     # -------------------------------------------------- phases
 
@@ -869,6 +941,8 @@ class _V1Simulation(_Simulation):
             scheduled.append((seq, n))
             budget -= n
             i += 1
+        self.admission_held = False     # the waiting loop stopped on blocks or max_num_seqs (or nobody waits)
+        self.preempted_now = preempted
         if not preempted:
             budget = self._admit_waiting(t, order, budget, scheduled)
         elif self.resumed or self.waiting:
@@ -889,6 +963,7 @@ class _V1Simulation(_Simulation):
             seq = queue[0]
             if len(order) >= self.max_num_seqs:
                 self._note_queued(seq, t, f"{len(order)} requests are running, the max_num_seqs limit")
+                self.admission_held = True
                 break
             hits = self._hits(seq)
             full = cdiv(min(seq.num_tokens, mml), size)
@@ -901,6 +976,7 @@ class _V1Simulation(_Simulation):
                     continue
                 self._note_queued(seq, t, f"its {seq.num_tokens:,} tokens need {full:,} free blocks, "
                                           f"{self.free_blocks:,} of {self.usable_blocks:,} are free")
+                self.admission_held = True
                 break
             queue.popleft()
             free_before = self.free_blocks
@@ -932,8 +1008,12 @@ class _V1Simulation(_Simulation):
             budget -= n
         return budget
 
-    def output(self, t: int, scheduled: list[tuple[_Sequence, int]]) -> None:
-        """Phase 6, ``update_from_output``: sample a token where all are computed; finish and free the done ones."""
+    def output(self, t: int, scheduled: list[tuple[_Sequence, int]]) -> bool:
+        """Phase 6, ``update_from_output``: sample a token where all are computed; finish and free the done ones.
+
+        Returns whether any request finished.
+        """
+        finished = False
         for seq, _ in scheduled:
             if seq.computed_tokens < seq.num_tokens:            # a prefill chunk: nothing sampled
                 continue
@@ -949,6 +1029,8 @@ class _V1Simulation(_Simulation):
                 self._give_back(seq.held_blocks, None)
                 seq.held_blocks = 0
                 seq.status, seq.end_step = FINISHED, t
+                finished = True
+        return finished
 
     # -------------------------------------------------- the block pool
 
