@@ -139,7 +139,7 @@ def test_cli_runtime_vllm_refusals(capsys, argv, words):
 def test_decode_stretches_change_nothing():
     """The stretches of pure decode the simulator takes at once give exactly what stepping every step gives.
 
-    200 random small traces (block sizes 1 to 32, tight caches, budgets and max_num_seqs, arrivals over
+    300 random small traces (block sizes 1 to 32, tight caches, budgets and max_num_seqs, arrivals over
     time, max_wait_steps and max_queue_len, prefix caching on and off): results equal, field by field.
     """
     import dataclasses
@@ -148,7 +148,7 @@ def test_decode_stretches_change_nothing():
     from course_lib.simulate import _V1Simulation
 
     base = vllm_v1_config(kv_cache_memory_bytes=12 * 2**20, kv_bytes_per_token=2048, max_model_len=1024)
-    for seed in range(200):
+    for seed in range(300):
         rng = random.Random(seed)
         size, blocks = rng.choice([1, 2, 4, 16, 32]), rng.randint(8, 80)
         mml = rng.choice([None, max(2, size * blocks - rng.randint(0, size))])
