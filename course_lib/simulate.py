@@ -76,7 +76,8 @@ from dataclasses import dataclass, field, fields
 from itertools import accumulate, cycle, islice
 from typing import Any, Iterable, Iterator, Sequence
 
-from .admission import (PAGED, VLLM_V1, AdmissionConfig, admission_blocks, admit_reason, blocked_reason, can_admit, cdiv,
+from .admission import (PAGED, VLLM_V1, AdmissionConfig, admission_blocks, admit_reason,
+                        blocked_reason, can_admit, cdiv,
                         lifetime_blocks, never_fits_reason,
                         queue_full_reason, usable_blocks, wait_expired_reason)
 from .errors import CourseInputError
@@ -1035,7 +1036,7 @@ class _V1Simulation(_Simulation):
     # -------------------------------------------------- the block pool
 
     def _take(self, count: int) -> None:
-        """Pop ``count`` blocks off the head of the free queue (``BlockPool.get_new_blocks``), evicting what they cached."""
+        """Pop ``count`` blocks off the free queue's head (``BlockPool.get_new_blocks``), evicting what they cached."""
         self.free_blocks -= count
         queue = self.free_queue
         while count:
@@ -1061,7 +1062,7 @@ class _V1Simulation(_Simulation):
                 owner.free_segment = segment
 
     def _hits(self, seq: _Sequence) -> int:
-        """Blocks of ``seq``'s prefix still cached (``get_computed_blocks``: full blocks, at most num_tokens - 1 tokens)."""
+        """Blocks of ``seq``'s prefix still cached (``get_computed_blocks``: full blocks, under num_tokens tokens)."""
         segment = seq.free_segment
         if not self.caching or segment is None or segment[0] is not seq:
             return 0
