@@ -140,7 +140,7 @@ def vllm_config_from_args(args: argparse.Namespace) -> tuple[Any, str, str]:
                          block_size=args.block_size, max_num_seqs=args.max_num_seqs,
                          max_num_batched_tokens=args.max_num_batched_tokens, max_model_len=max_model_len,
                          enable_prefix_caching=args.enable_prefix_caching, spec=spec)
-    where = "CPU" if platform == CPU else f"a {args.gpu} GPU"
+    where = "CPU" if platform == CPU else f"GPU {args.gpu}"
     launch = (f"vLLM {version} V1 scheduler on {where} ({'LLM()' if args.entrypoint == 'llm' else 'vllm serve'} "
               f"defaults): kv_cache_memory_bytes {kv_bytes:,} = {cfg.num_blocks:,} blocks of {cfg.block_size_tokens} "
               f"tokens ({cfg.num_blocks - 1:,} usable, one is vLLM's null block); max_num_batched_tokens "
