@@ -83,7 +83,12 @@ def v1_num_blocks(kv_cache_memory_bytes: int, block_size: int, kv_bytes_per_toke
     if spec is not None and any(layer.window is not None for layer in spec.layers):
         raise CourseInputError(f"{spec.name} has sliding-window layers; simulate --runtime vllm schedules "
                                f"full-attention models only (one block per {block_size} tokens of every request)")
-    return kv_cache_memory_bytes // (block_size * kv_bytes_per_token)
+    blocks = kv_cache_memory_bytes // (block_size * kv_bytes_per_token)
+    if blocks < 2:
+        raise CourseInputError(f"kv_cache_memory_bytes={kv_cache_memory_bytes:,} holds {blocks} block(s) of "
+                               f"{block_size} tokens x {kv_bytes_per_token:,} B; vLLM keeps one back (its null "
+                               f"block), so give at least {2 * block_size * kv_bytes_per_token:,} B")
+    return blocks
 
 
 def vllm_v1_config(*, kv_cache_memory_bytes: int, kv_bytes_per_token: int, platform: str = CPU,

@@ -165,3 +165,10 @@ def test_decode_stretches_change_nothing():
         slow = _V1Simulation(trace, cfg)
         slow.fast = False
         assert fast == slow.run(), seed
+
+
+def test_a_cache_of_one_block_is_refused_by_its_flag(capsys):
+    code, out, err = _run(capsys, "simulate", "--trace", TWELVE, "--runtime", "vllm", "--gpu", "cpu",
+                          "--kv-bytes-per-token", "2048", "--kv-cache-memory-bytes", "300KiB")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "kv_cache_memory_bytes=307,200 holds 1 block(s)" in err and "524,288 B" in err
