@@ -147,6 +147,9 @@ def vllm_config_from_args(args: argparse.Namespace) -> tuple[Any, str, str]:
               f"{cfg.max_num_batched_tokens:,}, max_num_seqs {cfg.max_num_seqs:,}, max_model_len "
               f"{cfg.max_model_len if cfg.max_model_len is not None else 'what the cache holds'}, prefix caching "
               f"{'on' if cfg.enable_prefix_caching else 'off'}")
+    if platform != CPU:     # vllm/config/vllm.py (0.32.0) turns async scheduling on where it is not refused
+        launch += ("; scheduled synchronously, as with --no-async-scheduling (on a GPU vLLM schedules one step "
+                   "ahead by default, which this policy does not model)")
     return cfg, source, launch
 
 
