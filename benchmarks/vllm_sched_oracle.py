@@ -9,8 +9,9 @@ library, and starts ONE engine for all the traces it is given::
         --model-dir /tmp/tiny-llama --kv-cache-memory-bytes 12MiB --block-size 128 --max-model-len 1024 \\
         examples/traces/vllm_v1/*.jsonl
 
-Every request of a trace is given to ``LLM.generate`` at once (so use traces whose requests all
-arrive at step 0), as random token ids (no two prompts share a block, so prefix caching only finds
+A trace whose requests all arrive at step 0 goes to ``LLM.generate`` at once; otherwise the engine
+is stepped by hand (``LLMEngine.add_request`` before the step a request arrives at, then
+``LLMEngine.step()``, one scheduler step each). Prompts are random token ids (no two prompts share a block, so prefix caching only finds
 a preempted request's own blocks), with ``SamplingParams(ignore_eos=True, min_tokens=n,
 max_tokens=n)`` for n = the trace's ``output_tokens``. The engine core runs in this process
 (``VLLM_ENABLE_V1_MULTIPROCESSING=0``), so every request is queued before the first step.
@@ -72,11 +73,29 @@ def build_tiny_llama(folder: Path) -> Path:
 
 
 def read_trace(path: Path) -> list[dict]:
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    late = [r["id"] for r in rows if r["arrival_step"] != 0]
-    if late:
-        sys.exit(f"{path}: requests {late[:3]} do not arrive at step 0; LLM.generate queues every request at once")
-    return rows
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def run_with_arrivals(llm, name: str, rows: list[dict], prompts: list[dict], params: list) -> list[int]:
+    """Drive the engine step by step, adding each request before the step it arrives at; its output lengths.
+
+    One ``LLMEngine.step()`` is one ``schedule()`` and one forward pass (sync scheduling, in-process
+    engine core); a step with no request at all schedules nothing, as in the simulator.
+    """
+    engine = llm.llm_engine
+    order = sorted(range(len(rows)), key=lambda k: rows[k]["arrival_step"])
+    lengths: dict[str, int] = {}
+    t = nxt = 0
+    while len(lengths) < len(rows):
+        while nxt < len(order) and rows[order[nxt]]["arrival_step"] == t:
+            k = order[nxt]
+            engine.add_request(f"{name}:{k}", prompts[k], params[k])
+            nxt += 1
+        for out in engine.step():
+            if out.finished:
+                lengths[out.request_id] = len(out.outputs[0].token_ids)
+        t += 1
+    return [lengths[f"{name}:{k}"] for k in range(len(rows))]
 
 
 def size(text: str) -> int:
@@ -130,7 +149,10 @@ def main(argv: list[str] | None = None) -> int:
         prompts = [{"prompt_token_ids": [rng.randrange(3, vocab) for _ in range(r["prompt_tokens"])]} for r in rows]
         params = [SamplingParams(ignore_eos=True, min_tokens=r["output_tokens"], max_tokens=r["output_tokens"],
                                  temperature=0.0) for r in rows]
-        outs = llm.generate(prompts, params, use_tqdm=False)
+        if any(r["arrival_step"] for r in rows):
+            lengths = run_with_arrivals(llm, path.stem, rows, prompts, params)
+        else:       # every request queued before the first step: LLM.generate, as a user would
+            lengths = [len(o.outputs[0].token_ids) for o in llm.generate(prompts, params, use_tqdm=False)]
         steps = [tuple(map(int, line.split())) for line in probe_log.read_text().splitlines()[offset:]]
         results.append({
             "trace": path.name, "requests": len(rows),
@@ -138,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             "probe_preemptions": sum(s[1] for s in steps),
             "max_running": max((s[0] for s in steps), default=0),
             "steps": sum(1 for s in steps if s[2] > 0),
-            "output_tokens_ok": all(len(o.outputs[0].token_ids) == r["output_tokens"] for o, r in zip(outs, rows)),
+            "output_tokens_ok": all(n == r["output_tokens"] for n, r in zip(lengths, rows)),
         })
     print(json.dumps({
         "vllm": vllm.__version__,
