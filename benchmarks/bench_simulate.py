@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_simulate.py            # 100k requests, both policies, two scenarios
     .venv/bin/python benchmarks/bench_simulate.py --requests 20000 --repeat 1
+    .venv/bin/python benchmarks/bench_simulate.py --policies paged,vllm-v1 --repeat 1
 
 Prints a Markdown table (paste it into benchmarks/RESULTS.md): medians of
 ``--repeat`` runs, in wall-clock seconds and in CPU seconds of this process
@@ -47,6 +48,8 @@ def scenarios(n: int):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--requests", type=int, default=100_000)
+    ap.add_argument("--policies", default="reserve-max,paged",
+                    help="comma-separated policies (default reserve-max,paged; vllm-v1 is vLLM V1's scheduler)")
     ap.add_argument("--repeat", type=int, default=5,
                     help="runs per case; the median and the best are reported (default 5)")
     args = ap.parse_args()
@@ -57,7 +60,7 @@ def main() -> int:
           "to_dict CPU s | max running | KV holding tokens | p99 wait (steps) |" % args.repeat)
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, trace, pools in scenarios(args.requests):
-        for policy in ("reserve-max", "paged"):
+        for policy in args.policies.split(","):
             cfg = kv_config(**pools, policy=policy)
             wall, cpu = [], []
             for _ in range(args.repeat):

@@ -27,6 +27,14 @@ Two policies decide how a request's blocks are claimed:
     running. When a running request needs a block and none is free, the
     youngest running request is preempted by recompute: its blocks are freed
     and it goes back to the head of the queue (see :mod:`course_lib.simulate`).
+``vllm-v1``
+    vLLM V1's scheduler (``vllm/v1/core/sched/scheduler.py``, vLLM 0.32.0): no
+    watermark by default; each step hands out a token budget
+    (``max_num_batched_tokens``) to running requests first, then to waiting
+    ones, chunking long prefills; a waiting request starts only if its whole
+    prompt fits the free blocks (``scheduler_reserve_full_isl``); a running
+    request that cannot get a block preempts the newest running request by
+    recompute. Its own step loop, :class:`course_lib.simulate._V1Simulation`.
 
 The lesson's budget, checked by hand: 24 GB - 14 GB - 2 GB - 2 GB = 6 GB.
 Llama-2-7B in fp16 caches 2 x 32 layers x 32 heads x 128 dims x 2 B =
@@ -49,7 +57,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from .bounds import (MAX_BLOCK_SIZE_TOKENS, MAX_DEVICE_BYTES, MAX_KV_BYTES_PER_TOKEN, MAX_SEQUENCES,
+from .bounds import (MAX_BLOCK_SIZE_TOKENS, MAX_CONTEXT_TOKENS, MAX_DEVICE_BYTES, MAX_KV_BYTES_PER_TOKEN, MAX_SEQUENCES,
                      MAX_SIMULATED_STEPS, MAX_TRACE_REQUESTS, check_int)
 from .budget import Budget, plan_budget
 from .errors import CourseInputError, check_count
@@ -57,7 +65,11 @@ from .units import GB
 
 RESERVE_MAX = "reserve-max"
 PAGED = "paged"
+#: The two policies of the lesson and of ``simulate --policy``/``--compare``.
 POLICIES = (RESERVE_MAX, PAGED)
+#: vLLM V1's scheduler (``simulate --runtime vllm``).
+VLLM_V1 = "vllm-v1"
+ALL_POLICIES = POLICIES + (VLLM_V1,)
 
 ADMIT, QUEUE, REJECT = "admit", "queue", "reject"
 
@@ -67,6 +79,9 @@ DEFAULT_BLOCK_SIZE_TOKENS = 16
 DEFAULT_WATERMARK = 0.01
 #: vLLM's default cap on sequences running in one batch.
 DEFAULT_MAX_NUM_SEQS = 256
+#: vLLM's default token budget per step (``SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS``, 0.32.0;
+#: also what ``vllm serve`` takes on a GPU under 70 GiB): the vllm-v1 policy's default.
+DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048
 
 
 def cdiv(a: int, b: int) -> int:
@@ -87,12 +102,19 @@ class AdmissionConfig:
         :func:`course_lib.models.kv_cache_bytes_per_token`).
     policy: ``"reserve-max"`` or ``"paged"`` (see the module docstring).
     block_size_tokens: tokens per KV block (vLLM: 16).
-    watermark: paged only; share of all blocks kept free when admitting (vLLM: 0.01).
+    watermark: paged only; share of all blocks kept free when admitting (vLLM: 0.01). vllm-v1 keeps
+        none (vLLM 0.32's ``SchedulerConfig.watermark`` default, 0.0), whatever this says.
     max_num_seqs: the most requests running at once (vLLM: 256).
     max_queue_len: service policy; the most requests waiting at once, None for
         no limit. A new arrival that would make the queue longer is rejected.
     max_wait_steps: service policy; a request still not admitted this many
         steps after arriving is rejected. None for no limit.
+    max_num_batched_tokens: vllm-v1 only; tokens one step may compute (vLLM: 2048 to 16384 by device).
+    max_model_len: vllm-v1 only; the longest a request may get (prompt + output); None: what the cache holds.
+    enable_prefix_caching: vllm-v1 only; a preempted request finds its blocks that are still cached
+        (vLLM's default: on), which saves compute, never blocks.
+    kv_num_blocks: the runtime's own block count where it is not kv_budget_bytes // block_bytes
+        (vLLM V1 counts pages per KV group: :func:`course_lib.runtimes.vllm_sched.v1_num_blocks`); None: that division.
     """
 
     kv_budget_bytes: int
@@ -103,6 +125,10 @@ class AdmissionConfig:
     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
     max_queue_len: int | None = None
     max_wait_steps: int | None = None
+    max_num_batched_tokens: int = DEFAULT_MAX_NUM_BATCHED_TOKENS
+    max_model_len: int | None = None
+    enable_prefix_caching: bool = True
+    kv_num_blocks: int | None = None
 
     def __post_init__(self) -> None:
         # Bounds (course_lib.bounds): the simulator keeps one counter per token position in a
@@ -111,8 +137,26 @@ class AdmissionConfig:
         check_int("kv_bytes_per_token", self.kv_bytes_per_token, 1, MAX_KV_BYTES_PER_TOKEN)
         check_int("block_size_tokens", self.block_size_tokens, 1, MAX_BLOCK_SIZE_TOKENS)
         check_int("max_num_seqs", self.max_num_seqs, 1, MAX_SEQUENCES)
-        if self.policy not in POLICIES:
-            raise CourseInputError(f"policy={self.policy!r} is unknown; use one of {', '.join(POLICIES)}")
+        if self.policy not in ALL_POLICIES:
+            raise CourseInputError(f"policy={self.policy!r} is unknown; use one of {', '.join(ALL_POLICIES)}")
+        check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1, MAX_CONTEXT_TOKENS)
+        if self.max_model_len is not None:
+            check_int("max_model_len", self.max_model_len, 1, MAX_CONTEXT_TOKENS)
+        if self.kv_num_blocks is not None:
+            check_int("kv_num_blocks", self.kv_num_blocks, 0, MAX_DEVICE_BYTES)
+        if self.policy == VLLM_V1:
+            object.__setattr__(self, "watermark", 0.0)
+            if self.max_num_batched_tokens < self.max_num_seqs:     # vllm/config/scheduler.py, 0.32.0
+                raise CourseInputError(f"max_num_batched_tokens={self.max_num_batched_tokens:,} is below "
+                                       f"max_num_seqs={self.max_num_seqs:,}; vLLM refuses that launch, give a "
+                                       f"budget of at least max_num_seqs tokens")
+            mml = self.max_model_len
+            if mml is not None and 0 < self.num_blocks < cdiv(mml, self.block_size_tokens):
+                raise CourseInputError(
+                    f"max_model_len={mml:,} needs {cdiv(mml, self.block_size_tokens):,} blocks of "
+                    f"{self.block_size_tokens} tokens but the KV cache holds {self.num_blocks:,}; vLLM refuses to "
+                    f"start (estimated maximum model length {self.num_blocks * self.block_size_tokens:,}): lower "
+                    f"max_model_len or give the cache more memory")
         w = self.watermark
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w < 1:
             raise CourseInputError(f"watermark={w!r} is not a share in [0, 1); vLLM uses 0.01")
@@ -133,7 +177,9 @@ class AdmissionConfig:
 
     @cached_property   # the simulator asks on every admission
     def num_blocks(self) -> int:
-        """Whole blocks in the budget: kv_budget_bytes // block_bytes."""
+        """Whole blocks in the budget: kv_budget_bytes // block_bytes (or the runtime's own ``kv_num_blocks``)."""
+        if self.kv_num_blocks is not None:
+            return self.kv_num_blocks
         return self.kv_budget_bytes // self.block_bytes
 
     @property
@@ -152,7 +198,9 @@ class AdmissionConfig:
                 "block_bytes": self.block_bytes, "num_blocks": self.num_blocks,
                 "kv_capacity_bytes": self.kv_capacity_bytes, "watermark": self.watermark,
                 "watermark_blocks": self.watermark_blocks, "max_num_seqs": self.max_num_seqs,
-                "max_queue_len": self.max_queue_len, "max_wait_steps": self.max_wait_steps}
+                "max_queue_len": self.max_queue_len, "max_wait_steps": self.max_wait_steps,
+                **({"max_num_batched_tokens": self.max_num_batched_tokens, "max_model_len": self.max_model_len,
+                    "enable_prefix_caching": self.enable_prefix_caching} if self.policy == VLLM_V1 else {})}
 
 
 def kv_config(*, device_bytes: int | str, weights_bytes: int | str, workspace_bytes: int | str = 0,

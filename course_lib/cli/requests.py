@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..admission import (DEFAULT_BLOCK_SIZE_TOKENS, DEFAULT_MAX_NUM_SEQS, DEFAULT_WATERMARK, POLICIES,
+from ..admission import (DEFAULT_BLOCK_SIZE_TOKENS, DEFAULT_MAX_NUM_SEQS, DEFAULT_WATERMARK, POLICIES, VLLM_V1,
                          kv_config_for)
 from ..bounds import (MAX_BLOCK_SIZE_TOKENS, MAX_CONTEXT_TOKENS, MAX_DEVICE_BYTES, MAX_KV_BYTES_PER_TOKEN,
                       MAX_REPLICAS, MAX_SECONDS, MAX_SEED, MAX_SEQUENCES, MAX_SIMULATED_STEPS, MAX_TRACE_REQUESTS,
@@ -36,6 +36,8 @@ from ..presets import DEFAULT_MODEL, get_model
 from ..report import comparison_table, offload_report, rollout_report, simulation_report
 from ..scenario import (LESSON_GPU, LESSON_KV_BYTES_PER_TOKEN, LESSON_KV_SOURCE, LESSON_RESERVE, LESSON_WEIGHTS,
                         LESSON_WORKSPACE)
+from ..runtimes.versions import version_arg
+from ..runtimes.vllm_sched import CPU, ENTRYPOINTS, SCHEDULER_RELEASES, vllm_v1_config
 from ..simulate import simulate
 from ..trace import read_trace, synthetic_trace, to_json_line, write_trace
 from .args import (add_model_args, device_size, dtype_name, model_from_args, number, print_json, renamed, reserve,
@@ -92,14 +94,76 @@ def pools_from_args(args: argparse.Namespace) -> tuple[Budget, int, str]:
 
 
 def _rules(args: argparse.Namespace, policy: str) -> dict[str, Any]:
-    return {"policy": policy, "block_size_tokens": args.block_size, "watermark": args.watermark,
-            "max_num_seqs": args.max_num_seqs, "max_queue_len": args.max_queue_len,
-            "max_wait_steps": args.max_wait_steps}
+    return {"policy": policy,
+            "block_size_tokens": DEFAULT_BLOCK_SIZE_TOKENS if args.block_size is None else args.block_size,
+            "watermark": DEFAULT_WATERMARK if args.watermark is None else args.watermark,
+            "max_num_seqs": DEFAULT_MAX_NUM_SEQS if args.max_num_seqs is None else args.max_num_seqs,
+            "max_queue_len": args.max_queue_len, "max_wait_steps": args.max_wait_steps}
+
+
+#: Flags of --runtime vllm alone, and of the --policy runs alone.
+_VLLM_ONLY = ("vllm_version", "kv_cache_memory_bytes", "max_num_batched_tokens", "max_model_len")
+_POLICY_ONLY = (("policy", "--policy"), ("compare", "--compare"), ("watermark", "--watermark"),
+                ("weights", "--weights"))
+
+
+def vllm_config_from_args(args: argparse.Namespace) -> tuple[Any, str, str]:
+    """``simulate --runtime vllm``: the vllm-v1 AdmissionConfig, where the KV bytes came from, the launch in words."""
+    for name, flag in _POLICY_ONLY:
+        if getattr(args, name):
+            raise CourseInputError(f"{flag} is for the reserve-max/paged runs; --runtime vllm schedules as vLLM V1 "
+                                   f"does (no watermark, its own KV cache): drop {flag} or --runtime")
+    version = version_arg("--vllm-version", args.vllm_version or str(SCHEDULER_RELEASES[-1]), SCHEDULER_RELEASES)
+    if args.kv_cache_memory_bytes is None:
+        raise CourseInputError("--runtime vllm needs --kv-cache-memory-bytes (vLLM's own flag, e.g. 12MiB): the KV "
+                               "cache the scheduler hands out; `course-memory estimate --runtime vllm` tells what a "
+                               "launch gets")
+    kv_bytes = size("--kv-cache-memory-bytes", args.kv_cache_memory_bytes)
+    gpu = str(args.gpu).strip().lower()
+    if gpu == CPU:
+        platform, device, device_name = CPU, 0, ""
+    else:
+        platform, device, device_name = "cuda", device_size("--gpu", args.gpu), gpu
+    spec = _spec_or_none(args)
+    if spec is not None and args.kv_bytes_per_token is not None:
+        raise CourseInputError("--kv-bytes-per-token and --model/--config both set the KV size; give one of them")
+    if spec is None:
+        kv = LESSON_KV_BYTES_PER_TOKEN if args.kv_bytes_per_token is None else args.kv_bytes_per_token
+        source = "--kv-bytes-per-token" if args.kv_bytes_per_token is not None else LESSON_KV_SOURCE
+        max_model_len = args.max_model_len
+    else:
+        kv = kv_cache_bytes_per_token(spec, args.kv_dtype or args.dtype)
+        source = f"{spec.name} ({args.kv_dtype or args.dtype})"
+        max_model_len = args.max_model_len if args.max_model_len is not None else spec.max_position_embeddings
+    cfg = vllm_v1_config(kv_cache_memory_bytes=kv_bytes, kv_bytes_per_token=kv, platform=platform,
+                         device_bytes=device, device_name=device_name, entrypoint=args.entrypoint,
+                         block_size=args.block_size, max_num_seqs=args.max_num_seqs,
+                         max_num_batched_tokens=args.max_num_batched_tokens, max_model_len=max_model_len,
+                         enable_prefix_caching=args.enable_prefix_caching, spec=spec)
+    where = "CPU" if platform == CPU else f"GPU {args.gpu}"
+    launch = (f"vLLM {version} V1 scheduler on {where} ({'LLM()' if args.entrypoint == 'llm' else 'vllm serve'} "
+              f"defaults): kv_cache_memory_bytes {kv_bytes:,} = {cfg.num_blocks:,} blocks of {cfg.block_size_tokens} "
+              f"tokens ({cfg.num_blocks - 1:,} usable, one is vLLM's null block); max_num_batched_tokens "
+              f"{cfg.max_num_batched_tokens:,}, max_num_seqs {cfg.max_num_seqs:,}, max_model_len "
+              f"{cfg.max_model_len if cfg.max_model_len is not None else 'what the cache holds'}, prefix caching "
+              f"{'on' if cfg.enable_prefix_caching else 'off'}")
+    if platform != CPU:     # vllm/config/vllm.py (0.32.0) turns async scheduling on where it is not refused
+        launch += ("; scheduled synchronously, as with --no-async-scheduling (on a GPU vLLM schedules one step "
+                   "ahead by default, which this policy does not model)")
+    return cfg, source, launch
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
     plot = _plot_path(args)
     requests = read_trace(args.trace, name="--trace")
+    if args.runtime == "vllm":
+        return _simulate_vllm(args, requests, plot)
+    for name in _VLLM_ONLY:
+        if getattr(args, name) is not None:
+            flag = "--" + name.replace("_", "-")
+            raise CourseInputError(f"{flag} is vLLM's; add --runtime vllm to schedule as vLLM V1 does")
+    if args.policy is None:
+        args.policy = "reserve-max"
     budget, kv, source = pools_from_args(args)
     policies = list(POLICIES) if args.compare else [args.policy]
     configs = [(p, kv_config_for(budget, kv, **_rules(args, p))) for p in policies]
@@ -120,6 +184,20 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             print(comparison_table(results))
     if plot:
         plot_simulation(results, plot, title=f"KV cache over decode steps: {Path(args.trace).name}")
+        print(f"plot: {plot}", file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+def _simulate_vllm(args: argparse.Namespace, requests: list, plot: Path | None) -> int:
+    cfg, source, launch = vllm_config_from_args(args)
+    res = simulate(requests, cfg, max_steps=MAX_SIMULATED_STEPS)
+    if args.json:
+        print_json(res.to_dict())
+    else:
+        print(launch)
+        print(simulation_report(res, None, source))
+    if plot:
+        plot_simulation([(VLLM_V1, res)], plot, title=f"KV cache over engine steps: {Path(args.trace).name}")
         print(f"plot: {plot}", file=sys.stderr if args.json else sys.stdout)
     return 0
 
@@ -228,18 +306,39 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workspace", default=LESSON_WORKSPACE, help=f"runtime workspace (default {LESSON_WORKSPACE})")
     p.add_argument("--reserve", default=LESSON_RESERVE,
                    help=f"safety reserve: a size or a share such as 10%% (default {LESSON_RESERVE})")
-    p.add_argument("--policy", choices=POLICIES, default="reserve-max", help="admission policy (default reserve-max)")
+    p.add_argument("--policy", choices=POLICIES, default=None, help="admission policy (default reserve-max)")
     p.add_argument("--compare", action="store_true", help="run both policies on the trace and compare them")
-    p.add_argument("--block-size", type=whole("--block-size", 1, MAX_BLOCK_SIZE_TOKENS), default=DEFAULT_BLOCK_SIZE_TOKENS,
-                   help=f"tokens per KV block (default {DEFAULT_BLOCK_SIZE_TOKENS}, as vLLM)")
-    p.add_argument("--watermark", type=number("--watermark", 0, 1, hi_open=True), default=DEFAULT_WATERMARK,
+    p.add_argument("--block-size", type=whole("--block-size", 1, MAX_BLOCK_SIZE_TOKENS), default=None,
+                   help=f"tokens per KV block (default {DEFAULT_BLOCK_SIZE_TOKENS}, as vLLM; --runtime vllm: 128 on "
+                        f"--gpu cpu, 16 on a GPU)")
+    p.add_argument("--watermark", type=number("--watermark", 0, 1, hi_open=True), default=None,
                    help=f"paged: share of blocks kept free when admitting (default {DEFAULT_WATERMARK}, as vLLM)")
-    p.add_argument("--max-num-seqs", type=whole("--max-num-seqs", 1, MAX_SEQUENCES), default=DEFAULT_MAX_NUM_SEQS,
-                   help=f"most requests running at once (default {DEFAULT_MAX_NUM_SEQS}, as vLLM)")
+    p.add_argument("--max-num-seqs", type=whole("--max-num-seqs", 1, MAX_SEQUENCES), default=None,
+                   help=f"most requests running at once (default {DEFAULT_MAX_NUM_SEQS}, as vLLM; --runtime vllm: "
+                        f"vLLM's default for the platform and --entrypoint)")
     p.add_argument("--max-queue-len", type=whole("--max-queue-len", 0, MAX_TRACE_REQUESTS), default=None, help="reject arrivals beyond this many waiting")
     p.add_argument("--max-wait-steps", type=whole("--max-wait-steps", 0, MAX_SIMULATED_STEPS), default=None, help="reject requests still waiting after N steps")
     p.add_argument("--json", action="store_true", help="print JSON: requests, steps and summary")
     p.add_argument("--plot", metavar="PATH", help="write a PNG: KV memory over steps and queue length")
+    g = p.add_argument_group("vLLM's V1 scheduler (--runtime vllm: the vllm-v1 policy, on vLLM's own KV cache)")
+    g.add_argument("--runtime", choices=("vllm",), default=None,
+                   help="schedule as vLLM V1 does (token budget, chunked prefill, recompute preemption of the "
+                        "newest running request) instead of --policy; --gpu is then cpu or a GPU preset, "
+                        "--weights/--workspace/--reserve do not apply")
+    g.add_argument("--vllm-version", default=None,
+                   help=f"the release whose scheduler applies (modelled: "
+                        f"{', '.join(str(v) for v in SCHEDULER_RELEASES)}; default the newest)")
+    g.add_argument("--kv-cache-memory-bytes", default=None, metavar="SIZE",
+                   help="vLLM's --kv-cache-memory-bytes: the KV cache's size (bytes or e.g. 12MiB); required")
+    g.add_argument("--max-num-batched-tokens", type=whole("--max-num-batched-tokens", 1, MAX_CONTEXT_TOKENS),
+                   default=None, help="tokens one step may compute (default: vLLM's for the platform and --entrypoint)")
+    g.add_argument("--max-model-len", type=whole("--max-model-len", 2, MAX_CONTEXT_TOKENS), default=None,
+                   help="longest request, prompt + output (default: the model's max_position_embeddings, else what "
+                        "the cache holds)")
+    g.add_argument("--entrypoint", choices=ENTRYPOINTS, default="serve",
+                   help="whose defaults: `vllm serve` (default) or LLM()")
+    g.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=True,
+                   help="a preempted request finds its still-cached blocks (vLLM's default: on)")
     p.set_defaults(func=_cmd_simulate)
 
     p = sub.add_parser("trace", help="write a synthetic request trace (JSONL)")
