@@ -439,8 +439,10 @@ def _cuda_graph(ctx: Context, stage: Stage) -> Term:
     if not graphs:
         note = "--enforce-eager: no CUDA graphs"
     elif in_budget:
+        since = next(row.since for row in HISTORY.changes if row.sets.get("graphs_in_budget", {}).get(
+            launch.platform, row.sets.get("graphs_in_budget", {}).get("cuda")))
         note = (f"estimate of {graphs} captured sizes x {stage.layers} layers, inside the budget from "
-                f"v{rules.origin('graphs_in_budget').since} on {launch.platform}"
+                f"v{since} on {launch.platform}"
                 + ("; the V2 model runner's profile (PIECEWISE measured, FULL extrapolated from the two largest), "
                    "taken at the V1 runner's fitted MiB" if ctx.runner == "V2" else ""))
     else:
