@@ -61,6 +61,8 @@ class Rules:
     origins: Mapping[str, Change] = field(repr=False)
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("values", "origins", "version"):
+            raise AttributeError(name)      # not yet set (copy, pickle): never look it up in itself
         try:
             return self.values[name]
         except KeyError:

@@ -26,6 +26,13 @@ is not an A100, ``vllm serve`` profiles 8,192 tokens and 1,024 sequences (``LLM`
 elsewhere 2,048 and 256 (``LLM``: 8,192). V0 without chunked prefill profiles
 ``max(max_model_len, 2048)`` tokens.
 
+The estimate runs in steps, each a function that reads and tests alone: :func:`resolve` (the release's
+defaults) -> :func:`profile_terms` per pipeline stage -> :func:`kv_layouts` (KV groups and pages, in
+:mod:`.vllm_kv`) -> :func:`refusal`. What changed in which release is data, not conditions: the rows of
+:data:`.vllm_releases.HISTORY`, each citing that release's file; the platform is picked once
+(:func:`platform_of`), and :func:`kv_available` is where a KV pool given directly would replace the
+subtraction.
+
 Worked example, the visible A100 log (vLLM 0.10.1.1, Qwen2-7B, ``--gpu-memory-utilization
 0.25 --max-model-len 16384``): 79.25 GiB x 0.25 = 19.81 GiB; minus 14.25 GiB of weights, 0.53
 GiB of sampler peak (256 rows x 152,064 logits x 14 B on FlashInfer's path, which that log
@@ -432,8 +439,10 @@ def _cuda_graph(ctx: Context, stage: Stage) -> Term:
     if not graphs:
         note = "--enforce-eager: no CUDA graphs"
     elif in_budget:
+        since = next(row.since for row in HISTORY.changes if row.sets.get("graphs_in_budget", {}).get(
+            launch.platform, row.sets.get("graphs_in_budget", {}).get("cuda")))
         note = (f"estimate of {graphs} captured sizes x {stage.layers} layers, inside the budget from "
-                f"v{rules.origin('graphs_in_budget').since} on {launch.platform}"
+                f"v{since} on {launch.platform}"
                 + ("; the V2 model runner's profile (PIECEWISE measured, FULL extrapolated from the two largest), "
                    "taken at the V1 runner's fitted MiB" if ctx.runner == "V2" else ""))
     else:
