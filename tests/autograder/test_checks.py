@@ -511,3 +511,39 @@ def test_unready_slips():
 def test_lab_crossing_off_by_one():
     r = with_("test_lab_crossing", lab_first_crossing_sequences=11)
     assert not r.passed and "still fit" in r.message
+
+
+def _constant_hand_in(value=7) -> dict:
+    """Issue 34: every function of the notebook returns ``value`` whatever it is given, every answer is ``value``
+    (the names are read from the collectors: whatever a hidden test calls or reads)."""
+    import re
+    from pathlib import Path
+
+    from lessons.l14_04 import collect as collect_module
+    source = Path(collect_module.__file__).read_text()
+    ns = {name: value for name in re.findall(r'var\(ns, "(\w+)"', source)}
+    ns.update({name: (lambda *args, **kwargs: value) for name in re.findall(r'call\(ns, "(\w+)"', source)})
+    return ns
+
+
+@pytest.mark.parametrize("value", [7, 0.875, 4096])
+def test_functions_that_ignore_their_inputs_carry_nothing_forward(value):
+    """The all-7 hand-in earned 2 of 50: llama3_fp8_kv_bytes_per_token = 7 was "consistent with your own
+    kv_bytes_per_token" (which gives 7 for anything), and so was predicted_kv_cache_bytes = 7. A function
+    that does not depend on its inputs carries nothing: every question scores 0."""
+    ns = _constant_hand_in(value)
+    earned = {gid: r for gid in CHECKS if (r := run(gid, ns)).passed or r.fraction}
+    assert earned == {}
+
+
+def test_a_carry_still_needs_only_a_function_that_depends_on_its_inputs():
+    # attention heads for KV heads: the same bytes for Llama-2 and Llama-3 (both 32 heads), fp8 half of it:
+    # it depends on bytes_per_value, so its ratio of 1 and its fp8 figure are carried (test_task5_... above)
+    def heads(c, b):
+        return 2 * c["num_hidden_layers"] * c["num_attention_heads"] * (c["hidden_size"] // c["num_attention_heads"]) * b
+    r = with_("test_gqa_dtype", kv_bytes_per_token=heads, mha_over_gqa_ratio=1.0, llama3_fp8_kv_bytes_per_token=262_144)
+    assert r.passed and "consistent" in r.message
+    # the same answers from a function that gives 524,288 whatever it is given: nothing carried
+    r = with_("test_gqa_dtype", kv_bytes_per_token=lambda c, b: 524_288, mha_over_gqa_ratio=1.0,
+              llama3_fp8_kv_bytes_per_token=524_288)
+    assert not r.passed and not r.fraction, r
