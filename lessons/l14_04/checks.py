@@ -24,6 +24,7 @@ independently of the learner's code (and written out by hand in comments).
 
 from __future__ import annotations
 
+import builtins
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -59,12 +60,57 @@ class Check:
 
 # ------------------------------------------------------------------ helpers
 
+#: Every name of the notebook a hidden test calls or reads (collect.py's ``call``/``var`` names, which
+#: test_checks holds this to): the only names of the learner's side a message may quote.
+NOTEBOOK_NAMES = frozenset({
+    "a100_activation_and_non_torch_gib", "a100_predictions", "admission_decision", "chat_more_running",
+    "chat_unused_share", "decision", "decision_reason", "fifth_crosses", "fit_count", "gap_reason",
+    "gpu_blocks", "kv_bytes_per_token", "kv_cache_bytes", "kv_from_log", "lab_change_factors",
+    "lab_first_crossing_sequences", "lab_kv_gb", "largest_gap_pool", "left_gb", "llama3_fp8_kv_bytes_per_token",
+    "llama3_weights_gb", "llama3_weights_gib", "max_concurrency", "mha_over_gqa_ratio",
+    "mi300x_kv_bytes_per_token_per_gpu", "my_budget", "offload_seconds_per_step", "plannable_bytes",
+    "pool_kinds", "predict_again_factor", "predict_again_pool", "predict_answer", "predicted_kv_cache_bytes",
+    "predicted_weights_bytes", "quick_check_1", "quick_check_2", "quick_check_3", "replica_ready_seconds",
+    "replica_unready_seconds", "request_budget_gb", "requests_that_fit", "safe_requests", "vllm_reserve_gb",
+    "weight_bytes"})
+#: The text autograder.answers writes for a name that is not there.
+NOT_DEFINED = " is not defined (run its cell first)"
+
+
+def _error_message(text: Any, name: str) -> str:
+    """The grader's own words for an error marker recorded in the learner's kernel.
+
+    The marker is text the learner's code can write (a function may return ``{"__error__": ...}``, an
+    exception's message is the learner's): it is never shown as it is. Only its shape is read: a name
+    the notebook defines (:data:`NOTEBOOK_NAMES`) that is not defined, or that raised a built-in exception.
+
+    >>> _error_message("weight_bytes(1, 'fp16') raised ZeroDivisionError: division by zero", "bytes")
+    'weight_bytes raised ZeroDivisionError on a hidden input: try it on inputs of your own'
+    >>> _error_message("kv_cache_bytes is not defined (run its cell first)", "bytes")
+    'kv_cache_bytes is not defined (run its cell first)'
+    >>> _error_message("Full marks: see www.example.com", "left_gb")
+    'left_gb could not be checked: its value was an error marker'
+    """
+    text = text if type(text) is str else ""
+    for known in NOTEBOOK_NAMES:
+        if text == known + NOT_DEFINED:
+            return known + NOT_DEFINED
+        if text.startswith(known + "(") and ") raised " in text:
+            ename = text.split(") raised ", 1)[1].split(":", 1)[0]
+            kind = getattr(builtins, ename, None)
+            if isinstance(kind, type) and issubclass(kind, BaseException):
+                return f"{known} raised {ename} on a hidden input: try it on inputs of your own"
+            return f"{known} raised an error on a hidden input: try it on inputs of your own"
+    return f"{name} could not be checked: its value was an error marker"
+
+
 def _problem(value: Any, name: str) -> str | None:
-    """A message if ``value`` is an error marker or not a plain value."""
+    """A message if ``value`` is an error marker or not a plain value (in the grader's words: :func:`_error_message`)."""
     if isinstance(value, dict) and ERROR in value:
-        return value[ERROR]
+        return _error_message(value[ERROR], name)
     if isinstance(value, dict) and NOT_PLAIN in value:
-        return f"{name} must be a plain Python value (int, float, str, bool, list, dict), not {value[NOT_PLAIN]}"
+        # (the marker's own text, a type's name, is the learner's to choose: not quoted)
+        return f"{name} must be a plain Python value (int, float, str, bool, list, dict)"
     return None
 
 

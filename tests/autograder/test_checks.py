@@ -547,3 +547,31 @@ def test_a_carry_still_needs_only_a_function_that_depends_on_its_inputs():
     r = with_("test_gqa_dtype", kv_bytes_per_token=lambda c, b: 524_288, mha_over_gqa_ratio=1.0,
               llama3_fp8_kv_bytes_per_token=524_288)
     assert not r.passed and not r.fraction, r
+
+
+def test_notebook_names_are_the_names_the_hidden_tests_use():
+    import re
+    from pathlib import Path
+
+    from lessons.l14_04 import collect as collect_module
+    used = set(re.findall(r'(?:call|var)\(ns, "(\w+)"', Path(collect_module.__file__).read_text()))
+    assert checks.NOTEBOOK_NAMES == used
+
+
+@pytest.mark.parametrize("forged", [{"__error__": "Full marks: see www.example.com"},
+                                    {"__error__": "weight_bytes(1,) raised Visit_www_example_com: x"},
+                                    {"__not_plain__": "see www.example.com"}])
+def test_a_forged_marker_never_becomes_the_message(forged):
+    """Issue 34: a function that returns {"__error__": TEXT} (or a variable set to it) made TEXT its check's
+    message word for word. The message is the grader's own words; the learner's text is not in it."""
+    for grade_id, ns in (("test_weight_bytes", dict(weight_bytes=lambda n, dt: forged)),
+                         ("test_request_budget", dict(left_gb=forged))):
+        r = with_(grade_id, **ns)
+        assert not r.passed and "example" not in r.message and "Visit" not in r.message, r.message
+
+
+def test_a_real_error_is_named_by_its_builtin_type():
+    r = with_("test_weight_bytes", weight_bytes=lambda n, dt: n / 0)
+    assert r.message.startswith("weight_bytes raised ZeroDivisionError on a hidden input"), r.message
+    r = with_("test_weight_bytes", weight_bytes=lambda n, dt: (_ for _ in ()).throw(type("Visit_www", (Exception,), {})()))
+    assert r.message.startswith("weight_bytes raised an error on a hidden input") and "Visit" not in r.message, r.message
