@@ -477,9 +477,9 @@ class Budget:
     #: Seconds a CPU reading is reused (the uid fallback walks /proc).
     READ_EVERY_S = 0.05
     #: The shortest window idle time is judged over (the uid fallback's clock ticks are 10 ms).
-    IDLE_WINDOW_S = 0.5
+    IDLE_WINDOW_S = 1.0
     #: A window in which the sandbox used less than this share of one core counts as idle.
-    IDLE_SHARE = 0.05
+    IDLE_SHARE = 0.02
 
     def __init__(self, sandbox, cpu_s: float, wall_factor: float, idle_factor: float | None = None):
         self.sandbox, self.cpu_s, self.wall_s = sandbox, cpu_s, cpu_s * wall_factor
