@@ -29,7 +29,7 @@ import nbformat.reader
 
 from .assignment import NotebookSpec
 from .cells import grade_id as _grade_id
-from .cells import has_nbgrader
+from .cells import has_nbgrader, released_test_source
 
 #: The largest notebook file read (the released notebook is ~50 KB).
 MAX_NOTEBOOK_BYTES = 20 * 2**20
@@ -160,7 +160,9 @@ def restore_cells(submitted: nbformat.NotebookNode, spec: NotebookSpec) -> tuple
             gid = None
         if gid in spec.locked_ids:
             original = source_cells[gid]
-            if cell.get("source") != original.source or cell.cell_type != original.cell_type:
+            # as released (hidden tests left out) or as the instructor wrote it: anything else is an edit
+            if cell.get("source") not in (released_test_source(original), original.source) \
+                    or cell.cell_type != original.cell_type:
                 notes.append(f"{gid} was edited; restored from the instructor source")
             cell = _fresh(original)
         elif gid in spec.solution_ids:
