@@ -230,11 +230,15 @@ def read_submission(data: bytes, max_cells: int = MAX_CELLS,
     if not isinstance(raw, dict):
         raise Refused("the notebook is not a JSON object; it should be an .ipynb file")
     cells = raw.get("cells")
+    if raw.get("nbformat") == 3 and cells is None and isinstance(raw.get("worksheets"), list):
+        # nbformat 3 (IPython 2): cells in worksheets, code in "input"; converted below, as stock nbgrader does
+        cells = [c for ws in raw["worksheets"] if isinstance(ws, dict) and isinstance(ws.get("cells"), list)
+                 for c in ws["cells"]]
     if not isinstance(cells, list):
         raise Refused("the notebook has no list of cells (is it nbformat 4?)")
     if len(cells) > max_cells:
         raise Refused(f"the notebook has {len(cells):,} cells, over the limit of {max_cells:,}; delete scratch cells")
-    chars = sum(_source_chars(c.get("source")) for c in cells if isinstance(c, dict))
+    chars = sum(_source_chars(c.get("source")) + _source_chars(c.get("input")) for c in cells if isinstance(c, dict))
     if chars > max_source_chars:
         raise Refused(f"the notebook's cells hold {chars:,} characters of source, over the limit of "
                       f"{max_source_chars:,}; delete scratch cells")
