@@ -125,7 +125,7 @@ def released_test_source(cell: Mapping[str, Any]) -> str:
     out, both included. An honest hand-in's test cells are this text, not the instructor's.
     ``tests/autograder/test_cells.py`` holds it to nbgrader's own preprocessor.
 
-    >>> released_test_source({"source": "assert f(1) == 2\n### BEGIN HIDDEN TESTS\nassert f(5) == 10\n### END HIDDEN TESTS"})
+    >>> released_test_source({"source": "assert f(1) == 2\\n### BEGIN HIDDEN TESTS\\nassert f(5) == 10\\n### END HIDDEN TESTS"})
     'assert f(1) == 2'
     """
     source = cell.get("source", "")
