@@ -117,3 +117,25 @@ def released_source(cell: Mapping[str, Any], language: str = "python") -> str:
     if inside:
         raise ValueError("a BEGIN SOLUTION region without its END SOLUTION")
     return "\n".join(out) if replaced else "\n".join(stub)
+
+
+def released_test_source(cell: Mapping[str, Any]) -> str:
+    """A locked cell's text as ``nbgrader generate_assignment`` releases it (nbgrader's ClearHiddenTests):
+    every line from one holding ``BEGIN HIDDEN TESTS`` to the next holding ``END HIDDEN TESTS`` is left
+    out, both included. An honest hand-in's test cells are this text, not the instructor's.
+    ``tests/autograder/test_cells.py`` holds it to nbgrader's own preprocessor.
+
+    >>> released_test_source({"source": "assert f(1) == 2\\n### BEGIN HIDDEN TESTS\\nassert f(5) == 10\\n### END HIDDEN TESTS"})
+    'assert f(1) == 2'
+    """
+    source = cell.get("source", "")
+    source = "".join(source) if isinstance(source, list) else str(source)
+    out, inside = [], False
+    for line in source.split("\n"):
+        if "BEGIN HIDDEN TESTS" in line:
+            inside = True
+        elif "END HIDDEN TESTS" in line:
+            inside = False
+        elif not inside:
+            out.append(line)
+    return "\n".join(out)

@@ -28,8 +28,6 @@ maximum. The top-level score is always the sum of the tests' scores.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 from dataclasses import dataclass, field
@@ -50,18 +48,46 @@ PENDING = "pending"
 #: tab or CR) at its start, after leading spaces or quotes, or after a separator that some spreadsheet
 #: splits on when it imports (``;`` in many locales, ``,``, tab, ``|``, a line break).
 FORMULA = re.compile(r"""(?:^|[;,\t|\r\n])[\s"']*[=+\-@]|^[\t\r]""")
+#: Where a guard quote goes: the start of the field and after every separator, before the spaces or
+#: quotes that lead to a formula's first character.
+_FORMULA_STARTS = re.compile(r"""(^|[;,\t|\r\n])(?=[\s"']*[=+\-@])|^(?=[\t\r])""")
+#: Characters that make a field quoted in grades.csv: a separator of any common locale, a quote, a line break.
+QUOTED = frozenset(',;\t|\r\n"')
 
 
 def csv_safe(value):
-    """A CSV field that no spreadsheet runs: text in which a formula could start (:data:`FORMULA`) gets a
-    leading single quote, as OWASP's CSV-injection guidance says (the quote shows; the formula never runs).
+    """A CSV field that no spreadsheet runs: wherever a formula could start (:data:`FORMULA`), at the start
+    or after a separator a spreadsheet may split on, a single quote goes in front of it, as OWASP's
+    CSV-injection guidance says (the quote shows; the formula never runs). Read with ``;`` as its
+    separator, ``x;=1+2;y`` gives the cells ``x``, ``'=1+2`` and ``y``: none a formula.
 
-    >>> csv_safe("=1+2"), csv_safe(" =2+3"), csv_safe("x;=1+2;y"), csv_safe("jean-luc+tag@uni.edu"), csv_safe(-1.0)
-    ("'=1+2", "' =2+3", "'x;=1+2;y", 'jean-luc+tag@uni.edu', -1.0)
+    >>> csv_safe("=1+2"), csv_safe(" =2+3"), csv_safe("x;=1+2;@SUM(1+1);y"), csv_safe(-1.0)
+    ("'=1+2", "' =2+3", "x;'=1+2;'@SUM(1+1);y", -1.0)
+    >>> csv_safe("jean-luc+tag@uni.edu"), csv_safe("3 - 1 = 2")
+    ('jean-luc+tag@uni.edu', '3 - 1 = 2')
     """
     if isinstance(value, str) and FORMULA.search(value):
-        return "'" + value
+        return _FORMULA_STARTS.sub(lambda m: (m.group(1) or "") + "'", value)
     return value
+
+
+def csv_field(value) -> str:
+    """One field of grades.csv as written: :func:`csv_safe`, then quoted (quotes doubled) when it holds a
+    separator of any common locale (:data:`QUOTED`) or starts or ends with a space, so a spreadsheet that
+    splits on ``;``, a tab or ``|`` keeps it whole as well as one that splits on ``,``.
+
+    >>> csv_field("alice"), csv_field(2.5), csv_field(None), csv_field("a;b"), csv_field('a "b" c')
+    ('alice', '2.5', '', '"a;b"', '"a ""b"" c"')
+    """
+    text = "" if value is None else str(csv_safe(value))
+    if QUOTED.intersection(text) or text[:1].isspace() or text[-1:].isspace():
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def csv_row(values) -> str:
+    """One line of grades.csv (:func:`csv_field` each, comma-separated)."""
+    return ",".join(csv_field(v) for v in values) + "\n"
 
 
 @dataclass
@@ -155,10 +181,8 @@ def csv_text(results: dict[str, StudentResult], manual: dict[str, float | None],
         for gid in r.questions:
             if gid not in question_ids:
                 question_ids.append(gid)
-    buf = io.StringIO()
     fields = CSV_FIELDS + question_ids
-    writer = csv.DictWriter(buf, fieldnames=[csv_safe(f) for f in fields], lineterminator="\n")
-    writer.writeheader()
+    lines = [csv_row(fields)]
     for sid, r in sorted(results.items()):
         m = manual.get(sid)
         row = {"student_id": sid, "status": r.status, "score": r.score, "max_score": r.max_score,
@@ -170,8 +194,8 @@ def csv_text(results: dict[str, StudentResult], manual: dict[str, float | None],
                "to_look_at": "\n".join(question_lines(r))}
         row.update({gid: q.score for gid, q in r.questions.items()})
         # Every field a learner can reach (the id is a folder name, the message may quote the notebook).
-        writer.writerow({csv_safe(k): csv_safe(v) for k, v in row.items()})
-    return buf.getvalue()
+        lines.append(csv_row(row.get(f, "") for f in fields))
+    return "".join(lines)
 
 
 def write_exports(results_dir: Path, results: dict[str, StudentResult], manual: dict[str, float | None],

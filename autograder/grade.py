@@ -152,7 +152,8 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
             executions[name] = execute_notebook(nb, sandbox, cell_timeout=settings.cell_timeout,
                                                 notebook_timeout=settings.notebook_timeout,
                                                 max_output_bytes=settings.max_output_bytes,
-                                                max_restarts=settings.max_restarts, wall_factor=settings.wall_factor)
+                                                max_restarts=settings.max_restarts, wall_factor=settings.wall_factor,
+                                                idle_factor=settings.idle_factor)
             log.debug("%s %s executed: %s in %.2f s", job.student_id, name, executions[name].status,
                       executions[name].seconds)
 

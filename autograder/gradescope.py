@@ -39,6 +39,7 @@ import argparse
 import dataclasses
 import importlib.metadata
 import json
+import logging
 import os
 import re
 import sys
@@ -62,6 +63,7 @@ from .results import GRADER_ERROR, write_json
 from .sandbox import Limits, memory_limit_bytes, probe, require_minimum
 from .settings import Settings
 
+log = logging.getLogger(__name__)
 DIST = "course_model_memory"
 PROJECT = "course-model-memory"
 BUNDLE_JSON = "bundle.json"
@@ -326,14 +328,44 @@ def _student_id(root: Path) -> str:
     return name or "submission"
 
 
+#: How deep under submission/ the hand-in is looked for (an upload of the folder, or of a zip of a zip).
+MAX_HAND_IN_DEPTH = 8
+#: Folders looked at, at most (an upload may hold a million empty ones).
+MAX_HAND_IN_FOLDERS = 10_000
+
+
 def _hand_in_folder(submission: Path, assignment: Assignment) -> Path:
     """Where in ``submission/`` the notebook is: at the top, or the shallowest folder that holds it
     (a learner may upload the folder, or a zip of it); the top when there is none. Links to folders
     are never followed (an uploaded zip may hold one to /autograder/source, where the solutions are);
-    a link to a file is found, and refused by the grader's reader."""
-    found = [Path(top) for top, _, names in os.walk(submission) if set(assignment.notebook_names) & set(names)]
-    found.sort(key=lambda p: (len(p.parts), str(p)))
-    return found[0] if found else submission
+    a link to a file is found, and refused by the grader's reader. The folders are walked level by
+    level, no deeper than :data:`MAX_HAND_IN_DEPTH` and over no more than :data:`MAX_HAND_IN_FOLDERS`
+    (os.walk recursed: a 1,200-folder-deep chain beside the hand-in ended in RecursionError).
+
+    >>> import tempfile, types
+    >>> top = Path(tempfile.mkdtemp()); (top / "d" / "e").mkdir(parents=True); (top / "hw").mkdir()
+    >>> _ = (top / "hw" / "a.ipynb").write_text("{}"); _ = (top / "d" / "e" / "a.ipynb").write_text("{}")
+    >>> _hand_in_folder(top, types.SimpleNamespace(notebook_names=["a.ipynb"])) == top / "hw"
+    True
+    """
+    wanted, level, seen = set(assignment.notebook_names), [submission], 0
+    for _ in range(MAX_HAND_IN_DEPTH + 1):
+        found, below = [], []
+        for folder in level:
+            try:
+                with os.scandir(folder) as entries:
+                    for entry in entries:
+                        if entry.name in wanted:
+                            found.append(folder)
+                        elif seen < MAX_HAND_IN_FOLDERS and entry.is_dir(follow_symlinks=False):
+                            seen += 1
+                            below.append(Path(entry.path))
+            except OSError:
+                continue
+        if found:
+            return min(found, key=str)
+        level = below
+    return submission
 
 
 def run(root: str | Path) -> dict:
@@ -358,23 +390,30 @@ def run(root: str | Path) -> dict:
                                   "this machine cannot isolate learner code, so nothing is graded; it lacks "
                                   + "; and ".join(iso.missing()))
         else:
-            folder = _hand_in_folder(root / "submission", assignment)
-            hand_in = HandIn.read(folder, assignment)
-            laid_out = hand_in.lay_out(scratch / "submitted", sid, assignment.name)
-            run = sidecheck.runner(settings, iso, load_lesson(assignment.lesson).preload)
-            prepared = sidecheck.prepare(assignment, run)
-            job = dataclasses.replace(job, folder=str(laid_out), prepared=prepared,
-                                      fingerprint=digest_bytes(meta["instructor_digest"].encode(), submission_sha(
-                                          laid_out, assignment, hand_in.files).encode()))
-            result = grade_submission(job, files=hand_in.files)
+            try:
+                folder = _hand_in_folder(root / "submission", assignment)
+                hand_in = HandIn.read(folder, assignment)
+                laid_out = hand_in.lay_out(scratch / "submitted", sid, assignment.name)
+                run = sidecheck.runner(settings, iso, load_lesson(assignment.lesson).preload)
+                prepared = sidecheck.prepare(assignment, run)
+                job = dataclasses.replace(job, folder=str(laid_out), prepared=prepared,
+                                          fingerprint=digest_bytes(meta["instructor_digest"].encode(), submission_sha(
+                                              laid_out, assignment, hand_in.files).encode()))
+                result = grade_submission(job, files=hand_in.files)
+            except Exception as e:  # noqa: BLE001 - whatever an upload does, results.json is written
+                log.exception("grading this submission failed")
+                result = blank_result(job, load_source(assignment), GRADER_ERROR,
+                                      f"the grader failed on this submission ({type(e).__name__}); the instructor "
+                                      f"can see why in the autograder's output")
     # hand-graded answers handed back as released are nbgrader's 0 ("No response"), as the local gradebook says
     data = gradescope_json(result, 0.0 if result.unanswered and not result.needs_manual_grading else None)
+    # How this machine isolates learner code is the instructor's to know, not the learner's: it goes to the
+    # autograder's output (stdout_visibility hidden) and extra_data, never to the output students read.
     notes = [*iso.warnings, *filter(None, [python_note(meta["environment"], environment())])]
-    lines = [data["output"], f"isolation: {iso.summary()}", *(f"note: {w}" for w in notes)]
-    data["output"] = "\n".join(lines)
     data["execution_time"] = round(time.monotonic() - start, 1)
     data["stdout_visibility"] = "hidden"
     data["extra_data"]["isolation"] = iso.summary()
+    data["extra_data"]["notes"] = notes
     write_json(results_json, data)
     return data
 
@@ -398,6 +437,7 @@ def run_main(argv: list[str] | None = None) -> int:
         print(f"course-grade gradescope: {e}", file=sys.stderr)
         return 2
     print(data["output"])
+    print(f"isolation: {data['extra_data']['isolation']}", *(f"note: {n}" for n in data["extra_data"]["notes"]), sep="\n")
     print(f"score {data['score']:g}; wrote {Path(args.root) / 'results' / 'results.json'}")
     return 0
 

@@ -12,11 +12,11 @@ Jupyter API: write files, or set their own hand-graded score through formgrader'
 In the executed notebook                   In the instructor's copy
 =========================================  =========================================================
 a markdown cell the learner could edit     its markdown rendered and sanitised, as one line of HTML
-(every cell but the locked ones, which     (so no markdown parser reads it again; MathJax told to skip
-are the instructor's, restored)            it), attachments and
+(every cell but the locked ones, which     (so no markdown parser reads it again), with no math in it
+are the instructor's, restored)            (:func:`without_math`), attachments and
                                            metadata other than nbgrader's dropped
-a raw cell the learner could edit          its text escaped, in a ``<pre>``
-an output's ``text/html``, ``text/markdown``  sanitised HTML (``text/html``)
+a raw cell the learner could edit          its text escaped, in a ``<pre>``, with no math in it
+an output's ``text/html``, ``text/markdown``  sanitised HTML (``text/html``), with no math in it
 ``text/plain``, a PNG or JPEG (base64)     kept (nbconvert escapes text; the image must be base64)
 a widget (its view and its repr)           the feedback page's note (``feedback.WIDGET_NOTE``), as text
 any other type: JavaScript, SVG, LaTeX,    removed, with a ``text/plain`` note naming the type
@@ -63,6 +63,61 @@ BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
 MARKDOWN_CLASS = "course-grade-learner-markdown tex2jax_ignore"
 
 
+#: What a math renderer starts math at: ``$`` (``$...$``, ``$$...$$``) and ``\\`` (``\\(``, ``\\[``,
+#: ``\\begin{...}``), as JupyterLab's MathJax 3 (``processEscapes``, ``processEnvironments``) and nbconvert's read them.
+MATH_CHARS = {"$": "&#36;", "\\": "&#92;"}
+
+
+def without_math(fragment: str) -> str:
+    """Sanitised HTML in which no math renderer finds math, shown as the same characters.
+
+    Opened in JupyterLab (formgrader's "Open live notebook", or ``jupyter lab`` in the results), a
+    learner's ``$...$`` was typeset by MathJax 3, whose ``\\unicode[FONT]{...}`` writes FONT into a
+    ``style`` attribute: learner CSS (an outside image, a click-anywhere overlay). MathJax 3 does not
+    read ``tex2jax_ignore``, and JupyterLab looks for math in the markdown's source text before it
+    renders it. So every ``$`` and ``\\`` of the learner's text becomes a character reference in an
+    element of its own (MathJax finds math only inside one text run), and in attribute values a
+    character reference: the source holds neither character, the page shows both.
+
+    >>> without_math('<p>a $x$ and \\(y\\) <a href="https://e.org/$1" title="&quot;$">z</a></p>')
+    '<p>a <span>&#36;</span>x<span>&#36;</span> and <span>&#92;</span>(y<span>&#92;</span>) <a href="https://e.org/&#36;1" title="&quot;&#36;">z</a></p>'
+    """
+    if "$" not in fragment and "\\" not in fragment:
+        return fragment
+    from html.parser import HTMLParser
+
+    def attr(value: str) -> str:
+        value = html.escape(value, quote=True).replace("&#x27;", "'")
+        return "".join(MATH_CHARS.get(ch, ch) for ch in value)
+
+    class Rewriter(HTMLParser):
+        def __init__(self):
+            super().__init__(convert_charrefs=True)
+            self.out: list[str] = []
+
+        def tag(self, name, attrs, end=""):
+            shown = "".join(f" {k}" if v is None else f' {k}="{attr(v)}"' for k, v in attrs)
+            self.out.append(f"<{name}{shown}{end}>")
+
+        def handle_starttag(self, name, attrs):
+            self.tag(name, attrs)
+
+        def handle_startendtag(self, name, attrs):
+            self.tag(name, attrs, " /")
+
+        def handle_endtag(self, name):
+            self.out.append(f"</{name}>")
+
+        def handle_data(self, data):
+            text = html.escape(data, quote=False)
+            self.out.append("".join(f"<span>{MATH_CHARS[ch]}</span>" if ch in MATH_CHARS else ch for ch in text))
+
+    rewriter = Rewriter()
+    rewriter.feed(fragment)
+    rewriter.close()
+    return "".join(rewriter.out)
+
+
 def _one_line_html(fragment: str) -> str:
     """Sanitised HTML on one line: a markdown renderer treats a line starting with ``<div`` as a raw HTML
     block up to the next blank line, so with no newline at all nothing of it is parsed as markdown again
@@ -99,9 +154,9 @@ def inert_output(out) -> nbformat.NotebookNode:
         elif mime in IMAGE_MIMES and isinstance(value, str) and BASE64.fullmatch(value):
             kept[mime] = value
         elif mime == "text/html":
-            kept[mime] = sanitize(_text(value))
+            kept[mime] = without_math(sanitize(_text(value)))
         elif mime == "text/markdown":
-            kept["text/html"] = markdown_html(_text(value))
+            kept["text/html"] = without_math(markdown_html(_text(value)))
         else:
             removed.append(mime)
     if removed:
@@ -124,9 +179,9 @@ def instructor_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             cell["metadata"] = nbformat.NotebookNode({"nbgrader": meta["nbgrader"]} if "nbgrader" in meta else {})
             cell.pop("attachments", None)
             if cell.get("cell_type") == "markdown":
-                cell["source"] = _one_line_html(markdown_html(_text(cell.get("source", ""))))
+                cell["source"] = _one_line_html(without_math(markdown_html(_text(cell.get("source", "")))))
             elif cell.get("cell_type") == "raw":
-                cell["source"] = _one_line_html(f"<pre>{html.escape(_text(cell.get('source', '')))}</pre>")
+                cell["source"] = _one_line_html(without_math(f"<pre>{html.escape(_text(cell.get('source', '')))}</pre>"))
         if cell.get("cell_type") == "code":
             cell["outputs"] = [inert_output(o) for o in cell.get("outputs", [])]
         if is_test(cell):

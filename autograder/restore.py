@@ -29,7 +29,7 @@ import nbformat.reader
 
 from .assignment import NotebookSpec
 from .cells import grade_id as _grade_id
-from .cells import has_nbgrader
+from .cells import has_nbgrader, released_test_source
 
 #: The largest notebook file read (the released notebook is ~50 KB).
 MAX_NOTEBOOK_BYTES = 20 * 2**20
@@ -160,7 +160,9 @@ def restore_cells(submitted: nbformat.NotebookNode, spec: NotebookSpec) -> tuple
             gid = None
         if gid in spec.locked_ids:
             original = source_cells[gid]
-            if cell.get("source") != original.source or cell.cell_type != original.cell_type:
+            # as released (hidden tests left out) or as the instructor wrote it: anything else is an edit
+            if cell.get("source") not in (released_test_source(original), original.source) \
+                    or cell.cell_type != original.cell_type:
                 notes.append(f"{gid} was edited; restored from the instructor source")
             cell = _fresh(original)
         elif gid in spec.solution_ids:
@@ -228,11 +230,15 @@ def read_submission(data: bytes, max_cells: int = MAX_CELLS,
     if not isinstance(raw, dict):
         raise Refused("the notebook is not a JSON object; it should be an .ipynb file")
     cells = raw.get("cells")
+    if raw.get("nbformat") == 3 and cells is None and isinstance(raw.get("worksheets"), list):
+        # nbformat 3 (IPython 2): cells in worksheets, code in "input"; converted below, as stock nbgrader does
+        cells = [c for ws in raw["worksheets"] if isinstance(ws, dict) and isinstance(ws.get("cells"), list)
+                 for c in ws["cells"]]
     if not isinstance(cells, list):
         raise Refused("the notebook has no list of cells (is it nbformat 4?)")
     if len(cells) > max_cells:
         raise Refused(f"the notebook has {len(cells):,} cells, over the limit of {max_cells:,}; delete scratch cells")
-    chars = sum(_source_chars(c.get("source")) for c in cells if isinstance(c, dict))
+    chars = sum(_source_chars(c.get("source")) + _source_chars(c.get("input")) for c in cells if isinstance(c, dict))
     if chars > max_source_chars:
         raise Refused(f"the notebook's cells hold {chars:,} characters of source, over the limit of "
                       f"{max_source_chars:,}; delete scratch cells")

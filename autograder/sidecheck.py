@@ -38,7 +38,8 @@ def runner(settings: Settings, isolation: Isolation, preload: tuple[str, ...] = 
             path.write_text(text, encoding="utf-8")
             rc, out, err = box.run([sys.executable, "-P", "-s", str(path)], cwd=box.work,
                                    timeout=settings.side_check_timeout,
-                                   wall_s=settings.side_check_timeout * settings.wall_factor)
+                                   wall_s=settings.side_check_timeout * min(settings.wall_factor,
+                                                                             1 + settings.idle_factor))
         return RunResult(rc, out, err)
     return run
 

@@ -13,7 +13,9 @@ Fair partial credit: a task with several sub-answers scores each on its own
 (:func:`_parts`: a :class:`Result` with ``fraction``, the share of the points earned), and where a
 later answer calls an earlier one (Task 4 calls Task 3's function, Task 6 may use Task 4's, Task 11c
 uses 11b's figure, Task 14 Task 3's), an answer consistent with the learner's own earlier answer is
-accepted ("carried forward"), so one misconception costs one question. The slips are named by
+accepted ("carried forward"), so one misconception costs one question, but only from an earlier
+function that depends on its inputs (:func:`_depends`): one that returns the same value whatever it is
+given carries nothing (an all-7 hand-in scores 0). The slips are named by
 :mod:`course_lib.lessons.l14_04.practice`, the same functions the notebook's visible checks (Validate) use.
 
 Expected values are worked here from the lesson and from published configs and logs,
@@ -22,6 +24,7 @@ independently of the learner's code (and written out by hand in comments).
 
 from __future__ import annotations
 
+import builtins
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -57,12 +60,57 @@ class Check:
 
 # ------------------------------------------------------------------ helpers
 
+#: Every name of the notebook a hidden test calls or reads (collect.py's ``call``/``var`` names, which
+#: test_checks holds this to): the only names of the learner's side a message may quote.
+NOTEBOOK_NAMES = frozenset({
+    "a100_activation_and_non_torch_gib", "a100_predictions", "admission_decision", "chat_more_running",
+    "chat_unused_share", "decision", "decision_reason", "fifth_crosses", "fit_count", "gap_reason",
+    "gpu_blocks", "kv_bytes_per_token", "kv_cache_bytes", "kv_from_log", "lab_change_factors",
+    "lab_first_crossing_sequences", "lab_kv_gb", "largest_gap_pool", "left_gb", "llama3_fp8_kv_bytes_per_token",
+    "llama3_weights_gb", "llama3_weights_gib", "max_concurrency", "mha_over_gqa_ratio",
+    "mi300x_kv_bytes_per_token_per_gpu", "my_budget", "offload_seconds_per_step", "plannable_bytes",
+    "pool_kinds", "predict_again_factor", "predict_again_pool", "predict_answer", "predicted_kv_cache_bytes",
+    "predicted_weights_bytes", "quick_check_1", "quick_check_2", "quick_check_3", "replica_ready_seconds",
+    "replica_unready_seconds", "request_budget_gb", "requests_that_fit", "safe_requests", "vllm_reserve_gb",
+    "weight_bytes"})
+#: The text autograder.answers writes for a name that is not there.
+NOT_DEFINED = " is not defined (run its cell first)"
+
+
+def _error_message(text: Any, name: str) -> str:
+    """The grader's own words for an error marker recorded in the learner's kernel.
+
+    The marker is text the learner's code can write (a function may return ``{"__error__": ...}``, an
+    exception's message is the learner's): it is never shown as it is. Only its shape is read: a name
+    the notebook defines (:data:`NOTEBOOK_NAMES`) that is not defined, or that raised a built-in exception.
+
+    >>> _error_message("weight_bytes(1, 'fp16') raised ZeroDivisionError: division by zero", "bytes")
+    'weight_bytes raised ZeroDivisionError on a hidden input: try it on inputs of your own'
+    >>> _error_message("kv_cache_bytes is not defined (run its cell first)", "bytes")
+    'kv_cache_bytes is not defined (run its cell first)'
+    >>> _error_message("Full marks: see www.example.com", "left_gb")
+    'left_gb could not be checked: its value was an error marker'
+    """
+    text = text if type(text) is str else ""
+    for known in NOTEBOOK_NAMES:
+        if text == known + NOT_DEFINED:
+            return known + NOT_DEFINED
+        if text.startswith(known + "(") and ") raised " in text:
+            ename = text.split(") raised ", 1)[1].split(":", 1)[0]
+            kind = getattr(builtins, ename, None)
+            if isinstance(kind, type) and issubclass(kind, BaseException):
+                return f"{known} raised {ename} on a hidden input: try it on inputs of your own"
+            return f"{known} raised an error on a hidden input: try it on inputs of your own"
+    return f"{name} could not be checked: its value was an error marker"
+
+
 def _problem(value: Any, name: str) -> str | None:
-    """A message if ``value`` is an error marker or not a plain value."""
+    """A message if ``value`` is an error marker or not a plain value (in the grader's words: :func:`_error_message`)."""
     if isinstance(value, dict) and ERROR in value:
-        return value[ERROR]
+        return _error_message(value[ERROR], name)
     if isinstance(value, dict) and NOT_PLAIN in value:
-        return f"{name} must be a plain Python value (int, float, str, bool, list, dict), not {value[NOT_PLAIN]}"
+        # (the marker's own text, a type's name, is the learner's to choose: not quoted)
+        return f"{name} must be a plain Python value (int, float, str, bool, list, dict)"
     return None
 
 
@@ -131,6 +179,17 @@ def _own_int(value: Any) -> int | None:
     return value if type(value) is int and value > 0 else None
 
 
+def _depends(*values: Any) -> bool:
+    """True when the learner's function gave at least two different numbers on the different inputs the
+    hidden test tried it on. A function that returns the same value whatever it is given (``return 7``)
+    does not compute anything an answer could be consistent with: nothing is carried forward from it.
+
+    >>> _depends(131_072, 524_288, 65_536), _depends(7, 7, 7), _depends(7, {"__error__": "x"}), _depends(1.5, 2)
+    (True, False, False, True)
+    """
+    return len({v for v in values if type(v) in (int, float)}) > 1
+
+
 # ------------------------------------------------------- predict first (the lesson's question)
 
 PREDICT_WHY = {
@@ -160,7 +219,7 @@ def _score_request_budget(v: dict) -> Result:
     functions = _first(*(request_budget_slip(c, g, e) for c, g, e in zip(BUDGET_CASES, v["left"], LEFT_EXPECTED)),
                        *(fit_slip(c, g, e) for c, g, e in zip(FIT_CASES, v["fit"], FIT_EXPECTED)))
     # the example, carried forward from the learner's own request_budget_gb (their left for 24-14-2-2)
-    own_left = v["left"][0] if type(v["left"][0]) in (int, float) else 6
+    own_left = v["left"][0] if type(v["left"][0]) in (int, float) and _depends(*v["left"]) else 6
     example = None
     if not (close(v["left_gb"], 6) or close(v["left_gb"], own_left)):
         example = "left_gb should come from request_budget_gb on the lesson's 24 GB example"
@@ -178,7 +237,8 @@ def _score_weight_bytes(v: dict) -> Result:
     if problem:
         return Result(False, problem)
     function = _first(*(weight_bytes_slip(c, g) for c, g in zip(WEIGHT_CASES, v["bytes"])))
-    own = v["bytes"][0] if type(v["bytes"][0]) in (int, float) and v["bytes"][0] > 0 else None
+    own = v["bytes"][0] if type(v["bytes"][0]) in (int, float) and v["bytes"][0] > 0 and _depends(*v["bytes"]) \
+        else None
     units = units_slip(v["gb"], v["gib"], 8_030_261_248 * 2, "llama3_weights_gb", "llama3_weights_gib")
     if units and own is not None and own != 8_030_261_248 * 2 and \
             units_slip(v["gb"], v["gib"], own, "llama3_weights_gb", "llama3_weights_gib") is None:
@@ -225,7 +285,7 @@ def _score_kv_total(v: dict) -> Result:
     problem = _first_problem({"bytes": v.get("bytes"), "lab_kv_gb": v.get("lab_kv_gb")})
     if problem:
         return Result(False, problem)
-    own = v.get("own_per_token") if isinstance(v.get("own_per_token"), list) else []
+    own = v.get("own_per_token") if isinstance(v.get("own_per_token"), list) and _depends(*v["own_per_token"]) else []
     carried, function = False, None
     for i, ((name, b, t, s), got) in enumerate(zip(KV_TOTAL_CASES, v["bytes"])):
         right = KV_EXPECTED[name] // 2 * b
@@ -238,7 +298,7 @@ def _score_kv_total(v: dict) -> Result:
         function = kv_total_slip((b, t, s), got, mine or right, f"a {name}")
         break
     # Llama-2-7B, 1024 tokens, 8 sequences: 524,288 x 1024 x 8 = 4,294,967,296 B = 4.295 GB
-    own_lab = v["bytes"][0] / GB if type(v["bytes"][0]) in (int, float) else None     # KV_TOTAL_CASES[0]: the lab's
+    own_lab = v["bytes"][0] / GB if type(v["bytes"][0]) in (int, float) and _depends(*v["bytes"]) else None  # the lab's
     lab = gb_figure_slip(v["lab_kv_gb"], 4_294_967_296 / GB, "lab_kv_gb",
                          "kv_cache_bytes for the lab's settings (Llama-2-7B, fp16, 1,024 tokens, 8 sequences)")
     if lab and own_lab is not None and gb_figure_slip(v["lab_kv_gb"], own_lab, "lab_kv_gb", "") is None:
@@ -255,11 +315,12 @@ def _score_gqa_dtype(v: dict) -> Result:
     # Llama-2-7B 524,288 / Llama-3-8B 131,072 = 4 (32 KV heads vs 8)
     ratio = gqa_ratio_slip(v["ratio"], 4.0)
     carried = False
-    mha, gqa = _own_int(v.get("own_mha")), _own_int(v.get("own_gqa"))
+    depends = _depends(v.get("own_mha"), v.get("own_gqa"), v.get("own_fp8"))
+    mha, gqa = (_own_int(v.get("own_mha")), _own_int(v.get("own_gqa"))) if depends else (None, None)
     if ratio and mha and gqa and mha / gqa != 4.0 and close(v["ratio"], mha / gqa):
         ratio, carried = None, True
     fp8 = fp8_slip(v["fp8"], 2 * 32 * 8 * 128 * 1, "llama3_fp8_kv_bytes_per_token")    # 65,536
-    own = _own_int(v.get("own_fp8"))
+    own = _own_int(v.get("own_fp8")) if depends else None
     if fp8 and own and own != 65_536 and close(v["fp8"], own):
         fp8, carried = None, True
     return _parts((1, ratio), (1, fp8), note=carried_note("kv_bytes_per_token") if carried else "")
@@ -328,7 +389,9 @@ def _score_predict_measure(v: dict) -> Result:
     kv = _kv_prediction_slip(v["kv_cache"])
     carried = False
     # carried forward: the learner's own kv_cache_bytes (Task 4) or kv_bytes_per_token (Task 3) on this model
-    own_total, own_token = _own_int(v.get("own_kv_cache")), _own_int(v.get("own_per_token"))
+    own_total = _own_int(v.get("own_kv_cache")) if _depends(v.get("own_kv_cache"), v.get("own_kv_cache_other")) else None
+    own_token = _own_int(v.get("own_per_token")) if _depends(v.get("own_per_token"), v.get("own_per_token_other")) \
+        else None
     if kv and type(v["kv_cache"]) is int and v["kv_cache"] in {x for x in (own_total, own_token and own_token * 4096)
                                                               if x and x != PREDICT_KV}:
         kv, carried = None, True
@@ -604,7 +667,8 @@ def _score_log_blocks(v: dict) -> Result:
     functions = problem or _first(*(blocks_slip(c, g) for c, g in zip(BLOCK_CASES, v["blocks"])),
                                   *(concurrency_slip(c, g) for c, g in zip(CONCURRENCY_CASES, v["concurrency"])))
     # Llama-3.1-8B at TP 8: 8 KV heads / 8 GPUs = 1 head per GPU: 2 x 32 x 1 x 128 x 2 B = 16,384 B per token
-    per_gpu, own = v.get("per_gpu"), _own_int(v.get("own_full"))
+    per_gpu = v.get("per_gpu")
+    own = _own_int(v.get("own_full")) if _depends(v.get("own_full"), v.get("own_full_other")) else None
     per_msg = _problem(per_gpu, "mi300x_kv_bytes_per_token_per_gpu")
     carried = False
     if per_msg is None and not close(per_gpu, 16_384):

@@ -15,6 +15,8 @@ It therefore holds only:
 Where a later question calls an earlier answer (Task 4 calls Task 3's function, Task 6 may call
 Task 4's), the collector also records what the learner's own earlier function gives on the same
 inputs, so the check can carry the earlier answer forward: one misconception costs one question.
+It records that function on at least two different inputs, so the check can tell a function that
+does not depend on its inputs (one that returns 7 whatever it is given), which carries nothing.
 
 Everything here uses the standard library and :mod:`autograder.answers` only, and every name a
 collector uses is defined in one of the two (``autograder.hidden`` copies the closure it needs).
@@ -121,7 +123,10 @@ TINY_LLAMA = {"model_type": "llama", "hidden_size": 512, "intermediate_size": 14
 def collect_predict_measure(ns):
     return {"weights": var(ns, "predicted_weights_bytes"), "kv_cache": var(ns, "predicted_kv_cache_bytes"),
             "own_kv_cache": call(ns, "kv_cache_bytes", dict(TINY_LLAMA), 4, 1024, 4),
-            "own_per_token": call(ns, "kv_bytes_per_token", dict(TINY_LLAMA), 4)}
+            "own_per_token": call(ns, "kv_bytes_per_token", dict(TINY_LLAMA), 4),
+            # the same functions on other inputs: does either depend on what it is given?
+            "own_kv_cache_other": call(ns, "kv_cache_bytes", dict(TINY_LLAMA), 2, 1536, 3),
+            "own_per_token_other": call(ns, "kv_bytes_per_token", dict(TINY_LLAMA), 2)}
 
 
 def collect_measured_gap(ns):
@@ -224,7 +229,8 @@ def collect_log_blocks(ns):
     return {"blocks": [call(ns, "gpu_blocks", *case) for case in BLOCK_CASES],
             "concurrency": [call(ns, "max_concurrency", *case) for case in CONCURRENCY_CASES],
             "per_gpu": var(ns, "mi300x_kv_bytes_per_token_per_gpu"),
-            "own_full": call(ns, "kv_bytes_per_token", dict(LLAMA31_8B), 2)}
+            "own_full": call(ns, "kv_bytes_per_token", dict(LLAMA31_8B), 2),
+            "own_full_other": call(ns, "kv_bytes_per_token", dict(LLAMA31_8B), 1)}
 
 
 def collect_log_predict(ns):

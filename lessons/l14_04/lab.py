@@ -34,6 +34,7 @@ from course_lib.scenario import LAB_EDITED_SEQUENCES as EDITED_VALUE
 
 from autograder.lesson import RunResult, Runner, SideCheck
 from autograder.results import FAILED, NOT_RUN, PASSED, QuestionResult
+from autograder.text import one_line
 
 #: The three sub-questions and their points.
 QUESTIONS = {
@@ -79,7 +80,20 @@ def compare_lab(released: str, submitted: str) -> tuple[bool, bool, str, object]
         return True, True, "correct", value
     if type(value) is int and value == RELEASED_VALUE:
         return True, False, f"{KNOB} is still {RELEASED_VALUE}: the lab asks you to change it to {EDITED_VALUE}", value
-    return True, False, f"{KNOB} = {value}: the lab asks for the whole number {EDITED_VALUE}", value
+    return True, False, f"{KNOB} = {_quoted(value)}: the lab asks for the whole number {EDITED_VALUE}", value
+
+
+#: The most characters of the learner's lab a message quotes (the README's 200, as autograder.scoring.LEARNER_CHARS).
+QUOTED_CHARS = 200
+
+
+def _quoted(text: object) -> str:
+    """Learner text as a message quotes it: one line, at most :data:`QUOTED_CHARS` characters.
+
+    >>> len(_quoted("1 + " * 200 + "1"))
+    200
+    """
+    return one_line(text, QUOTED_CHARS)
 
 
 def _first_difference(want: ast.Module, got: ast.Module) -> str:
@@ -164,14 +178,14 @@ def check_lab(submitted: bytes | None, released_text: str, lab_name: str, baseli
 
     got = baseline.get("known", {}).get(program_key(text)) or run_lab(text, lab_name, run)
     if got["returncode"] != 0:
-        why = "timed out" if got["returncode"] is None else f"failed: {got['stderr_tail'] or 'no output'}"
+        why = "timed out" if got["returncode"] is None else f"failed: {_quoted(got['stderr_tail']) or 'no output'}"
         for gid in ids[1:]:
             put(gid, False, f"the edited lab {why}")
         return results
     if got.get("fits") is False:
         put(ids[1], True, "correct")
     elif got.get("fits") is True:
-        put(ids[1], False, f"the edited lab reports that the workload fits ({got.get('verdict', '')!r}); "
+        put(ids[1], False, f"the edited lab reports that the workload fits ({_quoted(repr(got.get('verdict', '')))}); "
                            f"with {EDITED_VALUE} sequences it should not")
     else:
         put(ids[1], False, "the edited lab printed no 'verdict:' line")

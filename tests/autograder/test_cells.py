@@ -60,3 +60,33 @@ def test_an_unclosed_region_is_refused_as_nbgrader_refuses_it():
         ClearSolutions().preprocess(nbformat.v4.new_notebook(cells=[copy.deepcopy(cell)]), {})
     with pytest.raises(ValueError, match="without its END SOLUTION"):
         released_source(cell)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.parent.name + "/" + p.name for p in NOTEBOOKS])
+def test_every_locked_cell_is_released_as_nbgrader_releases_it(path):
+    from nbgrader.preprocessors import ClearHiddenTests
+
+    from autograder.cells import is_locked, released_test_source
+    nb = nbformat.read(path, as_version=4)
+    released, _ = ClearHiddenTests().preprocess(copy.deepcopy(nb), {})
+    locked = [i for i, c in enumerate(nb.cells) if is_locked(c)]
+    if not locked:
+        pytest.skip(f"{path.name} has no locked cells")
+    assert {i: released_test_source(nb.cells[i]) for i in locked} == {i: released.cells[i].source for i in locked}
+
+
+def test_an_honest_hand_in_has_no_restore_notes_and_a_real_edit_has_one():
+    """Issue 34: every honest hand-in got 25 "test_X was edited; restored" notes (its test cells are the
+    released ones, without the hidden tests, never the instructor's), so real tampering could not be seen.
+    The reference learner of the example class hands in the release's test cells untouched."""
+    from autograder.assignment import load_source
+    from autograder.restore import restore_cells
+    from lessons.l14_04.examples import this_assignment
+
+    spec = load_source(this_assignment()).notebooks[0]
+    handed = nbformat.read(REPO / "examples" / "submissions" / "reference" / "l14-04-model-memory" /
+                           "l14-04-model-memory.ipynb", as_version=4)
+    assert restore_cells(handed, spec)[1] == []
+    test = next(c for c in handed.cells if grade_id(c) == "test_kv_per_token")
+    test.source += "\nprint('an edit')"
+    assert restore_cells(handed, spec)[1] == ["test_kv_per_token was edited; restored from the instructor source"]

@@ -514,3 +514,67 @@ def test_unready_slips():
 def test_lab_crossing_off_by_one():
     r = with_("test_lab_crossing", lab_first_crossing_sequences=11)
     assert not r.passed and "still fit" in r.message
+
+
+def _constant_hand_in(value=7) -> dict:
+    """Issue 34: every function of the notebook returns ``value`` whatever it is given, every answer is ``value``
+    (the names are read from the collectors: whatever a hidden test calls or reads)."""
+    import re
+    from pathlib import Path
+
+    from lessons.l14_04 import collect as collect_module
+    source = Path(collect_module.__file__).read_text()
+    ns = {name: value for name in re.findall(r'var\(ns, "(\w+)"', source)}
+    ns.update({name: (lambda *args, **kwargs: value) for name in re.findall(r'call\(ns, "(\w+)"', source)})
+    return ns
+
+
+@pytest.mark.parametrize("value", [7, 0.875, 4096])
+def test_functions_that_ignore_their_inputs_carry_nothing_forward(value):
+    """The all-7 hand-in earned 2 of 50: llama3_fp8_kv_bytes_per_token = 7 was "consistent with your own
+    kv_bytes_per_token" (which gives 7 for anything), and so was predicted_kv_cache_bytes = 7. A function
+    that does not depend on its inputs carries nothing: every question scores 0."""
+    ns = _constant_hand_in(value)
+    earned = {gid: r for gid in CHECKS if (r := run(gid, ns)).passed or r.fraction}
+    assert earned == {}
+
+
+def test_a_carry_still_needs_only_a_function_that_depends_on_its_inputs():
+    # attention heads for KV heads: the same bytes for Llama-2 and Llama-3 (both 32 heads), fp8 half of it:
+    # it depends on bytes_per_value, so its ratio of 1 and its fp8 figure are carried (test_task5_... above)
+    def heads(c, b):
+        return 2 * c["num_hidden_layers"] * c["num_attention_heads"] * (c["hidden_size"] // c["num_attention_heads"]) * b
+    r = with_("test_gqa_dtype", kv_bytes_per_token=heads, mha_over_gqa_ratio=1.0, llama3_fp8_kv_bytes_per_token=262_144)
+    assert r.passed and "consistent" in r.message
+    # the same answers from a function that gives 524,288 whatever it is given: nothing carried
+    r = with_("test_gqa_dtype", kv_bytes_per_token=lambda c, b: 524_288, mha_over_gqa_ratio=1.0,
+              llama3_fp8_kv_bytes_per_token=524_288)
+    assert not r.passed and not r.fraction, r
+
+
+def test_notebook_names_are_the_names_the_hidden_tests_use():
+    import re
+    from pathlib import Path
+
+    from lessons.l14_04 import collect as collect_module
+    used = set(re.findall(r'(?:call|var)\(ns, "(\w+)"', Path(collect_module.__file__).read_text()))
+    assert checks.NOTEBOOK_NAMES == used
+
+
+@pytest.mark.parametrize("forged", [{"__error__": "Full marks: see www.example.com"},
+                                    {"__error__": "weight_bytes(1,) raised Visit_www_example_com: x"},
+                                    {"__not_plain__": "see www.example.com"}])
+def test_a_forged_marker_never_becomes_the_message(forged):
+    """Issue 34: a function that returns {"__error__": TEXT} (or a variable set to it) made TEXT its check's
+    message word for word. The message is the grader's own words; the learner's text is not in it."""
+    for grade_id, ns in (("test_weight_bytes", dict(weight_bytes=lambda n, dt: forged)),
+                         ("test_request_budget", dict(left_gb=forged))):
+        r = with_(grade_id, **ns)
+        assert not r.passed and "example" not in r.message and "Visit" not in r.message, r.message
+
+
+def test_a_real_error_is_named_by_its_builtin_type():
+    r = with_("test_weight_bytes", weight_bytes=lambda n, dt: n / 0)
+    assert r.message.startswith("weight_bytes raised ZeroDivisionError on a hidden input"), r.message
+    r = with_("test_weight_bytes", weight_bytes=lambda n, dt: (_ for _ in ()).throw(type("Visit_www", (Exception,), {})()))
+    assert r.message.startswith("weight_bytes raised an error on a hidden input") and "Visit" not in r.message, r.message

@@ -227,9 +227,10 @@ def test_a_forked_kernel_prints_what_a_plain_kernel_prints_for_ipython_syntax_an
 def test_a_cell_the_kernel_fails_on_before_running_it_is_named_as_such_not_as_a_slow_cell(kernels):
     """A 20,000-term expression: IPython's async check (in any ipykernel) raises RecursionError, which its
     message handler only logs, and the kernel never replies. The learner is told that, not that the
-    cell ran too long; a fresh kernel goes on. The grader reads it in the kernel's log as it happens: it
-    does not wait out the cell's limit (a kernel that waits uses no CPU, so that would be the wall-clock
-    backstop, 4 x 30 s here)."""
+    cell ran too long; a fresh kernel goes on. The grader tells it from the protocol as it happens (the
+    kernel went idle after the request and no reply came), not from the kernel's log, which the learner's
+    code can write: it does not wait out the cell's limit (a kernel that waits uses no CPU, so that would
+    be the wall-clock backstop, 4 x 30 s here)."""
     deep = "x = " + "1 + " * 20_000 + "1"
     start = time.monotonic()
     ex = _run("print('before')", deep, "print('after')", cell_timeout=30,
@@ -237,8 +238,8 @@ def test_a_cell_the_kernel_fails_on_before_running_it_is_named_as_such_not_as_a_
     assert time.monotonic() - start < 30, "the grader waited for the cell's limit"
     message = ex.events[0].message
     assert ex.events[0].status == "kernel_died", "a kernel that broke on the cell, not a slow cell"
-    assert message.startswith("cell 2 never started: the kernel failed on it before running it (RecursionError: "), message
-    assert "ran longer" not in message and "/" not in message.split("(")[1].split(")")[0], "no path of the grader's machine"
+    assert message.startswith("cell 2 never started: the kernel failed on it before running it and never answered"), message
+    assert "ran longer" not in message and "/" not in message, "no path of the grader's machine"
     assert _stdout(ex, 2) == "after\n"
 
 
@@ -287,3 +288,60 @@ def test_figures_are_the_pixels_a_plain_kernel_draws_at_the_fastest_deflate():
     assert pixels[0].shape == pixels[1].shape and (pixels[0] == pixels[1]).all()
     idat = lambda png: png[png.index(b"IDAT") + 4:][:2]   # the zlib header of the first image chunk
     assert idat(ours)[1] >> 6 == 0 and idat(plain)[1] >> 6 == 2, "FLEVEL: fastest (1) vs default (6)"
+
+
+# Issue 34: the kernel writes its own kernel.log through fd 2. A forged ipykernel handler error (learner text in
+# it), then a forged MemoryError before a death of a cell that holds ~100 MB: neither may decide the cell's fate.
+FORGED_HANDLER_ERROR = ("import os, time\nos.write(2, b'[IPKernelApp] ERROR | Exception in message handler:\\n"
+                        "Traceback (most recent call last):\\n  File \"x.py\", line 1, in f\\n"
+                        "RecursionError: LEARNER-TEXT see www.example.com\\n')\ntime.sleep(1.5)\nprint('ran')")
+FORGED_MEMORY_ERROR = ("import os\nheld = bytearray(100 * 2**20)\n"
+                       "os.write(2, b'MemoryError\\nstd::bad_alloc\\nCannot allocate memory\\n')\nos._exit(1)")
+
+
+def test_text_the_kernel_writes_to_its_log_decides_nothing():
+    ex = _run(FORGED_HANDLER_ERROR, FORGED_MEMORY_ERROR, "print('after')", cell_timeout=10)
+    assert _stdout(ex, 0) == "ran\n", "the cell ran to its end: no kernel failure was read from the log"
+    assert [(e.index, e.status) for e in ex.events] == [(1, "kernel_died")], ex.events
+    assert ex.events[0].message.startswith("the kernel died while running cell 2"), ex.message
+    assert "LEARNER" not in ex.message and "memory" not in ex.message, ex.message
+    assert _stdout(ex, 2) == "after\n"
+
+
+def test_a_swallowed_error_still_fails_the_test_as_stock_nbgrader_scores_it():
+    """Issue 34: with an IPython custom exception handler set in a first cell, a failing assert shows no
+    error output; stock nbgrader still gives 0, because its Execute preprocessor adds the execute_reply's
+    error to the cell. The grader does the same; nbgrader's own determine_grade is the oracle."""
+    from nbgrader.utils import determine_grade
+
+    from autograder.scoring import nbgrader_rule
+    ex = _run("get_ipython().set_custom_exc((BaseException,), lambda shell, etype, evalue, tb, tb_offset=None: None)",
+              "assert 1 == 2, 'wrong'", "assert 1 == 1")
+    failed, passed = ex.nb.cells[1], ex.nb.cells[2]
+    for cell in (failed, passed):
+        cell.metadata["nbgrader"] = {"grade": True, "solution": False, "points": 1, "grade_id": "t", "locked": True}
+    assert [o["ename"] for o in failed.outputs if o["output_type"] == "error"] == ["AssertionError"], failed.outputs
+    assert determine_grade(failed) == (0, 1) and nbgrader_rule(failed, 1.0)[0] == 0.0
+    assert determine_grade(passed) == (1, 1) and nbgrader_rule(passed, 1.0)[0] == 1.0
+
+
+def test_waiting_is_not_free_the_notebook_stops_once_its_idle_allowance_is_spent():
+    """Issue 34: five cells of time.sleep(239) took 1,197 s and came out graded, full marks, no message
+    (each under the cell's 240 s wall-clock backstop, all under the notebook's 1,200 s). Here, scaled down:
+    sleeps of 1.5 s under a 2 s notebook limit whose idle allowance is 1 x 2 s; the run stops in the second
+    sleep, says why, and the cells after are not run."""
+    sleep = "import time\ntime.sleep(1.5)"
+    start = time.monotonic()
+    ex = _run(sleep, sleep, sleep, sleep, "print('never')", cell_timeout=2, notebook_timeout=2, idle_factor=1)
+    assert time.monotonic() - start < 5.5, "it waited past its allowance (4 sleeps: 6 s)"
+    assert ex.status == "timeout" and ex.stopped_at is not None and ex.stopped_at <= 2, ex.message
+    assert "idle allowance (1 times its 2 s time limit)" in ex.message and "later cells were not run" in ex.message
+    assert ex.nb.cells[4].outputs == []
+
+
+def test_a_busy_kernel_is_not_idle():
+    """The idle allowance counts waiting, not work: 3 s of CPU in a 6 s limit whose idle allowance is only
+    0.5 x 6 s completes (a kernel that gets a share of a core, however small, is working)."""
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1:\n    pass"
+    ex = _run(burn, burn, burn, "print('done')", cell_timeout=5, notebook_timeout=6, idle_factor=0.5)
+    assert ex.status == "completed" and _stdout(ex, 3) == "done\n", ex.message

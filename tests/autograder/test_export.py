@@ -11,6 +11,7 @@ connection and commit) on a copy of the example class's results.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import shutil
 from pathlib import Path
@@ -97,11 +98,38 @@ def test_hand_grading_and_comments_from_formgrader_reach_grades_csv_and_gradesco
 
 
 
-@pytest.mark.parametrize("cell", [" =2+3", "x;=1+2;y", "a,-1+2", "\"=1+2", "ok\n@SUM(A1)", "a|=cmd", "\t=1"])
+FORMULA_CELLS = [" =2+3", "x;=1+2;y", "a,-1+2", "\"=1+2", "ok\n@SUM(A1)", "a|=cmd", "\t=1", "x;=1+2;@SUM(1+1);y"]
+
+
+@pytest.mark.parametrize("cell", FORMULA_CELLS)
 def test_a_formula_anywhere_a_spreadsheet_would_start_one_is_quoted(cell):
     # The old guard looked at the first character only: these reached grades.csv as they were.
     from autograder.export import csv_safe
-    assert csv_safe(cell) == "'" + cell
+    assert csv_safe(cell) != cell and csv_safe(cell).replace("'", "") == cell.replace("'", "")
+
+
+def _formula_cells(text: str, separator: str) -> list[str]:
+    """Every cell a spreadsheet splitting on ``separator`` would run as a formula (OWASP's first characters,
+    after the spaces and quotes an import strips)."""
+    cells = [c for row in csv.reader(io.StringIO(text), delimiter=separator) for c in row]
+    return [c for c in cells if c.lstrip(" \"").startswith(("=", "+", "-", "@", "\t", "\r"))]
+
+
+@pytest.mark.parametrize("separator", [",", ";", "\t", "|"])
+def test_grades_csv_read_with_any_locales_separator_has_no_formula(separator):
+    """Issue 34: a message holding ``x;=1+2;@SUM(1+1);y`` was written unquoted with a quote only in front:
+    read with ``;`` as the separator (many locales) it gave the cells ``=1+2`` and ``@SUM(1+1)``. Every
+    learner-reachable field (id, message, question ids) of every formula shape, read with each separator."""
+    from autograder.export import csv_text
+    from autograder.results import QuestionResult, StudentResult
+    results = {f"s{i}{cell}": StudentResult(f"s{i}{cell}", "kernel_died", 0.0, 1.0, 0.0, False,
+                                            {f"test{cell}": QuestionResult(0.0, 1.0, "failed", cell)}, message=cell)
+               for i, cell in enumerate(FORMULA_CELLS)}
+    text = csv_text(results, {})
+    assert _formula_cells(text, separator) == []
+    # and read as written (with ","), every message comes back whole, the guard quotes in front of formulas
+    messages = [r["message"] for r in csv.DictReader(io.StringIO(text))]
+    assert "x;'=1+2;'@SUM(1+1);y" in messages and "ok\n'@SUM(A1)" in messages, messages
 
 
 @pytest.mark.parametrize("cell", ["alice", "jean-luc+tag@uni.edu", "3 - 1 = 2", "the test failed: x == 1"])

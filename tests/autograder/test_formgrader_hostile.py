@@ -58,7 +58,16 @@ def hostile_markdown(first: int) -> str:
         f'<iframe src="javascript:{_attr(payload(first + 3))}"></iframe>',
         f"<details open ontoggle=\"{_attr(payload(first + 4))}\"><summary>x</summary></details>",
         "$$\\href{javascript:alert(1)}{x}$$",
+        MATH_CSS,
     ])
+
+
+#: MathJax 3's \unicode[FONT]{...} writes FONT into a style attribute: learner CSS that fetches an outside
+#: image and lays a click-anywhere box over the page (issue 34), inline, displayed and as an environment.
+OUTSIDE = "http://outside.invalid/beacon.png"
+MATH_CSS = (f"Math: $\\unicode[Arial; background: url({OUTSIDE}); position: fixed; inset: 0]{{x41}}$ and "
+            f"$$\\unicode[x; background: url({OUTSIDE}?display)]{{x42}}$$ and \\(x^2\\) and "
+            "\\begin{equation}y^2\\end{equation}")
 
 
 def _outputs_cell() -> str:
@@ -72,6 +81,8 @@ def _outputs_cell() -> str:
              "display({'image/svg+xml': %r}, raw=True)" % (svg % _attr(payload(23))),
              "display({'image/png': %r, 'text/plain': 'png'}, raw=True)" % ('"><' + (img % _attr(payload(24)))[1:]),
              "display({'text/latex': %r, 'text/plain': 'latex'}, raw=True)" % "$\\href{javascript:alert(1)}{x}$",
+             "display(HTML(%r))" % MATH_CSS,
+             "display(Markdown(%r))" % MATH_CSS,
              "display({'text/html': '<b>kept</b>', 'text/plain': 'b'}, raw=True, "
              "metadata={'image/png': {'width': '\"><script>x</script>'}})"]
     return "\n".join(lines) + "\n"
@@ -131,8 +142,14 @@ def test_the_autograded_copy_carries_no_script(graded):
         for needle in ("onerror", "onload", "ontoggle", "<script", "<svg", "<iframe"):
             assert needle not in text.lower(), (needle, text[:300])
         assert not re.search(r"=\\?[\"']?\s*javascript:", text, re.I), text[:300]   # as text it is inert
-    formula = next(c.source for c in nb.cells if "\\href" in c.source and c.cell_type == "markdown")
-    assert "tex2jax_ignore" in formula   # MathJax leaves the learner's formulas as text
+    formula = next(c.source for c in nb.cells if "href{javascript" in c.source and c.cell_type == "markdown")
+    assert "tex2jax_ignore" in formula   # MathJax 2 leaves the learner's formulas as text
+    # and no renderer finds math in them at all (MathJax 3 does not read tex2jax_ignore): no $ or \ left
+    learner = [c.source for c in nb.cells if c.cell_type == "markdown" and "course-grade-learner-markdown" in c.source]
+    learner += [o["data"]["text/html"] for c in nb.cells if c.cell_type == "code" for o in c.outputs
+                if "text/html" in (o.get("data") or {})]
+    assert len(learner) >= 4 and not [t for t in learner if "$" in t or "\\" in t], learner
+    assert sum("unicode[Arial" in t for t in learner) == 4   # the written answer, a markdown cell, two outputs
     mimes = {m for c in nb.cells if c.cell_type == "code" for o in c.outputs for m in (o.get("data") or {})}
     assert not mimes & {"application/javascript", "image/svg+xml", "text/latex", "text/markdown", "image/png"}, mimes
     assert "My written answer" in next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get(
@@ -174,3 +191,43 @@ def test_formgrader_runs_nothing_of_a_hostile_submission_and_its_grade_stays_uns
     assert flags == [] and dialogs == [], (flags, dialogs)
     assert not list(results.glob("pwned-*.txt")), sorted(p.name for p in results.glob("pwned-*"))
     assert manual_scores(results, a, spec).get("xss") is None, "the learner's script graded their own answer"
+
+
+
+@pytest.mark.browser
+def test_the_instructor_copy_opened_in_jupyterlab_typesets_no_learner_math(graded):
+    """Issue 34: opened in JupyterLab (formgrader's "Open live notebook", or the README's ``jupyter lab`` in
+    results/), the learner's $...$ was typeset by MathJax 3, and \\unicode[FONT] put learner CSS into the page:
+    an outside image fetched, a click-anywhere box. The copy carries no math MathJax finds: no MathJax
+    element, no request beyond the server, the formulas shown as text. Screenshot:
+    test-artifacts/browser/inert-copy-jupyterlab.png."""
+    from browser_support import ARTIFACTS, JupyterLab, chromium_page, playwright_module
+
+    sync_api = playwright_module()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    results = graded["results"]
+    notebook = f"autograded/xss/{hostile.ASSIGNMENT}/{hostile.NOTEBOOK}"
+    assert (results / notebook).is_file()
+    lab = JupyterLab(results, graded["base"] / "home-math", ARTIFACTS / "inert-copy-jupyterlab.log", formgrader=True)
+    outside: list[str] = []
+    try:
+        lab.wait_ready(120)
+        host = lab.url("").split("/")[2]
+        with chromium_page(sync_api, graded["base"] / "chromium-profile-math") as page:
+            page.on("request", lambda r: outside.append(r.url) if r.url.split("/")[2] != host else None)
+            page.goto(lab.url(f"lab/tree/{notebook}"))
+            page.locator(".jp-Notebook").first.wait_for(timeout=90_000)
+            rendered = page.locator(".jp-RenderedHTMLCommon")   # markdown cells and HTML outputs as shown
+            rendered.filter(has_text="unicode[Arial").first.wait_for(timeout=60_000)
+            rendered.filter(has_text="kept").first.wait_for(timeout=60_000)   # the outputs are rendered too
+            time.sleep(3)   # MathJax typesets after rendering
+            typeset = page.evaluate("document.querySelectorAll('mjx-container, .MathJax, .MathJax_Display').length")
+            styled = page.evaluate("[...document.querySelectorAll('[style]')].filter("
+                                   "e => e.getAttribute('style').includes('outside.invalid')).length")
+            shown = "\n".join(rendered.all_inner_texts())
+            rendered.filter(has_text="My written answer").first.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "inert-copy-jupyterlab.png"))
+    finally:
+        lab.stop()
+    assert (typeset, styled, outside) == (0, 0, []), (typeset, styled, outside)
+    assert shown.count("$\\unicode[Arial; background") >= 3, "the learner's formulas show as text"

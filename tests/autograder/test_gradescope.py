@@ -118,9 +118,11 @@ def test_run_autograder_gives_the_local_grades(bundle, example_class_local, tmp_
         want = json.loads((local_dir / "gradescope" / f"{sid}.json").read_text())
         assert got["score"] == want["score"], sid
         assert got["tests"] == want["tests"], f"{sid}: the tests differ from the local grader's"
-        assert {k: v for k, v in got["extra_data"].items() if k != "isolation"} == want["extra_data"], sid
+        assert {k: v for k, v in got["extra_data"].items() if k not in ("isolation", "notes")} == want["extra_data"], sid
         assert got["output"].splitlines()[0] == want["output"], sid
-        assert "isolation: " in got["output"] and got["stdout_visibility"] == "hidden"
+        # how the machine isolates learner code is the instructor's (the hidden stdout, extra_data), not the learner's
+        assert "isolation" not in got["output"] and got["stdout_visibility"] == "hidden"
+        assert got["extra_data"]["isolation"] and "isolation: " in procs[sid].stdout
         for t in got["tests"]:
             # the written answer, graded on Gradescope by hand, is a pending test without a score (issue 24)
             fields = {"name", "output", "visibility"} | (set() if t.get("tags") == ["pending"] else {"score", "max_score"})
@@ -165,7 +167,10 @@ def test_the_image_s_python_may_be_another_minor_version(bundle, tmp_path):
     assert proc.returncode == 0, proc.stderr
     got = json.loads((root / "results" / "results.json").read_text())
     assert got["extra_data"]["status"] == "graded" and got["score"] == 50.0
-    assert f"note: python {environment()['python']} here; the bundle was built with" in got["output"]
+    # the instructor's to read (the hidden stdout and extra_data), as the isolation summary is
+    assert f"note: python {environment()['python']} here; the bundle was built with" in proc.stdout
+    assert any(n.startswith(f"python {environment()['python']} here") for n in got["extra_data"]["notes"])
+    assert "python" not in got["output"]
 
 
 def _fake_bin(folder: Path, python_version: str) -> Path:
@@ -258,3 +263,21 @@ def test_an_uploaded_link_to_the_solutions_is_not_followed(bundle, tmp_path):
     assert proc.returncode == 0, proc.stderr
     got = json.loads((root / "results" / "results.json").read_text())
     assert (got["score"], got["extra_data"]["status"]) == (0.0, "missing_submission"), got["output"]
+
+
+def test_a_folder_chain_beside_the_hand_in_still_gets_results_json(bundle, tmp_path):
+    """Issue 34: 1,200 nested folders beside the hand-in ended run_autograder in RecursionError (os.walk
+    recursed) with no results.json. The hand-in is found and graded, and the output students read holds no
+    isolation summary."""
+    root = tmp_path / "root"
+    _unpack(bundle, root)
+    _submission(root, "reference")
+    chain = root / "submission"
+    for _ in range(1200):     # os.makedirs and Path.mkdir(parents=True) recurse too
+        chain = chain / "d"
+        os.mkdir(chain)
+    proc = _run(root)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads((root / "results" / "results.json").read_text())
+    assert got["extra_data"]["status"] == "graded" and got["score"] == 50.0, got["output"]
+    assert "isolation" not in got["output"] and "isolation" not in json.dumps(got["tests"])

@@ -44,6 +44,15 @@ def test_compare_lab(text, only_knob, correct, phrase):
     assert (got_only, got_correct) == (only_knob, correct) and phrase in message, message
 
 
+@pytest.mark.parametrize("expression", ["1 + " * 150 + "1", repr("see www.example.com " * 30)])
+def test_a_long_knob_expression_is_quoted_to_200_characters(expression):
+    """Issue 34: the knob's expression was quoted up to 476 characters where the README promises learner
+    text cut to 200."""
+    _, correct, message, _ = compare_lab(RELEASED, _edit("active_sequences = 8 ", f"active_sequences = {expression} "))
+    quoted = message.split("active_sequences = ", 1)[1].split(": the lab asks")[0]
+    assert not correct and len(quoted) <= 200 and quoted.endswith("…"), (len(quoted), message)
+
+
 def test_edit_knob_changes_one_line():
     diff = [(a, b) for a, b in zip(RELEASED.splitlines(), edit_knob(RELEASED, 16).splitlines()) if a != b]
     assert len(diff) == 1 and diff[0][1].startswith("active_sequences = 16")

@@ -6,6 +6,7 @@ each of the 28 (shape, cell) pairs goes alone through read, restore, scoring and
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import os
@@ -157,3 +158,20 @@ def test_a_truthy_flag_that_is_not_true_makes_no_grade_cell(tmp_path):
     spec = load_source(hostile.assignment(path))
     assert test.metadata["nbgrader"]["grade_id"] not in {t.grade_id for t in spec.tests}
     assert spec.max_score == load_source(hostile.assignment()).max_score - nbgrader_meta(test)["points"]
+
+
+def test_an_nbformat_3_hand_in_is_converted_as_stock_nbgrader_converts_it():
+    """Issue 34: a notebook saved as nbformat 3 (IPython 2: cells in worksheets, code in "input") was refused
+    ("no list of cells") where stock nbgrader reads it with nbformat.read(..., as_version=4). The reference
+    hand-in written as v3 is read as the same cells, answers and all, with nothing noted."""
+    from lessons.l14_04.examples import this_assignment
+    path = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "reference" / "l14-04-model-memory" / "l14-04-model-memory.ipynb"
+    v4 = nbformat.read(path, as_version=4)
+    v3 = nbformat.writes(nbformat.convert(copy.deepcopy(v4), 3), version=3)   # convert changes its argument
+    assert '"worksheets"' in v3 and '"cells": [' in v3
+    got = read_submission(v3.encode())
+    expected = nbformat.reads(v3, as_version=4)          # what stock nbgrader reads
+    assert [(c.cell_type, c.source) for c in got.cells] == [(c.cell_type, c.source) for c in expected.cells]
+    assert [(c.cell_type, c.source) for c in got.cells] == [(c.cell_type, c.source) for c in v4.cells]
+    spec = load_source(this_assignment()).notebooks[0]
+    assert restore_cells(got, spec)[1] == []
