@@ -6,7 +6,12 @@ The contract (bad input never crashes ``course-memory``) is checked on every exa
 - exit 0: under ``--json``, stdout is valid JSON (``NaN``/``Infinity`` refused) with no absurd
   number in it (the 410-digit kind); without it, anything but a traceback;
 - exit 2: exactly one line on stderr, no traceback, nothing on stdout (a refusal comes before the report);
-- nothing else: no exception escapes, no other exit code.
+- nothing else: no exception escapes, no other exit code;
+- one example in four runs again with stdout closed (``>&-``), or stdout and stderr: exit 2 and one
+  line (the exit status alone when stderr is closed too), never a traceback (issue 34).
+
+A refusal at the bounds must also be cheap: the costliest ones run in a real child process at the end
+of this file, which must spend under :data:`REFUSAL_CPU_SECONDS` of CPU (read from the kernel, not timed).
 
 A guard makes a bound that is too loose fail here instead of hanging the suite: every example runs
 under an alarm (:data:`EXAMPLE_SECONDS`) and an address-space limit (:data:`EXAMPLE_MEMORY_BYTES`
@@ -675,8 +680,8 @@ def _check_numbers(value: object, where: str = "$") -> None:
             _check_numbers(item, f"{where}[{i}]")
 
 
-#: Which standard streams an example runs with closed (``>&-``, ``>&- 2>&-``): Python then starts with
-#: ``sys.stdout`` (and ``sys.stderr``) set to ``None``, which is what the example gets.
+#: Which standard streams an example runs with closed too, after its ordinary run (``>&-``, ``>&- 2>&-``):
+#: Python then starts with ``sys.stdout`` (and ``sys.stderr``) set to ``None``, which is what it gets.
 CLOSED = st.sampled_from(["", "", "", "", "", "", "stdout", "stdout and stderr"])
 
 
@@ -741,7 +746,10 @@ def _fuzz(verb: str):
     def test(data, fuzz_root, stand_ins, resource_guard):
         scratch = Scratch(fuzz_root)
         argv = data.draw(argv_for(verb, scratch), label="argv")
-        run_contract(argv, scratch.root, resource_guard, data.draw(CLOSED, label="closed"))
+        run_contract(argv, scratch.root, resource_guard)
+        closed = data.draw(CLOSED, label="closed")
+        if closed:      # the same argv again, with stdout (and stderr) closed: refused before any work
+            run_contract(argv, scratch.root, resource_guard, closed)
 
     test.__name__ = f"test_fuzz_{verb}"
     test.__doc__ = f"Random argv for `course-memory {verb}`: exit 0 with valid JSON, or exit 2 with one line."
