@@ -9,6 +9,8 @@ In that JupyterLab nbgrader's instructor tools are switched off and Validate sta
 
     learner-workspace/
         .venv/                          # the learner's Python (course_lib, JupyterLab; no grader)
+            etc/jupyter/jupyter_server_config.json, etc/course-terminal/bashrc
+                                        # its terminal: bash, the learner's start-up files, then .venv/bin first
         .ipynb_checkpoints/             # JupyterLab's checkpoints, outside the folder handed in
         requirements.txt, l14_course_lib-*.whl
         l14-04-model-memory/            # the folder to hand in
@@ -23,7 +25,8 @@ standard library is enough until the learner's Python exists), in four steps it 
    interpreter's own torch through ``--system-site-packages``): one copy of torch, no dev tools;
 3. the release, by nbgrader, run in that Python with this checkout on its path for that one
    process only (the grader is never installed there), copied in where files are missing;
-4. JupyterLab there, bound to 127.0.0.1, with a URL that opens the notebook::
+4. JupyterLab there, bound to 127.0.0.1, with a URL that opens the notebook, and a terminal whose
+   ``python3`` is the workspace's (:func:`write_terminal_config`)::
 
     python3 -m autograder.workspace --serve [--dir learner-workspace] [--port 8888] [--no-browser]
 
