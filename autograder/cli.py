@@ -212,7 +212,7 @@ def run_main() -> None:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-    except (OSError, ValueError):  # a closed pipe: nothing more can be said anyway
+    except (OSError, ValueError, AttributeError):  # a closed pipe, or a stream closed at start (None)
         pass
     atexit._run_exitfuncs()
     os._exit(code)

@@ -9,6 +9,8 @@ In that JupyterLab nbgrader's instructor tools are switched off and Validate sta
 
     learner-workspace/
         .venv/                          # the learner's Python (course_lib, JupyterLab; no grader)
+            etc/jupyter/jupyter_server_config.json, etc/course-terminal/bashrc
+                                        # its terminal: bash, the learner's start-up files, then .venv/bin first
         .ipynb_checkpoints/             # JupyterLab's checkpoints, outside the folder handed in
         requirements.txt, l14_course_lib-*.whl
         l14-04-model-memory/            # the folder to hand in
@@ -23,7 +25,8 @@ standard library is enough until the learner's Python exists), in four steps it 
    interpreter's own torch through ``--system-site-packages``): one copy of torch, no dev tools;
 3. the release, by nbgrader, run in that Python with this checkout on its path for that one
    process only (the grader is never installed there), copied in where files are missing;
-4. JupyterLab there, bound to 127.0.0.1, with a URL that opens the notebook::
+4. JupyterLab there, bound to 127.0.0.1, with a URL that opens the notebook, and a terminal whose
+   ``python3`` is the workspace's (:func:`write_terminal_config`)::
 
     python3 -m autograder.workspace --serve [--dir learner-workspace] [--port 8888] [--no-browser]
 
@@ -39,7 +42,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -207,6 +212,59 @@ def _pip(step: list[str], root: Path, quiet: bool) -> None:
     _say(quiet, f"  pip: done in {time.monotonic() - start:.0f} s")
 
 
+#: JupyterLab's terminal start-up file, inside the workspace's Python (:func:`write_terminal_config`).
+TERMINAL_RC = Path("etc") / "course-terminal" / "bashrc"
+#: The server config of the workspace's Python: Jupyter reads ``{sys.prefix}/etc/jupyter/`` for any
+#: server that Python runs (``make lab``, or the learner's own ``.venv/bin/jupyter lab``).
+TERMINAL_CONFIG = Path("etc") / "jupyter" / "jupyter_server_config.json"
+_RC_TEXT = """\
+# JupyterLab's terminal in the course workspace (written by `make lab` at each start; edits are lost).
+# First what a login bash reads: /etc/profile, then the first of ~/.bash_profile, ~/.bash_login and
+# ~/.profile (Debian's and Ubuntu's ~/.profile read ~/.bashrc); ~/.bashrc when there is none of them.
+if [ -r /etc/profile ]; then . /etc/profile; fi
+if [ -r ~/.bash_profile ]; then . ~/.bash_profile
+elif [ -r ~/.bash_login ]; then . ~/.bash_login
+elif [ -r ~/.profile ]; then . ~/.profile
+elif [ -r ~/.bashrc ]; then . ~/.bashrc
+fi
+# Then the workspace's Python first, whatever those put ahead of it (pyenv's shims, conda's base).
+export VIRTUAL_ENV={venv}
+export PATH="$VIRTUAL_ENV/bin:$PATH"
+hash -r
+"""
+
+
+def write_terminal_config(root: str | Path = DEFAULT_DIR) -> Path | None:
+    """Make JupyterLab's terminal run the workspace's Python, whatever the learner's shell start-up files do.
+
+    The server starts with the workspace's ``.venv/bin`` first on PATH (:func:`server_env`), but the
+    terminal's shell (``$SHELL -l`` by default: jupyter_server_terminals 0.5's ``app.py``) then reads
+    start-up files that may put another Python first: ``pyenv init`` and ``conda init`` in ``~/.bashrc``
+    do. So the workspace's own server config sets the terminal to ``bash --rcfile RC -i``, where RC
+    reads the learner's start-up files as a login bash would and *then* puts ``.venv/bin`` first
+    (terminado's ``shell_command``). Returns the config file, or ``None`` where there is no bash
+    (Jupyter's own default shell stays, and any old config of ours is removed).
+
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> config = write_terminal_config(root)
+    >>> json.loads(config.read_text())["ServerApp"]["terminado_settings"]["shell_command"][1:]  # doctest: +ELLIPSIS
+    ['--rcfile', '.../.venv/etc/course-terminal/bashrc', '-i']
+    """
+    env = Path(root).resolve() / ENV_DIR
+    config, rc = env / TERMINAL_CONFIG, env / TERMINAL_RC
+    bash = shutil.which("bash") or ("/bin/bash" if os.access("/bin/bash", os.X_OK) else None)
+    if bash is None or os.name == "nt":
+        config.unlink(missing_ok=True)
+        return None
+    rc.parent.mkdir(parents=True, exist_ok=True)
+    rc.write_text(_RC_TEXT.format(venv=shlex.quote(str(env))))
+    config.parent.mkdir(parents=True, exist_ok=True)
+    settings = {"ServerApp": {"terminado_settings": {"shell_command": [bash, "--rcfile", str(rc), "-i"]}}}
+    config.write_text(json.dumps(settings, indent=2) + "\n")
+    return config
+
+
 def server_env(base: dict | None = None, python: str | Path | None = None) -> dict:
     """The environment for the learner's server and its kernels.
 
@@ -268,6 +326,7 @@ def serve(root: str | Path = DEFAULT_DIR, *, port: int | None = None, open_brows
     python = ensure_learner_env(root, torch=torch, system_site_packages=system_site_packages)
     _say(False, "[3/4] the assignment: the notebook and the lab file")
     folder = build_workspace(root, python=python)
+    write_terminal_config(root)
     argv = lab_argv(root, python, open_path=f"{folder.name}/{NOTEBOOK_NAME}", port=port,
                     open_browser=_has_display() if open_browser is None else open_browser)
     _say(False, f"[4/4] ready in {time.monotonic() - start:.0f} s; starting JupyterLab on 127.0.0.1 in {root}. "

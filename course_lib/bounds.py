@@ -145,6 +145,8 @@ def check_int(name: str, value: object, lo: int, hi: int, why: str | None = None
     ...
     course_lib.errors.CourseInputError: --seed=-1 is below the bound 0; use a whole number from 0 to 18,446,744,073,709,551,615
     """
+    if type(value) is int and lo <= value <= hi:     # the common case, without building the refusal's text
+        return value
     valid = f"use a whole number from {_fmt(lo)} to {_fmt(hi)}"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise CourseInputError(f"{name}={value!r} is not a whole number; {valid}")

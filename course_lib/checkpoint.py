@@ -17,7 +17,9 @@ shape's elements x the dtype's size; the tensors tile the data region from
 its first byte to its last, none overlapping. Each header, the index, the
 headers together and the time spent reading them are bounded
 (:data:`MAX_HEADER_BYTES`, :data:`MAX_INDEX_BYTES`, :data:`MAX_TOTAL_HEADER_BYTES`,
-:data:`MAX_READ_SECONDS`). Anything else is one line naming the file, the
+:data:`MAX_READ_SECONDS`: a folder whose next header would take the reading past
+it is refused before that header is parsed, so a refusal costs about a second of
+CPU at most). Anything else is one line naming the file, the
 field and what would be valid.
 
 A header by hand: one fp16 tensor of shape [2, 3] is 6 values x 2 bytes = 12
@@ -57,8 +59,15 @@ MAX_INDEX_BYTES = Bound(32 * 2**20, "real indexes are under 10 MB")
 MAX_TOTAL_HEADER_BYTES = Bound(128 * 2**20, "real folders hold at most a few tens of MB of headers")
 #: Shard files in one folder (DeepSeek-V3 and Kimi-K2 have 163 and 61).
 MAX_SHARDS = Bound(10_000, "real checkpoints have at most a few hundred shards")
-#: CPU seconds reading one folder's headers may take (real folders: well under one).
-MAX_READ_SECONDS = 20.0
+#: CPU seconds reading one folder's index and headers may take. Real folders take well under it: a
+#: DeepSeek-V3-sized folder (163 shards, 90k tensors, 8.7 MB of index and 11.7 MB of headers) 0.3 s, a
+#: Kimi-K2-sized one (135k tensors, 31 MB) 0.5 s on the course's busy 2-core machine (load 20;
+#: benchmarks/bench_refusals.py, RESULTS). The clock is read after the index, every :data:`CHECK_EVERY`
+#: tensors, and before each header, whose cost is foreseen from the rate so far, so a refusal at this
+#: bound costs about this much (1.1 s with start-up, measured): under 2 s in all.
+MAX_READ_SECONDS = 1.0
+#: Tensors checked between two reads of the clock.
+CHECK_EVERY = 4096
 #: Largest element count of one tensor (and of a shape's dimension).
 MAX_ELEMENTS = 10**15
 #: Bits per element of each safetensors dtype (safetensors 0.8's ``Dtype``; C64 is complex64).
@@ -159,19 +168,23 @@ def _check_entry(name: str, t: Any, data_bytes: int, where: str) -> tuple[int, i
         raise CourseInputError(f"{here} has dtype={dtype!r:.60}, not a safetensors dtype; use one of {_VALID_DTYPES}")
     if not isinstance(shape, list) or len(shape) > 64:
         raise CourseInputError(f"{here} has shape={shape!r:.60}, not a list of at most 64 whole numbers >= 0")
-    try:
-        dims = [_whole(f"shape[{i}]", d, MAX_ELEMENTS) for i, d in enumerate(shape)]
-    except CourseInputError as exc:
-        raise CourseInputError(f"{here}: {exc}") from None
+    dims = shape
+    if not all(type(d) is int and 0 <= d <= MAX_ELEMENTS for d in shape):   # else: which one, and why
+        try:
+            dims = [_whole(f"shape[{i}]", d, MAX_ELEMENTS) for i, d in enumerate(shape)]
+        except CourseInputError as exc:
+            raise CourseInputError(f"{here}: {exc}") from None
     elements = math.prod(dims)
     if elements > MAX_ELEMENTS:
         raise CourseInputError(f"{here} has shape {dims} of {elements:.3g} elements, above the bound 10^15")
     if not (isinstance(offsets, list) and len(offsets) == 2):
         raise CourseInputError(f"{here} has data_offsets={offsets!r:.60}; use [begin, end], two whole numbers")
-    try:
-        begin, end = (_whole(f"data_offsets[{i}]", o, data_bytes) for i, o in enumerate(offsets))
-    except CourseInputError as exc:
-        raise CourseInputError(f"{here}: {exc} (the data after the header is {data_bytes:,} bytes)") from None
+    begin, end = offsets
+    if not (type(begin) is int and type(end) is int and 0 <= begin <= data_bytes and 0 <= end <= data_bytes):
+        try:
+            begin, end = (_whole(f"data_offsets[{i}]", o, data_bytes) for i, o in enumerate(offsets))
+        except CourseInputError as exc:
+            raise CourseInputError(f"{here}: {exc} (the data after the header is {data_bytes:,} bytes)") from None
     if begin > end:
         raise CourseInputError(f"{here} has data_offsets=[{begin}, {end}]: begin after end; use begin <= end")
     bits = elements * DTYPE_BITS[dtype]
@@ -182,8 +195,9 @@ def _check_entry(name: str, t: Any, data_bytes: int, where: str) -> tuple[int, i
     return begin, end
 
 
-def check_header(header: Any, data_bytes: int, where: str) -> dict[str, Any]:
-    """``header`` checked as the safetensors format defines it, for ``data_bytes`` of data after it."""
+def check_header(header: Any, data_bytes: int, where: str, budget: "_Budget | None" = None) -> dict[str, Any]:
+    """``header`` checked as the safetensors format defines it, for ``data_bytes`` of data after it
+    (and within ``budget``'s CPU time, when one is given)."""
     if not isinstance(header, dict):
         raise CourseInputError(f"{where} has a header that is {type(header).__name__}, not a JSON object; "
                                f"it is not a safetensors file")
@@ -195,6 +209,8 @@ def check_header(header: Any, data_bytes: int, where: str) -> dict[str, Any]:
             continue
         begin, end = _check_entry(name, t, data_bytes, where)
         spans.append((begin, end, name))
+        if budget is not None and len(spans) % CHECK_EVERY == 0:
+            budget.check_time(where)
     at, last = 0, None
     for begin, end, name in sorted(spans):
         if begin < at:
@@ -233,30 +249,47 @@ def read_header(path: Path, budget: "_Budget | None" = None) -> dict[str, Any]:
         os.close(fd)
     if len(text) < length:
         raise CourseInputError(f"{where} ends inside its {length:,}-byte header; it is truncated")
-    header = check_header(load_json(text, where, "safetensors header"), size - 8 - length, where)
+    header = check_header(load_json(text, where, "safetensors header"), size - 8 - length, where, budget)
     if budget is not None:
         budget.check_time(where)
     return header
 
 
 class _Budget:
-    """What reading one folder may cost: header bytes in all, and CPU time."""
+    """What reading one folder may cost: header bytes in all, and CPU time.
+
+    Before each header is read, the CPU time it will take is foreseen from the rate so far (seconds
+    per header byte): a folder that would run past :data:`MAX_READ_SECONDS` is refused before that
+    parse, not after it.
+    """
 
     def __init__(self) -> None:
-        self.bytes = 0
+        self.bytes = 0          # header bytes read so far
         self.start = time.process_time()
+        self.headers_start: float | None = None     # when the first header was read (after the index)
 
     def spend_bytes(self, count: int, where: str) -> None:
-        self.bytes += count
-        if self.bytes > MAX_TOTAL_HEADER_BYTES:
+        """Account for the next header's ``count`` bytes, before they are read and parsed."""
+        if self.bytes + count > MAX_TOTAL_HEADER_BYTES:
             why = getattr(MAX_TOTAL_HEADER_BYTES, "why", "")
             raise CourseInputError(f"{where}: the folder's headers add up to more than {MAX_TOTAL_HEADER_BYTES:,} "
                                    f"bytes{f' ({why})' if why else ''}; it is not a real checkpoint")
+        now = time.process_time()
+        if self.headers_start is None:
+            self.headers_start = now
+        rate = (now - self.headers_start) / self.bytes if self.bytes else 0.0    # CPU seconds per header byte
+        foreseen = now - self.start + count * rate
+        self.bytes += count
+        self._refuse_past(foreseen, where, "would take")
 
     def check_time(self, where: str) -> None:
-        if time.process_time() - self.start > MAX_READ_SECONDS:
-            raise CourseInputError(f"{where}: reading the folder's headers took over {MAX_READ_SECONDS:g} s of CPU "
-                                   f"(real folders take under one); it is not a real checkpoint")
+        self._refuse_past(time.process_time() - self.start, where, "took")
+
+    def _refuse_past(self, seconds: float, where: str, verb: str) -> None:
+        if seconds > MAX_READ_SECONDS:
+            raise CourseInputError(f"{where}: reading the folder's index and headers {verb} over "
+                                   f"{MAX_READ_SECONDS:g} s of CPU (real folders take well under it); it is not "
+                                   f"a real checkpoint")
 
 
 # ------------------------------------------------------------------ the folder
@@ -271,10 +304,12 @@ def _shard_name(value: Any, key: str, where: str) -> str:
     return value
 
 
-def _read_index(path: Path) -> tuple[dict[str, list[str]], int | None]:
+def _read_index(path: Path, budget: "_Budget | None" = None) -> tuple[dict[str, list[str]], int | None]:
     """(tensor names per shard file, metadata.total_size or None) of a checked index."""
     where = f"{INDEX} {str(path)!r}"
     index = load_json(read_regular(path, MAX_INDEX_BYTES, INDEX), where, "safetensors index")
+    if budget is not None:
+        budget.check_time(where)
     if not isinstance(index, dict):
         raise CourseInputError(f"{where} holds a {type(index).__name__}, not a JSON object with weight_map")
     weight_map = index.get("weight_map")
@@ -282,8 +317,10 @@ def _read_index(path: Path) -> tuple[dict[str, list[str]], int | None]:
         raise CourseInputError(f"{where}: weight_map={weight_map!r:.60} is not a non-empty object of tensor name -> "
                                f"shard file")
     shards: dict[str, list[str]] = {}
-    for name, value in weight_map.items():
+    for count, (name, value) in enumerate(weight_map.items(), 1):
         shards.setdefault(_shard_name(value, name, where), []).append(name)
+        if budget is not None and count % CHECK_EVERY == 0:
+            budget.check_time(where)
     if len(shards) > MAX_SHARDS:
         raise CourseInputError(f"{where} names {len(shards):,} shard files, above the bound {MAX_SHARDS:,} "
                                f"({MAX_SHARDS.why})")
@@ -330,8 +367,9 @@ def read_checkpoint(folder: Path) -> Checkpoint | None:
     index_path = folder / INDEX
     expected: dict[str, list[str]] | None = None
     index_total = None
+    budget = _Budget()
     if _present(index_path):
-        expected, index_total = _read_index(index_path)
+        expected, index_total = _read_index(index_path, budget)
         files = [folder / name for name in sorted(expected)]
         present = [p for p in files if _present(p)]
         if not present:
@@ -348,7 +386,6 @@ def read_checkpoint(folder: Path) -> Checkpoint | None:
         files = _listed_files(folder)
         if not files:
             return None
-    budget = _Budget()
     total = params = 0
     by_dtype: dict[str, int] = {}
     elements: dict[str, int] = {}

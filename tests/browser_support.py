@@ -69,6 +69,8 @@ USER_SETTINGS = {
     "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
     # Keep every cell in the DOM, so the tests can find cells scrolled out of view.
     "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
+    # A terminal's text in the DOM too (xterm.js's accessibility rows), not only drawn on a canvas.
+    "@jupyterlab/terminal-extension/plugin": {"screenReaderMode": True},
 }
 
 def free_port() -> int:
@@ -92,9 +94,11 @@ class JupyterLab:
     prints: :meth:`printed_url`). ``formgrader=True``: the instructor's JupyterLab in this Python
     (nbgrader's formgrader on) started in ``root``, an nbgrader course root such as a RESULTS_DIR,
     with the command line ``course-grade formgrader RESULTS_DIR`` runs (:func:`autograder.formgrader.command`).
+    ``user_home``: the HOME the server (and its terminals) run with.
     """
 
-    def __init__(self, root: Path, home: Path, log_path: Path, fresh: bool = False, formgrader: bool = False):
+    def __init__(self, root: Path, home: Path, log_path: Path, fresh: bool = False, formgrader: bool = False,
+                 user_home: Path | None = None):
         self.root, self.port, self.token = root, free_port(), secrets.token_hex(16)
         settings, config = home / "user-settings", home / "config"
         config.mkdir(parents=True, exist_ok=True)
@@ -113,6 +117,8 @@ class JupyterLab:
         if fresh:
             (home / "home").mkdir(exist_ok=True)
             env["HOME"] = str(home / "home")
+        if user_home is not None:         # the learner's home: their shell start-up files, for a terminal
+            env["HOME"] = str(user_home)
         if formgrader:   # the README's `course-grade formgrader RESULTS_DIR`: its command line, as root or not
             from autograder.formgrader import command
 

@@ -211,10 +211,44 @@ def _stdout_failed(exc: OSError, stream) -> int:
     return 2
 
 
+class _Discard(io.TextIOBase):
+    """Where messages go when stderr is closed (``2>&-``): nowhere; the exit status still says it."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one verb; 0 done, 2 bad input (one line on stderr), 130 interrupted.
+
+    A closed stdout (``course-memory ... >&-``: Python's ``sys.stdout`` is then ``None``) is refused
+    before any work, in one line; a closed stderr leaves only the exit status to say what happened.
+
+    >>> main(["budget", "--gpu", "24GB", "--weights", "14GB", "--workspace", "2GB", "--reserve", "2GB",
+    ...       "--per-sequence", "1.5GB", "--active-sequences", "4", "--json"]) == 0   # doctest: +ELLIPSIS
+    {...}
+    True
+    """
+    errors = sys.stderr
+    if errors is None:
+        sys.stderr = _Discard()
+    try:
+        return _main(argv)
+    finally:
+        sys.stderr = errors
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     stream = sys.stdout
+    if stream is None:        # fd 1 was closed when Python started: the report has nowhere to go
+        sys.stderr.write(one_line(f"{PROG}: error: stdout is closed, so the report has nowhere to go; run it "
+                                  f"with stdout open (e.g. > report.txt, or > /dev/null to discard it)") + "\n")
+        return 2
     sys.stdout = _GuardedStdout(stream)
     try:
         rc = int(args.func(args) or 0)

@@ -207,6 +207,17 @@ TORCH_HINT = ("torch is not installed in this Python. The measurement needs it: 
               "environment, then restart the kernel; on a GPU machine (Colab, a JupyterHub image) use its torch.")
 
 
+#: The device nodes a GPU build of torch opens on Linux: NVIDIA's, AMD ROCm's, WSL2's GPU. With none of
+#: them torch sees no GPU, so "auto" is "cpu" without importing torch (over a second of CPU, which a
+#: refusal before any measuring should not cost).
+GPU_DEVICE_NODES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")
+
+
+def _may_have_gpu() -> bool:
+    """False only where torch certainly sees no GPU (Linux without a GPU device node)."""
+    return not sys.platform.startswith("linux") or any(os.path.exists(node) for node in GPU_DEVICE_NODES)
+
+
 def resolve_device(device: str = "auto") -> str:
     """``"auto"`` becomes ``"cuda"`` when torch sees a GPU, else ``"cpu"``.
 
@@ -222,7 +233,7 @@ def resolve_device(device: str = "auto") -> str:
         raise CourseInputError(f"device={device!r} is not a device; use auto, cpu or cuda")
     if key == "cpu":
         return "cpu"
-    if key == "auto" and not torch_available():
+    if key == "auto" and (not torch_available() or not _may_have_gpu()):
         return "cpu"
     import torch  # the GPU question needs it
 

@@ -1,6 +1,7 @@
-"""The README's Dask commands, run as written (on 127.0.0.1, one worker process, the TLS files made by
-its openssl line): every server they start listens on the address given and nowhere else, the worker
-registers over TLS, and the workers exit when the scheduler goes, as the README says. The listening sockets are read from the kernel (psutil), not from Dask's logs."""
+"""The Dask page's commands (docs/dask.md, linked from the README), run as written (on 127.0.0.1, one
+worker process, the TLS files made by its openssl line): every server they start listens on the address
+given and nowhere else, the worker registers over TLS, and the workers exit when the scheduler goes, as
+the page says. The listening sockets are read from the kernel (psutil), not from Dask's logs."""
 
 from __future__ import annotations
 
@@ -19,17 +20,19 @@ import pytest
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
+#: Where the instructor reads the Dask commands (the README links to it).
+PAGE = REPO / "docs" / "dask.md"
 ADDRESS = "127.0.0.1"
 
 
 def _readme_command(word: str, program: str = ".venv/bin/dask") -> list[str]:
-    """The README's ``.venv/bin/dask <word> ...`` line (or ``<program> <word>``), its prompt and comment
-    cut, as argv."""
-    for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines():
+    """The Dask page's ``.venv/bin/dask <word> ...`` line (or ``<program> <word>``), its prompt and
+    comment cut, as argv."""
+    for line in PAGE.read_text(encoding="utf-8").splitlines():
         found = re.match(rf"^\w+\$\s+({re.escape(program)} {word}\b.*?)(\s+#.*)?$", line)
         if found:
             return shlex.split(found.group(1))
-    raise AssertionError(f"the README has no `{program} {word}` line")
+    raise AssertionError(f"{PAGE.relative_to(REPO)} has no `{program} {word}` line")
 
 
 def _free_port() -> int:
@@ -63,7 +66,7 @@ def _argv(words: list[str], scheduler_port: int, dashboard_port: int) -> list[st
 
 
 def test_readme_dask_servers_listen_only_on_the_address_given_and_workers_exit_without_a_scheduler(tmp_path):
-    # The cluster's TLS key and certificate, made by the README's openssl line (openssl comes with ca-certificates).
+    # The cluster's TLS key and certificate, made by the page's openssl line (openssl comes with ca-certificates).
     subprocess.run(_readme_command("req", program="openssl"), cwd=tmp_path, check=True, capture_output=True, timeout=60)
     assert (tmp_path / "dask.key").is_file() and (tmp_path / "dask.pem").is_file()
     scheduler_port, dashboard_port = _free_port(), _free_port()

@@ -6,7 +6,12 @@ The contract (bad input never crashes ``course-memory``) is checked on every exa
 - exit 0: under ``--json``, stdout is valid JSON (``NaN``/``Infinity`` refused) with no absurd
   number in it (the 410-digit kind); without it, anything but a traceback;
 - exit 2: exactly one line on stderr, no traceback, nothing on stdout (a refusal comes before the report);
-- nothing else: no exception escapes, no other exit code.
+- nothing else: no exception escapes, no other exit code;
+- one example in four runs again with stdout closed (``>&-``), or stdout and stderr: exit 2 and one
+  line (the exit status alone when stderr is closed too), never a traceback (issue 34).
+
+A refusal at the bounds must also be cheap: the costliest ones run in a real child process at the end
+of this file, which must spend under :data:`REFUSAL_CPU_SECONDS` of CPU (read from the kernel, not timed).
 
 A guard makes a bound that is too loose fail here instead of hanging the suite: every example runs
 under an alarm (:data:`EXAMPLE_SECONDS`) and an address-space limit (:data:`EXAMPLE_MEMORY_BYTES`
@@ -675,15 +680,28 @@ def _check_numbers(value: object, where: str = "$") -> None:
             _check_numbers(item, f"{where}[{i}]")
 
 
-def run_contract(argv: list[str], cwd: Path, guard) -> None:
-    """Run ``main(argv)`` in ``cwd`` under ``guard`` and assert the contract (see the module docstring)."""
+#: Which standard streams an example runs with closed too, after its ordinary run (``>&-``, ``>&- 2>&-``):
+#: Python then starts with ``sys.stdout`` (and ``sys.stderr``) set to ``None``, which is what it gets.
+CLOSED = st.sampled_from(["", "", "", "", "", "", "stdout", "stdout and stderr"])
+
+
+def run_contract(argv: list[str], cwd: Path, guard, closed: str = "") -> None:
+    """Run ``main(argv)`` in ``cwd`` under ``guard`` and assert the contract (see the module docstring).
+
+    ``closed`` ("stdout", "stdout and stderr"): those streams are closed, as by ``>&-`` and ``2>&-``:
+    then nothing escapes, a closed stdout is refused in one line (exit 2) before any work, and with
+    stderr closed too only the exit status (2, or 0 for --help) says so.
+    """
     out, err = io.StringIO(), io.StringIO()
     where = f"course-memory {' '.join(repr(a) if not a or ' ' in a else a for a in argv)[:400]}"
+    if closed:
+        where += f" with {closed} closed"
     old = os.getcwd()
     os.chdir(cwd)
     try:
-        with guard(EXAMPLE_SECONDS, EXAMPLE_MEMORY_BYTES), contextlib.redirect_stdout(out), \
-                contextlib.redirect_stderr(err):
+        with guard(EXAMPLE_SECONDS, EXAMPLE_MEMORY_BYTES), \
+                contextlib.redirect_stdout(None if closed else out), \
+                contextlib.redirect_stderr(None if "stderr" in closed else err):
             try:
                 rc = main(argv)
             except SystemExit as exc:
@@ -693,8 +711,16 @@ def run_contract(argv: list[str], cwd: Path, guard) -> None:
     finally:
         os.chdir(old)
     stdout, stderr = out.getvalue(), err.getvalue()
-    event(f"exit {rc}" + (" --json" if "--json" in argv else ""))
+    event(f"exit {rc}" + (" --json" if "--json" in argv else "") + (f", {closed} closed" if closed else ""))
     assert "Traceback" not in stderr, f"{where}: printed a traceback:\n{stderr}"
+    if closed:
+        assert rc in (0, 2), f"{where}: exit {rc!r}, expected 2 (or 0 for --help); stderr:\n{stderr}"
+        if rc == 0:        # --help: argparse writes the help to stderr when stdout is closed
+            assert stderr.startswith("usage:") or "stderr" in closed, f"{where}: exit 0 without --help:\n{stderr}"
+        elif "stderr" not in closed:
+            lines = stderr.splitlines()
+            assert len(lines) == 1 and stderr.endswith("\n"), f"{where}: a refusal is one line, got:\n{stderr}"
+        return
     if rc == 2:
         lines = stderr.splitlines()
         assert len(lines) == 1 and stderr.endswith("\n"), f"{where}: a refusal is one line, got {len(lines)}:\n{stderr}"
@@ -721,6 +747,9 @@ def _fuzz(verb: str):
         scratch = Scratch(fuzz_root)
         argv = data.draw(argv_for(verb, scratch), label="argv")
         run_contract(argv, scratch.root, resource_guard)
+        closed = data.draw(CLOSED, label="closed")
+        if closed:      # the same argv again, with stdout (and stderr) closed: refused before any work
+            run_contract(argv, scratch.root, resource_guard, closed)
 
     test.__name__ = f"test_fuzz_{verb}"
     test.__doc__ = f"Random argv for `course-memory {verb}`: exit 0 with valid JSON, or exit 2 with one line."
@@ -729,3 +758,105 @@ def _fuzz(verb: str):
 
 for _verb in VERBS:
     globals()[f"test_fuzz_{_verb}"] = _fuzz(_verb)
+
+
+# ------------------------------------------------------------------ the real process: closed streams, CPU cost
+
+#: CPU seconds (user + system, the child's own, read from the kernel by os.wait4) a refusal at the bounds
+#: may cost, start-up included. Measured on the course's 2-core machine: ~1.4 s for the shards below (they
+#: reach MAX_READ_SECONDS), ~1.1 s for the 10^6 layers; before issue 34 they took ~6-9 s and ~10 s.
+REFUSAL_CPU_SECONDS = 2.0
+
+
+def _run_child(argv: list[str], shell_tail: str = "", timeout_s: float = 120) -> tuple[int, str, float]:
+    """``course-memory ARGV SHELL_TAIL`` in a fresh Python, as a shell runs it: (exit status, stderr,
+    CPU seconds of that process and its children)."""
+    import shlex
+    import subprocess
+    import sys
+    import tempfile
+
+    command = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "course_lib", *argv])
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(["/bin/sh", "-c", f"exec {command} {shell_tail}"], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, "PYTHONPATH": str(REPO)})
+        deadline = __import__("time").monotonic() + timeout_s
+        while True:       # os.wait4: this child's own rusage, whatever else the test process has waited for
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if __import__("time").monotonic() > deadline:
+                proc.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            __import__("time").sleep(0.05)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        return proc.returncode, err.read().decode(errors="replace"), usage.ru_utime + usage.ru_stime
+
+
+REPO = Path(__file__).resolve().parents[2]
+BUDGET_JSON = ["budget", "--gpu", "24GB", "--weights", "14GB", "--workspace", "2GB", "--reserve", "2GB",
+               "--per-sequence", "1.5GB", "--active-sequences", "5", "--json"]
+
+
+@pytest.mark.parametrize("tail, lines", [(">&-", 1), (">&- 2>&-", 0)])
+def test_a_closed_stdout_is_one_line_in_a_real_process(tail, lines):
+    """`course-memory budget ... --json >&-` (issue 34): exit 2 and one line naming stdout, never a traceback
+    (it was AttributeError: 'NoneType' object has no attribute 'write'); with stderr closed too, exit 2."""
+    rc, stderr, _ = _run_child(BUDGET_JSON, tail)
+    assert rc == 2, f"exit {rc}, expected 2; stderr:\n{stderr}"
+    assert "Traceback" not in stderr
+    assert len(stderr.splitlines()) == lines, stderr
+    if lines:
+        assert stderr.startswith("course-memory: error: stdout is closed"), stderr
+
+
+def _shards_at_the_bound(folder: Path) -> None:
+    """12 shards of ~10 MiB headers (~100k one-element tensors each: what makes a header cost the most),
+    the last one broken at its very end, so a reader must read them all to refuse it."""
+    entries, offset = [], 0
+    for i in range(100_000):
+        entries.append(f'"model.layers.{i}.mlp.gate_proj.weight":{{"dtype":"BF16","shape":[1],'
+                       f'"data_offsets":[{offset},{offset + 2}]}}')
+        offset += 2
+    good = ("{" + ",".join(entries) + "}").encode()
+    last = good.rindex(b'"BF16"')
+    bad = good[:last] + b'"XF16"' + good[last + 6:]
+    assert bad.count(b'"XF16"') == 1 and bad.endswith(b'"XF16","shape":[1],"data_offsets":[199998,200000]}}')
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({
+        "model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256}))
+    for k in range(12):
+        header = bad if k == 11 else good
+        (folder / f"model-{k + 1:05d}-of-00012.safetensors").write_bytes(
+            struct.pack("<Q", len(header)) + header + bytes(offset))
+
+
+def _layers_at_the_bound(folder: Path) -> None:
+    """A llama config of 10^6 layers (MAX_LAYERS) small enough in parameters to pass that bound."""
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({
+        "model_type": "llama", "hidden_size": 64, "num_hidden_layers": B.MAX_LAYERS, "num_attention_heads": 4,
+        "num_key_value_heads": 4, "intermediate_size": 128, "vocab_size": 256, "torch_dtype": "float32"}))
+
+
+@pytest.mark.parametrize("case, make, argv, refusal", [
+    ("12 shards of 10 MiB headers", _shards_at_the_bound, ["estimate", "--gpu", "h100-80gb", "--config", "{}"],
+     "safetensors file"),
+    ("measure, 10^6 layers", _layers_at_the_bound,
+     ["measure", "--config", "{}/config.json", "--quiet", "--no-load-time"], "measuring"),
+    ("measure on the cpu, 10^6 layers", _layers_at_the_bound,
+     ["measure", "--config", "{}/config.json", "--quiet", "--device", "cpu"], "measuring"),
+])
+def test_a_refusal_at_the_bounds_costs_under_2_s_of_cpu(tmp_path, case, make, argv, refusal):
+    """A refusal is cheap (issue 34): the bounds are checked before the work, and the work they admit is
+    small. CPU seconds of the child process, not wall time: a busy machine does not change them much."""
+    if case == "measure, 10^6 layers" and any(os.path.exists(n) for n in ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg")):
+        pytest.skip("a GPU machine: --device auto imports torch and asks CUDA, which is not a refusal's cost here")
+    folder = tmp_path / "model"
+    make(folder)
+    rc, stderr, cpu_s = _run_child([a.replace("{}", str(folder)) for a in argv])
+    assert rc == 2 and len(stderr.splitlines()) == 1 and refusal in stderr, f"exit {rc}:\n{stderr}"
+    assert cpu_s < REFUSAL_CPU_SECONDS, f"{case}: the refusal took {cpu_s:.2f} s of CPU:\n{stderr}"

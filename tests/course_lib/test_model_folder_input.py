@@ -231,7 +231,7 @@ def test_the_headers_of_all_shards_together_are_bounded(tmp_path, capsys, monkey
     refuse(d, capsys, "the folder's headers add up to more than 1,000 bytes")
     monkeypatch.setattr(ckpt, "MAX_TOTAL_HEADER_BYTES", 10**9)
     monkeypatch.setattr(ckpt, "MAX_READ_SECONDS", -1.0)
-    refuse(d, capsys, "reading the folder's headers took over -1 s of CPU")
+    refuse(d, capsys, "reading the folder's index and headers took over -1 s of CPU")
 
 
 def test_an_index_and_shards_that_do_not_belong_together(tmp_path, capsys):

@@ -263,6 +263,64 @@ def _verdict(explorer) -> str:
 
 # ------------------------------------------------------------------ tests
 
+#: What the impostor python3 says: a Python that pyenv's or conda's start-up lines put first, without the course.
+IMPOSTOR = "ModuleNotFoundError: No module named 'course_lib' (the impostor python3 from ~/.bashrc)"
+
+
+#: What the terminal in front shows: xterm.js's accessibility rows (screenReaderMode), one line each.
+TERMINAL_TEXT_JS = r"""[...document.querySelectorAll('.jp-Terminal .xterm-accessibility-tree > div')]
+    .map(row => row.textContent.replace(/\u00a0/g, ' ').trimEnd()).join('\n')"""
+
+
+def _terminal_text(page) -> str:
+    return page.evaluate(f"() => {TERMINAL_TEXT_JS}")
+
+
+@pytest.mark.browser
+def test_the_terminal_runs_the_lab_with_the_workspaces_python(learner_root):
+    """Issue 34: in JupyterLab's terminal (File > New > Terminal), `python3 l14-04-model-memory.py` beside the
+    notebook runs the lab with the workspace's Python, although the learner's ~/.bashrc (read by ~/.profile,
+    as on Debian and Ubuntu) puts another python3 first, as `pyenv init` and `conda init` do. The lab is as
+    released, at 8 sequences: kv_cache 8 x 0.537 GB = 4.295 GB, and the workload fits. (It runs before the
+    module's `session`, whose Chromium holds Playwright's one sync loop until the module ends.)"""
+    sync_api = playwright_module()
+    root, base = learner_root
+    home = base / "terminal"
+    user_home = home / "learner-home"
+    impostor = user_home / "other-python" / "bin" / "python3"
+    impostor.parent.mkdir(parents=True)
+    impostor.write_text(f"#!/bin/sh\necho \"{IMPOSTOR}\" >&2\nexit 1\n")
+    impostor.chmod(0o755)
+    (user_home / ".bashrc").write_text('export PATH="$HOME/other-python/bin:$PATH"   # eval "$(pyenv init -)"\n')
+    (user_home / ".profile").write_text('if [ "$BASH" ] && [ -f ~/.bashrc ]; then . ~/.bashrc; fi\n')
+    lab = JupyterLab(root, home, ARTIFACTS / "jupyterlab-terminal.log", user_home=user_home)
+    try:
+        lab.wait_ready()
+        with chromium_page(sync_api, home / "chromium-profile") as page:
+            page.goto(lab.url("lab") + "&reset")
+            page.locator(".lm-MenuBar-itemLabel").filter(has_text=re.compile(r"^File$")).wait_for(timeout=90_000)
+            page.locator(".lm-MenuBar-itemLabel").filter(has_text=re.compile(r"^File$")).click()
+            page.locator(".lm-Menu-itemLabel").filter(has_text=re.compile(r"^New$")).click()
+            page.locator(".lm-Menu-itemLabel").filter(has_text=re.compile(r"^Terminal$")).click()
+            terminal = page.locator(".jp-Terminal .xterm").first
+            terminal.wait_for(timeout=60_000)
+            page.wait_for_function(f"() => /[$#]$/m.test({TERMINAL_TEXT_JS})",
+                                   timeout=60_000, polling=250)     # the prompt: the start-up files have run
+            terminal.click()
+            page.keyboard.type(f"cd {workspace.ASSIGNMENT} && command -v python3 && python3 {workspace.LAB_NAME}\n")
+            try:
+                page.wait_for_function(f"() => /verdict:|No module named/.test({TERMINAL_TEXT_JS})",
+                                       timeout=90_000, polling=500)
+            finally:
+                page.screenshot(path=str(ARTIFACTS / "10-terminal-runs-the-lab.png"))
+            shown = _terminal_text(page)
+    finally:
+        lab.stop()
+    assert "No module named" not in shown, f"the terminal ran another python3:\n{shown}"
+    assert f"{root / workspace.ENV_DIR / 'bin' / 'python3'}" in shown, f"`command -v python3` in the terminal:\n{shown}"
+    assert "'kv_cache': 4.295}" in shown and "verdict: the workload fits" in shown, shown
+
+
 @pytest.mark.browser
 def test_every_cell_runs_without_an_error(session):
     nb = session.saved()
@@ -564,3 +622,4 @@ def test_the_lab_runs_in_the_workspace_as_the_lesson_says(session):
     assert proc.returncode == 0, proc.stderr
     assert "parts_gb = {'weights': 14.0, 'workspace': 2.0, 'reserve': 2.0, 'kv_cache': 8.59}" in proc.stdout
     assert "verdict: the workload does not fit" in proc.stdout
+
