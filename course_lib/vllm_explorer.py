@@ -61,6 +61,8 @@ KV_CACHE_DTYPES = [("auto (compute dtype)", "auto"), ("fp8", "fp8")]
 MAX_MODEL_LENS = [2**k for k in range(10, 18)]          # 1,024 ... 131,072
 #: The max_num_seqs slider's stops (vLLM's defaults are 256 and 1,024).
 MAX_NUM_SEQS = [1, 2, 4, 8, 10, 12, 16, 24, 32, 48, 64, 128, 256, 512, 1024]
+#: The --max-num-batched-tokens choices (0: the release's default; a Dropdown shows None as no selection).
+MAX_NUM_BATCHED_TOKENS = [("release default", 0)] + [(f"{n:,}", n) for n in (512, 1024, 2048, 4096, 8192, 16384)]
 
 #: course_lib's estimate of vLLM's KV pool is within 10% of the logged one on published start-up logs (README:
 #: the held-out sets): the headroom a launch needs before it is said to serve its users.
@@ -270,8 +272,13 @@ def _wrap(text: str, width: int = 70) -> str:
 
 def launch_explorer(model: str = "llama-3.1-8b", gpu: str = "rtx-4090", max_model_len: int = 8192,
                     users: int = 12, weights: str = "checkpoint", kv_cache_dtype: str = "auto",
-                    max_num_seqs: int = 256, gpu_memory_utilization: float = 0.92, tensor_parallel: int = 1):
+                    max_num_seqs: int = 256, gpu_memory_utilization: float = 0.92, tensor_parallel: int = 1,
+                    context_tokens: int | None = None):
     """Interactive controls over :func:`plan_launch`, drawing :func:`launch_figure` (vLLM's newest defaults).
+
+    ``users`` and ``context_tokens`` (default: the first ``max_model_len``) are the requirement the verdict
+    line holds the launch to (:meth:`LaunchPlan.assess`): moving max_model_len below the users' context
+    never reads "served".
 
     Returns the ipywidgets container (display it, or let the cell show it); None while a grader runs
     the notebook (:mod:`course_lib.grading`: no grader can show a widget).
@@ -300,8 +307,17 @@ def launch_explorer(model: str = "llama-3.1-8b", gpu: str = "rtx-4090", max_mode
         "gpu_memory_utilization": w.FloatSlider(value=gpu_memory_utilization, min=0.5, max=0.98, step=0.01,
                                                 description="--gpu-memory-utilization (share)", style=style,
                                                 layout=layout),
+        "enforce_eager": w.Checkbox(value=False, description="--enforce-eager (no CUDA graphs)", style=style,
+                                    layout=layout),
+        "max_num_batched_tokens": w.Dropdown(options=MAX_NUM_BATCHED_TOKENS, value=0,
+                                             description="--max-num-batched-tokens (profile)", style=style,
+                                             layout=layout),
         "users": w.IntSlider(value=users, min=1, max=64, description="users to serve (count)", style=style,
                              layout=layout),
+        "context_tokens": w.SelectionSlider(options=[(f"{n:,}", n) for n in MAX_MODEL_LENS],
+                                            value=context_tokens or max_model_len,
+                                            description="context each user needs (tokens)", style=style,
+                                            layout=layout),
     }
     verdict = w.HTML(layout=w.Layout(width="95%"))
     verdict.add_class("course-launch-verdict")
@@ -311,10 +327,12 @@ def launch_explorer(model: str = "llama-3.1-8b", gpu: str = "rtx-4090", max_mode
         values = {name: c.value for name, c in controls.items()}
         # the slider's float is 0.9199999999999999 for 0.92: the flag as a person types it
         values["gpu_memory_utilization"] = round(values["gpu_memory_utilization"], 2)
-        users_now = values.pop("users")
+        values["max_num_batched_tokens"] = values["max_num_batched_tokens"] or None
+        users_now, context_now = values.pop("users"), values.pop("context_tokens")
         plan = plan_launch(**values)
-        colour = "#1b5e20" if plan.serves(users_now) else "#b71c1c"
-        verdict.value = f"<span style='color:{colour}'>{_html(plan.verdict(users_now))}</span>"
+        outcome = plan.assess(users_now, context_now).outcome
+        colour = {SERVED: "#1b5e20", MEASURE_IT: "#8a5a00"}.get(outcome, "#b71c1c")
+        verdict.value = f"<span style='color:{colour}'>{_html(plan.verdict(users_now, context_now))}</span>"
         with out:
             out.clear_output(wait=True)
             fig = launch_figure(plan, users_now, title=f"{values['model']} on {values['gpu']} "
