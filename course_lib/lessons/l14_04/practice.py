@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import os
+import textwrap
 from typing import Any, Callable
 
 GB, GiB = 10**9, 2**30
@@ -53,7 +54,8 @@ class CheckFailed(AssertionError):
     formats a traceback, so no frame and no source line of this module reaches the learner."""
 
     def _render_traceback_(self) -> list[str]:
-        return [f"CheckFailed: {self}"]
+        # wrapped, so that Validate's dialog (a <pre> per failed cell) shows the whole message without scrolling
+        return textwrap.wrap(f"CheckFailed: {self}", 88, break_on_hyphens=False)
 
 
 def _call(fn: Callable, *args) -> Any:
