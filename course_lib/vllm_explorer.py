@@ -18,27 +18,26 @@ start-up logs (:data:`ESTIMATE_MARGIN`), so a launch is said to serve N users on
 concurrency clears N with that margin; one that misses N by less than the margin is answered "measure
 it" (start it and read vLLM's own line), and one that misses it by more is not served.
 
-Worked example: Llama-3.1-8B in bf16 on an RTX 4090 (23.65 GiB CUDA total) with vLLM's defaults
-has room for five 8k requests; an fp8 KV cache doubles that, and 16 sequence slots instead of 256
-shrink the sampler's profile and the CUDA graphs enough for a twelfth:
+Worked example: Mistral-7B in bf16 on an L4 (22.0 GiB CUDA total) with vLLM's defaults has room for
+seven 8k requests; an fp8 KV cache doubles that, and 16 sequence slots instead of 256 shrink the
+sampler's profile and the CUDA graphs (the slots then cap the count):
 
->>> plan = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192)
->>> plan.concurrent_requests, plan.serves(12)
-(5, False)
->>> plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, kv_cache_dtype="fp8").concurrent_requests
-10
->>> plan = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, kv_cache_dtype="fp8",
-...                    max_num_seqs=16)
->>> round(plan.estimate.max_concurrency, 2), plan.concurrent_requests, plan.serves(12)
-(12.6, 12, True)
+>>> plan = plan_launch(model="mistral-7b", gpu="l4", max_model_len=8192)
+>>> round(plan.estimate.max_concurrency, 2), plan.concurrent_requests
+(7.38, 7)
+>>> plan_launch(model="mistral-7b", gpu="l4", max_model_len=8192, kv_cache_dtype="fp8").concurrent_requests
+14
+>>> plan = plan_launch(model="mistral-7b", gpu="l4", max_model_len=8192, kv_cache_dtype="fp8", max_num_seqs=16)
+>>> round(plan.estimate.max_concurrency, 2), plan.concurrent_requests, plan.serves(16)
+(16.82, 16, True)
 
-That last one is inside the estimate's margin, and a launch whose requests are cut below the context
-the users need serves none of them at that context:
+16 running at once is not a promise to 16 users: 16.82x is inside the estimate's 10% of 16. And a
+launch whose requests are cut below the context the users need serves none of them at that context:
 
->>> plan.assess(12, context_tokens=8192).outcome
+>>> plan.assess(16, context_tokens=8192).outcome
 'measure it'
->>> plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=4096).assess(12, context_tokens=8192).line
-'12 users at 8,192 tokens: NOT served: max_model_len 4,096 is below the 8,192 tokens each user needs'
+>>> plan_launch(model="mistral-7b", gpu="l4", max_model_len=4096).assess(16, context_tokens=8192).line
+'16 users at 8,192 tokens: NOT served: max_model_len 4,096 is below the 8,192 tokens each user needs'
 """
 
 from __future__ import annotations
