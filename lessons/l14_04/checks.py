@@ -529,7 +529,8 @@ def _score_unready(v: dict) -> Result:
     if close(got, 5):
         return Result(False, "replica_unready_seconds: the traffic starts at 5 s; how long until the replica serves?")
     if close(got, 0) or got < 0:
-        return Result(False, "replica_unready_seconds: is the replica ready 5 s after its process starts?")
+        return Result(False, "replica_unready_seconds treats the replica as ready when its process starts: is the "
+                             "replica ready 5 s after its process starts?")
     if close(got, READY_S, rel=1e-3) or (type(own) in (int, float) and close(got, own, rel=1e-3)):
         return Result(False, "replica_unready_seconds: the traffic arrives 5 s after the process starts, not at once")
     return Result(False, "replica_unready_seconds: from when traffic arrives to when the replica is ready")

@@ -199,3 +199,35 @@ def test_a_grader_run_raises_nothing_and_passing_checks_say_so_in_one_line():
     nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute(env=_env())
     text = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
     assert text == "\u2713 plannable_bytes: looks right on the visible cases; the grader tries others\n", text
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda p: p.check_number("39", "replica_ready_seconds", what="seconds"),
+     "replica_ready_seconds must be a number of seconds"),
+    (lambda p: p.check_number(-3.0, "replica_unready_seconds", low=0, what="seconds"),
+     "replica_unready_seconds must be at least 0 seconds"),
+    (lambda p: p.check_number(1.5, "chat_unused_share", low=0, high=1), "chat_unused_share must be at most 1"),
+    (lambda p: p.check_number(12.0, "lab_first_crossing_sequences", whole=True),
+     "lab_first_crossing_sequences must be an int"),
+    (lambda p: p.check_choice("paged!", "chat_more_running", ("paged", "reserve-max", "same")),
+     "chat_more_running must be one of 'paged', 'reserve-max', 'same'"),
+    (lambda p: p.check_mapping({"weights": 1}, "lab_change_factors", ("weights", "kv_cache"), numbers=True),
+     "lab_change_factors must have exactly the keys 'weights', 'kv_cache'"),
+    (lambda p: p.check_mapping({"kv_cache": "big"}, "pool_kinds", ("kv_cache",), ("fixed", "grows")),
+     "pool_kinds['kv_cache'] must be one of 'fixed', 'grows'"),
+])
+def test_single_value_checks_say_what_form_is_wrong_and_nothing_more(call, message, monkeypatch):
+    """Single-value answers and predictions are the grader's: their visible part checks the form only."""
+    from course_lib.lessons.l14_04 import practice
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    with pytest.raises(practice.CheckFailed) as failed:
+        call(practice)
+    assert str(failed.value) == message
+
+
+def test_a_right_form_passes_with_one_line_and_says_the_figure_is_the_graders(monkeypatch, capsys):
+    from course_lib.lessons.l14_04 import practice
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    practice.check_number(3.0, "offload_seconds_per_step", low=0, what="seconds")     # a wrong figure, right form
+    assert capsys.readouterr().out == ("\u2713 offload_seconds_per_step: the right kind of answer; the grader "
+                                       "checks the figure\n")

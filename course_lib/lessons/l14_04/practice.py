@@ -347,6 +347,49 @@ def check_letter(value: Any, name: str, options: str = "abc") -> None:
     passed(name, "one of the letters; the grader checks which")
 
 
+# ------------------------------------------------------------------ single values: their form only
+
+SINGLE_VALUE = "the right kind of answer; the grader checks the figure"
+
+
+def check_number(value: Any, name: str, *, whole: bool = False, low: float | None = None,
+                 high: float | None = None, what: str = "") -> None:
+    """The visible part of a single-figure answer: a finite number (an int when ``whole``) in
+    ``[low, high]``, never its value (a check on the value would let a learner try figures until one
+    passes). ``what`` names the unit in the message, e.g. "seconds"."""
+    kind = "an int" if whole else "a number"
+    unit = f" of {what}" if what else ""
+    ok = type(value) is int if whole else type(value) in (int, float) and math.isfinite(value)
+    expect(ok, f"{name} must be {kind}{unit}")
+    if ok and low is not None:
+        expect(value >= low, f"{name} must be at least {low}{unit and ' ' + what}")
+    if ok and high is not None:
+        expect(value <= high, f"{name} must be at most {high}{unit and ' ' + what}")
+    passed(name, SINGLE_VALUE)
+
+
+def check_choice(value: Any, name: str, options: tuple[str, ...]) -> None:
+    """The visible part of an answer that is one of a few words (a pool, "more"/"less"/"same"): the form only."""
+    expect(type(value) is str and value in options, f"{name} must be one of " + ", ".join(map(repr, options)))
+    passed(name, "one of the choices; the grader checks which")
+
+
+def check_mapping(value: Any, name: str, keys: tuple[str, ...], values: tuple | None = None,
+                  numbers: bool = False) -> None:
+    """The visible part of a dict answer: exactly ``keys``, each value one of ``values`` (or a number when
+    ``numbers``); never which."""
+    expect(type(value) is dict, f"{name} must be a dict (see the template)")
+    if type(value) is dict:
+        expect(set(value) == set(keys), f"{name} must have exactly the keys " + ", ".join(map(repr, keys)))
+        for key in keys:
+            got = value.get(key)
+            if values is not None:
+                expect(got in values, f"{name}[{key!r}] must be one of " + ", ".join(map(repr, values)))
+            elif numbers:
+                expect(type(got) in (int, float), f"{name}[{key!r}] must be a number")
+    passed(name, "the right form; the grader checks the entries")
+
+
 # ------------------------------------------------------------------ Tasks 8-9: free is not capacity
 
 def safe_requests_slip(case: tuple, got: Any, expected: int) -> str | None:
