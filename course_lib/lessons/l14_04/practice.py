@@ -631,7 +631,11 @@ def decision_parts(decision: Any) -> tuple[str | None, str | None]:
     """(what keeps the launch from taking the users' 8k requests, what keeps it from serving 12 of them),
     each None when that part holds. The one rule the grader, the visible check and the task's own cell use
     (through :meth:`course_lib.vllm_explorer.LaunchPlan.assess`): a launch that misses a stated requirement
-    is never served, and one within the estimate's margin of 12 is answered "measure it"."""
+    is never served, and one within the estimate's margin of 12 is answered "measure it".
+
+    >>> decision_parts({"weights": "checkpoint", "kv_cache_dtype": "auto"})[0]
+    'decision lacks max_model_len, max_num_seqs, gpu_memory_utilization, tensor_parallel'
+    """
     form = decision_form_slip(decision)
     if form:
         return form, "decision: it is not a launch yet, so it serves nobody"
