@@ -581,12 +581,13 @@ VALIDATE_SLIPS = (
 
 
 @pytest.mark.browser
-def test_validate_dialog_shows_the_message_and_no_answer_or_source(learner_root):
+def test_validate_dialog_shows_the_message_and_no_answer_or_source(session, learner_root):
     """nbgrader's Validate button in the learner's JupyterLab, on a notebook with two slips: the dialog lists
     each failing check with its one-line message, and no traceback, no line of course_lib's source and none of
-    the grader's answers (the split-block case the grader tries is worked to 16 GB, 16000000000 bytes)."""
-    sync_api = playwright_module()
-    root, base = learner_root
+    the grader's answers (the split-block case the grader tries is worked to 16 GB, 16000000000 bytes).
+    (The module's last test: it opens another notebook in the session's page.)"""
+    from urllib.parse import urlsplit
+    root, _ = learner_root
     folder = root / workspace.ASSIGNMENT
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -598,25 +599,25 @@ def test_validate_dialog_shows_the_message_and_no_answer_or_source(learner_root)
             "solution": False}}))
     path = folder / "validate-slips.ipynb"
     nbformat.write(nb, path)
-    home = Path(tempfile.mkdtemp(prefix="validate-", dir=base))
-    lab = JupyterLab(root, home, ARTIFACTS / "jupyterlab-validate.log")
+    page = session.page
     try:
-        lab.wait_ready()
-        with chromium_page(sync_api, home / "chromium-profile") as page:
-            page.goto(lab.url(f"lab/tree/{path.relative_to(root).as_posix()}") + "&reset")
-            page.locator(".jp-Notebook .jp-CodeCell").first.wait_for(timeout=60_000)
-            page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=60_000)
-            page.locator(".jp-NotebookPanel-toolbar").get_by_text("Validate").first.click()
-            dialog = page.locator(".jp-Dialog").filter(has_text="Validation Results")
-            dialog.wait_for(state="visible", timeout=180_000)
-            body = dialog.locator(".validation-failed")
-            body.wait_for(state="visible", timeout=10_000)
-            dialog.screenshot(path=str(ARTIFACTS / "20-validate-dialog.png"))
-            text = body.inner_text()
-            wide = page.evaluate("""() => [...document.querySelectorAll('.jp-Dialog .validation-failed pre')]
-                                    .filter(p => p.scrollWidth > p.clientWidth + 1).map(p => p.innerText)""")
+        origin = "{0.scheme}://{0.netloc}".format(urlsplit(page.url))
+        page.goto(f"{origin}/lab/tree/{path.relative_to(root).as_posix()}?reset")
+        page.wait_for_function("() => document.querySelector('#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current "
+                               ".lm-TabBar-tabLabel')?.textContent === 'validate-slips.ipynb'", timeout=60_000)
+        page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell").first.wait_for(timeout=60_000)
+        page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-NotebookPanel-toolbar").get_by_text(
+            "Validate").first.click()
+        dialog = page.locator(".jp-Dialog").filter(has_text="Validation Results")
+        dialog.wait_for(state="visible", timeout=180_000)
+        body = dialog.locator(".validation-failed")
+        body.wait_for(state="visible", timeout=10_000)
+        dialog.screenshot(path=str(ARTIFACTS / "20-validate-dialog.png"))
+        text = body.inner_text()
+        wide = page.evaluate("""() => [...document.querySelectorAll('.jp-Dialog .validation-failed pre')]
+                                .filter(p => p.scrollWidth > p.clientWidth + 1).map(p => p.innerText)""")
+        dialog.get_by_text("Ok").click()
     finally:
-        lab.stop()
         path.unlink(missing_ok=True)
     assert text.count("The following cell failed:") == len(VALIDATE_SLIPS), text
     assert wide == [], f"a message the dialog cuts off (it scrolls sideways): {wide}"
