@@ -231,3 +231,13 @@ def test_a_right_form_passes_with_one_line_and_says_the_figure_is_the_graders(mo
     practice.check_number(3.0, "offload_seconds_per_step", low=0, what="seconds")     # a wrong figure, right form
     assert capsys.readouterr().out == ("\u2713 offload_seconds_per_step: the right kind of answer; the grader "
                                        "checks the figure\n")
+
+
+def test_the_decision_cell_never_calls_a_4k_launch_served():
+    """The issue's slip: Task 17's own cell printed "12 users at 4,096 tokens: served" for a launch the grader
+    scores as serving nobody. The cell now prints practice.decision_verdict, the grader's rule."""
+    from course_lib.lessons.l14_04 import practice
+    short = {"weights": "checkpoint", "kv_cache_dtype": "fp8", "max_model_len": 4096, "max_num_seqs": 16,
+             "gpu_memory_utilization": 0.92, "tensor_parallel": 1}
+    line = practice.decision_verdict(short)
+    assert "12 users at 8,192 tokens: NOT served" in line and ": served" not in line, line
