@@ -68,6 +68,7 @@ MAX_NUM_BATCHED_TOKENS = [("release default", 0)] + [(f"{n:,}", n) for n in (512
 ESTIMATE_MARGIN = 0.10
 #: What :meth:`LaunchPlan.assess` says of a launch.
 SERVED, MEASURE_IT, NOT_SERVED = "served", "measure it", "NOT served"
+OUTCOME_COLOURS = {SERVED: "#1b5e20", MEASURE_IT: "#8a5a00", NOT_SERVED: "#b71c1c"}
 
 TERM_COLOURS = {"weights": "#4c72b0", "activation_peak": "#8c8c8c", "non_torch": "#b07aa1",
                 "cuda_graph": "#9c755f", "kv_cache": "#dd8452"}
@@ -252,7 +253,7 @@ def launch_figure(plan: LaunchPlan, users: int | None = None, title: str = "vLLM
     if slots <= last:
         line.axvline(slots, color="#4c72b0", ls="--", lw=1.2, label=f"max_num_seqs = {slots}")
     if users:
-        colour = "#1b5e20" if plan.serves(users) else "#b71c1c"
+        colour = OUTCOME_COLOURS.get(plan.assess(users).outcome, "#b71c1c")
         line.plot([users], [users * per_request], "o", ms=8, color=colour, label=f"target: {users} users")
     line.set_xlim(0, last)
     line.set_ylim(0, max(kv, last * per_request) * 1.05 or 1)
@@ -331,8 +332,7 @@ def launch_explorer(model: str = "llama-3.1-8b", gpu: str = "rtx-4090", max_mode
         values["max_num_batched_tokens"] = values["max_num_batched_tokens"] or None
         users_now, context_now = values.pop("users"), values.pop("context_tokens")
         plan = plan_launch(**values)
-        outcome = plan.assess(users_now, context_now).outcome
-        colour = {SERVED: "#1b5e20", MEASURE_IT: "#8a5a00"}.get(outcome, "#b71c1c")
+        colour = OUTCOME_COLOURS.get(plan.assess(users_now, context_now).outcome, "#b71c1c")
         verdict.value = f"<span style='color:{colour}'>{_html(plan.verdict(users_now, context_now))}</span>"
         with out:
             out.clear_output(wait=True)
