@@ -1,5 +1,7 @@
 """The notebook's visible checks in a real kernel: a failing one shows its message and nothing else.
 
+(The kernel runs, ~20 s together, are marked slow: `make test` runs them, `make check` does not.)
+
 Every visible check of ``course_lib.lessons.l14_04.practice`` is failed once, with an honest slip, in one
 small nbgrader notebook; ``nbgrader validate`` (what the Validate button runs) and nbclient (what
 *Run All* does) run it in a real IPython kernel. Independent references: the graded answers are the
@@ -150,6 +152,7 @@ def validated(tmp_path_factory):
     return json.loads(proc.stdout.strip().splitlines()[-1])["failed"]
 
 
+@pytest.mark.slow
 def test_validate_fails_every_slip_and_names_it(validated):
     assert len(validated) == len(SLIPS), [f["source"] for f in validated]
     for failed, (gid, _, visible, phrase) in zip(validated, SLIPS):
@@ -159,6 +162,7 @@ def test_validate_fails_every_slip_and_names_it(validated):
         assert all(len(line) <= 88 for line in failed["raw_error"].splitlines()), f"{gid}: lines a dialog shows whole"
 
 
+@pytest.mark.slow
 def test_validate_shows_no_source_frame_or_answer(validated):
     out = "\n".join(f["raw_error"] + "\n" + f["error"] for f in validated)
     for marker in ("course_lib/", "course_lib.", "practice.py", "File \"", "Traceback", "_require(", "raise CheckFailed",
@@ -170,6 +174,7 @@ def test_validate_shows_no_source_frame_or_answer(validated):
     assert shown == [], f"graded answers in Validate's result: {shown}"
 
 
+@pytest.mark.slow
 def test_run_all_stops_at_a_failing_check_and_the_kernel_shows_the_message_only():
     """nbclient runs cells as Run All does: it stops at the first failing cell (an error), whose output is the
     message alone; the cells after it do not run."""
@@ -184,6 +189,7 @@ def test_run_all_stops_at_a_failing_check_and_the_kernel_shows_the_message_only(
     assert nb.cells[-1].get("outputs") == [] and nb.cells[-1].get("execution_count") is None, "Run All went on"
 
 
+@pytest.mark.slow
 def test_a_grader_run_raises_nothing_and_passing_checks_say_so_in_one_line():
     """While a grader runs (NBGRADER_EXECUTION=autograde) the visible part never stops the cell (the hidden part
     decides); a right answer prints one line."""
