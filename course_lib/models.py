@@ -10,16 +10,16 @@ layer stores a key and a value vector per KV head per token, hence the ``2 x``:
 
     kv_bytes_per_token = 2 x layers x kv_heads x head_dim x bytes
 
-Worked example (Llama-3-8B, fp16): 2 x 32 x 8 x 128 x 2 = 131,072 B per token,
-so a 4,096-token sequence holds 536,870,912 B = 0.54 GB (exactly 0.5 GiB).
+Worked example (Llama-3.2-3B, fp16): 2 x 28 x 8 x 128 x 2 = 114,688 B per token,
+so a 4,096-token sequence holds 469,762,048 B = 0.47 GB (0.4375 GiB).
 
->>> spec = from_hf_config({"model_type": "llama", "hidden_size": 4096,
-...     "intermediate_size": 14336, "num_hidden_layers": 32,
-...     "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256})
+>>> spec = from_hf_config({"model_type": "llama", "hidden_size": 3072,
+...     "intermediate_size": 8192, "num_hidden_layers": 28, "num_attention_heads": 24,
+...     "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 128256, "tie_word_embeddings": True})
 >>> spec.params_total
-8030261248
+3212749824
 >>> kv_cache_bytes_per_token(spec, "fp16")
-131072
+114688
 """
 
 from __future__ import annotations

@@ -17,16 +17,16 @@ Real copies reach less than the theoretical figure; ``efficiency`` (default
 :data:`DEFAULT_EFFICIENCY` = 0.8) is an assumption, not a measurement:
 pinned-memory copies commonly reach 70-90% of it, pageable ones less.
 
-The lesson's point, worked by hand: stream 10 GB of offloaded weights over
-PCIe Gen4 x16 at every decode step and each step waits 10e9 / 31.5e9 = 0.317 s
-even at 100% efficiency, 10e9 / (0.8 x 31.5e9) = 0.397 s at 80%. Reading the
-same bytes from an A100-80GB's own HBM (2,039 GB/s) takes about 0.005 s.
+The lesson's point, worked by hand: stream 4 GB of offloaded weights over
+PCIe Gen4 x16 at every decode step and each step waits 4e9 / 31.5e9 = 0.127 s
+even at 100% efficiency, 4e9 / (0.8 x 31.5e9) = 0.159 s at 80%. Reading the
+same bytes from an A100-80GB's own HBM (2,039 GB/s) takes about 0.002 s.
 Offloading frees capacity; it does not make it free.
 
->>> round(transfer_seconds(10 * GB, "pcie-gen4-x16", efficiency=1.0), 3)
-0.317
->>> round(transfer_seconds(10 * GB, "pcie-gen4-x16"), 3)      # default efficiency 0.8
-0.397
+>>> round(transfer_seconds(4 * GB, "pcie-gen4-x16", efficiency=1.0), 3)
+0.127
+>>> round(transfer_seconds(4 * GB, "pcie-gen4-x16"), 3)      # default efficiency 0.8
+0.159
 """
 
 from __future__ import annotations
@@ -234,9 +234,9 @@ def swap_vs_recompute(tokens: int, kv_bytes_per_token: int, params: int, *, link
     (:func:`course_lib.models.active_params`), not its total: Mixtral-8x7B recomputes through
     12.9e9 of its 46.7e9.
 
-    Llama-3-8B (131,072 B/token fp16), 2,048 tokens = 268,435,456 B of KV.
-    Swap over PCIe Gen4 at 80%: 2 x 0.0107 = 0.0213 s. Recompute at 50% of an
-    A100's 312 TFLOP/s: 3.29e13 / 1.56e14 = 0.211 s. Swap wins about 10x here.
+    Llama-3.2-3B (114,688 B/token fp16), 2,048 tokens = 234,881,024 B of KV.
+    Swap over PCIe Gen4 at 80%: 2 x 0.0093 = 0.0186 s. Recompute at 50% of an
+    A100's 312 TFLOP/s: 1.32e13 / 1.56e14 = 0.084 s. Swap wins about 4.5x here.
     Under this linear model both costs grow in proportion to the tokens, so the ratio is the same
     at any length (swap: 2 x kv_bytes_per_token / bandwidth per token; recompute: 2 x params /
     (FLOP/s x MFU) per token); only what it leaves out changes that: a copy's fixed latency (which
@@ -247,9 +247,9 @@ def swap_vs_recompute(tokens: int, kv_bytes_per_token: int, params: int, *, link
     KV to the host was a V0 preemption mode and went with it. What V1 keeps in host memory is
     prefix-cache blocks (``--kv-offloading-size``, in GiB despite its name, like ``--cpu-offload-gb``).
 
-    >>> r = swap_vs_recompute(2048, 131_072, 8_030_261_248)
+    >>> r = swap_vs_recompute(2048, 114_688, 3_212_749_824)
     >>> r.kv_bytes, r.cheaper, round(r.ratio, 1)
-    (268435456, 'swap', 9.9)
+    (234881024, 'swap', 4.5)
     """
     n = check_count("tokens", tokens, 1)
     kv = n * check_count("kv_bytes_per_token", kv_bytes_per_token, 1)
@@ -301,9 +301,9 @@ def offload_weights(offloaded_bytes: int | str, *, link: str | Link | int = DEFA
     the link instead of from device memory, with no overlap assumed (the
     best overlap hides only as much as the step's own compute time).
 
-    >>> w = offload_weights("10GB", kv_bytes_per_token=131_072)
+    >>> w = offload_weights("4GB", kv_bytes_per_token=114_688)
     >>> round(w.added_step_s_ideal, 3), round(w.added_step_s, 3), w.kv_tokens_freed
-    (0.317, 0.397, 76293)
+    (0.127, 0.159, 34877)
     """
     size = parse_bytes(offloaded_bytes, name="offloaded_bytes")
     ln = get_link(link)

@@ -8,22 +8,36 @@ start-up. How many requests of ``max_model_len`` tokens run at once is then the 
 pool's "maximum concurrency" (the start-up line ``Maximum concurrency for 8,192 tokens per
 request: 6.00x``) and ``max_num_seqs`` (the scheduler's slot count).
 
-:func:`plan_launch` is the arithmetic (no widgets, no plotting); :func:`launch_figure` draws one
-plan; :func:`launch_explorer` wraps both in ipywidgets controls.
+:func:`plan_launch` is the arithmetic (no widgets, no plotting); :meth:`LaunchPlan.assess` is the one
+place that says whether a launch serves stated users at a stated context (the explorer, a notebook's
+decision cell and a grader all read it); :func:`launch_figure` draws one plan; :func:`launch_explorer`
+wraps them in ipywidgets controls.
 
-Worked example: Llama-3.1-8B in bf16 on an RTX 4090 (23.65 GiB CUDA total) with vLLM's defaults
-has room for five 8k requests; an fp8 KV cache doubles that, and 16 sequence slots instead of 256
-shrink the sampler's profile and the CUDA graphs enough for a twelfth:
+The figures are course_lib's estimate of vLLM's rule, within 10% of the logged KV cache on published
+start-up logs (:data:`ESTIMATE_MARGIN`), so a launch is said to serve N users only when its maximum
+concurrency clears N with that margin; one that misses N by less than the margin is answered "measure
+it" (start it and read vLLM's own line), and one that misses it by more is not served.
 
->>> plan = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192)
->>> plan.concurrent_requests, plan.serves(12)
-(5, False)
->>> plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, kv_cache_dtype="fp8").concurrent_requests
-10
->>> plan = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, kv_cache_dtype="fp8",
-...                    max_num_seqs=16)
->>> round(plan.estimate.max_concurrency, 2), plan.concurrent_requests, plan.serves(12)
-(12.56, 12, True)
+Worked example: Mistral-7B in bf16 on an L4 (22.0 GiB CUDA total) with vLLM's defaults has room for
+seven 8k requests; an fp8 KV cache doubles that, and 16 sequence slots instead of 256 shrink the
+sampler's profile and the CUDA graphs (the slots then cap the count):
+
+>>> plan = plan_launch(model="mistral-7b", gpu="l4", max_model_len=8192)
+>>> round(plan.estimate.max_concurrency, 2), plan.concurrent_requests
+(7.38, 7)
+>>> plan_launch(model="mistral-7b", gpu="l4", max_model_len=8192, kv_cache_dtype="fp8").concurrent_requests
+14
+>>> plan = plan_launch(model="mistral-7b", gpu="l4", max_model_len=8192, kv_cache_dtype="fp8", max_num_seqs=16)
+>>> round(plan.estimate.max_concurrency, 2), plan.concurrent_requests, plan.serves(16)
+(16.82, 16, True)
+
+16 running at once is not a promise to 16 users: 16.82x is inside the estimate's 10% of 16. And a
+launch whose requests are cut below the context the users need serves none of them at that context:
+
+>>> plan.assess(16, context_tokens=8192).outcome
+'measure it'
+>>> plan_launch(model="mistral-7b", gpu="l4", max_model_len=4096).assess(16, context_tokens=8192).line
+'16 users at 8,192 tokens: NOT served: max_model_len 4,096 is below the 8,192 tokens each user needs'
 """
 
 from __future__ import annotations
@@ -46,9 +60,33 @@ KV_CACHE_DTYPES = [("auto (compute dtype)", "auto"), ("fp8", "fp8")]
 MAX_MODEL_LENS = [2**k for k in range(10, 18)]          # 1,024 ... 131,072
 #: The max_num_seqs slider's stops (vLLM's defaults are 256 and 1,024).
 MAX_NUM_SEQS = [1, 2, 4, 8, 10, 12, 16, 24, 32, 48, 64, 128, 256, 512, 1024]
+#: The --max-num-batched-tokens choices (0: the release's default; a Dropdown shows None as no selection).
+MAX_NUM_BATCHED_TOKENS = [("release default", 0)] + [(f"{n:,}", n) for n in (512, 1024, 2048, 4096, 8192, 16384)]
+
+#: course_lib's estimate of vLLM's KV pool is within 10% of the logged one on published start-up logs (README:
+#: the held-out sets): the headroom a launch needs before it is said to serve its users.
+ESTIMATE_MARGIN = 0.10
+#: What :meth:`LaunchPlan.assess` says of a launch.
+SERVED, MEASURE_IT, NOT_SERVED = "served", "measure it", "NOT served"
+OUTCOME_COLOURS = {SERVED: "#1b5e20", MEASURE_IT: "#8a5a00", NOT_SERVED: "#b71c1c"}
 
 TERM_COLOURS = {"weights": "#4c72b0", "activation_peak": "#8c8c8c", "non_torch": "#b07aa1",
                 "cuda_graph": "#9c755f", "kv_cache": "#dd8452"}
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """Whether a launch serves ``users`` requests of ``context_tokens`` at once, in words.
+
+    outcome: :data:`SERVED`, :data:`MEASURE_IT` or :data:`NOT_SERVED`. start_problem: why the launch cannot
+    take the users' requests at all (it does not start, or its max_model_len is below their context), else
+    None. serve_problem: why the users are not (surely) served, else None. line: one line for people.
+    """
+
+    outcome: str
+    line: str
+    start_problem: str | None = None
+    serve_problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -78,33 +116,80 @@ class LaunchPlan:
         """True when ``users`` requests of ``max_model_len`` tokens can all be running at once."""
         return self.concurrent_requests >= users
 
-    def verdict(self, users: int | None = None) -> str:
-        """One line for people: starts or not, the pool, and (with ``users``) whether they are all served."""
+    def verdict(self, users: int | None = None, context_tokens: int | None = None) -> str:
+        """One line for people: starts or not, the pool, and (with ``users``) :meth:`assess`'s line for
+        ``users`` requests of ``context_tokens`` tokens (default: max_model_len)."""
         if self.estimate is None or self.refusal:
-            return f"vLLM does not start: {self.refusal}"
+            line = f"vLLM does not start: {self.refusal}"
+            return line if users is None else f"{line}; {self.assess(users, context_tokens).line}"
         e = self.estimate
         length = e.launch["max_model_len"]
         line = (f"vLLM starts: KV pool {e.runtime_kv_cache_bytes / GiB:.2f} GiB = {e.kv_cache_tokens:,} tokens; "
                 f"maximum concurrency for {length:,} tokens per request: {e.max_concurrency:.2f}x; "
                 f"max_num_seqs {e.launch['max_num_seqs']:,}: {self.concurrent_requests} such requests at once")
         if users is not None:
-            line += (f"; {users} users at {length:,} tokens: " + ("served" if self.serves(users) else "NOT served"))
+            line += "; " + self.assess(users, context_tokens).line
         return line
+
+    def assess(self, users: int, context_tokens: int | None = None, margin: float = ESTIMATE_MARGIN) -> Assessment:
+        """Does this launch serve ``users`` requests of ``context_tokens`` tokens (default: its max_model_len)?
+
+        Served: it starts, max_model_len reaches the context, max_num_seqs has a slot for each user and the
+        maximum concurrency clears ``users`` with ``margin`` to spare (the estimate's error on published logs).
+        Measure it: every stated requirement holds but the concurrency is within the margin of ``users``.
+        NOT served: anything else; a launch that misses a stated requirement is never served.
+        The concurrency is vLLM's "Maximum concurrency" (``get_max_concurrency_for_kv_cache_config`` in
+        vllm/v1/core/kv_cache_utils.py, v0.10-v0.11) as :func:`course_lib.runtimes.estimate_vllm` estimates it.
+        """
+        if not self.starts:
+            problem = f"vLLM does not start: {self.refusal}"
+            where = f" at {context_tokens:,} tokens" if context_tokens else ""
+            return Assessment(NOT_SERVED, f"{users} users{where}: {NOT_SERVED}: it does not start, so it serves "
+                              "nobody", problem, "it does not start, so it serves nobody")
+        e = self.estimate
+        length = e.launch["max_model_len"]
+        context = context_tokens or length
+        head = f"{users} users at {context:,} tokens: "
+        if length < context:
+            problem = f"max_model_len {length:,} is below the {context:,} tokens each user needs"
+            return Assessment(NOT_SERVED, head + f"{NOT_SERVED}: {problem}", problem,
+                              f"requests of {context:,} tokens do not fit a max_model_len of {length:,}, so "
+                              "none of the users is served")
+        slots = int(e.launch["max_num_seqs"])
+        if slots < users:
+            problem = f"max_num_seqs {slots:,} gives {users} users only {slots} slots"
+            return Assessment(NOT_SERVED, head + f"{NOT_SERVED}: {problem}", None, problem)
+        # the pool, for requests of the users' context (the plan's own concurrency is for max_model_len)
+        concurrency = e.max_concurrency * length / context
+        estimate = (f"course_lib's estimate of vLLM's rule (within {margin:.0%} on published logs) gives "
+                    f"{concurrency:.2f}x")
+        if concurrency * (1 - margin) >= users:
+            return Assessment(SERVED, head + f"{SERVED} ({concurrency:.2f}x, the estimate's {margin:.0%} margin to spare)")
+        if concurrency * (1 + margin) >= users:
+            problem = (f"{estimate}, within {margin:.0%} of {users}: too close to promise; start it and read vLLM's "
+                       "'Maximum concurrency' line, or leave more headroom")
+            return Assessment(MEASURE_IT, head + f"{MEASURE_IT}: {problem}", None, problem)
+        problem = (f"vLLM would run {min(int(concurrency), slots)} requests of {context:,} tokens at once, not {users} "
+                   f"({estimate})")
+        return Assessment(NOT_SERVED, head + f"{NOT_SERVED}: {problem}", None, problem)
 
 
 def plan_launch(*, model: str, gpu: str, max_model_len: int, weights: str | None = None,
                 kv_cache_dtype: str = "auto", max_num_seqs: int | None = None,
                 gpu_memory_utilization: float | None = None, tensor_parallel: int = 1,
-                vllm_version: str | None = None) -> LaunchPlan:
+                vllm_version: str | None = None, enforce_eager: bool = False,
+                max_num_batched_tokens: int | None = None) -> LaunchPlan:
     """vLLM's sizing of one launch (None knobs take the release's defaults); never raises on a bad launch.
 
     ``weights`` is the weight format (None or "checkpoint": the checkpoint's own); the KV cache follows
-    the compute dtype unless ``kv_cache_dtype="fp8"``.
+    the compute dtype unless ``kv_cache_dtype="fp8"``. ``enforce_eager`` drops the CUDA graphs;
+    ``max_num_batched_tokens`` sets the tokens the profile's forward pass runs over.
     """
     try:
         launch = VllmLaunch(version=vllm_version, dtype=None if weights in (None, "checkpoint") else weights, kv_cache_dtype=kv_cache_dtype,
                             max_model_len=max_model_len, max_num_seqs=max_num_seqs,
-                            gpu_memory_utilization=gpu_memory_utilization, tensor_parallel=tensor_parallel)
+                            gpu_memory_utilization=gpu_memory_utilization, tensor_parallel=tensor_parallel,
+                            enforce_eager=bool(enforce_eager), max_num_batched_tokens=max_num_batched_tokens)
         est = estimate_vllm(get_model(model), gpu=gpu, launch=launch, refuse=False)
     except CourseInputError as exc:
         return LaunchPlan(None, str(exc))
@@ -168,7 +253,7 @@ def launch_figure(plan: LaunchPlan, users: int | None = None, title: str = "vLLM
     if slots <= last:
         line.axvline(slots, color="#4c72b0", ls="--", lw=1.2, label=f"max_num_seqs = {slots}")
     if users:
-        colour = "#1b5e20" if plan.serves(users) else "#b71c1c"
+        colour = OUTCOME_COLOURS.get(plan.assess(users).outcome, "#b71c1c")
         line.plot([users], [users * per_request], "o", ms=8, color=colour, label=f"target: {users} users")
     line.set_xlim(0, last)
     line.set_ylim(0, max(kv, last * per_request) * 1.05 or 1)
@@ -189,8 +274,13 @@ def _wrap(text: str, width: int = 70) -> str:
 
 def launch_explorer(model: str = "llama-3.1-8b", gpu: str = "rtx-4090", max_model_len: int = 8192,
                     users: int = 12, weights: str = "checkpoint", kv_cache_dtype: str = "auto",
-                    max_num_seqs: int = 256, gpu_memory_utilization: float = 0.92, tensor_parallel: int = 1):
+                    max_num_seqs: int = 256, gpu_memory_utilization: float = 0.92, tensor_parallel: int = 1,
+                    context_tokens: int | None = None):
     """Interactive controls over :func:`plan_launch`, drawing :func:`launch_figure` (vLLM's newest defaults).
+
+    ``users`` and ``context_tokens`` (default: the first ``max_model_len``) are the requirement the verdict
+    line holds the launch to (:meth:`LaunchPlan.assess`): moving max_model_len below the users' context
+    never reads "served".
 
     Returns the ipywidgets container (display it, or let the cell show it); None while a grader runs
     the notebook (:mod:`course_lib.grading`: no grader can show a widget).
@@ -219,8 +309,17 @@ def launch_explorer(model: str = "llama-3.1-8b", gpu: str = "rtx-4090", max_mode
         "gpu_memory_utilization": w.FloatSlider(value=gpu_memory_utilization, min=0.5, max=0.98, step=0.01,
                                                 description="--gpu-memory-utilization (share)", style=style,
                                                 layout=layout),
+        "enforce_eager": w.Checkbox(value=False, description="--enforce-eager (no CUDA graphs)", style=style,
+                                    layout=layout),
+        "max_num_batched_tokens": w.Dropdown(options=MAX_NUM_BATCHED_TOKENS, value=0,
+                                             description="--max-num-batched-tokens (profile)", style=style,
+                                             layout=layout),
         "users": w.IntSlider(value=users, min=1, max=64, description="users to serve (count)", style=style,
                              layout=layout),
+        "context_tokens": w.SelectionSlider(options=[(f"{n:,}", n) for n in MAX_MODEL_LENS],
+                                            value=context_tokens or max_model_len,
+                                            description="context each user needs (tokens)", style=style,
+                                            layout=layout),
     }
     verdict = w.HTML(layout=w.Layout(width="95%"))
     verdict.add_class("course-launch-verdict")
@@ -230,10 +329,11 @@ def launch_explorer(model: str = "llama-3.1-8b", gpu: str = "rtx-4090", max_mode
         values = {name: c.value for name, c in controls.items()}
         # the slider's float is 0.9199999999999999 for 0.92: the flag as a person types it
         values["gpu_memory_utilization"] = round(values["gpu_memory_utilization"], 2)
-        users_now = values.pop("users")
+        values["max_num_batched_tokens"] = values["max_num_batched_tokens"] or None
+        users_now, context_now = values.pop("users"), values.pop("context_tokens")
         plan = plan_launch(**values)
-        colour = "#1b5e20" if plan.serves(users_now) else "#b71c1c"
-        verdict.value = f"<span style='color:{colour}'>{_html(plan.verdict(users_now))}</span>"
+        colour = OUTCOME_COLOURS.get(plan.assess(users_now, context_now).outcome, "#b71c1c")
+        verdict.value = f"<span style='color:{colour}'>{_html(plan.verdict(users_now, context_now))}</span>"
         with out:
             out.clear_output(wait=True)
             fig = launch_figure(plan, users_now, title=f"{values['model']} on {values['gpu']} "

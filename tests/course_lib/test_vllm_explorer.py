@@ -79,7 +79,14 @@ def test_widget_redraws_when_a_knob_moves():
     kv = next(c for c in box.children if getattr(c, "description", "") == "--kv-cache-dtype")
     seqs = next(c for c in box.children if getattr(c, "description", "") == "--max-num-seqs (slots)")
     kv.value, seqs.value = "fp8", 16
+    # 12.60x (the module's worked example) is within the estimate's 10% of 12: not promised
+    assert "12 users at 8,192 tokens: measure it" in verdict.value
+    util = next(c for c in box.children if getattr(c, "description", "") == "--gpu-memory-utilization (share)")
+    util.value = 0.95     # 14.02x: more than 12 / 0.9 = 13.33x
     assert "12 users at 8,192 tokens: served" in verdict.value
+    length = next(c for c in box.children if getattr(c, "description", "") == "--max-model-len (tokens)")
+    length.value = 4096   # more requests fit, but none of the users' 8k ones
+    assert "12 users at 8,192 tokens: NOT served: max_model_len 4,096" in verdict.value, verdict.value
 
 
 def test_every_dropdown_shows_a_selection():
@@ -105,3 +112,32 @@ def test_while_grading_the_explorers_draw_nothing_and_say_so(monkeypatch, capsys
                      "depends on it)" for name in ("budget", "launch")]
     monkeypatch.setenv("NBGRADER_EXECUTION", "")
     assert budget_explorer() is not None, "an empty value is not a grader"
+
+
+def test_a_launch_is_served_only_with_the_estimates_margin():
+    """The rule a notebook's decision cell, the explorer and the grader share (LaunchPlan.assess): served when
+    the maximum concurrency x 0.9 reaches the users (the estimate is within 10% on published logs), "measure it"
+    within 10% either side, NOT served below, and never served when a stated requirement is missed."""
+    base = dict(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, kv_cache_dtype="fp8")
+    close_call = plan_launch(**base, max_num_seqs=16)                        # 12.60x: 12 / 1.1 <= 12.6 < 12 / 0.9
+    assert close_call.serves(12) and close_call.assess(12, 8192).outcome == "measure it"
+    assert "within 10% on published logs" in close_call.assess(12, 8192).serve_problem
+    roomy = plan_launch(**base, max_num_seqs=16, gpu_memory_utilization=0.95)       # 14.02x >= 13.33x
+    assert roomy.assess(12, 8192).outcome == "served" and roomy.assess(12, 8192).serve_problem is None
+    defaults = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192)   # 5.29x < 12 / 1.1
+    assert defaults.assess(12, 8192).outcome == "NOT served"
+    assert "vLLM would run 5 requests of 8,192 tokens at once, not 12" in defaults.assess(12, 8192).serve_problem
+    short = plan_launch(**dict(base, max_model_len=4096), max_num_seqs=16)        # 25x of 4k requests
+    a = short.assess(12, 8192)
+    assert a.outcome == "NOT served" and "4,096 is below the 8,192" in a.start_problem
+    assert "served" not in short.verdict(12, 8192).replace("NOT served", "")
+    few_slots = plan_launch(**base, max_num_seqs=8, gpu_memory_utilization=0.95)
+    assert few_slots.assess(12, 8192).outcome == "NOT served" and "max_num_seqs 8" in few_slots.assess(12, 8192).line
+
+
+def test_enforce_eager_and_batched_tokens_are_levers():
+    """No CUDA graphs, and a smaller profile forward, each leave the pool more room (vLLM's rule, same launch)."""
+    base = dict(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, kv_cache_dtype="fp8", max_num_seqs=16)
+    plain = plan_launch(**base).estimate.max_concurrency
+    assert plan_launch(**base, enforce_eager=True).estimate.max_concurrency > plain
+    assert plan_launch(**base, max_num_batched_tokens=1024).estimate.max_concurrency > plain

@@ -623,3 +623,66 @@ def test_the_lab_runs_in_the_workspace_as_the_lesson_says(session):
     assert "parts_gb = {'weights': 14.0, 'workspace': 2.0, 'reserve': 2.0, 'kv_cache': 8.59}" in proc.stdout
     assert "verdict: the workload does not fit" in proc.stdout
 
+
+# ------------------------------------------------------------------ Validate: the message, never the answer
+
+# A learner's slips, one cell each: split blocks planned with as if free, and the 12-user launch cut to 4k context.
+VALIDATE_SLIPS = (
+    ("def plannable_bytes(free_bytes, allocated_bytes, reserved_bytes, inactive_split_bytes, reserve_bytes):\n"
+     "    return max(0, free_bytes + reserved_bytes - allocated_bytes - reserve_bytes)",
+     "practice.check_plannable(plannable_bytes)", "counts the inactive split blocks"),
+    ('decision = {"weights": "checkpoint", "kv_cache_dtype": "fp8", "max_model_len": 4096, "max_num_seqs": 16,\n'
+     '            "gpu_memory_utilization": 0.92, "tensor_parallel": 1}\n'
+     'decision_reason = "an fp8 KV cache halves every request\'s cache"',
+     "practice.check_decision(decision, decision_reason)", "the users need 8k context"),
+)
+
+
+@pytest.mark.browser
+def test_validate_dialog_shows_the_message_and_no_answer_or_source(session, learner_root):
+    """nbgrader's Validate button in the learner's JupyterLab, on a notebook with two slips: the dialog lists
+    each failing check with its one-line message, and no traceback, no line of course_lib's source and none of
+    the grader's answers (the split-block case the grader tries is worked to 16 GB, 16000000000 bytes).
+    (The module's last test: it opens another notebook in the session's page.)"""
+    from urllib.parse import urlsplit
+    root, _ = learner_root
+    folder = root / workspace.ASSIGNMENT
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells.append(nbformat.v4.new_code_cell("from course_lib.lessons.l14_04 import practice"))
+    for i, (answer, check, _) in enumerate(VALIDATE_SLIPS):
+        nb.cells.append(nbformat.v4.new_code_cell(answer))
+        nb.cells.append(nbformat.v4.new_code_cell(check, metadata={"nbgrader": {
+            "grade": True, "grade_id": f"test_slip_{i}", "locked": True, "points": 1, "schema_version": 3,
+            "solution": False}}))
+    path = folder / "validate-slips.ipynb"
+    nbformat.write(nb, path)
+    page = session.page
+    try:
+        origin = "{0.scheme}://{0.netloc}".format(urlsplit(page.url))
+        page.goto(f"{origin}/lab/tree/{path.relative_to(root).as_posix()}?reset")
+        page.wait_for_function("() => document.querySelector('#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current "
+                               ".lm-TabBar-tabLabel')?.textContent === 'validate-slips.ipynb'", timeout=60_000)
+        page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell").first.wait_for(timeout=60_000)
+        page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-NotebookPanel-toolbar").get_by_text(
+            "Validate").first.click()
+        dialog = page.locator(".jp-Dialog").filter(has_text="Validation Results")
+        dialog.wait_for(state="visible", timeout=180_000)
+        body = dialog.locator(".validation-failed")
+        body.wait_for(state="visible", timeout=10_000)
+        dialog.screenshot(path=str(ARTIFACTS / "20-validate-dialog.png"))
+        text = body.inner_text()
+        wide = page.evaluate("""() => [...document.querySelectorAll('.jp-Dialog .validation-failed pre')]
+                                .filter(p => p.scrollWidth > p.clientWidth + 1).map(p => p.innerText)""")
+        dialog.get_by_text("Ok").click()
+    finally:
+        path.unlink(missing_ok=True)
+    assert text.count("The following cell failed:") == len(VALIDATE_SLIPS), text
+    assert wide == [], f"a message the dialog cuts off (it scrolls sideways): {wide}"
+    flat = " ".join(text.split())
+    for _, check, phrase in VALIDATE_SLIPS:
+        assert check in text and "CheckFailed: " in text and phrase in flat, (phrase, text)
+    for marker in ("Traceback", "course_lib/", "course_lib.", "practice.py", "File \"", "_require(", "raise "):
+        assert marker not in text, f"{marker!r} in the Validate dialog:\n{text}"
+    for answer in ("16000000000", "16,000,000,000", "16 GB", "18 + 6", "10000000000"):
+        assert answer not in text, f"a graded answer ({answer}) in the Validate dialog:\n{text}"

@@ -136,12 +136,13 @@ def show_log_changes() -> list[tuple[str, Any]]:
 
 
 def show_loading_and_offload(out_dir: str | Path | None = None) -> dict[str, Any]:
-    """Offloading 10 GB over PCIe Gen4, and a 4-replica rollout of Llama-2-7B from a network disk."""
+    """Offloading 6 GB over PCIe Gen5, and a 4-replica rollout of Llama-2-7B from a network disk (other figures
+    than the tasks', which the learner works out before this cell runs)."""
     spec = get_model("llama-2-7b")
-    off = offload_weights("10GB", link="pcie-gen4-x16", kv_bytes_per_token=kv_cache_bytes_per_token(spec, "fp16"))
-    print(f"Offloading 10 GB of weights over {off.link}: +{off.added_step_s_ideal:.3f} s per decode step at "
+    off = offload_weights("6GB", link="pcie-gen5-x16", kv_bytes_per_token=kv_cache_bytes_per_token(spec, "fp16"))
+    print(f"Offloading 6 GB of weights over {off.link}: +{off.added_step_s_ideal:.3f} s per decode step at "
           f"100% of the link, +{off.added_step_s:.3f} s at {off.efficiency:.0%}; from device memory ({off.hbm}) the "
-          f"same bytes take {off.on_device_step_s * 1000:.1f} ms ({off.slowdown:.0f}x slower). The 10 GB freed "
+          f"same bytes take {off.on_device_step_s * 1000:.1f} ms ({off.slowdown:.0f}x slower). The 6 GB freed "
           f"would hold {off.kv_tokens_freed:,} tokens of Llama-2-7B KV cache instead.")
     timeline = readiness_timeline(weight_bytes(spec, "fp16"), storage="network-disk")
     print()

@@ -2,13 +2,18 @@
 
 The notebook's visible checks (what *Validate* runs) and the grader's hidden checks name a slip
 with the same functions, so a learner who validates reads the same kind of message the grader
-would write; the visible checks try the learner's code on the visible inputs only (their right
-answers are worked out here, by hand, in comments), the hidden checks on inputs the learner
-never sees (their answers live with the grader only).
+would write. The visible checks try the learner's code on inputs of their own, never the graded
+ones, with the same edge cases (a boundary that ``<`` or ``<=`` decides, a quotient that does not
+come out whole, a block only partly filled); single-value answers and predictions are the
+grader's alone (a visible check on them would let a learner try values until one passes), so
+their visible part checks the form of the answer only, or its agreement with the learner's own
+functions.
 
 Each ``*_slip`` function takes one input, the learner's value and the right value, and returns a
 message naming the slip, or None when the value is right. Each ``check_*`` function runs a task's
-visible inputs and raises :class:`AssertionError` with the first slip's message.
+visible inputs: on the first slip it raises :class:`CheckFailed`, which a notebook shows as its
+message alone (no traceback, no source of this module); when every visible case passes it prints
+one line saying so.
 
 >>> kv_per_token_slip({"hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2}, 8, 16)
 'kv_bytes_per_token is half of what the cache holds: what does each token store in every layer, besides its key?'
@@ -17,13 +22,16 @@ visible inputs and raises :class:`AssertionError` with the first slip's message.
 >>> check_kv_per_token(attention_heads)
 Traceback (most recent call last):
 ...
-AssertionError: kv_bytes_per_token counts too many heads: with grouped-query attention, which heads are cached? Look at num_key_value_heads
+course_lib.lessons.l14_04.practice.CheckFailed: kv_bytes_per_token counts too many heads: with grouped-query attention, which heads are cached? Look at num_key_value_heads
+>>> CheckFailed("a message")._render_traceback_()
+['CheckFailed: a message']
 """
 
 from __future__ import annotations
 
 import math
 import os
+import textwrap
 from typing import Any, Callable
 
 GB, GiB = 10**9, 2**30
@@ -38,6 +46,16 @@ def close(value: Any, expected: float, rel: float = 1e-9, abs_: float = 1e-9) ->
 def whole(value: Any) -> bool:
     """An int, or a float with no fractional part."""
     return type(value) is int or (type(value) is float and math.isfinite(value) and value.is_integer())
+
+
+class CheckFailed(AssertionError):
+    """A visible check that fails: an AssertionError (so *Validate* and *Run All* see an error) that a
+    notebook shows as its message alone. IPython asks an exception for ``_render_traceback_`` before it
+    formats a traceback, so no frame and no source line of this module reaches the learner."""
+
+    def _render_traceback_(self) -> list[str]:
+        # wrapped, so that Validate's dialog (a <pre> per failed cell) shows the whole message without scrolling
+        return textwrap.wrap(f"CheckFailed: {self}", 88, break_on_hyphens=False)
 
 
 def _call(fn: Callable, *args) -> Any:
@@ -58,7 +76,13 @@ def grading() -> bool:
 
 def _require(message: str | None) -> None:
     if message and not grading():
-        raise AssertionError(message)
+        raise CheckFailed(message) from None
+
+
+def passed(names: str, what: str = "looks right on the visible cases; the grader tries others") -> None:
+    """The one line a check prints when every visible case passes (nothing while a grader runs)."""
+    if not grading():
+        print(f"\u2713 {names}: {what}")
 
 
 def expect(condition: Any, message: str) -> None:
@@ -93,12 +117,19 @@ def fit_slip(case: tuple, got: Any, expected: int) -> str | None:
     return f"requests_that_fit({left}, {per}) is off.{hint}"
 
 
+#: (device, weights, workspace, reserve) in GB -> what is left; (budget, per request) in GB -> requests that
+#: fit: a quotient that is not whole, one that lands exactly on the budget, a negative budget.
+VISIBLE_BUDGETS = (((30, 20, 1, 3), 6), ((12, 5, 1.5, 0.5), 5), ((8, 9, 1, 0), -2))
+VISIBLE_FITS = (((7, 2), 3), ((4.5, 1.5), 3), ((0.5, 1), 0), ((-2, 1), 0))
+
+
 def check_request_budget(request_budget_gb: Callable, requests_that_fit: Callable) -> None:
-    """The lesson's own example (24 - 14 - 2 - 2 = 6 GB; 6 / 1.5 = 4) and one more of each."""
-    for case, expected in (((24, 14, 2, 2), 6), ((30, 20, 1, 3), 6)):
+    """Inputs of the visible check's own (the grader tries others)."""
+    for case, expected in VISIBLE_BUDGETS:
         _require(request_budget_slip(case, _call(request_budget_gb, *case), expected))
-    for case, expected in (((6, 1.5), 4), ((3, 1), 3), ((-2, 1), 0)):
+    for case, expected in VISIBLE_FITS:
         _require(fit_slip(case, _call(requests_that_fit, *case), expected))
+    passed("request_budget_gb and requests_that_fit")
 
 
 # ------------------------------------------------------------------ Task 2: weight bytes
@@ -130,11 +161,16 @@ def units_slip(gb: Any, gib: Any, n_bytes: int, gb_name: str, gib_name: str) -> 
 
 
 def check_weight_bytes(weight_bytes: Callable, llama3_weights_gb: Any, llama3_weights_gib: Any) -> None:
-    """1,000 fp32 values are 4,000 bytes; 10 fp16 ones 20; Llama-3-8B's 8,030,261,248 fp16 parameters."""
-    for case in ((1000, "fp32"), (10, "fp16"), (1000, "int4")):
+    """Small counts of every dtype; the GB and GiB figures against the learner's own ``weight_bytes``
+    (their units, not their value: the value is the grader's)."""
+    for case in ((1000, "fp32"), (10, "fp16"), (6, "bf16"), (7, "int8"), (1000, "int4")):
         _require(weight_bytes_slip(case, _call(weight_bytes, *case)))
-    _require(units_slip(llama3_weights_gb, llama3_weights_gib, 8_030_261_248 * 2, "llama3_weights_gb",
-                        "llama3_weights_gib"))
+    own = _call(weight_bytes, 8_030_261_248, "fp16")
+    if type(own) in (int, float) and math.isfinite(own) and own > 0:
+        _require(units_slip(llama3_weights_gb, llama3_weights_gib, own, "llama3_weights_gb", "llama3_weights_gib"))
+    else:
+        expect(False, "llama3_weights_gb: weight_bytes(8_030_261_248, \"fp16\") gives no positive number of bytes")
+    passed("weight_bytes, llama3_weights_gb and llama3_weights_gib")
 
 
 # ------------------------------------------------------------------ Task 3: KV bytes per token
@@ -169,12 +205,14 @@ def kv_per_token_slip(config: dict, got: Any, expected: int) -> str | None:
     return "kv_bytes_per_token is off; it is 2 x layers x KV heads x head_dim x bytes"
 
 
-#: The visible shapes: a tiny one, and GQA's and head_dim's kinds (right answers by hand beside each).
+#: The visible shapes, tiny ones of each kind the grader tries: multi-head, grouped-query, one KV head,
+#: a stated head_dim.
 VISIBLE_KV_CONFIGS = (
-    ({"hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2}, 1),                         # 2x1x2x4x1 = 16
-    ({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2}, 2),  # 2x2x2x8x2 = 128
+    ({"hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2}, 1),
+    ({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2}, 2),
+    ({"hidden_size": 48, "num_hidden_layers": 3, "num_attention_heads": 6, "num_key_value_heads": 1}, 2),
     ({"hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 4,
-      "head_dim": 32}, 4),                                                                           # 2x1x4x32x4 = 1,024
+      "head_dim": 32}, 4),
 )
 
 
@@ -182,6 +220,7 @@ def check_kv_per_token(kv_bytes_per_token: Callable) -> None:
     for config, b in VISIBLE_KV_CONFIGS:
         _require(kv_per_token_slip(config, _call(kv_bytes_per_token, dict(config), b),
                                    kv_per_token_expected(config, b)))
+    passed("kv_bytes_per_token")
 
 
 # ------------------------------------------------------------------ Task 4: the KV cache of many sequences
@@ -208,13 +247,25 @@ def gb_figure_slip(got: Any, right_gb: float, name: str, what: str) -> str | Non
     return f"{name} should be {what}, divided by GB"
 
 
+#: The lab's model and settings, as the lab file states them (Llama-2-7B's shape, fp16, 1,024 tokens, 8 sequences).
+LAB_CONFIG = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32}
+LAB_SETTING = (2, 1024, 8)
+
+
 def check_kv_cache_total(kv_cache_bytes: Callable, kv_bytes_per_token: Callable, lab_kv_gb: Any) -> None:
-    config = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8}
-    own = _call(kv_bytes_per_token, dict(config), 2)
-    per_token = own if type(own) is int and own > 0 else kv_per_token_expected(config, 2)
-    for case in ((2, 2, 1), (2, 1, 3), (2, 4, 5)):
-        _require(kv_total_slip(case, _call(kv_cache_bytes, dict(config), *case), per_token, "a Llama-3-8B"))
-    expect(isinstance(lab_kv_gb, float), "lab_kv_gb should be a float number of GB")
+    """A small grouped-query shape (held to the learner's own ``kv_bytes_per_token``); ``lab_kv_gb`` against
+    the learner's own ``kv_cache_bytes`` on the lab's setting (its unit, not its value: that is the grader's)."""
+    config = {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2}
+    for b, t, s in ((2, 3, 1), (2, 1, 3), (2, 5, 7), (1, 4, 2)):
+        own = _call(kv_bytes_per_token, dict(config), b)
+        per_token = own if type(own) is int and own > 0 else kv_per_token_expected(config, b)
+        _require(kv_total_slip((b, t, s), _call(kv_cache_bytes, dict(config), b, t, s), per_token, "a small"))
+    expect(type(lab_kv_gb) in (int, float), "lab_kv_gb should be a number of GB")
+    own_lab = _call(kv_cache_bytes, dict(LAB_CONFIG), *LAB_SETTING)
+    if type(own_lab) in (int, float) and own_lab > 0:
+        _require(gb_figure_slip(lab_kv_gb, own_lab / GB, "lab_kv_gb",
+                                "kv_cache_bytes for the lab's settings (Llama-2-7B, fp16, 1,024 tokens, 8 sequences)"))
+    passed("kv_cache_bytes and lab_kv_gb")
 
 
 # ------------------------------------------------------------------ Task 5: GQA and an fp8 cache
@@ -242,15 +293,20 @@ def fp8_slip(got: Any, expected: int, name: str) -> str | None:
 
 
 def check_gqa_dtype(mha_over_gqa_ratio: Any, llama3_fp8_kv_bytes_per_token: Any, kv_bytes_per_token: Callable) -> None:
+    """Both answers against the learner's own ``kv_bytes_per_token`` on the task's two shapes (what they
+    are made of, not their values: those are the grader's)."""
     gqa = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8}
     mha = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32}
-    if not close(mha_over_gqa_ratio, 4.0):       # 32 KV heads over 8: right, or carried from your Task 3
-        own = _call(kv_bytes_per_token, dict(mha), 2), _call(kv_bytes_per_token, dict(gqa), 2)
-        if not (type(own[0]) is int and type(own[1]) is int and own[1] and close(mha_over_gqa_ratio, own[0] / own[1])):
-            _require(gqa_ratio_slip(mha_over_gqa_ratio, 4.0))
+    own_mha, own_gqa = _call(kv_bytes_per_token, dict(mha), 2), _call(kv_bytes_per_token, dict(gqa), 2)
+    expect(type(mha_over_gqa_ratio) in (int, float), "mha_over_gqa_ratio should be a number")
+    if type(own_mha) in (int, float) and type(own_gqa) in (int, float) and own_mha > 0 and own_gqa > 0:
+        _require(gqa_ratio_slip(mha_over_gqa_ratio, own_mha / own_gqa))
     own_fp8 = _call(kv_bytes_per_token, dict(gqa), 1)
-    if not close(llama3_fp8_kv_bytes_per_token, own_fp8):
-        _require(fp8_slip(llama3_fp8_kv_bytes_per_token, 65_536, "llama3_fp8_kv_bytes_per_token"))
+    expect(type(llama3_fp8_kv_bytes_per_token) is int, "llama3_fp8_kv_bytes_per_token should be an int of bytes")
+    if type(own_fp8) in (int, float) and own_fp8 > 0:
+        _require(fp8_slip(llama3_fp8_kv_bytes_per_token, own_fp8, "llama3_fp8_kv_bytes_per_token"))
+    passed("mha_over_gqa_ratio and llama3_fp8_kv_bytes_per_token", "agree with your kv_bytes_per_token; the grader "
+           "checks the figures")
 
 
 # ------------------------------------------------------------------ Task 6: predict the small model
@@ -266,6 +322,8 @@ def check_predict_measure(predicted_weights_bytes: Any, predicted_kv_cache_bytes
                "predicted_weights_bytes: every fp32 parameter is 4 bytes, so the total is a multiple of 4")
         expect(predicted_kv_cache_bytes >= predicted_weights_bytes / 10,
                "predicted_kv_cache_bytes looks too small: 4 sequences x 1,024 tokens, every layer, keys and values")
+    passed("predicted_weights_bytes and predicted_kv_cache_bytes", "the right kind of answer; predictions are the "
+           "grader's to check")
 
 
 # ------------------------------------------------------------------ letters: feedback per option
@@ -286,6 +344,50 @@ def check_letter(value: Any, name: str, options: str = "abc") -> None:
     """The visible part of a letter question: only the form (the letter is the question)."""
     expect(type(value) is str and value.strip().lower() in options,
            f"{name}: answer with one letter: " + ", ".join(f'"{o}"' for o in options))
+    passed(name, "one of the letters; the grader checks which")
+
+
+# ------------------------------------------------------------------ single values: their form only
+
+SINGLE_VALUE = "the right kind of answer; the grader checks the figure"
+
+
+def check_number(value: Any, name: str, *, whole: bool = False, low: float | None = None,
+                 high: float | None = None, what: str = "") -> None:
+    """The visible part of a single-figure answer: a finite number (an int when ``whole``) in
+    ``[low, high]``, never its value (a check on the value would let a learner try figures until one
+    passes). ``what`` names the unit in the message, e.g. "seconds"."""
+    kind = "an int" if whole else "a number"
+    unit = f" of {what}" if what else ""
+    ok = type(value) is int if whole else type(value) in (int, float) and math.isfinite(value)
+    expect(ok, f"{name} must be {kind}{unit}")
+    if ok and low is not None:
+        expect(value >= low, f"{name} must be at least {low}{unit and ' ' + what}")
+    if ok and high is not None:
+        expect(value <= high, f"{name} must be at most {high}{unit and ' ' + what}")
+    passed(name, SINGLE_VALUE)
+
+
+def check_choice(value: Any, name: str, options: tuple[str, ...]) -> None:
+    """The visible part of an answer that is one of a few words (a pool, "more"/"less"/"same"): the form only."""
+    expect(type(value) is str and value in options, f"{name} must be one of " + ", ".join(map(repr, options)))
+    passed(name, "one of the choices; the grader checks which")
+
+
+def check_mapping(value: Any, name: str, keys: tuple[str, ...], values: tuple | None = None,
+                  numbers: bool = False) -> None:
+    """The visible part of a dict answer: exactly ``keys``, each value one of ``values`` (or a number when
+    ``numbers``); never which."""
+    expect(type(value) is dict, f"{name} must be a dict (see the template)")
+    if type(value) is dict:
+        expect(set(value) == set(keys), f"{name} must have exactly the keys " + ", ".join(map(repr, keys)))
+        for key in keys:
+            got = value.get(key)
+            if values is not None:
+                expect(got in values, f"{name}[{key!r}] must be one of " + ", ".join(map(repr, values)))
+            elif numbers:
+                expect(type(got) in (int, float), f"{name}[{key!r}] must be a number")
+    passed(name, "the right form; the grader checks the entries")
 
 
 # ------------------------------------------------------------------ Tasks 8-9: free is not capacity
@@ -302,16 +404,24 @@ def safe_requests_slip(case: tuple, got: Any, expected: int) -> str | None:
                "device reports it free?"
     if workspace and int(got) == max(0, (free - reserve) // per):
         return "safe_requests forgets the workspace: the first forward pass takes it out of what is free now"
+    if reserve and int(got) == max(0, (free - workspace) // per):
+        return "safe_requests forgets the reserve: it must stay unfilled even while the device reports it free"
     if int(got) < 0:
         return "safe_requests: when the reserve is larger than what is free, how many can start? (never fewer than 0)"
+    if int(got) == expected + 1:
+        return "safe_requests counts one request too many: a request that does not fit whole cannot start (round down)"
     return f"safe_requests{case} is off"
 
 
+#: (free, workspace, reserve, per request) in bytes -> requests: not whole, exactly whole, nothing left.
+VISIBLE_SAFE = (((12 * GB, 0, 3 * GB, 2 * GB), 4), ((9 * GB, 1 * GB, 2 * GB, 2 * GB), 3),
+                ((2 * GB, 1 * GB, 2 * GB, 1 * GB), 0), ((7 * GB, 2 * GB, 1 * GB, 1_500_000_000), 2))
+
+
 def check_safe_requests(safe_requests: Callable) -> None:
-    # (8 - 0 - 2) / 1.5 = 4 ; (10 - 2 - 2) / 2 = 3 ; (1 - 0 - 2) < 0 -> 0
-    for case, expected in (((8 * GB, 0, 2 * GB, 1_500_000_000), 4), ((10 * GB, 2 * GB, 2 * GB, 2 * GB), 3),
-                           ((1 * GB, 0, 2 * GB, GB), 0)):
+    for case, expected in VISIBLE_SAFE:
         _require(safe_requests_slip(case, _call(safe_requests, *case), expected))
+    passed("safe_requests")
 
 
 def plannable_slip(case: tuple, got: Any, expected: int) -> str | None:
@@ -334,15 +444,27 @@ def plannable_slip(case: tuple, got: Any, expected: int) -> str | None:
     if got == max(0, free + cached - safety) and split > 0:
         return "plannable_bytes counts the inactive split blocks: they are free pieces inside segments that still " \
                "hold a live tensor, and no large allocation can use them"
+    if got in (max(0, free + reserved - split - safety), max(0, free + reserved - safety)):
+        return "plannable_bytes: allocated bytes are not releasable: they hold live tensors; only reserved - " \
+               "allocated is torch's cache"
+    if got == max(0, free + cached + split - safety) and split > 0:
+        return "plannable_bytes adds the inactive split blocks instead of leaving them out: they stay inside " \
+               "segments that hold a live tensor"
     return "plannable_bytes is off: what is free on the device, plus what torch would release, less the reserve"
 
 
+#: (free, allocated, reserved, inactive split, safety reserve) in bytes -> plannable bytes: nothing cached,
+#: some cached of which some split, every cached byte split, less than the reserve.
+VISIBLE_PLANNABLE = (((12 * GB, 40 * GB, 40 * GB, 0, 5 * GB), 7 * GB),
+                     ((10 * GB, 40 * GB, 46 * GB, 2 * GB, 5 * GB), 9 * GB),
+                     ((5 * GB, 20 * GB, 24 * GB, 4 * GB, 3 * GB), 2 * GB),
+                     ((2 * GB, 20 * GB, 23 * GB, 1 * GB, 6 * GB), 0))
+
+
 def check_plannable(plannable_bytes: Callable) -> None:
-    # nothing cached: 18 - 8 = 10 GB; 9 GB cached of which 3 GB split: 18 + 6 - 8 = 16 GB; 1 - 6 < 0 -> 0
-    for case, expected in (((18 * GB, 50 * GB, 50 * GB, 0, 8 * GB), 10 * GB),
-                           ((18 * GB, 50 * GB, 59 * GB, 3 * GB, 8 * GB), 16 * GB),
-                           ((1 * GB, 30 * GB, 30 * GB, 0, 6 * GB), 0)):
+    for case, expected in VISIBLE_PLANNABLE:
         _require(plannable_slip(case, _call(plannable_bytes, *case), expected))
+    passed("plannable_bytes")
 
 
 # ------------------------------------------------------------------ Task 10: admission
@@ -364,9 +486,16 @@ def admission_slip(case: tuple, got: Any, expected: str) -> str | None:
            "safe choice, or admitting it now?"
 
 
+#: (request, in use, safe budget) -> decision: room to spare, landing exactly on the budget, crossing it now,
+#: a request the size of the whole budget next to a little in use, one larger than the budget.
+VISIBLE_ADMISSION = (((1, 0, 10), "admit"), ((3, 7, 10), "admit"), ((4, 8, 10), "queue"), ((10, 1, 10), "queue"),
+                     ((11, 0, 10), "reject"))
+
+
 def check_admission(admission_decision: Callable) -> None:
-    for case, expected in (((1, 0, 10), "admit"), ((4, 8, 10), "queue"), ((11, 0, 10), "reject")):
+    for case, expected in VISIBLE_ADMISSION:
         _require(admission_slip(case, _call(admission_decision, *case), expected))
+    passed("admission_decision")
 
 
 # ------------------------------------------------------------------ Tasks 13-14: read the real log
@@ -395,10 +524,11 @@ def log_kv_slip(case: tuple, got: Any) -> str | None:
 
 
 def check_log_kv(kv_from_log: Callable) -> None:
-    """The T4 log's own terms: 14.74 x 0.89 - 6.02 - 0.90 - 0.05 (= 6.15 GiB; vLLM printed 6.22 from its
-    unrounded utilization, 13.18 GiB of budget)."""
+    """The T4 log's own terms (the task works them), and a launch of the visible check's own with a CUDA-graph
+    term. (Only the function is checked here; the A100 figure is the grader's.)"""
     _require(log_kv_slip((14.74, 0.89, 6.02, 0.90, 0.05, 0.0), _call(kv_from_log, 14.74, 0.89, 6.02, 0.90, 0.05)))
     _require(log_kv_slip((10.0, 0.9, 5.0, 1.0, 0.5, 0.5), _call(kv_from_log, 10.0, 0.9, 5.0, 1.0, 0.5, 0.5)))
+    passed("kv_from_log")
 
 
 def blocks_slip(case: tuple, got: Any) -> str | None:
@@ -430,13 +560,17 @@ def concurrency_slip(case: tuple, got: Any) -> str | None:
 
 
 def check_log_blocks(gpu_blocks: Callable, max_concurrency: Callable) -> None:
-    """The T4 log: 3,637 blocks of 16 tokens x 114,688 B (Llama-3.2-3B in fp16) = 6.22 GiB; 3637 x 16 / 2048."""
+    """The T4 log's blocks (whole, and with a partly filled block more), a block of 32 tokens, and its maximum
+    concurrency. (Only the functions are checked here; the per-GPU figure is the grader's.)"""
     kv = 3637 * 16 * 114_688
-    _require(blocks_slip((kv, 114_688, 16), _call(gpu_blocks, kv, 114_688, 16)))
-    _require(concurrency_slip((3637, 16, 2048), _call(max_concurrency, 3637, 16, 2048)))
+    for case in ((kv, 114_688, 16), (kv + 12 * 114_688, 114_688, 16), (100 * 32 * 1024 + 1, 1024, 32)):
+        _require(blocks_slip(case, _call(gpu_blocks, *case)))
+    for case in ((3637, 16, 2048), (100, 32, 1024)):
+        _require(concurrency_slip(case, _call(max_concurrency, *case)))
+    passed("gpu_blocks and max_concurrency")
 
 
-# ------------------------------------------------------------------ Task 16: the decision
+# ------------------------------------------------------------------ the decision: a launch for 12 users
 
 #: Words that name each lever a launch can pull, for the one-line reason.
 LEVER_WORDS = {
@@ -445,7 +579,94 @@ LEVER_WORDS = {
     "max_num_seqs": ("seq", "slot", "sampler", "graph", "activation", "profile"),
     "gpu_memory_utilization": ("util", "share", "budget"),
     "max_model_len": ("len", "context"),
+    "enforce_eager": ("eager", "graph"),
+    "max_num_batched_tokens": ("batch", "token", "activation", "profile", "forward"),
 }
+
+#: The decision task's stated launch and requirements: Llama-3.1-8B on one RTX 4090, 12 users at once with
+#: 8,192 tokens of context each.
+DECISION_MODEL, DECISION_GPU, USERS, MIN_LEN = "llama-3.1-8b", "rtx-4090", 12, 8192
+#: The keys every decision has, and the levers it may add.
+DECISION_KEYS = ("weights", "kv_cache_dtype", "max_model_len", "max_num_seqs", "gpu_memory_utilization",
+                 "tensor_parallel")
+OPTIONAL_DECISION_KEYS = ("enforce_eager", "max_num_batched_tokens")
+
+
+def decision_form_slip(decision: Any) -> str | None:
+    """What keeps ``decision`` from being a launch at all (not a dict, a key missing or of the wrong kind)."""
+    if type(decision) is not dict:
+        return "decision must be a dict (see the template)"
+    missing = [k for k in DECISION_KEYS if k not in decision]
+    if missing:
+        return f"decision lacks {', '.join(missing)}"
+    unknown = [k for k in decision if k not in DECISION_KEYS + OPTIONAL_DECISION_KEYS]
+    if unknown:
+        return f"decision: unknown key(s) {', '.join(map(repr, unknown))}; the levers are " + \
+            ", ".join(DECISION_KEYS + OPTIONAL_DECISION_KEYS)
+    for key in ("max_model_len", "max_num_seqs", "tensor_parallel"):
+        if type(decision[key]) is not int:
+            return f"decision[{key!r}] must be an int"
+    if type(decision["gpu_memory_utilization"]) not in (int, float):
+        return "decision['gpu_memory_utilization'] must be a number (a share of the total, such as 0.92)"
+    if type(decision.get("enforce_eager", False)) is not bool:
+        return "decision['enforce_eager'] must be True or False"
+    if type(decision.get("max_num_batched_tokens", 0)) is not int and decision.get("max_num_batched_tokens") is not None:
+        return "decision['max_num_batched_tokens'] must be an int (or None for the release's default)"
+    return None
+
+
+def decision_plan(decision: dict):
+    """The :class:`course_lib.vllm_explorer.LaunchPlan` of a decision (its form already checked)."""
+    from course_lib.vllm_explorer import plan_launch
+
+    return plan_launch(model=DECISION_MODEL, gpu=DECISION_GPU, weights=decision["weights"],
+                       kv_cache_dtype=decision["kv_cache_dtype"], max_model_len=decision["max_model_len"],
+                       max_num_seqs=decision["max_num_seqs"], tensor_parallel=decision["tensor_parallel"],
+                       gpu_memory_utilization=decision["gpu_memory_utilization"],
+                       enforce_eager=decision.get("enforce_eager", False),
+                       max_num_batched_tokens=decision.get("max_num_batched_tokens"))
+
+
+def decision_parts(decision: Any) -> tuple[str | None, str | None]:
+    """(what keeps the launch from taking the users' 8k requests, what keeps it from serving 12 of them),
+    each None when that part holds. The one rule the grader, the visible check and the task's own cell use
+    (through :meth:`course_lib.vllm_explorer.LaunchPlan.assess`): a launch that misses a stated requirement
+    is never served, and one within the estimate's margin of 12 is answered "measure it".
+
+    >>> decision_parts({"weights": "checkpoint", "kv_cache_dtype": "auto"})[0]
+    'decision lacks max_model_len, max_num_seqs, gpu_memory_utilization, tensor_parallel'
+    """
+    form = decision_form_slip(decision)
+    if form:
+        return form, "decision: it is not a launch yet, so it serves nobody"
+    if decision["tensor_parallel"] != 1:
+        return "decision: one card means tensor_parallel 1", "decision: it does not start, so it serves nobody"
+    assessment = decision_plan(decision).assess(USERS, MIN_LEN)
+    start = None
+    if assessment.start_problem:
+        start = ("decision: the users need 8k context: max_model_len of at least 8,192"
+                 if decision["max_model_len"] < MIN_LEN else f"decision: {assessment.start_problem}")
+    serve = f"decision: {assessment.serve_problem}" if assessment.serve_problem else None
+    return start and start[:300], serve and serve[:400]
+
+
+def decision_verdict(decision: Any) -> str:
+    """The line the decision task's cell prints: the launch as vLLM would start it, and whether it serves
+    12 users at 8,192 tokens."""
+    form = decision_form_slip(decision)
+    if form:
+        return form
+    return decision_plan(decision).verdict(USERS, MIN_LEN)
+
+
+def check_decision(decision: Any, decision_reason: Any) -> None:
+    """The visible check of the decision: the same rule as the grader's (every stated requirement)."""
+    start, serve = decision_parts(decision)
+    _require(start)
+    _require(serve)
+    _require(reason_slip(decision_reason, decision))
+    passed("decision and decision_reason", "the launch starts with 8k context and serves 12 users with the "
+           "estimate's margin to spare")
 
 
 def levers(decision: dict) -> list[str]:
@@ -459,6 +680,10 @@ def levers(decision: dict) -> list[str]:
         pulled.append("max_num_seqs")
     if decision.get("gpu_memory_utilization") not in (None, 0.92):
         pulled.append("gpu_memory_utilization")
+    if decision.get("enforce_eager"):
+        pulled.append("enforce_eager")
+    if decision.get("max_num_batched_tokens") is not None:
+        pulled.append("max_num_batched_tokens")
     return pulled
 
 
