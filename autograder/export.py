@@ -145,8 +145,7 @@ def gradescope_json(r: StudentResult, manual_score: float | None, comments: Hand
             "extra_data": {"status": r.status, "autograded_score": r.score, "autograded_max_score": r.max_score,
                            "manual_score": manual_score, "manual_max_score": r.manual_max_score,
                            "needs_manual_grading": r.needs_manual_grading and manual_score is None,
-                           "comments": {**({"written answer": comments.written} if comments.written else {}),
-                                        **comments.cells}}}
+                           "comments": comments.as_dict()}}
 
 
 def question_lines(r: StudentResult) -> list[str]:

@@ -303,14 +303,19 @@ def message_html(q) -> str:
     >>> from autograder.results import QuestionResult
     >>> message_html(QuestionResult(1.0, 3.0, "failed", "partial credit, 1 of 3: a < b; c & d", ["a < b", "c & d"]))
     'partial credit, 1 of 3:<ul class="parts"><li>a &lt; b</li><li>c &amp; d</li></ul>'
+    >>> message_html(QuestionResult(0.0, 3.0, "failed", "a; b (because the cell above failed)", ["a", "b"]))
+    '<ul class="parts"><li>a</li><li>b</li></ul>(because the cell above failed)'
     """
     message = q.message or ""
     parts = list(getattr(q, "parts", None) or [])
     if len(parts) < 2:
         return _esc(message)
-    joined = "; ".join(parts)
-    head = message[:-len(joined)].rstrip().rstrip(":").rstrip() + ":" if message.endswith(joined) else message
-    return (_esc(head) if head != ":" else "") + '<ul class="parts">' + "".join(f"<li>{_esc(p)}</li>" for p in parts) + "</ul>"
+    head, joined, tail = message.partition("; ".join(parts))
+    if not joined:          # the message no longer names the parts as they are: both, as they are
+        head, tail = message, ""
+    head = head.rstrip().rstrip(":").rstrip()
+    return ((_esc(head) + ":" if head else "") + '<ul class="parts">' + "".join(f"<li>{_esc(p)}</li>" for p in parts)
+            + "</ul>" + _esc(tail.strip()))
 
 
 def _verdict_html(title: str, q) -> str:

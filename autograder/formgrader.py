@@ -8,7 +8,7 @@ adds ``--allow-root`` then, and only then, and says so. It opens at ``/formgrade
 default URL), so *Manual Grading* is one click away.
 
 In formgrader's view of a submission the hidden tests' code is left out (the instructor's copy,
-:mod:`autograder.inert`, keeps one line per hidden part) and the first cell links to each answer
+:mod:`autograder.inert`, keeps a comment saying how many lines) and the first cell links to each answer
 graded by hand: click it to reach the score and comment boxes.
 
 >>> argv, notes = command("results", port=8899, euid=0)

@@ -192,6 +192,14 @@ class HandComments:
         return ([f"written answer: {self.written}"] if self.written else []) + \
             [f"{cell}: {text}" for cell, text in self.cells.items()]
 
+    def as_dict(self) -> dict[str, str]:
+        """``{"written answer": ..., <cell>: ...}``, as grades.json and Gradescope's extra_data carry them.
+
+        >>> HandComments("clear", {"answer_kv": "units"}).as_dict()
+        {'written answer': 'clear', 'answer_kv': 'units'}
+        """
+        return {**({"written answer": self.written} if self.written else {}), **self.cells}
+
 
 def manual_comments(results_dir: Path, assignment: Assignment, spec: AssignmentSpec) -> dict[str, HandComments]:
     """The comments entered in formgrader, per student who has any (empty boxes are left out).
@@ -223,8 +231,8 @@ class HandGrade:
     score: float | None
     """The hand-graded points together; None while one of them is still to be graded."""
     cells: dict[str, float | None] = field(default_factory=dict)
-    """Each hand-graded cell's points by its key (:attr:`~autograder.assignment.GradedCell.key`), None
-    while still to grade (an answer handed back as released: nbgrader's 0)."""
+    """Each hand-graded cell's points by its key (:attr:`~autograder.assignment.GradedCell.key`): None while
+    still to grade; an answer handed back as released has nbgrader's 0."""
     comments: HandComments = field(default_factory=HandComments)
     """The comments, as :func:`manual_comments` reads them."""
     cell_comments: dict[str, str] = field(default_factory=dict)
@@ -282,12 +290,8 @@ def grades_json(assignment: str, results: dict[str, StudentResult],
     students = {}
     for sid, r in sorted(results.items()):
         h = hand.get(sid)
-        students[sid] = r.grades_entry(h.score if h else None, _comment_dict(h.comments) if h else None)
+        students[sid] = r.grades_entry(h.score if h else None, h.comments.as_dict() if h else None)
     return {"assignment": assignment, "students": students}
-
-
-def _comment_dict(comments: HandComments) -> dict[str, str]:
-    return {**({"written answer": comments.written} if comments.written else {}), **comments.cells}
 
 
 def update_grades_json(results_dir: Path, assignment: Assignment, records: dict[str, StudentResult],

@@ -84,7 +84,7 @@ def score(lesson: Lesson, files: dict[str, bytes | Refused | None], released_fil
             got = check.score(data, released_files[check.file], prepared.get(check.name), run)
         for gid, pts in expected.items():   # exactly its questions, with the points it declared
             q = got.get(gid) or QuestionResult(0.0, pts, NOT_RUN, f"the side check {check.name!r} gave no result")
-            questions[gid] = QuestionResult(min(max(float(q.score), 0.0), pts), pts, q.status, q.message)
+            questions[gid] = QuestionResult(min(max(float(q.score), 0.0), pts), pts, q.status, q.message, list(q.parts))
     return questions
 
 

@@ -151,6 +151,8 @@ def _parts(*parts: tuple[float, str | None], note: str = "") -> Result:
     Result(passed=False, message='b is off', fraction=0.5)
     >>> _parts((1, "a is off"), (1, None), (2, "c is off"))
     Result(passed=False, message='a is off\\nc is off', fraction=0.25)
+    >>> _parts((1, "a is off"), (1, "a is off"), (1, None))
+    Result(passed=False, message='a is off (2 parts)', fraction=0.3333333333333333)
     >>> _parts((1, None), (2, None), note="carried")
     Result(passed=True, message='carried', fraction=None)
     """
@@ -159,7 +161,10 @@ def _parts(*parts: tuple[float, str | None], note: str = "") -> Result:
     if not wrong:
         return Result(True, note)
     earned = sum(w for w, m in parts if not m or isinstance(m, Follows))
-    return Result(False, "\n".join(wrong), earned / total if total else 0.0)
+    # one slip that several parts share is said once, with how many parts it costs
+    listed = [m if wrong.count(m) == 1 else f"{m} ({wrong.count(m)} parts)" for i, m in enumerate(wrong)
+              if wrong.index(m) == i]
+    return Result(False, "\n".join(listed), earned / total if total else 0.0)
 
 
 def _first(*messages: str | None) -> str | None:
