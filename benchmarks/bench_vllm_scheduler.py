@@ -42,12 +42,17 @@ SETTINGS = [
 
 
 def main() -> int:
-    traces = [Path(p) for p in sys.argv[1:]]
+    args = sys.argv[1:]
+    chosen = range(len(SETTINGS))
+    if args[:1] == ["--settings"]:          # e.g. --settings 1,2: only those (0-based), one engine each
+        chosen = [int(k) for k in args[1].split(",")]
+        args = args[2:]
+    traces = [Path(p) for p in args]
     model = Path(tempfile.mkdtemp(prefix="tiny-llama-"))
     print("| setting | trace | vLLM preemptions | ours | vLLM max running | ours | vLLM steps | ours | "
           "V0 paged: preemptions, max running |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name, s in SETTINGS:
+    print("|---|---|---|---|---|---|---|---|---|", flush=True)
+    for name, s in (SETTINGS[k] for k in chosen):
         cmd = [str(VENV / "bin" / "python"), str(REPO / "benchmarks" / "vllm_sched_oracle.py"), "--model-dir",
                str(model), "--kv-cache-memory-bytes", str(s["kv"]), "--block-size", str(s["block"]),
                "--max-model-len", "1024"]

@@ -46,7 +46,21 @@ mod block_size``), never by looping over running requests: the work in
 Python grows with the events, and the steps between them only extend the
 per-step series.
 
-The lesson's ten/eleven case, by hand (reserve-max, 715 blocks, requests of
+The ``vllm-v1`` policy (vLLM V1's scheduler, read from vLLM 0.32.0) runs its own step instead:
+a token budget per step, chunked prefill, a waiting request admitted only if its whole prompt
+fits, recompute preemption of the newest running request; one step is one engine step and a
+prefill's last chunk samples the first output token (see :class:`_V1Simulation`). On the issue's
+case, 12 requests of 600 + 400 tokens on 48 blocks of 128 tokens with 4,096 tokens a step,
+vLLM's own counter says 4 preemptions:
+
+>>> from course_lib.runtimes.vllm_sched import vllm_v1_config
+>>> v1 = vllm_v1_config(kv_cache_memory_bytes=12 * 2**20, kv_bytes_per_token=2048, platform="cpu",
+...                     entrypoint="llm", max_model_len=1024)
+>>> s = simulate([Request(f"r{i}", 0, 600, 400, 400) for i in range(12)], v1).summary
+>>> s.preemptions, s.max_running, s.steps
+(4, 9, 800)
+
+ requests of
 608 + 512 = 1,120 tokens = 70 blocks, all arriving at step 0): ten take 700
 blocks at step 0, the eleventh needs 70 but 15 are free, so it is *queued*.
 The ten finish at step 0 + 512 = 512; at step 513 the eleventh starts, and

