@@ -47,7 +47,7 @@ EDGE_SLIPS = {
                               "releasable = reserved_bytes - inactive_split_bytes")]),
     "decision: max_model_len cut to 4,096": (
         "answer_decision", [('"max_model_len": 8192', '"max_model_len": 4096')]),
-    "decision: fp8 KV + 16 slots only (12.6x, inside the 10% margin)": (
+    "decision: fp8 KV + 16 slots only (12.56x, inside the 10% margin)": (
         "answer_decision", [('"weights": "fp8"', '"weights": "checkpoint"')]),
     "single value: A100 figure with the 0.50 GiB graph capture subtracted": (
         "answer_log_kv", [("a100_activation_and_non_torch_gib = 79.25 * 0.25 - 14.2488 - 5.01",

@@ -27,10 +27,11 @@ from autograder.results import StudentResult
 from autograder.scoring import score_tests
 from lessons.l14_04.checks import CHECKS
 
-REFERENCE = {"weights": "checkpoint", "kv_cache_dtype": "fp8", "max_model_len": 8192, "max_num_seqs": 16,
+# The lesson's reference launch (fp8 weights and KV cache, 16 slots: 25.56x, past 12 with the 10% margin).
+REFERENCE = {"weights": "fp8", "kv_cache_dtype": "fp8", "max_model_len": 8192, "max_num_seqs": 16,
              "gpu_memory_utilization": 0.92, "tensor_parallel": 1}
-REASON = ("an fp8 KV cache halves every request's cache, and 16 slots instead of 256 shrink the sampler's "
-          "profile and the CUDA graphs, so the pool holds 12 requests of 8k")
+REASON = ("fp8 weights and an fp8 KV cache halve the weights and every request's cache, and 16 slots instead of "
+          "256 shrink the sampler's profile and the CUDA graphs, so the pool holds 12 requests of 8k")
 SHORT = "the users need 8k context: max_model_len of at least 8,192"      # the 4k launch's own part
 FOLLOWS = "it does not start, so it serves nobody"                         # follows from it
 NO_LEVER = "say what your change does to memory"                           # the reason's part

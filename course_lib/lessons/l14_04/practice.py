@@ -586,6 +586,8 @@ LEVER_WORDS = {
 #: The decision task's stated launch and requirements: Llama-3.1-8B on one RTX 4090, 12 users at once with
 #: 8,192 tokens of context each.
 DECISION_MODEL, DECISION_GPU, USERS, MIN_LEN = "llama-3.1-8b", "rtx-4090", 12, 8192
+#: The release the decision is graded against (the course's pinned vLLM: the CPU build its oracle runs, 0.32).
+DECISION_VLLM_VERSION = "0.32"
 #: The keys every decision has, and the levers it may add.
 DECISION_KEYS = ("weights", "kv_cache_dtype", "max_model_len", "max_num_seqs", "gpu_memory_utilization",
                  "tensor_parallel")
@@ -619,7 +621,8 @@ def decision_plan(decision: dict):
     """The :class:`course_lib.vllm_explorer.LaunchPlan` of a decision (its form already checked)."""
     from course_lib.vllm_explorer import plan_launch
 
-    return plan_launch(model=DECISION_MODEL, gpu=DECISION_GPU, weights=decision["weights"],
+    return plan_launch(model=DECISION_MODEL, gpu=DECISION_GPU, vllm_version=DECISION_VLLM_VERSION,
+                       weights=decision["weights"],
                        kv_cache_dtype=decision["kv_cache_dtype"], max_model_len=decision["max_model_len"],
                        max_num_seqs=decision["max_num_seqs"], tensor_parallel=decision["tensor_parallel"],
                        gpu_memory_utilization=decision["gpu_memory_utilization"],
