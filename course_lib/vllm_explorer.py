@@ -29,9 +29,9 @@ sampler's profile and the CUDA graphs (the slots then cap the count):
 14
 >>> plan = plan_launch(model="mistral-7b", gpu="l4", max_model_len=8192, kv_cache_dtype="fp8", max_num_seqs=16)
 >>> round(plan.estimate.max_concurrency, 2), plan.concurrent_requests, plan.serves(16)
-(16.82, 16, True)
+(16.77, 16, True)
 
-16 running at once is not a promise to 16 users: 16.82x is inside the estimate's 10% of 16. And a
+16 running at once is not a promise to 16 users: 16.77x is inside the estimate's 10% of 16. And a
 launch whose requests are cut below the context the users need serves none of them at that context:
 
 >>> plan.assess(16, context_tokens=8192).outcome
