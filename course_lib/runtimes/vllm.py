@@ -304,7 +304,8 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     """
     launch = launch or VllmLaunch()
     if uses_given_kv(gpu, launch):     # the pool's size is given (or vLLM's CPU platform): no profile
-        return estimate_given_kv(spec, gpu=gpu, launch=launch, refuse=refuse)
+        return estimate_given_kv(spec, gpu=gpu, launch=launch, refuse=refuse, latest=LATEST, kv_dtype=_kv_dtype,
+                                 resolve=resolve)
     launch, why = resolve(spec, gpu, launch)
     version: Version = launch.version          # type: ignore[assignment]
     total = gpu_bytes(gpu)

