@@ -81,6 +81,35 @@ def tiny_config(arch: str, **overrides: Any) -> dict[str, Any]:
     return {k: v for k, v in cfg.items() if v is not None}
 
 
+def write_tiny_config(arch: str, folder: str | Path, **overrides: Any) -> Path:
+    """Write only the tiny model's ``config.json`` in ``folder`` (no torch): what ``--config`` predicts from.
+
+    >>> import tempfile, json
+    >>> d = write_tiny_config("llama", tempfile.mkdtemp())
+    >>> json.loads((d / "config.json").read_text())["num_hidden_layers"]
+    4
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(tiny_config(arch, **overrides), indent=1, sort_keys=True) + "\n")
+    return folder
+
+
+def recorded_run() -> dict[str, Any]:
+    """A run recorded with :func:`start_tiny_vllm` on vLLM 0.32's CPU build, for learners without vLLM.
+
+    Keys: ``label`` (says it is recorded, when and on what), ``call`` (the call that made it), ``arch``,
+    ``kv_cache_memory_bytes``, ``max_model_len``, ``block_size``, ``log`` (vLLM's start-up lines as it printed them).
+
+    >>> run = recorded_run()
+    >>> run["label"].startswith("RECORDED"), "CPU KV cache size" in run["log"]
+    (True, True)
+    """
+    from .oracle_recorded import RECORDED  # noqa: PLC0415
+
+    return dict(RECORDED)
+
+
 def build_tiny_model(arch: str, folder: str | Path, **overrides: Any) -> Path:
     """Save a random-weight ``arch`` checkpoint (config.json + model.safetensors, bf16) in ``folder``.
 
