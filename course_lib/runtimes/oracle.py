@@ -144,19 +144,29 @@ def vllm_importable(python: str | Path | None = None) -> bool:
 
 
 def run_cases(cases: list[dict[str, Any]], *, python: str | Path | None = None, workdir: str | Path | None = None,
-              timeout: float = 900, log_path: str | Path | None = None) -> str:
-    """Start one vLLM engine per case in one child ``python``; return the child's whole log text.
+              timeout: float = 900, log_path: str | Path | None = None, in_process: bool = False) -> str:
+    """Start one vLLM engine per case in a child ``python``; return the child's whole log text.
 
     A case: ``{"id": ..., "arch": ..., "overrides": {...}, "kv_cache_memory_bytes": N, "max_model_len": L,
     "block_size": B or None, "env": {...}}``. Each engine's lines follow a ``=== oracle case ID ===`` line;
-    a refusal is printed as ``ORACLE-REFUSED ID: <vLLM's message>``.
+    a refusal is printed as ``ORACLE-REFUSED ID: <vLLM's message>``. ``in_process=True`` runs vLLM's engine
+    core and worker inside the child (``VLLM_ENABLE_V1_MULTIPROCESSING=0``): no process spawns, so a start takes
+    ~12 s instead of ~60 s on a busy 2-core machine; several cases then run one child each, since a second
+    in-process engine in the same Python hangs.
     """
+    if in_process and len(cases) > 1:
+        text = "".join(run_cases([case], python=python, workdir=workdir, timeout=timeout, in_process=True)
+                       for case in cases)
+        if log_path:
+            Path(log_path).write_text(text)
+        return text
     root = Path(__file__).resolve().parents[2]
     with tempfile.TemporaryDirectory(prefix="course-oracle-") as tmp:
         spec = Path(tmp) / "cases.json"
         spec.write_text(json.dumps({"cases": cases, "workdir": str(workdir or tmp)}))
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
-                   VLLM_ENABLE_V1_MULTIPROCESSING="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1")
+                   VLLM_ENABLE_V1_MULTIPROCESSING="0" if in_process else "1", TOKENIZERS_PARALLELISM="false",
+                   HF_HUB_OFFLINE="1")
         log = Path(log_path) if log_path else Path(tmp) / "oracle.log"
         with log.open("w") as fh:      # streamed, so a long run can be watched
             subprocess.run([str(python or sys.executable), "-m", "course_lib.runtimes.oracle", str(spec)],
@@ -184,7 +194,7 @@ def start_tiny_vllm(arch: str = "llama", *, kv_cache_memory_bytes: int | str = "
                                "python=oracle_python(), or read the recorded run instead")
     case = {"id": arch, "arch": arch, "overrides": overrides, "kv_cache_memory_bytes": kv,
             "max_model_len": int(max_model_len), "block_size": block_size}
-    return run_cases([case], python=python)
+    return run_cases([case], python=python, in_process=True)
 
 
 def _case_key(case: dict[str, Any]) -> str:
@@ -241,4 +251,7 @@ def _child(spec_path: str) -> int:   # pragma: no cover - runs in the oracle's P
 
 
 if __name__ == "__main__":   # pragma: no cover
-    sys.exit(_child(sys.argv[1]))
+    code = _child(sys.argv[1])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)     # vLLM's exit handlers take ~20 s more to tear down what is already shut down

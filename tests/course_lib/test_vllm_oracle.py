@@ -215,7 +215,7 @@ def test_live_vllm_agrees_with_the_estimate_and_from_log(tmp_path):
         {"id": "gemma3", "arch": "gemma3", "kv_cache_memory_bytes": 5 * MiB, "max_model_len": 777, "block_size": 32},
         {"id": "qwen3", "arch": "qwen3", "kv_cache_memory_bytes": 2 * MiB, "max_model_len": 6000, "block_size": 64},
     ]
-    text = run_cases(cases, python=python, workdir=tmp_path, timeout=600)
+    text = run_cases(cases, python=python, workdir=tmp_path, timeout=600, in_process=True)
     sections = dict(re.findall(r"^=== oracle case (\S+) ===$(.*?)^=== oracle end \1 ===$", text, re.M | re.S))
     assert set(sections) == {"llama", "gemma3", "qwen3"}, text[-3000:]
     for case in cases:
