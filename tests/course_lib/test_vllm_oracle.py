@@ -236,3 +236,16 @@ def test_live_vllm_agrees_with_the_estimate_and_from_log(tmp_path):
         assert f"{est.max_concurrency:.2f}" == m.group(2)
         diff = compare(log, spec=from_hf_config(spec_cfg))["difference"]
         assert diff["kv_cache_tokens"] == 0 and diff["max_concurrency"] == 0
+
+
+def test_the_recorded_run_for_learners_without_vllm_is_labelled_and_agrees(tmp_path):
+    """What the runtime notebook shows when vLLM does not import: a real 0.32 CPU log, labelled as recorded."""
+    from course_lib.runtimes.oracle import recorded_run, write_tiny_config
+
+    run = recorded_run()
+    assert run["label"].startswith("RECORDED") and "vLLM 0.32.0's CPU build" in run["label"]
+    assert "Initializing a V1 LLM engine (v0.32.0)" in run["log"]
+    folder = write_tiny_config(run["arch"], tmp_path)
+    result = compare(read_startup_log(run["log"]), spec=from_hf_config(str(folder / "config.json")))
+    assert result["logged"]["kv_cache_bytes"] == run["kv_cache_memory_bytes"]
+    assert result["difference"]["kv_cache_tokens"] == 0 and result["difference"]["max_concurrency"] == 0
