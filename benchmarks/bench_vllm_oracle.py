@@ -173,6 +173,8 @@ def main() -> int:
     ap.add_argument("--in-process", action="store_true",
                     help="vLLM's engine inside the child (VLLM_ENABLE_V1_MULTIPROCESSING=0), one child a case: "
                          "~4x faster on a busy machine, the same KV arithmetic")
+    ap.add_argument("--retry-errors", action="store_true",
+                    help="with --resume: start again the cases that failed other than by vLLM's KV refusal")
     args = ap.parse_args()
     out = Path(args.out)
     cases = [c for c in CASES if not args.only or c["arch"] in args.only.split(",")]
@@ -189,7 +191,9 @@ def main() -> int:
         done = ""
         if args.resume and log_file.exists():
             done = log_file.read_text(errors="replace")
-            answered = {cid for cid, rec in parse_case_logs(done).items() if rec.get("started") or rec.get("error")}
+            answered = {cid for cid, rec in parse_case_logs(done).items()
+                        if rec.get("started") or "estimated_max_model_len" in rec
+                        or (rec.get("error") and not args.retry_errors)}
             keep = re.split(r"(?=^=== oracle case \S+ ===$)", done, flags=re.M)
             done = "".join(part for part in keep if not part.startswith("=== oracle case ")
                            or re.match(r"=== oracle case (\S+) ===", part).group(1) in answered)

@@ -41,7 +41,7 @@ _BASE = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=4, num_at
 
 #: Tiny configs of every architecture tried against vLLM's CPU build: (model_type, architecture, fields).
 #: Head sizes are 32 or more (the CPU attention backend's kernels start at 32); the sliding windows are
-#: small so that a window matters at a few thousand tokens.
+#: small so that a window matters at a few thousand tokens; Gemma ties its embeddings (vLLM's Gemma has no lm_head).
 TINY_ARCHS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "llama": ("llama", "LlamaForCausalLM", {}),
     "qwen2": ("qwen2", "Qwen2ForCausalLM", {"use_sliding_window": False}),
@@ -51,9 +51,10 @@ TINY_ARCHS: dict[str, tuple[str, str, dict[str, Any]]] = {
                                                        "mlp_only_layers": []}),
     "mistral": ("mistral", "MistralForCausalLM", {"sliding_window": 256}),
     "gemma2": ("gemma2", "Gemma2ForCausalLM", {"sliding_window": 256, "query_pre_attn_scalar": 32,
-                                              "layer_types": None}),
+                                              "layer_types": None, "tie_word_embeddings": True}),
     "gemma3": ("gemma3_text", "Gemma3ForCausalLM", {"num_hidden_layers": 6, "sliding_window": 256,
-                                                    "query_pre_attn_scalar": 32, "layer_types": None}),
+                                                    "query_pre_attn_scalar": 32, "layer_types": None,
+                                                    "tie_word_embeddings": True}),
     "phi3": ("phi3", "Phi3ForCausalLM", {"sliding_window": None, "num_key_value_heads": 4}),
     "olmo2": ("olmo2", "Olmo2ForCausalLM", {"num_key_value_heads": 4}),
     "granite": ("granite", "GraniteForCausalLM", {}),
@@ -198,7 +199,7 @@ def start_tiny_vllm(arch: str = "llama", *, kv_cache_memory_bytes: int | str = "
 
 
 def _case_key(case: dict[str, Any]) -> str:
-    blob = json.dumps([case["arch"], case.get("overrides") or {}], sort_keys=True)
+    blob = json.dumps(tiny_config(case["arch"], **(case.get("overrides") or {})), sort_keys=True)
     return case["arch"] + "-" + hashlib.sha1(blob.encode()).hexdigest()[:10]
 
 
