@@ -55,14 +55,15 @@ TINY_ARCHS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "gemma3": ("gemma3_text", "Gemma3ForCausalLM", {"num_hidden_layers": 6, "sliding_window": 256,
                                                     "query_pre_attn_scalar": 32, "layer_types": None,
                                                     "tie_word_embeddings": True}),
-    "phi3": ("phi3", "Phi3ForCausalLM", {"sliding_window": None, "num_key_value_heads": 4}),
+    "phi3": ("phi3", "Phi3ForCausalLM", {"sliding_window": None, "num_key_value_heads": 4, "pad_token_id": 0,
+                                         "bos_token_id": 1, "eos_token_id": 2}),
     "olmo2": ("olmo2", "Olmo2ForCausalLM", {"num_key_value_heads": 4}),
     "granite": ("granite", "GraniteForCausalLM", {}),
     "deepseek_v3": ("deepseek_v3", "DeepseekV3ForCausalLM", {
         "head_dim": None, "kv_lora_rank": 64, "q_lora_rank": None, "qk_rope_head_dim": 32, "qk_nope_head_dim": 32,
         "v_head_dim": 32, "n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 2,
         "moe_intermediate_size": 64, "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1,
-        "num_key_value_heads": 4, "rope_scaling": None}),
+        "num_key_value_heads": 4, "rope_scaling": None, "topk_method": "greedy"}),
     "gpt_oss": ("gpt_oss", "GptOssForCausalLM", {"num_local_experts": 4, "num_experts_per_tok": 2,
                                                  "sliding_window": 128, "head_dim": 64, "layer_types": None}),
 }

@@ -140,6 +140,9 @@ def estimate_given_kv(spec: ModelSpec, *, gpu: str | int, launch: Any, refuse: b
         notes.append(f"sliding windows hold window - 1 + {in_flight:,} in-flight tokens: "
                      + ("the CPU platform schedules one batch at a time" if platform.name == "cpu"
                         else CUDA_ASYNC_NOTE))
+    if platform.name != "cpu":
+        notes.append(f"{platform.name}: vLLM 0.32's KV layout rules with the pool given (read from source; the CPU "
+                     f"build checks them to the token, no {platform.name} log does)")
     if cap.padding_layers:
         notes.append(f"{cap.padding_layers} padding layer(s) even out the {len(cap.groups)} KV cache groups")
     if cap.refusal is not None:

@@ -160,11 +160,11 @@ def test_from_log_reads_a_cpu_start_up_and_agrees_exactly():
 
 
 def test_from_log_reads_a_refused_cpu_start_up():
-    text = _cpu_log("gemma3-small-refused.log")
+    text = _cpu_log("llama-small-refused.log")
     log = read_startup_log(text)
     named = int(re.search(r"the estimated maximum model length is (\d+)", text).group(1))
     assert log.logged["estimated_max_model_len"] == named
-    spec = from_hf_config(json.loads((CPU_LOGS / "gemma3-small.config.json").read_text()))
+    spec = from_hf_config(json.loads((CPU_LOGS / "llama-small.config.json").read_text()))
     result = compare(log, spec=spec)
     assert result["predicted"]["estimated_max_model_len"] == named
     assert result["difference"]["estimated_max_model_len"] == 0
