@@ -63,7 +63,7 @@ TINY_ARCHS: dict[str, tuple[str, str, dict[str, Any]]] = {
         "head_dim": None, "kv_lora_rank": 64, "q_lora_rank": None, "qk_rope_head_dim": 32, "qk_nope_head_dim": 32,
         "v_head_dim": 32, "n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 2,
         "moe_intermediate_size": 64, "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1,
-        "num_key_value_heads": 4, "rope_scaling": None, "topk_method": "greedy"}),
+        "num_key_value_heads": 4, "rope_scaling": None, "topk_method": "noaux_tc"}),
     "gpt_oss": ("gpt_oss", "GptOssForCausalLM", {"num_local_experts": 4, "num_experts_per_tok": 2,
                                                  "sliding_window": 128, "head_dim": 64, "layer_types": None}),
 }
