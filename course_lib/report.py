@@ -265,8 +265,9 @@ def from_log_table(result: dict) -> str:
         share = {"vllm": "gpu_memory_utilization", "sglang": "mem_fraction_static",
                  "trtllm": "kv_cache_free_gpu_mem_fraction"}[result["runtime"]]
         total = est["launch"].get("gpu_total_bytes")
-        lines.append(f"reserve (what the share leaves unplanned): {share} = {est['launch'].get(share)} of "
-                     f"{_gib(total)} GiB")
+        if est["launch"].get(share) is not None:        # none when the pool's size was given (vLLM on the CPU)
+            lines.append(f"reserve (what the share leaves unplanned): {share} = {est['launch'].get(share)} of "
+                         f"{_gib(total)} GiB")
         rel = result.get("difference", {}).get("kv_cache_bytes_relative")
         if rel is not None:
             lines.append(f"KV cache: predicted {rel:+.1%} against the log")

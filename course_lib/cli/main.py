@@ -49,7 +49,8 @@ def _cmd_budget(args: argparse.Namespace) -> int:
 
 
 def _cmd_estimate(args: argparse.Namespace) -> int:
-    device_size("--gpu", args.gpu)
+    if not (args.runtime == "vllm" and str(args.gpu).strip().lower() == "cpu"):   # vLLM's CPU platform
+        device_size("--gpu", args.gpu)
     dtype_name("--dtype", args.dtype)
     if args.kv_dtype is not None and not (args.runtime and args.kv_dtype.strip().lower() == "auto"):
         dtype_name("--kv-dtype", args.kv_dtype)

@@ -23,7 +23,7 @@ from ..models import ModelSpec
 from ..report import from_log_table, runtime_table
 from ..runtimes import SglangLaunch, TrtllmLaunch, VllmLaunch, estimate_sglang, estimate_trtllm, estimate_vllm
 from ..runtimes.from_log import compare
-from .args import add_model_args, dtype_name, model_from_args, number, print_json, whole
+from .args import add_model_args, dtype_name, model_from_args, number, print_json, size, whole
 
 #: Each runtime's own flags: (dest, runtime). A flag given with another --runtime is refused.
 RUNTIME_FLAGS = {
@@ -32,7 +32,7 @@ RUNTIME_FLAGS = {
     "mem_fraction_static": "sglang", "sglang_version": "sglang", "chunked_prefill_size": "sglang",
     "cuda_graph_max_bs": "sglang",
     "kv_cache_free_gpu_mem_fraction": "trtllm", "trtllm_version": "trtllm", "max_batch_size": "trtllm",
-    "max_num_tokens": "trtllm", "cpu_offload_gb": ("vllm", "sglang"),
+    "max_num_tokens": "trtllm", "cpu_offload_gb": ("vllm", "sglang"), "kv_cache_memory_bytes": "vllm",
 }
 _SHARE = {"vllm": "--gpu-memory-utilization", "sglang": "--mem-fraction-static",
           "trtllm": "--kv-cache-free-gpu-mem-fraction"}
@@ -56,6 +56,9 @@ def add_runtime_args(p: argparse.ArgumentParser) -> None:
                    help="vLLM V1: leave the vision tower out of the start-up profile (multimodal models)")
     g.add_argument("--block-size", type=whole("--block-size", 1, MAX_BLOCK_SIZE_TOKENS),
                    help="vLLM: tokens per KV block (default 16)")
+    g.add_argument("--kv-cache-memory-bytes", metavar="SIZE",
+                   help="vLLM: the KV pool's size, as vLLM's own flag (any size: 12MiB, 1.5GB, 12582912); no "
+                        "profile. With --gpu cpu: vLLM 0.32's CPU platform")
     g.add_argument("--vllm-version", help="vLLM release whose defaults apply, e.g. 0.10.1 (default: the newest modelled)")
     g.add_argument("--entrypoint", choices=("serve", "llm"), help="vLLM: `vllm serve` (default) or LLM() defaults")
     g.add_argument("--sampler", choices=("auto", "native", "flashinfer"),
@@ -109,13 +112,15 @@ def estimate_runtime(args: argparse.Namespace, spec: ModelSpec) -> dict[str, Any
     tp, pp = args.tensor_parallel, args.pipeline_parallel
     ctx = args.context_tokens
     if args.runtime == "vllm":
+        kv_given = None if args.kv_cache_memory_bytes is None else size("--kv-cache-memory-bytes",
+                                                                         args.kv_cache_memory_bytes)
         est = estimate_vllm(spec, gpu=args.gpu, launch=VllmLaunch(
             version=args.vllm_version, entrypoint=args.entrypoint or "serve",
             gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=ctx, max_num_seqs=args.max_num_seqs,
             max_num_batched_tokens=args.max_num_batched_tokens, kv_cache_dtype=_kv_flag(args), dtype=args.dtype,
             enforce_eager=args.enforce_eager, tensor_parallel=tp, pipeline_parallel=pp, block_size=args.block_size,
             sampler=args.sampler or "auto", cpu_offload_gb=args.cpu_offload_gb or 0.0,
-            skip_mm_profiling=args.skip_mm_profiling))
+            skip_mm_profiling=args.skip_mm_profiling, kv_cache_memory_bytes=kv_given))
     elif args.runtime == "sglang":
         est = estimate_sglang(spec, gpu=args.gpu, launch=SglangLaunch(
             version=args.sglang_version, mem_fraction_static=args.mem_fraction_static,

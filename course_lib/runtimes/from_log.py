@@ -132,7 +132,9 @@ def launch_for(log: StartupLog, spec: ModelSpec, gpu: str | int) -> tuple[Any, d
                           enforce_eager=bool(L.get("enforce_eager", False)), tensor_parallel=tp, pipeline_parallel=pp,
                           block_size=L.get("block_size"), sampler=L.get("sampler", "auto"),
                           cpu_offload_gb=float(L.get("cpu_offload_gb") or 0.0), platform=L.get("platform"),
-                          skip_mm_profiling=bool(L.get("skip_mm_profiling", False))), from_log
+                          skip_mm_profiling=bool(L.get("skip_mm_profiling", False)),
+                          kv_cache_memory_bytes=L.get("kv_cache_memory_bytes"),
+                          entrypoint="llm" if L.get("entrypoint") == "llm" else "serve"), from_log
     if log.runtime == "sglang":
         kv = _kv(L.get("kv_cache_dtype"))
         return SglangLaunch(version=L.get("sglang_version"), mem_fraction_static=L.get("mem_fraction_static"),
@@ -166,6 +168,8 @@ def estimate_for(log: StartupLog, spec: ModelSpec, gpu: str | int, dtype: str | 
     if tensor_parallel is not None and not log.launch.get("tensor_parallel_size"):
         launch = replace(launch, tensor_parallel=tensor_parallel)
     device = log.launch.get("gpu_total_bytes") or gpu
+    if log.runtime == "vllm" and log.launch.get("platform") == "cpu":     # vLLM's CPU platform: no GPU at all
+        return estimate_vllm(spec, gpu="cpu", launch=launch, refuse=False)
     if log.runtime in ("vllm", "trtllm") and isinstance(gpu, str):      # the card's kind, when the log gives its size
         from .vllm import NVSWITCH_GPUS
         name = gpu.strip().lower()
@@ -188,6 +192,8 @@ def predicted_figures(est: RuntimeEstimate) -> dict[str, Any]:
     out: dict[str, Any] = {key: est.term(term) for key, term in _PREDICTED.items()}
     out.update(kv_cache_bytes=est.runtime_kv_cache_bytes, kv_cache_tokens=est.kv_cache_tokens,
                num_gpu_blocks=est.num_gpu_blocks, max_concurrency=round(est.max_concurrency, 2))
+    if est.launch.get("estimated_max_model_len") is not None:    # what vLLM's refusal names
+        out["estimated_max_model_len"] = est.launch["estimated_max_model_len"]
     return out
 
 
@@ -211,6 +217,8 @@ def compare(log: StartupLog, *, gpu: str | int | None = None, spec: ModelSpec | 
         spec = get_model(preset)
         out["preset"] = preset
     device = log.launch.get("gpu_total_bytes") or gpu
+    if log.runtime == "vllm" and log.launch.get("platform") == "cpu":
+        device = gpu = "cpu"
     if device is None and log.runtime == "sglang" and log.logged.get("free_at_start_bytes"):
         from .sglang import CONTEXT_BYTES
         device = gpu = log.logged["free_at_start_bytes"] + CONTEXT_BYTES     # SGLang starts from the free memory

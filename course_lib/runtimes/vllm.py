@@ -65,6 +65,7 @@ from .releases import Rules
 from .versions import Version
 from .vllm_releases import HISTORY
 from .vllm_kv import kv_layout, one_request_bytes
+from .vllm_given_kv import estimate_given_kv, uses_given_kv
 from .vllm_mm import encoder_profile
 
 #: The release history (what changed in which release, each row citing its file): :mod:`.vllm_releases`.
@@ -156,7 +157,7 @@ class VllmLaunch:
     tensor-parallel GPUs (default: by the GPU preset, NVSwitch for H100/H200/B200/H20).
     cpu_offload_gb: GiB of decoder-layer weights kept in CPU memory per GPU, despite the name
     (see profile.offloaded_bytes). skip_mm_profiling: V1 leaves the vision tower out of the profile
-    (see vllm_mm).
+    (see vllm_mm). kv_cache_memory_bytes: the KV pool's size, given (no profile; platform "cpu" too).
     """
 
     version: str | Version | None = None
@@ -178,6 +179,8 @@ class VllmLaunch:
     interconnect: str | None = None
     cpu_offload_gb: float = 0.0
     skip_mm_profiling: bool = False
+    #: vLLM's --kv-cache-memory-bytes: the KV pool is this figure, no profile (see vllm_given_kv).
+    kv_cache_memory_bytes: int | None = None
 
 
 def _kv_dtype(name: str, compute: str) -> str:
@@ -538,6 +541,10 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     hold one ``max_model_len`` request, with vLLM's own advice; ``refuse=False`` returns the estimate
     with vLLM's refusal in ``notes`` instead (what a log of the refused start-up shows).
     """
+    launch = launch or VllmLaunch()
+    if uses_given_kv(gpu, launch):     # the pool's size is given (or vLLM's CPU platform): no profile
+        return estimate_given_kv(spec, gpu=gpu, launch=launch, refuse=refuse, latest=LATEST, kv_dtype=_kv_dtype,
+                                 resolve=resolve)
     ctx, why = context(spec, gpu, launch)
     launch, rules, fmt, runner = ctx.launch, ctx.rules, ctx.fmt, ctx.runner
     version: Version = launch.version          # type: ignore[assignment]

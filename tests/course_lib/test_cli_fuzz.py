@@ -534,7 +534,8 @@ RUNTIME_FLAGS = {
     "--trtllm-version": st.sampled_from(["0.19.0", "1.0", "bad"]), "--max-batch-size": whole(1, B.MAX_SEQUENCES),
     "--max-num-tokens": whole(1, B.MAX_CONTEXT_TOKENS), "--max-model-len": whole(1, B.MAX_CONTEXT_TOKENS),
     "--kv-cache-dtype": mostly(st.sampled_from(["auto", "fp8", "fp8_e5m2", "bf16"]), DTYPES),
-    "--cpu-offload-gb": mostly(st.sampled_from(["0", "4", "2.5", "1000000"]), st.sampled_from(["-1", "nan", "1e300", "x"]))}
+    "--cpu-offload-gb": mostly(st.sampled_from(["0", "4", "2.5", "1000000"]), st.sampled_from(["-1", "nan", "1e300", "x"])),
+    "--kv-cache-memory-bytes": SIZES}
 RUNTIME_LOGS = sorted((Path(__file__).resolve().parent.parent / "files" / "runtime_logs" / "logs").glob("*.txt"))
 
 
