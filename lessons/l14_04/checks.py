@@ -272,7 +272,11 @@ def _weighted(*results: tuple[float, Result]) -> Result:
 
 def _score_kv_cache(v: dict) -> Result:
     """The lesson's Task 3: kv_bytes_per_token (3 points) and kv_cache_bytes with lab_kv_gb (2 points)."""
-    return _weighted((3, _score_kv_per_token(v)), (2, _score_kv_total(v)))
+    total = _score_kv_total(v)
+    if total.message == carried_note("kv_bytes_per_token"):       # the same question: say it plainly
+        total = Result(total.passed, "kv_cache_bytes and lab_kv_gb are consistent with your kv_bytes_per_token and "
+                                     "keep their points", total.fraction)
+    return _weighted((3, _score_kv_per_token(v)), (2, total))
 
 
 # -------------------------------------------------------- 5. GQA and dtype
