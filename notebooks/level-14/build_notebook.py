@@ -803,9 +803,9 @@ md("""
 
 The lesson (`l14-04-model-memory.ipynb`, 31 points) built a budget by hand. This notebook reads the
 budget a real serving runtime makes for itself when it starts: vLLM's start-up logs, its blocks and
-concurrency, the knobs that move its pools, and a launch decision under a constraint. **18 autograded
-points** here (the assignment's total is 49); 1 of them rewards recall (which policy runs more requests
-at once, shown in the lesson's simulation), none copying.
+concurrency, the knobs that move its pools, and a launch decision under a constraint.
+**18 autograded points** here (the assignment's total is 49); 1 of them rewards recall (which policy
+runs more requests at once, shown in the lesson's simulation), none copying.
 
 Figures that depend on fitted constants are **course_lib's estimate of vLLM's rule (within 10% on
 published logs)**, not vLLM's own numbers: the rule's structure is vLLM's (`vllm/v1/worker/gpu_worker.py`,
