@@ -92,6 +92,29 @@ def test_the_predictions_come_before_the_text_that_answers_them(source_nb):
     assert "pool_kinds" in source_nb.cells[ids.index("answer_predict")].source
 
 
+def test_the_allocator_text_says_what_the_allocators_do(source_nb):
+    """Expert review 2, B2 and B4: torch's caching allocator serves a request from the smallest cached block that
+    fits and splits it (c10/cuda/CUDACachingAllocator.cpp: get_free_block, should_split; splitting unlimited by
+    default), so large tensors fragment too; and glibc serves the CPU demo's 32 MiB request with mmap whatever
+    holes exist, as the cell's own printout says. The markdown and the printed note must say the same."""
+    import inspect
+
+    from course_lib.lessons.l14_04 import demos
+    from course_lib.measure import fragmentation
+
+    note = " ".join(demos.GPU_ALLOCATOR_NOTE.split())
+    assert "never fragment" not in note and "smallest cached free block that fits and splits it" in note
+    assert "large tensors fragment too" in note and "CUDACachingAllocator" in note
+    free_intro = next(c.source for c in source_nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "free_intro")
+    text = " ".join(free_intro.split())
+    assert "no freed hole is big enough" not in text and "mmap" in text
+    assert "served by mmap whatever holes exist" in inspect.getsource(demos.show_device_memory)
+    assert "smallest cached free block that fits and splits it" in text and "large tensors fragment too" in text
+    # the GPU demo's step 2 is carved from step 1's cached segments, not from new 20 MiB segments
+    assert "sharing 20 MiB segments" not in inspect.getsource(fragmentation)
+    assert "carved from step 1's cached segments" in inspect.getsource(fragmentation._cuda)
+
+
 def test_grade_cells_have_points_and_every_solution_has_a_test(source_nb, runtime_nb):
     cells = _nbgrader_cells(source_nb) + _nbgrader_cells(runtime_nb)
     ids = [m["grade_id"] for _, m in cells]
