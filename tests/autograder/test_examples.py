@@ -406,10 +406,15 @@ def test_feedback_page_renders_markdown_as_html(browser, course):
         assert raw not in text, f"literal {raw!r} is visible on the page"
     # each check is followed by its verdict; the explorers say they are skipped while grading
     assert page.locator("section.test .verdict.failed").count() == 1   # Task 3: the KV-heads question (partial)
-    assert "partial credit, 1 of 3" in page.locator("section.test .verdict.failed").inner_text()
-    for explorer in ("the budget explorer", "the launch explorer"):
-        assert f"({explorer} is skipped while grading" in text, explorer
+    assert "partial credit, 3 of 5" in page.locator("section.test .verdict.failed").inner_text()
+    assert "(the budget explorer is skipped while grading" in text
     assert "An interactive widget was here" not in text
+    # the runtime lab's page: its own explorer, skipped the same way
+    page.goto((course["results"] / "feedback" / "attention_heads" / ASSIGNMENT / "l14-04-runtime-lab.html").as_uri())
+    page.wait_for_load_state("load")
+    page.screenshot(path=str(ARTIFACTS / "feedback-attention_heads-runtime-lab.png"))
+    text = page.locator("body").inner_text()
+    assert "(the launch explorer is skipped while grading" in text and "An interactive widget was here" not in text
 
 
 @pytest.mark.browser
