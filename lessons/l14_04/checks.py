@@ -11,8 +11,8 @@ course-grade removes before a kernel runs it.
 
 Fair partial credit: a task with several sub-answers scores each on its own
 (:func:`_parts`: a :class:`Result` with ``fraction``, the share of the points earned), and where a
-later answer calls an earlier one (Task 4 calls Task 3's function, Task 6 may use Task 4's, Task 11c
-uses 11b's figure, Task 14 Task 3's), an answer consistent with the learner's own earlier answer is
+later answer calls an earlier one (the lesson's Task 3: kv_cache_bytes calls kv_bytes_per_token, Task 4 may
+use both; the runtime lab's R8c uses R8b's figure), an answer consistent with the learner's own earlier answer is
 accepted ("carried forward"), so one misconception costs one question. The slips are named by
 :mod:`course_lib.lessons.l14_04.practice`, the same functions the notebook's visible checks (Validate) use.
 

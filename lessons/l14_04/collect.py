@@ -12,8 +12,8 @@ It therefore holds only:
   inputs and reads their variables, returning plain values (through
   :mod:`autograder.answers`' ``call``, ``var`` and ``to_plain``).
 
-Where a later question calls an earlier answer (Task 4 calls Task 3's function, Task 6 may call
-Task 4's), the collector also records what the learner's own earlier function gives on the same
+Where a later answer calls an earlier one (the lesson's kv_cache_bytes calls kv_bytes_per_token, Task 4
+may call both), the collector also records what the learner's own earlier function gives on the same
 inputs, so the check can carry the earlier answer forward: one misconception costs one question.
 
 Everything here uses the standard library and :mod:`autograder.answers` only, and every name a

@@ -421,7 +421,9 @@ letter of the reason:
 * **b** — temporary buffers depend on the kernels that run and on how the allocator reserves and keeps
   memory, not on a formula of the config
 * **c** — the KV-cache formula ignores how many sequences are active
-""", "gap_intro")
+
+{grader_only}
+""".format(grader_only=GRADER_ONLY), "gap_intro")
 
 solution("answer_measured_gap", """
 ### BEGIN SOLUTION
@@ -593,10 +595,9 @@ plans should account for warm-up and **not assume a new replica is ready immedia
 start**.
 
 Offloading moves some weights or cache between GPU and host memory. It can reduce GPU pressure, but
-transfers add latency and use bandwidth. It is a **tradeoff, not free capacity**: 10 GB of weights
-streamed over PCIe Gen4 (31.5 GB/s at best) for every decode step add about a third of a second to each
-step. (The runtime lab times a replica's start and an offload with numbers; here the memory thread
-goes on.)
+transfers add latency and use bandwidth. It is a **tradeoff, not free capacity**: weights streamed
+from host memory for every decode step add their bytes / the link's bandwidth to every step. (The
+runtime lab times a replica's start and an offload with numbers; here the memory thread goes on.)
 """, "loading_intro")
 
 md("""
@@ -1099,20 +1100,21 @@ Your team must serve **12 users at once, each with up to 8,192 tokens of context
 sequences). The launch explorer below applies course_lib's estimate of vLLM's rule (within 10% on
 published logs) and says how many 8k requests run at once; with every knob at its default, five do.
 
-A launch that misses a stated requirement (a context below 8,192 tokens, more than one GPU) serves
-nobody, however many requests it would run. And because the estimate is good to about 10%, a launch it
-puts just above 12 is **borderline: measure it** before you promise it; the grader asks for headroom
-above 12, and the feedback says when a launch is borderline. The levers: the weight format and the KV
-cache's dtype (the big ones), `max_num_seqs` (the sampler's profile and the CUDA graphs captured),
-`gpu_memory_utilization`, and, not in this explorer, `enforce_eager` (no CUDA graphs at all) and
-`max_num_batched_tokens` (a smaller profile forward pass).
+The explorer's figures are course_lib's estimate of vLLM's rule (within 10% on published logs), so a
+launch counts as serving the 12 users only with that margin to spare: a maximum concurrency of at least
+12 / 0.9 = 13.33x. A launch within 10% of 12 is answered *measure it* (start it and read vLLM's own
+line), not promised; a launch that misses a stated requirement (8k context, 12 users, one card) serves
+nobody. The levers: the weight format and the KV cache's dtype (the big ones), `max_num_seqs` (the
+sampler's profile and the CUDA graphs captured), `gpu_memory_utilization`, `enforce_eager` (no CUDA
+graphs at all) and `max_num_batched_tokens` (a smaller profile forward pass).
 
 **Task R7** (three parts: a launch that starts with 8k context, serves 12, and a one-line reason). Set
 `decision` to a launch that serves the 12 users, and `decision_reason` to one line saying why it does
 (which pool your change shrinks or frees). The keys: `weights` (`"checkpoint"` for the published bf16
 checkpoint, or `"fp8"`, `"int8"`, `"int4"` for a quantized one), `kv_cache_dtype` (`"auto"` or `"fp8"`),
 `max_model_len` (tokens), `max_num_seqs` (slots), `gpu_memory_utilization` (a share of the total) and
-`tensor_parallel` (GPUs).
+`tensor_parallel` (GPUs); you may add `enforce_eager` (True: no CUDA graphs) and `max_num_batched_tokens`
+(the tokens the profile's forward pass runs over).
 """, "decision_intro")
 
 code("""
@@ -1205,7 +1207,7 @@ warm-up times, so its total is not your answer to R8b; its phases are the same k
 """, "loading_demo_intro")
 
 code("""
-# The same ideas with the library: the readiness timeline and the cost of offloading (another replica than 12b's).
+# The same ideas with the library: the readiness timeline and the cost of offloading (another replica than R8b's).
 from course_lib.lessons.l14_04.demos import show_loading_and_offload
 loading = show_loading_and_offload()
 """, "loading_demo")
