@@ -14,7 +14,8 @@ In that JupyterLab nbgrader's instructor tools are switched off and Validate sta
         .ipynb_checkpoints/             # JupyterLab's checkpoints, outside the folder handed in
         requirements.txt, l14_course_lib-*.whl
         l14-04-model-memory/            # the folder to hand in
-            l14-04-model-memory.ipynb   # the student notebook
+            l14-04-model-memory.ipynb   # the lesson notebook
+            l14-04-runtime-lab.ipynb    # the runtime-lab notebook
             l14-04-model-memory.py      # the lab file, beside the notebook (find_lab_file looks here)
 
 ``make lab`` builds nothing else: it runs this module with the machine's ``python3`` (the
@@ -60,6 +61,8 @@ from .learner_env import write_learner_install
 REPO = Path(__file__).resolve().parents[1]
 _LESSON = default_assignment()   # the installed lesson: its notebook, and the file released beside it
 ASSIGNMENT, NOTEBOOK_NAME, LAB_NAME = _LESSON.name, _LESSON.notebook_name, _LESSON.file_names[0]
+#: Every notebook of the assignment (the first is the one the printed link opens).
+NOTEBOOK_NAMES = _LESSON.notebook_names
 DEFAULT_DIR = REPO / "learner-workspace"
 ENV_DIR = ".venv"
 STAMP = ".installed-wheel"
@@ -103,7 +106,7 @@ def release_to(out_dir: Path, python: str | Path | None = None) -> Path:
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise WorkspaceError(f"building the release in {python} failed: {last}")
         folder = Path(proc.stdout.strip().splitlines()[-1])
-    for name in (NOTEBOOK_NAME, LAB_NAME):
+    for name in (*NOTEBOOK_NAMES, LAB_NAME):
         if not (folder / name).is_file():
             raise WorkspaceError(f"the release in {folder} has no {name}; the workspace needs the notebook "
                                  f"and the lab file beside it")
@@ -124,7 +127,7 @@ def build_workspace(root: str | Path = DEFAULT_DIR, *, quiet: bool = False, pyth
     # A zip of course_lib (no nbgrader run), so a newer course library reaches the workspace's Python
     # on the next start even when the learner's files are all there.
     write_learner_install(root)
-    if (folder / NOTEBOOK_NAME).is_file() and (folder / LAB_NAME).is_file():
+    if all((folder / name).is_file() for name in (*NOTEBOOK_NAMES, LAB_NAME)):
         _say(quiet, f"keeping your work in {folder}")
         return folder
     _say(quiet, "building the release (nbgrader generate_assignment: solutions and hidden tests removed)")

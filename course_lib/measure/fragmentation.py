@@ -8,13 +8,16 @@ In a fresh process (so the notebook's own memory does not blur the figures):
   holes sit between live blocks, the allocator keeps them, and none of them is big enough for
   the large request, which takes new memory although the free bytes exceed it.
 - **GPU** (torch's caching allocator, whose rules are in PyTorch's ``CUDACachingAllocator.cpp`` and
-  E. Yang's devlog "When does fragmentation occur in the CUDA caching allocator?"): a tensor of
-  10 MiB or more gets a segment of its own; smaller ones share 2 MiB (up to 1 MiB) or 20 MiB
-  segments. *Cached* memory (reserved - allocated) is not lost: a segment with no live tensor goes
-  back to CUDA on ``empty_cache()``, and the allocator releases such segments itself and retries
-  when a ``cudaMalloc`` fails. Only free blocks inside segments that still hold a live tensor
+  E. Yang's devlog "When does fragmentation occur in the CUDA caching allocator?"): a request
+  first takes the *smallest cached free block that fits* and splits it (``get_free_block``,
+  ``should_split``: splitting is unlimited by default, ``max_split_size`` unset), so large tensors
+  fragment too; only a *new* segment is sized to the request (10 MiB or more) or to 2 / 20 MiB.
+  *Cached* memory (reserved - allocated) is not lost: a segment with no live tensor goes back to
+  CUDA on ``empty_cache()``, and the allocator releases such segments itself and retries when a
+  ``cudaMalloc`` fails. Only free blocks inside segments that still hold a live tensor
   (``inactive_split``) are fragmented. :func:`_cuda` shows both, under a memory-fraction cap, with
-  ``expandable_segments`` off or on.
+  ``expandable_segments`` off or on (there, free pages between live blocks are unmapped on the same
+  out-of-memory path, so ``inactive_split`` is not lost memory).
 
 Each step is one :class:`Step` of plain integers; :meth:`FragmentationResult.describe` prints them.
 
@@ -192,13 +195,16 @@ def segment_summary(segments: list[dict[str, Any]]) -> dict[str, int]:
 def _cuda() -> dict[str, Any]:
     """Caching against fragmentation on a GPU, with torch's caching allocator (see the module docstring).
 
-    1. 16 tensors of 32 MiB (each >= 10 MiB gets a segment of its own), then freed: cached *whole*
-       segments, free to torch, not to other processes; ``inactive_split`` stays ~0.
-    2. 48 pairs of a 4 MiB and a 1.5 MiB tensor (both < 10 MiB: they share 20 MiB segments), then the
-       4 MiB ones freed: free blocks inside segments that still hold live tensors: ``inactive_split``.
+    1. 16 tensors of 32 MiB (each a new segment of its own), then freed: cached *whole* segments,
+       free to torch, not to other processes; ``inactive_split`` stays ~0.
+    2. 48 pairs of a 4 MiB and a 1.5 MiB tensor. They are *carved from the 32 MiB segments cached in
+       step 1* (best fit, then split; no new 20 MiB segment is made): about 5.5 pairs a segment, so
+       about 9 of the 16 segments are split and about 7 stay whole. Then the 4 MiB ones are freed:
+       free blocks inside segments that still hold live tensors: ``inactive_split``.
     3. A memory-fraction cap a little above what torch holds, then one 256 MiB request: CUDA refuses
-       the new segment, so the allocator releases the whole cached segments of step 1 and retries;
+       the new segment, so the allocator releases the cached segments step 2 left whole and retries;
        it succeeds, and the split memory of step 2 is still held.
+    (This is a reading of ``c10/cuda/CUDACachingAllocator.cpp``; no GPU run of it is recorded yet.)
     4. A request larger than what the cap leaves after everything releasable: out of memory, although
        the split free blocks would add up to more.
     """
@@ -229,7 +235,7 @@ def _cuda() -> dict[str, Any]:
         big.append(torch.empty(4 * MiB, dtype=torch.uint8, device="cuda"))
         small.append(torch.empty(3 * MiB // 2, dtype=torch.uint8, device="cuda"))
     torch.cuda.synchronize()
-    steps.append(snap("48 x (4 MiB + 1.5 MiB) allocated (sharing 20 MiB segments)"))
+    steps.append(snap("48 x (4 MiB + 1.5 MiB) carved from step 1's cached segments"))
     big.clear()
     torch.cuda.synchronize()
     steps.append(snap("the 4 MiB ones freed", "split: free blocks between live tensors"))
@@ -240,7 +246,7 @@ def _cuda() -> dict[str, Any]:
     large = torch.empty(256 * MiB, dtype=torch.uint8, device="cuda")
     torch.cuda.synchronize()
     steps.append(snap("cap at reserved + 64 MiB, then one 256 MiB request",
-                      "the allocator released whole cached segments and retried"))
+                      "the allocator released the cached segments left whole and retried"))
     note = ""
     try:
         huge = torch.empty(cap - torch.cuda.memory_reserved() + 128 * MiB, dtype=torch.uint8, device="cuda")

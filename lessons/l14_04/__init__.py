@@ -7,12 +7,12 @@
 ``examples.py`` the example class (examples/submissions/): one learner per misconception
 ==============  ========================================================================
 
-The instructor files stay where the course keeps them: the notebook in ``notebooks/level-14/``
-(built by its ``build_notebook.py``, whose hidden tests :func:`hidden_block` writes) and the
-lab in ``labs/notebooks/level-14/``.
+The instructor files stay where the course keeps them: the two notebooks in ``notebooks/level-14/``
+(the lesson, then the runtime lab; both built by its ``build_notebook.py``, whose hidden tests
+:func:`hidden_block` writes) and the lab in ``labs/notebooks/level-14/``.
 
 >>> LESSON.name, [p.name for p in LESSON.notebooks], LESSON.side_questions()["lab_reports_not_fit"]
-('l14-04-model-memory', ['l14-04-model-memory.ipynb'], 1.0)
+('l14-04-model-memory', ['l14-04-model-memory.ipynb', 'l14-04-runtime-lab.ipynb'], 0.5)
 """
 
 from __future__ import annotations
@@ -27,16 +27,19 @@ from .lab import LabEdit
 REPO = Path(__file__).resolve().parents[2]
 NAME = "l14-04-model-memory"
 NOTEBOOK = REPO / "notebooks" / "level-14" / f"{NAME}.ipynb"
+#: The second notebook of the assignment: what vLLM will actually allocate.
+RUNTIME_NOTEBOOK = REPO / "notebooks" / "level-14" / "l14-04-runtime-lab.ipynb"
 LAB = REPO / "labs" / "notebooks" / "level-14" / f"{NAME}.py"
 
 LESSON = Lesson(
     name=NAME,
-    notebooks=(NOTEBOOK,),
+    notebooks=(NOTEBOOK, RUNTIME_NOTEBOOK),
     files=(LAB,),
     checks=checks.CHECKS,
     side_checks=(LabEdit(file=LAB.name),),
     # what the notebook's cells import, beyond numpy and matplotlib: the fork server imports it once a batch
-    preload=("course_lib", "course_lib.lessons.l14_04.demos", "course_lib.explorer", "course_lib.lessons.l14_04.labfile", "course_lib.report"),
+    preload=("course_lib", "course_lib.lessons.l14_04.demos", "course_lib.explorer", "course_lib.lessons.l14_04.labfile",
+             "course_lib.report", "course_lib.vllm_explorer"),
     course_id="l14",
 )
 

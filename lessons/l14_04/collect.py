@@ -12,8 +12,8 @@ It therefore holds only:
   inputs and reads their variables, returning plain values (through
   :mod:`autograder.answers`' ``call``, ``var`` and ``to_plain``).
 
-Where a later question calls an earlier answer (Task 4 calls Task 3's function, Task 6 may call
-Task 4's), the collector also records what the learner's own earlier function gives on the same
+Where a later answer calls an earlier one (the lesson's kv_cache_bytes calls kv_bytes_per_token, Task 4
+may call both), the collector also records what the learner's own earlier function gives on the same
 inputs, so the check can carry the earlier answer forward: one misconception costs one question.
 It records that function on at least two different inputs, so the check can tell a function that
 does not depend on its inputs (one that returns 7 whatever it is given), which carries nothing.
@@ -21,8 +21,8 @@ does not depend on its inputs (one that returns 7 whatever it is given), which c
 Everything here uses the standard library and :mod:`autograder.answers` only, and every name a
 collector uses is defined in one of the two (``autograder.hidden`` copies the closure it needs).
 
->>> collect_predict({"predict_answer": "a"})
-{'answer': 'a'}
+>>> collect_predict({"predict_answer": "a", "pool_kinds": {"weights": "fixed"}})
+{'answer': 'a', 'kinds': {'weights': 'fixed'}}
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ GiB = 2**30
 # ------------------------------------------------------------------ predict first
 
 def collect_predict(ns):
-    return {"answer": var(ns, "predict_answer")}
+    return {"answer": var(ns, "predict_answer"), "kinds": var(ns, "pool_kinds")}
 
 
 # ------------------------------------------------------------------ 1. the 24 GB budget
@@ -106,6 +106,11 @@ def collect_kv_cache_total(ns):
     }
 
 
+def collect_kv_cache(ns):
+    # Task 3 of the lesson: both functions in one question (per token, then a workload's total)
+    return {**collect_kv_per_token(ns), **collect_kv_cache_total(ns)}
+
+
 def collect_gqa_dtype(ns):
     return {"ratio": var(ns, "mha_over_gqa_ratio"), "fp8": var(ns, "llama3_fp8_kv_bytes_per_token"),
             "own_mha": call(ns, "kv_bytes_per_token", dict(KV_CONFIGS["llama-2-7b"]), 2),
@@ -131,10 +136,6 @@ def collect_predict_measure(ns):
 
 def collect_measured_gap(ns):
     return {"pool": var(ns, "largest_gap_pool"), "reason": var(ns, "gap_reason")}
-
-
-def collect_predict_again(ns):
-    return {"pool": var(ns, "predict_again_pool"), "factor": var(ns, "predict_again_factor")}
 
 
 # ------------------------------------------------------------------ 8-9. free is not capacity
@@ -199,12 +200,6 @@ def collect_unready(ns):
     return {"unready_s": var(ns, "replica_unready_seconds"), "own_ready_s": var(ns, "replica_ready_seconds")}
 
 
-# ------------------------------------------------------------------ 12. the pools
-
-def collect_pool_kinds(ns):
-    return {"kinds": var(ns, "pool_kinds"), "reserve_gb": var(ns, "vllm_reserve_gb")}
-
-
 # ------------------------------------------------------------------ 13-15. read the real log
 
 # Start-up figures of other published vLLM logs (GiB as printed): total, utilization, weights, activation peak,
@@ -243,16 +238,6 @@ def collect_decision(ns):
     return {"decision": var(ns, "decision"), "reason": var(ns, "decision_reason")}
 
 
-# ------------------------------------------------------------------ 17-18. the lab
-
-def collect_lab_predict(ns):
-    return {"factors": var(ns, "lab_change_factors")}
-
-
-def collect_lab_crossing(ns):
-    return {"first": var(ns, "lab_first_crossing_sequences")}
-
-
 # ------------------------------------------------------------------ 19-20. questions, explain it back
 
 def collect_quick_check(ns):
@@ -268,12 +253,10 @@ COLLECTORS = {
     "test_predict": "collect_predict",
     "test_request_budget": "collect_request_budget",
     "test_weight_bytes": "collect_weight_bytes",
-    "test_kv_per_token": "collect_kv_per_token",
-    "test_kv_cache_total": "collect_kv_cache_total",
+    "test_kv_cache": "collect_kv_cache",
     "test_gqa_dtype": "collect_gqa_dtype",
     "test_predict_measure": "collect_predict_measure",
     "test_measured_gap": "collect_measured_gap",
-    "test_predict_again": "collect_predict_again",
     "test_safe_requests": "collect_safe_requests",
     "test_plannable": "collect_plannable",
     "test_admission_rule": "collect_admission_rule",
@@ -281,13 +264,10 @@ COLLECTORS = {
     "test_offload_step": "collect_offload_step",
     "test_replica_ready": "collect_replica_ready",
     "test_unready": "collect_unready",
-    "test_pool_kinds": "collect_pool_kinds",
     "test_log_kv": "collect_log_kv",
     "test_log_blocks": "collect_log_blocks",
     "test_log_predict": "collect_log_predict",
     "test_decision": "collect_decision",
-    "test_lab_predict": "collect_lab_predict",
-    "test_lab_crossing": "collect_lab_crossing",
     "test_quick_check": "collect_quick_check",
     "test_explain_budget": "collect_explain_budget",
 }

@@ -57,11 +57,11 @@ EXAMPLES = (
     Example("reference", "the instructor's solutions, lab edited to 16: full autograded marks"),
     Example("blank", "the release handed back untouched: 0", blank=True, lab="released"),
     Example("forgot_k_and_v", "KV bytes per token without the factor 2 for keys and values (later tasks carry it)",
-            answers={"answer_kv_per_token": [('return 2 * config["num_hidden_layers"]',
-                                             'return config["num_hidden_layers"]')]}),
+            answers={"answer_kv_cache": [('return 2 * config["num_hidden_layers"]',
+                                         'return config["num_hidden_layers"]')]}),
     Example("attention_heads", "attention heads used where the cache holds KV heads (GQA ignored)",
-            answers={"answer_kv_per_token": [('kv_heads = config.get("num_key_value_heads", heads)',
-                                             "kv_heads = heads")]}),
+            answers={"answer_kv_cache": [('kv_heads = config.get("num_key_value_heads", heads)',
+                                         "kv_heads = heads")]}),
     Example("gb_gib_mixup", "GB (10^9) and GiB (2^30) swapped",
             answers={"answer_weight_bytes": [('weight_bytes(8_030_261_248, "fp16") / GB',
                                               'weight_bytes(8_030_261_248, "fp16") / GiB_'),
@@ -84,25 +84,27 @@ EXAMPLES = (
     Example("split_is_capacity", "torch's split blocks inside live segments planned with as if free",
             answers={"answer_plannable": [("releasable = reserved_bytes - allocated_bytes - inactive_split_bytes",
                                            "releasable = reserved_bytes - allocated_bytes")]}),
-    Example("gib_for_gb_loading", "the 14 GB of weights read as 14 GiB in the readiness timeline (12c carries it)",
+    Example("gib_for_gb_loading", "the 14 GB of weights read as 14 GiB in the readiness timeline (R8c carries it)",
             answers={"answer_replica_ready": [("replica_ready_seconds = 14 / 2 + 14 / 25 + 4 + 20 + 8",
                                                "replica_ready_seconds = 14 * GiB / GB / 2 + 14 * GiB / GB / 25 "
                                                "+ 4 + 20 + 8")]}),
     Example("ready_at_start", "a replica counted as ready when its process starts",
             answers={"answer_unready": [("replica_unready_seconds = replica_ready_seconds - 5",
                                          "replica_unready_seconds = 0")]}),
-    Example("old_default_utilization", "vLLM's reserve worked out at 0.9, not the 0.92 the task gives",
-            answers={"answer_pool_kinds": [("vllm_reserve_gb = 24 * (1 - 0.92)", "vllm_reserve_gb = 24 * (1 - 0.9)")]}),
+    Example("kv_cache_fixed", "the KV cache predicted fixed, like the weights (the Predict's framing question)",
+            answers={"answer_predict": [('"kv_cache": "grows"', '"kv_cache": "fixed"')]}),
     Example("whole_device_log", "the log's KV cache worked from the whole device, not its utilization share",
             answers={"answer_log_kv": [("return total_gib * utilization - weights_gib",
                                         "return total_gib - weights_gib")]}),
     Example("tp_ignored", "tensor parallelism ignored: one GPU holds every KV head",
-            answers={"answer_log_blocks": [("mi300x_kv_bytes_per_token_per_gpu = kv_bytes_per_token(llama3_8b, 2) // 8",
-                                            "mi300x_kv_bytes_per_token_per_gpu = kv_bytes_per_token(llama3_8b, 2)")]}),
+            answers={"answer_log_blocks": [("mi300x_kv_bytes_per_token_per_gpu = 2 * 32 * (8 // 8) * 128 * 2",
+                                            "mi300x_kv_bytes_per_token_per_gpu = 2 * 32 * 8 * 128 * 2")]}),
     Example("defaults_decision", "vLLM's defaults kept for the 12-user decision (5 requests of 8k run at once)",
             answers={"answer_decision": [('"weights": "fp8"', '"weights": "checkpoint"'),
                                          ('"kv_cache_dtype": "fp8"', '"kv_cache_dtype": "auto"'),
                                          ('"max_num_seqs": 16', '"max_num_seqs": 256')]}),
+    Example("fp8_same_pool", "an fp8 KV cache on the A100 0.10.1 launch predicted to keep the pool's GiB (V0 fallback missed)",
+            answers={"answer_log_predict": [('"kv_cache_dtype=fp8": "less"', '"kv_cache_dtype=fp8": "same"')]}),
     Example("lab_doubled_context_too", "lab: doubled active_sequences AND context_tokens",
             lab="edited", lab_edits=(("context_tokens = 1024 ", "context_tokens = 2048 "),)),
     Example("lab_not_edited", "lab handed back unedited (still 8 sequences)", lab="released"),
@@ -123,23 +125,29 @@ def this_assignment() -> Assignment:
     return lesson_assignment("lessons.l14_04")
 
 
-def build_example(example: Example, released_nb: nbformat.NotebookNode, released_lab: str,
-                  assignment: Assignment) -> tuple[nbformat.NotebookNode, str]:
-    spec = load_source(assignment).notebooks[0]
-    nb = copy.deepcopy(released_nb)
-    if not example.blank:
-        for cell in nb.cells:
-            gid = (cell.metadata.get("nbgrader") or {}).get("grade_id")
-            meta = cell.metadata.get("nbgrader") or {}
-            if gid and meta.get("solution"):
-                solution = MARKER.sub("", spec.cell(gid).source)
-                cell.source = _apply(solution, example.answers.get(gid, []), f"{example.student_id}/{gid}")
-        unused = set(example.answers) - {(c.metadata.get("nbgrader") or {}).get("grade_id") for c in nb.cells}
-        if unused:
-            raise RuntimeError(f"{example.student_id}: no answer cells {sorted(unused)}")
+def build_example(example: Example, released_nbs: dict[str, nbformat.NotebookNode], released_lab: str,
+                  assignment: Assignment) -> tuple[dict[str, nbformat.NotebookNode], str]:
+    """One learner's hand-in: each notebook (by file name) and the lab's text."""
+    source = load_source(assignment)
+    nbs = {}
+    for name, released_nb in released_nbs.items():
+        spec = source.notebook(name)
+        nb = copy.deepcopy(released_nb)
+        if not example.blank:
+            for cell in nb.cells:
+                gid = (cell.metadata.get("nbgrader") or {}).get("grade_id")
+                meta = cell.metadata.get("nbgrader") or {}
+                if gid and meta.get("solution"):
+                    solution = MARKER.sub("", spec.cell(gid).source)
+                    cell.source = _apply(solution, example.answers.get(gid, []), f"{example.student_id}/{gid}")
+        nbs[name] = nb
+    answered = {(c.metadata.get("nbgrader") or {}).get("grade_id") for nb in nbs.values() for c in nb.cells}
+    unused = set(example.answers) - answered
+    if unused:
+        raise RuntimeError(f"{example.student_id}: no answer cells {sorted(unused)}")
     lab = released_lab if example.lab == "released" else edit_knob(released_lab, LAB_EDITED_SEQUENCES)
     lab = _apply(lab, example.lab_edits, f"{example.student_id}/lab")
-    return nb, lab
+    return nbs, lab
 
 
 def main(out: str | Path = OUT, assignment: Assignment | None = None,
@@ -155,18 +163,19 @@ def main(out: str | Path = OUT, assignment: Assignment | None = None,
     out = Path(out)
     with tempfile.TemporaryDirectory(prefix="course-examples-") as tmp:
         folder = Path(release_folder) if release_folder else Path(release(out=tmp, assignment=assignment).folder)
-        released_nb = nbformat.read(folder / assignment.notebook_name, as_version=4)
+        released_nbs = {name: nbformat.read(folder / name, as_version=4) for name in assignment.notebook_names}
         released_lab = (folder / lab_name).read_text(encoding="utf-8")
         staging = Path(tmp) / "class"
         for example in EXAMPLES:
             dest = staging / example.student_id / assignment.name
             dest.mkdir(parents=True)
             if example.blank and example.lab == "released":
-                for name in (assignment.notebook_name, lab_name):
+                for name in (*assignment.notebook_names, lab_name):
                     shutil.copyfile(folder / name, dest / name)
                 continue
-            nb, lab = build_example(example, released_nb, released_lab, assignment)
-            nbformat.write(nb, dest / assignment.notebook_name)
+            nbs, lab = build_example(example, released_nbs, released_lab, assignment)
+            for name, nb in nbs.items():
+                nbformat.write(nb, dest / name)
             (dest / lab_name).write_text(lab, encoding="utf-8")
         (staging / "README.md").write_text(_readme(), encoding="utf-8")
         if out.exists():
@@ -177,9 +186,10 @@ def main(out: str | Path = OUT, assignment: Assignment | None = None,
 
 def _readme() -> str:
     lines = ["# Example class for L14.4 (generated: `python -m lessons.l14_04.examples`)", "",
-             "Each folder is what one learner hands in (`<student>/l14-04-model-memory/`): the reference",
-             "solutions with one misconception each. What each must lose is stated in",
-             "`tests/files/example_class.json`, which the tests hold the grader to.", "",
+             "Each folder is what one learner hands in (`<student>/l14-04-model-memory/`: the lesson and the",
+             "runtime-lab notebooks and the lab file): the reference solutions with one misconception each.",
+             "What each must lose is stated in `tests/files/example_class.json`, which the tests hold the",
+             "grader to.", "",
              "| student | what they did |", "|---|---|"]
     for e in EXAMPLES:
         lines.append(f"| `{e.student_id}` | {e.description} |")

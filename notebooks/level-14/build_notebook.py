@@ -1,7 +1,10 @@
-"""Build the L14.4 instructor notebook from the cell sources in this file.
+"""Build the two L14.4 notebooks from the cell sources in this file.
 
-The .ipynb is generated, committed without outputs, and checked in sync by
-tests/lesson/test_notebook.py. Edit cells here, then run:
+One assignment, two notebooks (issue 33): ``l14-04-model-memory.ipynb``, the lesson in one sitting
+(the lesson text's sections in order, its Predict, lab, questions and explain-it-back task), and
+``l14-04-runtime-lab.ipynb``, the runtime lab (what vLLM will actually allocate: real logs, blocks and
+concurrency, the knobs, a launch decision). The .ipynb files are generated, committed without outputs,
+and checked in sync by tests/lesson/test_notebook.py. Edit cells here, then run:
 
     .venv/bin/python notebooks/level-14/build_notebook.py
 """
@@ -17,9 +20,20 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))     # the repository root: the lesson writes the hidden tests
 
 from lessons.l14_04 import hidden_block  # noqa: E402
-NOTEBOOK = HERE / "l14-04-model-memory.ipynb"
-CELLS: list = []
+
+#: The assignment's notebooks, in the order a learner works them: key -> file.
+NOTEBOOKS = {"lesson": HERE / "l14-04-model-memory.ipynb", "runtime": HERE / "l14-04-runtime-lab.ipynb"}
+NOTEBOOK = NOTEBOOKS["lesson"]
+CELLS: dict[str, list] = {key: [] for key in NOTEBOOKS}
+_current = "lesson"
 _ids: set = set()
+
+
+def notebook(key: str) -> None:
+    """The cells that follow go to notebook ``key``."""
+    global _current
+    assert key in CELLS, key
+    _current = key
 
 
 def _meta(grade_id: str, *, grade: bool, solution: bool, locked: bool, points: int | None = None) -> dict:
@@ -33,17 +47,18 @@ def _meta(grade_id: str, *, grade: bool, solution: bool, locked: bool, points: i
 
 def md(text: str, grade_id: str | None = None) -> None:
     meta = _meta(grade_id, grade=False, solution=False, locked=True) if grade_id else {}
-    CELLS.append(nbformat.v4.new_markdown_cell(text.strip("\n"), metadata=meta))
+    CELLS[_current].append(nbformat.v4.new_markdown_cell(text.strip("\n"), metadata=meta))
 
 
 def code(text: str, grade_id: str | None = None) -> None:
     """A read-only code cell (locked when it has an id)."""
     meta = _meta(grade_id, grade=False, solution=False, locked=True) if grade_id else {}
-    CELLS.append(nbformat.v4.new_code_cell(text.strip("\n"), metadata=meta))
+    CELLS[_current].append(nbformat.v4.new_code_cell(text.strip("\n"), metadata=meta))
 
 
 def solution(grade_id: str, text: str) -> None:
-    CELLS.append(nbformat.v4.new_code_cell(text.strip("\n"), metadata=_meta(grade_id, grade=False, solution=True, locked=False)))
+    CELLS[_current].append(nbformat.v4.new_code_cell(
+        text.strip("\n"), metadata=_meta(grade_id, grade=False, solution=True, locked=False)))
 
 
 def test(grade_id: str, points: int, title: str, visible: str) -> None:
@@ -57,34 +72,55 @@ def test(grade_id: str, points: int, title: str, visible: str) -> None:
     body = hidden_block(grade_id, points) + "\n\n" + visible.strip("\n")
     meta = _meta(grade_id, grade=True, solution=False, locked=True, points=points)
     meta["course"] = {"title": title}
-    CELLS.append(nbformat.v4.new_code_cell(body, metadata=meta))
+    CELLS[_current].append(nbformat.v4.new_code_cell(body, metadata=meta))
 
 
 def manual(grade_id: str, points: int, text: str) -> None:
-    CELLS.append(nbformat.v4.new_markdown_cell(text.strip("\n"), metadata=_meta(grade_id, grade=True, solution=True, locked=False, points=points)))
+    CELLS[_current].append(nbformat.v4.new_markdown_cell(
+        text.strip("\n"), metadata=_meta(grade_id, grade=True, solution=True, locked=False, points=points)))
+
+
+#: What a cell asking a single value or a prediction says about its check (issue 33: a visible check on such
+#: an answer lets a learner try values until one passes, so only the grader checks it).
+GRADER_ONLY = ("*Only the grader checks this answer* (a visible check would let you try values until one "
+               "passes): the cell below checks its type and shape only.")
 
 
 # =============================================================================
-md("""
-# L14.4 — Model Loading and Memory
+# Notebook 1: the lesson, in one sitting
+# =============================================================================
+notebook("lesson")
 
-**Points:** 48 autograded points in this notebook, 3 points for your written explanation (graded by
-hand), and 2 points for editing the lab file (checked by the autograder). **Total: 53.** Most points
-ask you to reason (predict, compute, decide); 7 of the 53 (13%) reward recall or copying (the first
-prediction, the Quick Check, the kinds of the five pools and the lab edit). A task with several parts
-scores each part on its own, and where a task uses an earlier answer of yours it is checked against that
-answer: one slip costs one question, not two.
+md("""
+# L14.4 — Model Loading and Memory (notebook 1 of 2: the lesson)
+
+This assignment has **two notebooks**; work them in this order:
+
+1. **this one, the lesson** (about 60-90 minutes if you know transformers): every section of the lesson
+   text, the local lab, the three questions and the explain-it-back task. **26 autograded points** here,
+   **3 points** for your written explanation (graded by hand) and **2 points** for editing the lab file
+   (checked by the autograder): **31 points**, in 12 graded items.
+2. `l14-04-runtime-lab.ipynb`, **the runtime lab** ("what vLLM will actually allocate", about an hour):
+   real start-up logs, blocks and concurrency, the knobs and a launch decision: **18 autograded points**.
+
+**Total: 49.** Most points ask you to reason (predict, compute, decide). Counted honestly, 5 of this
+notebook's 31 points reward recall (the Predict and its four pools, which the text answers right after
+you commit, and the Quick Check) and 2 reward copying (the lab edit); in the runtime lab 1 of 18 does.
+A task with several parts scores each part on its own, and where a task uses an earlier answer of yours
+it is checked against that answer: one slip costs one question, not two.
 
 Work top to bottom. Cells marked *YOUR CODE HERE* are yours; the cells below them check your answer.
 Sizes are in bytes unless a name says otherwise; **GB = 10^9 bytes and GiB = 2^30 bytes**, and the
 difference matters.
 
-**Checking and handing in.** The checks you see try your code on a few inputs and say what looks off,
-in the same words the grader uses; the grader then tries other inputs you do not see, so passing the
-visible checks is a good sign, not a guarantee. The *Validate* button runs the visible checks only. A
-failing check raises an error, and *Run All* stops at the first error: fix that cell (or run the cells
-below it one by one) before you go on. To hand in, submit this folder as it is: this notebook **and**
-the lab file `l14-04-model-memory.py` beside it (you edit the lab in the lab section).
+**Checking and handing in.** The checks you see try the functions you write on a few inputs and say
+what looks off, in the same words the grader uses; the grader then tries other inputs you do not see,
+so passing the visible checks is a good sign, not a guarantee. Single values and predictions are
+checked **by the grader only** (a visible check would let you try values until one passes): their cells
+check the type and shape only, and say so. The *Validate* button runs the visible checks. A failing
+check raises an error, and *Run All* stops at the first error: fix that cell (or run the cells below it
+one by one) before you go on. To hand in, submit this folder as it is: **both notebooks and** the lab
+file `l14-04-model-memory.py` beside them (you edit the lab in the lab section).
 """, "intro")
 
 code("""
@@ -104,24 +140,40 @@ admission decisions use explicit budgets rather than guesswork.
 
 ## Predict
 
-*Before you read on*, predict. A model's weights fit in GPU memory, but adding many long generation
-requests causes out-of-memory failures. What likely grew?
+*Before you read on*, predict (two parts, one point each). A model's weights fit in GPU memory, but
+adding many long generation requests causes out-of-memory failures. What likely grew?
 
 * **a** — Request-dependent memory such as the KV cache and runtime buffers
 * **b** — The number of model parameters stored on disk
 * **c** — The API schema definition
 
-Set `predict_answer` to `"a"`, `"b"` or `"c"`. (You will predict again after you have measured.)
-""", "predict_intro")
+Set `predict_answer` to `"a"`, `"b"` or `"c"`.
+
+The whole lesson asks four questions of a serving process: *which memory pools exist, which are mostly
+fixed, which grow with active requests or sequence length, and how much reserve keeps the process
+healthy?* Commit to the second and third now. Set `pool_kinds` to a dict from each of the four pools of
+a serving budget to `"fixed"` (its size does not change when one more request starts) or `"grows"`:
+
+* `"weights"` — the model's parameters;
+* `"workspace"` — scratch memory the runtime's kernels use while operations run;
+* `"reserve"` — memory the service deliberately leaves unfilled;
+* `"kv_cache"` — the attention keys and values of the tokens already processed.
+
+{grader_only}
+""".format(grader_only=GRADER_ONLY), "predict_intro")
 
 solution("answer_predict", """
 ### BEGIN SOLUTION
 predict_answer = "a"
+pool_kinds = {"weights": "fixed", "workspace": "fixed", "reserve": "fixed", "kv_cache": "grows"}
 ### END SOLUTION
 """)
 
-test("test_predict", 1, "Predict · what grew?", """
+test("test_predict", 2, "Predict · what grew, and which pools grow?", """
 practice.check_letter(predict_answer, "predict_answer")
+assert isinstance(pool_kinds, dict) and set(pool_kinds) == {"weights", "workspace", "reserve", "kv_cache"}, \\
+    "pool_kinds: a dict of the four pools"
+assert set(pool_kinds.values()) <= {"fixed", "grows"}, 'each kind is "fixed" or "grows"'
 """)
 
 md("""
@@ -135,7 +187,7 @@ available while that request is active: the **KV cache and other request state**
 active sequences. The program also needs **scratch paper** for temporary calculations: the runtime
 **workspace**. And you deliberately leave part of the desk **empty** so a small surprise does not knock
 everything onto the floor: the **safety reserve**, memory you choose not to fill during normal
-admission.
+admission. (That answers your `pool_kinds`.)
 
 ### The 24 GB worked example
 
@@ -153,7 +205,8 @@ for safety. One long active request is estimated to need 1.5 GB of request-depen
 **Task 1** (two parts, one point each). Write `request_budget_gb` (what is left for request-dependent
 state) and `requests_that_fit` (how many requests of a given size fit in that budget; a whole number,
 never negative). Then use them on the example: `left_gb`, `fit_count`, and `fifth_crosses` (a bool:
-does one more request than `fit_count` cross the budget?).
+does one more request than `fit_count` cross the budget?). The visible check tries your two functions;
+the three example values are the grader's.
 """, "budget_intro")
 
 solution("answer_request_budget", """
@@ -232,13 +285,20 @@ For every token, every layer keeps one key vector and one value vector per **KV 
 
     KV bytes per token = 2 (K and V) × layers × KV heads × head_dim × bytes per value
 
+and the cache grows with **every token of every active sequence**:
+
+    KV cache bytes = KV bytes per token × context tokens × active sequences
+
 Grouped-query attention (GQA) shares each KV head among several query heads, so a model can have 32
 attention heads but cache only 8 KV heads. In a Hugging Face `config.json`, `num_key_value_heads` is
 the number of KV heads (absent means plain multi-head attention: as many KV heads as attention
 heads), and `head_dim` is `hidden_size / num_attention_heads` unless the config states `head_dim`.
 
-**Task 3** (three parts: plain multi-head shapes, GQA shapes, a stated `head_dim`). Write
-`kv_bytes_per_token(config, bytes_per_value)` for such a config dict.
+**Task 3** (five parts, one point each: plain multi-head shapes, GQA shapes, a stated `head_dim`; a
+workload's total; the lab's figure). Write `kv_bytes_per_token(config, bytes_per_value)` for such a
+config dict and `kv_cache_bytes(config, bytes_per_value, context_tokens, active_sequences)` (use your
+`kv_bytes_per_token`), then compute `lab_kv_gb`: Llama-2-7B in fp16 with 1,024 tokens per sequence and
+8 active sequences, in GB (this is the lab's setting).
 """, "kv_intro")
 
 code("""
@@ -247,7 +307,7 @@ llama3_8b = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads"
 llama2_7b = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32}
 """, "kv_configs")
 
-solution("answer_kv_per_token", """
+solution("answer_kv_cache", """
 def kv_bytes_per_token(config, bytes_per_value):
     \"\"\"KV-cache bytes one token adds, across all layers.\"\"\"
     ### BEGIN SOLUTION
@@ -258,22 +318,6 @@ def kv_bytes_per_token(config, bytes_per_value):
     ### END SOLUTION
 
 
-print("Llama-3-8B fp16:", kv_bytes_per_token(llama3_8b, 2), "bytes per token")
-""")
-
-test("test_kv_per_token", 3, "Task 3 · KV bytes per token", """
-practice.check_kv_per_token(kv_bytes_per_token)
-""")
-
-md("""
-The cache grows with **every token of every active sequence**.
-
-**Task 4** (two parts). Write `kv_cache_bytes(config, bytes_per_value, context_tokens, active_sequences)`
-(use your `kv_bytes_per_token`), then compute `lab_kv_gb`: Llama-2-7B in fp16 with 1,024 tokens per
-sequence and 8 active sequences, in GB (this is the lab's setting).
-""", "kv_total_intro")
-
-solution("answer_kv_cache_total", """
 def kv_cache_bytes(config, bytes_per_value, context_tokens, active_sequences):
     \"\"\"KV-cache bytes of active_sequences sequences of context_tokens tokens each.\"\"\"
     ### BEGIN SOLUTION
@@ -284,30 +328,13 @@ def kv_cache_bytes(config, bytes_per_value, context_tokens, active_sequences):
 ### BEGIN SOLUTION
 lab_kv_gb = kv_cache_bytes(llama2_7b, 2, 1024, 8) / GB
 ### END SOLUTION
+print("Llama-3-8B fp16:", kv_bytes_per_token(llama3_8b, 2), "bytes per token")
 print(f"lab setting: {lab_kv_gb:.3f} GB of KV cache")
 """)
 
-test("test_kv_cache_total", 2, "Task 4 · the KV cache of many sequences", """
+test("test_kv_cache", 5, "Task 3 · KV bytes per token, and for many sequences", """
+practice.check_kv_per_token(kv_bytes_per_token)
 practice.check_kv_cache_total(kv_cache_bytes, kv_bytes_per_token, lab_kv_gb)
-""")
-
-md("""
-**Task 5 (GQA and dtype;** two parts). Both models below have 32 layers and 32 attention heads of 128
-dims. Set `mha_over_gqa_ratio` to how many times more KV bytes per token Llama-2-7B (multi-head) needs
-than Llama-3-8B (GQA, 8 KV heads), and `llama3_fp8_kv_bytes_per_token` to Llama-3-8B's KV bytes per
-token with an fp8 KV cache (vLLM's `--kv-cache-dtype fp8`).
-""", "gqa_intro")
-
-solution("answer_gqa_dtype", """
-### BEGIN SOLUTION
-mha_over_gqa_ratio = kv_bytes_per_token(llama2_7b, 2) / kv_bytes_per_token(llama3_8b, 2)
-llama3_fp8_kv_bytes_per_token = kv_bytes_per_token(llama3_8b, 1)
-### END SOLUTION
-print(mha_over_gqa_ratio, llama3_fp8_kv_bytes_per_token)
-""")
-
-test("test_gqa_dtype", 2, "Task 5 · GQA and an fp8 cache", """
-practice.check_gqa_dtype(mha_over_gqa_ratio, llama3_fp8_kv_bytes_per_token, kv_bytes_per_token)
 """)
 
 md("""
@@ -343,11 +370,11 @@ attention heads`), the gated MLP's three matrices (`hidden x intermediate` each)
 (`hidden` values each). Outside the layers: the token embedding (`vocab x hidden`), a final norm
 (`hidden`) and the output head (`vocab x hidden`: it is not tied to the embedding here).
 
-**Task 6** (two parts). *Before you measure anything*, predict as ints of bytes:
+**Task 4** (two parts). *Before you measure anything*, predict as ints of bytes:
 `predicted_weights_bytes` (every parameter x 4 bytes) and `predicted_kv_cache_bytes` (the whole cache
-of the setting). Work them out by hand or with your own functions from Tasks 2 to 4; the library is
-not allowed here.
-""", "measure_intro")
+of the setting). Work them out by hand or with your own functions from Tasks 2 and 3; the library is
+not allowed here. {grader_only}
+""".format(grader_only=GRADER_ONLY), "measure_intro")
 
 code("""
 # The small model's config (the shape keys a config.json would hold)
@@ -367,7 +394,7 @@ predicted_kv_cache_bytes = kv_cache_bytes(tiny_llama, 4, 1024, 4)
 print(f"predicted: weights {predicted_weights_bytes:,} B, KV cache {predicted_kv_cache_bytes:,} B")
 """)
 
-test("test_predict_measure", 2, "Task 6 · predict the small model's pools", """
+test("test_predict_measure", 2, "Task 4 · predict the small model's pools", """
 practice.check_predict_measure(predicted_weights_bytes, predicted_kv_cache_bytes)
 """)
 
@@ -385,7 +412,7 @@ measurement = predict_then_measure(predicted_weights_bytes, predicted_kv_cache_b
 """, "measure_compare")
 
 md("""
-**Task 7** (two parts). Read the table's **course_lib** column against the **measured** one (not your
+**Task 5** (two parts). Read the table's **course_lib** column against the **measured** one (not your
 own prediction: the question is about the formulas). Which pool does a formula of the config *not*
 pin down? Set `largest_gap_pool` to `"weights"`, `"kv_cache"` or `"workspace"`, and `gap_reason` to the
 letter of the reason:
@@ -394,7 +421,9 @@ letter of the reason:
 * **b** — temporary buffers depend on the kernels that run and on how the allocator reserves and keeps
   memory, not on a formula of the config
 * **c** — the KV-cache formula ignores how many sequences are active
-""", "gap_intro")
+
+{grader_only}
+""".format(grader_only=GRADER_ONLY), "gap_intro")
 
 solution("answer_measured_gap", """
 ### BEGIN SOLUTION
@@ -403,30 +432,9 @@ gap_reason = "b"
 ### END SOLUTION
 """)
 
-test("test_measured_gap", 2, "Task 7 · the pool no formula pins down", """
+test("test_measured_gap", 2, "Task 5 · the pool no formula pins down", """
 assert largest_gap_pool in ("weights", "kv_cache", "workspace"), "one of the three pool names"
 practice.check_letter(gap_reason, "gap_reason")
-""")
-
-md("""
-### Predict again
-
-You predicted before the lesson what grows when requests pile up. Now you have measured it. The same
-small model ran 4 sequences of 1,024 tokens; a server runs it with **32** sequences of 1,024 tokens and
-runs out of memory. Set `predict_again_pool` to the measured pool that grew (`"weights"`, `"kv_cache"` or
-`"workspace"`) and `predict_again_factor` to how many times larger it is than what you measured.
-""", "predict_again_intro")
-
-solution("answer_predict_again", """
-### BEGIN SOLUTION
-predict_again_pool = "kv_cache"
-predict_again_factor = 32 / 4
-### END SOLUTION
-""")
-
-test("test_predict_again", 1, "Predict again · after measuring", """
-assert predict_again_pool in ("weights", "kv_cache", "workspace"), "one of the three pool names"
-assert isinstance(predict_again_factor, (int, float)), "predict_again_factor should be a number"
 """)
 
 md("""
@@ -467,10 +475,15 @@ one large allocation. Serving runtimes often manage blocks or pools to make reus
 The cell below shows it **with real allocations on this machine**, in a fresh process. On a CPU it
 allocates many 64 KiB blocks, frees every other one and then asks for one 32 MiB block: half the
 blocks are free, yet the process keeps holding them (its resident memory does not drop), and the
-large request takes new memory because no freed hole is big enough. On a GPU it does the same with
-torch and separates what is *cached* (whole segments torch holds with no live tensor: torch gives them
-back to CUDA on `empty_cache()`, and by itself before it would raise out-of-memory) from what is
-*fragmented* (free blocks inside segments that still hold a live tensor: `inactive_split_bytes`).
+32 MiB request takes new memory anyway: glibc serves a request that large with its own `mmap`,
+whatever holes exist (its mmap threshold starts at 128 KiB), so the freed holes help no one but
+requests of their own size. On a GPU it does the same with torch and separates what is *cached*
+(whole segments torch holds with no live tensor: torch gives them back to CUDA on `empty_cache()`,
+and by itself before it would raise out-of-memory) from what is *fragmented* (free blocks inside
+segments that still hold a live tensor: `inactive_split_bytes`). Torch's allocator serves a request
+from the **smallest cached free block that fits and splits it** (splitting is unlimited by default), so
+large tensors fragment too: on the GPU the demo's small tensors are carved out of the segments cached
+in its first step. No run of the GPU half is recorded with this course yet; it runs where CUDA is.
 """, "free_intro")
 
 code("""
@@ -480,41 +493,22 @@ free_demo = show_device_memory()
 """, "measure_snapshot")
 
 md("""
-**Task 8** (two parts: the reserve, the workspace). The model has loaded and the device reports
-`free_bytes` free, **before the first forward pass**: that pass will take the runtime workspace
-(`workspace_bytes`: activations and kernel scratch) out of what is free now. The service must also keep
-`reserve_bytes` unfilled. Write `safe_requests(free_bytes, workspace_bytes, reserve_bytes,
-per_request_bytes)`: how many requests of `per_request_bytes` may admission allow (a whole number,
-never negative)? For example: 8 GB free, a 1 GB workspace, a 2 GB reserve, 1.5 GB per request.
-""", "safe_intro")
-
-solution("answer_safe_requests", """
-def safe_requests(free_bytes, workspace_bytes, reserve_bytes, per_request_bytes):
-    \"\"\"Requests admission may allow: free memory less the workspace to come and the reserve to keep.\"\"\"
-    ### BEGIN SOLUTION
-    usable = free_bytes - workspace_bytes - reserve_bytes
-    return max(0, usable // per_request_bytes)
-    ### END SOLUTION
-
-
-print(safe_requests(8 * GB, 1 * GB, 2 * GB, 1_500_000_000), "requests may start")
-""")
-
-test("test_safe_requests", 2, "Task 8 · free is not capacity", """
-practice.check_safe_requests(safe_requests)
-""")
-
-md("""
-**Task 9** (two parts: nothing cached, some cached). A serving process on an 80 GB GPU asks how much
+**Task 6** (two parts: nothing cached, some cached). A serving process on an 80 GB GPU asks how much
 memory it may plan new KV cache with. The device reports **18 GB free** (`cudaMemGetInfo`). Torch reports
 **50 GB allocated** in live tensors and **59 GB reserved** by its caching allocator: 9 GB cached, of
 which `torch.cuda.memory_stats()` counts **3 GB as `inactive_split_bytes`**: free blocks inside segments
 that still hold a live tensor. The other 6 GB are whole segments with no live tensor. Before it raises
 out-of-memory, PyTorch's caching allocator frees such whole segments and retries the allocation
 (`c10/cuda/CUDACachingAllocator.cpp`), so they are as good as free; split blocks inside live segments
-stay where they are and cannot serve one large allocation. The team keeps a **safety reserve of 8 GB**
-unfilled. Write `plannable_bytes(free_bytes, allocated_bytes, reserved_bytes, inactive_split_bytes,
-safety_reserve_bytes)` (an int of bytes, never negative), and try it on this snapshot.
+stay where they are and serve only requests that fit in them, never one larger than the largest
+fragment. The team keeps a **safety reserve of 8 GB** unfilled. Write `plannable_bytes(free_bytes,
+allocated_bytes, reserved_bytes, inactive_split_bytes, safety_reserve_bytes)` (an int of bytes, never
+negative), and try it on this snapshot.
+
+*Caveats (default allocator settings):* memory in **CUDA-graph pools** (vLLM and SGLang capture graphs
+by default) counts as reserved but is neither live nor releasable while the graphs live, so this
+formula over-counts there; with `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` free pages between
+live blocks are unmapped when memory runs short, so it under-counts there.
 """, "plannable_intro")
 
 solution("answer_plannable", """
@@ -529,7 +523,7 @@ def plannable_bytes(free_bytes, allocated_bytes, reserved_bytes, inactive_split_
 print(plannable_bytes(18 * GB, 50 * GB, 59 * GB, 3 * GB, 8 * GB) / GB, "GB may be planned")
 """)
 
-test("test_plannable", 2, "Task 9 · cached is not fragmented", """
+test("test_plannable", 2, "Task 6 · cached is not fragmented", """
 practice.check_plannable(plannable_bytes)
 """)
 
@@ -540,7 +534,7 @@ Admission control decides whether a new request may start **now**. If the reques
 above the safe budget, the service should **queue** or **reject** it. That is safer than letting one
 request crash the shared model process.
 
-**Task 10** (three parts: admit, queue, reject). Write `admission_decision(request_bytes, in_use_bytes,
+**Task 7** (three parts: admit, queue, reject). Write `admission_decision(request_bytes, in_use_bytes,
 safe_budget_bytes)` returning exactly one of the strings `"admit"` (it fits now: landing exactly on the
 budget is still inside it), `"queue"` (it would cross the budget now, but fits once running work
 finishes) or `"reject"` (it is larger than the whole safe budget, so it can never fit).
@@ -567,7 +561,7 @@ for _ in range(11):                       # eleven requests of 550 MB, a 6 GB sa
 print(decisions)
 """)
 
-test("test_admission_rule", 3, "Task 10 · admit, queue or reject", """
+test("test_admission_rule", 3, "Task 7 · admit, queue or reject", """
 practice.check_admission(admission_decision)
 """)
 
@@ -593,35 +587,6 @@ result = show_simulation()
 """, "simulate_demo")
 
 md("""
-**Task 11** (two parts; predict *before* you run the cell after it). Here all eleven requests used their
-whole `max_new_tokens`. A chat service is different: 400 requests with prompts of 64 to 512 tokens (about
-288 on average), `max_new_tokens = 1,024`, but answers of about **128 tokens**. Under `reserve-max`, each
-request reserves its prompt plus 1,024 tokens when it starts. Predict `chat_unused_share`: the share
-(0 to 1) of the KV memory `reserve-max` allocates that never holds a token; and `chat_more_running`:
-which policy runs more requests at once (`"paged"`, `"reserve-max"` or `"same"`). Within 10 points of
-the simulated share counts as right.
-""", "policy_intro")
-
-solution("answer_policy_predict", """
-### BEGIN SOLUTION
-chat_unused_share = (1024 - 128) / (288 + 1024)
-chat_more_running = "paged"
-### END SOLUTION
-print(f"predicted: {chat_unused_share:.0%} of reserve-max's KV never holds a token; {chat_more_running} runs more")
-""")
-
-test("test_policy_predict", 2, "Task 11 · a chat-like load, predicted", """
-assert isinstance(chat_unused_share, (int, float)) and 0 <= chat_unused_share <= 1, "a share between 0 and 1"
-assert chat_more_running in ("paged", "reserve-max", "same"), 'one of "paged", "reserve-max" or "same"'
-""")
-
-code("""
-# Now run it: the same 6 GB KV budget, the chat-like trace, both policies.
-from course_lib.lessons.l14_04.demos import show_chat_comparison
-chat = show_chat_comparison()
-""", "chat_demo")
-
-md("""
 ## Plan loading and offloading
 
 Model loading time also affects operations. A replacement process may take seconds or minutes before
@@ -630,280 +595,25 @@ plans should account for warm-up and **not assume a new replica is ready immedia
 start**.
 
 Offloading moves some weights or cache between GPU and host memory. It can reduce GPU pressure, but
-transfers add latency and use bandwidth. It is a **tradeoff, not free capacity**. (vLLM's
-`--cpu-offload-gb` and `--kv-offloading-size` are in GiB despite their names: its own help says so, and
-`--cpu-offload-gb 4` moves `4 × 1024³` bytes of decoder layers to the CPU, per GPU.)
-
-**Task 12** (three parts, one point each; every size here is in GB = 10^9 bytes, every rate in GB/s).
-
-**12a.** `offload_seconds_per_step`: 10 GB of weights live in host memory and are streamed to the GPU
-over PCIe Gen4 x16 (31.5 GB/s per direction, theoretical) for **every** decode step. How many seconds
-does that add per step, at best?
+transfers add latency and use bandwidth. It is a **tradeoff, not free capacity**: weights streamed
+from host memory for every decode step add their bytes / the link's bandwidth to every step. (The
+runtime lab times a replica's start and an offload with numbers; here the memory thread goes on.)
 """, "loading_intro")
-
-solution("answer_offload_step", """
-### BEGIN SOLUTION
-offload_seconds_per_step = 10e9 / 31.5e9
-### END SOLUTION
-print(f"{offload_seconds_per_step:.3f} s per decode step")
-""")
-
-test("test_offload_step", 1, "Task 12a · offloading cost per step", """
-assert isinstance(offload_seconds_per_step, (int, float)), "offload_seconds_per_step should be a number of seconds"
-assert offload_seconds_per_step > 0.1, (f"offload_seconds_per_step is {offload_seconds_per_step!r} s: streaming "
-                                        "10 GB is not free; divide the bytes by the link's bytes per second")
-""")
-
-md("""
-**12b.** `replica_ready_seconds`: a new replica reads 14 GB of weights from a network disk at 2 GB/s,
-copies them to the GPU at 25 GB/s, spends 4 s initialising the device, 20 s capturing CUDA graphs
-and 8 s warming up. How many seconds after its process starts is it ready to serve?
-""", "replica_intro")
-
-solution("answer_replica_ready", """
-### BEGIN SOLUTION
-replica_ready_seconds = 14 / 2 + 14 / 25 + 4 + 20 + 8
-### END SOLUTION
-print(f"ready after {replica_ready_seconds:.2f} s")
-""")
-
-test("test_replica_ready", 1, "Task 12b · when a new replica is ready", """
-assert isinstance(replica_ready_seconds, (int, float)), "replica_ready_seconds should be a number of seconds"
-assert replica_ready_seconds > 14 / 2, "reading 14 GB at 2 GB/s alone takes 7 s"
-""")
-
-md("""
-**12c.** `replica_unready_seconds`: the load balancer starts sending traffic to that replica **5 s after
-its process starts** (its health check only asks whether the process is up). For how many seconds is
-traffic sent to a replica that cannot serve it yet? (Use your 12b figure.)
-""", "ready_intro")
-
-solution("answer_unready", """
-### BEGIN SOLUTION
-replica_unready_seconds = replica_ready_seconds - 5
-### END SOLUTION
-print(f"{replica_unready_seconds:.2f} s of traffic to a replica that is not ready")
-""")
-
-test("test_unready", 1, "Task 12c · traffic before it is ready", """
-assert isinstance(replica_unready_seconds, (int, float)), "replica_unready_seconds should be a number of seconds"
-""")
-
-md("""
-The library's version of these ideas follows. It models **another replica** than Task 12b's: the
-lesson's Llama-2-7B (13.48 GB in fp16) from a slower network disk, with its own initialisation,
-compile and warm-up times, so its total is not your answer to 12b; its phases are the same kind.
-""", "loading_demo_intro")
-
-code("""
-# The same ideas with the library: the readiness timeline and the cost of offloading (another replica than 12b's).
-from course_lib.lessons.l14_04.demos import show_loading_and_offload
-loading = show_loading_and_offload()
-""", "loading_demo")
 
 md("""
 ## The four concrete questions
 
 Ask four concrete questions: Which memory pools exist? Which are mostly fixed? Which grow with active
 requests or sequence length? How much reserve keeps the process healthy? Those answers are more useful
-than one headline number for "GPU memory used."
+than one headline number for "GPU memory used." (You answered the middle two in the Predict; you
+answer all four for a budget of your own in *Explain it back*.)
 
-**Task 13** (two parts). Set `pool_kinds` to a dict from each of the five pools (`"weights"`,
-`"workspace"`, `"reserve"`, `"kv_cache"`, `"request_state"`) to `"fixed"` or `"grows"`. For the reserve:
-this server runs vLLM with `gpu_memory_utilization = 0.92` (the default of current releases; older ones
-used 0.9): vLLM fills at most that share of the device. Set `vllm_reserve_gb` to how many GB that leaves
-unfilled on the lesson's 24 GB device.
+A simple budget makes this concrete. Suppose the weights consume most of a GPU but leave several
+gigabytes free. That remaining space is not automatically safe concurrency. Active sequences still need
+KV cache and temporary runtime memory, and the process needs reserve for variation. If ten requests fit
+but the eleventh crosses the safe limit, admission control should queue or reject the eleventh instead
+of treating the remaining bytes as guaranteed capacity: the simulation above did exactly that.
 """, "four_questions")
-
-solution("answer_pool_kinds", """
-### BEGIN SOLUTION
-pool_kinds = {"weights": "fixed", "workspace": "fixed", "reserve": "fixed",
-              "kv_cache": "grows", "request_state": "grows"}
-vllm_reserve_gb = 24 * (1 - 0.92)
-### END SOLUTION
-print(f"vLLM leaves {vllm_reserve_gb:.2f} GB of 24 GB unfilled")
-""")
-
-test("test_pool_kinds", 2, "Task 13 · fixed or growing pools", """
-assert isinstance(pool_kinds, dict), "pool_kinds should be a dict"
-assert set(pool_kinds.values()) <= {"fixed", "grows"}, "each kind is \\"fixed\\" or \\"grows\\""
-assert isinstance(vllm_reserve_gb, (int, float)), "vllm_reserve_gb should be a number of GB"
-""")
-
-md("""
-## Read the real log
-
-A serving runtime does this budget itself when it starts, and prints it. vLLM takes a share of the
-GPU's **total** memory (`gpu_memory_utilization`), runs one profile forward pass at its batch limits
-(`max_num_batched_tokens` tokens, a sampler over `max_num_seqs` rows), measures the peak, and gives the
-rest to the KV cache, **preallocated** at start-up:
-
-    KV cache = total × gpu_memory_utilization − weights − activation peak − non-torch memory
-               (− the CUDA-graph estimate, from v0.21)
-
-So an idle vLLM server shows about 92% of the GPU used in `nvidia-smi` **by design**: the question is
-not how much is used but how many free blocks are left (`vllm:kv_cache_usage_perc`), how many requests
-wait (`vllm:num_requests_waiting`) and how often work is preempted (`vllm:num_preemptions_total`). Its
-start-up line *Maximum concurrency for N tokens per request: X×* is the lesson's "4 fit, the 5th
-crosses", computed by the runtime; and it **refuses to start** when one `max_model_len` request cannot
-fit. Request state is reserved per slot (`max_num_seqs`), not grown per request.
-
-Three published start-up logs (excerpts; their sources are printed with them):
-""", "log_intro")
-
-code("""
-from course_lib.lessons.l14_04.logs import show_log
-for key in ("t4", "a100", "mi300x"):
-    show_log(key)
-    print()
-""", "log_show")
-
-md("""
-**Task 14** (two parts). Write `kv_from_log(total_gib, utilization, weights_gib, activation_gib,
-non_torch_gib, cuda_graph_gib=0.0)`: the KV cache vLLM's rule gives, in GiB. (Check it on the T4 log:
-vLLM printed its utilization rounded to 0.89, so you get 6.15 GiB where it printed 6.22 from the
-unrounded 13.18 GiB budget.) The A100 log prints only the weights and the KV cache: set
-`a100_activation_and_non_torch_gib` to what its activation peak and non-torch memory took together
-(the A100 80GB is 79.25 GiB to CUDA).
-""", "log_kv_intro")
-
-solution("answer_log_kv", """
-def kv_from_log(total_gib, utilization, weights_gib, activation_gib, non_torch_gib, cuda_graph_gib=0.0):
-    \"\"\"GiB vLLM gives the KV cache: its share of the total, less what the profile measured.\"\"\"
-    ### BEGIN SOLUTION
-    return total_gib * utilization - weights_gib - activation_gib - non_torch_gib - cuda_graph_gib
-    ### END SOLUTION
-
-
-### BEGIN SOLUTION
-a100_activation_and_non_torch_gib = 79.25 * 0.25 - 14.2488 - 5.01
-### END SOLUTION
-print(f"T4: {kv_from_log(14.74, 0.89, 6.02, 0.90, 0.05):.2f} GiB; "
-      f"A100: {a100_activation_and_non_torch_gib:.2f} GiB of activation peak and non-torch memory")
-""")
-
-test("test_log_kv", 2, "Task 14 · the KV cache from the log's terms", """
-practice.check_log_kv(kv_from_log)
-assert isinstance(a100_activation_and_non_torch_gib, (int, float)), "a number of GiB"
-""")
-
-md("""
-**Task 15** (two parts). vLLM cuts the KV cache into blocks of `block_size` tokens (16 by default).
-Write `gpu_blocks(kv_cache_bytes, kv_bytes_per_token, block_size)` (whole blocks) and
-`max_concurrency(num_blocks, block_size, max_model_len)` (requests of `max_model_len` tokens the blocks
-hold at once, as vLLM prints it). The MI300X log runs Llama-3.1-8B (Llama-3-8B's shape) with
-`tensor_parallel_size=8`: each GPU holds its share of the KV heads, and the log's blocks are per GPU.
-Set `mi300x_kv_bytes_per_token_per_gpu` to one token's KV bytes on one of its GPUs (fp16).
-""", "log_blocks_intro")
-
-solution("answer_log_blocks", """
-def gpu_blocks(kv_cache_bytes, kv_bytes_per_token, block_size):
-    \"\"\"Whole KV blocks of block_size tokens in kv_cache_bytes.\"\"\"
-    ### BEGIN SOLUTION
-    return kv_cache_bytes // (kv_bytes_per_token * block_size)
-    ### END SOLUTION
-
-
-def max_concurrency(num_blocks, block_size, max_model_len):
-    \"\"\"Requests of max_model_len tokens the blocks hold at once (vLLM's "Maximum concurrency").\"\"\"
-    ### BEGIN SOLUTION
-    return num_blocks * block_size / max_model_len
-    ### END SOLUTION
-
-
-### BEGIN SOLUTION
-mi300x_kv_bytes_per_token_per_gpu = kv_bytes_per_token(llama3_8b, 2) // 8
-### END SOLUTION
-blocks = gpu_blocks(round(157.53 * GiB), mi300x_kv_bytes_per_token_per_gpu, 16)
-print(f"MI300X: {blocks:,} blocks (logged 645,227), {max_concurrency(blocks, 16, 131072):.2f}x (logged 78.76x)")
-""")
-
-test("test_log_blocks", 2, "Task 15 · blocks, concurrency, one GPU's share", """
-practice.check_log_blocks(gpu_blocks, max_concurrency)
-assert isinstance(mi300x_kv_bytes_per_token_per_gpu, int), "an int of bytes"
-""")
-
-md("""
-**Task 16** (four parts, half a point each). Predict what happens to the **A100 log's** launch (Qwen2-7B,
-utilization 0.25, 16,384-token requests, vLLM 0.10.1's defaults of 256 sequences and 2,048 batched
-tokens) when one knob changes. Fill in `a100_predictions`:
-
-* `"max_num_seqs=64"`: does the KV pool get `"more"`, `"less"` or stay the `"same"`? (The profile's
-  sampler runs over `max_num_seqs` rows of a 152,064-word vocabulary.)
-* `"max_num_batched_tokens=8192"`: `"more"`, `"less"` or `"same"`? (The profile's forward pass runs over
-  that many tokens.)
-* `"kv_cache_tokens_with_fp8"`: the KV-cache tokens with `--kv-cache-dtype fp8` (the log printed 93,872).
-* `"kv_cache_gib_at_utilization_0.20"`: the KV cache in GiB at `--gpu-memory-utilization 0.20` (the log
-  printed 5.01 at 0.25).
-
-Then run the cell after it: it computes each change with vLLM's own rule (`course-memory estimate
---runtime vllm`), so you can check your reasoning.
-""", "log_predict_intro")
-
-solution("answer_log_predict", """
-### BEGIN SOLUTION
-a100_predictions = {
-    "max_num_seqs=64": "more",
-    "max_num_batched_tokens=8192": "less",
-    "kv_cache_tokens_with_fp8": 2 * 93_872,
-    "kv_cache_gib_at_utilization_0.20": 5.01 - 0.05 * 79.25,
-}
-### END SOLUTION
-""")
-
-test("test_log_predict", 2, "Task 16 · what one knob changes", """
-assert isinstance(a100_predictions, dict), "a100_predictions should be a dict"
-for key in ("max_num_seqs=64", "max_num_batched_tokens=8192"):
-    assert a100_predictions.get(key) in ("more", "less", "same"), f'{key}: "more", "less" or "same"'
-""")
-
-code("""
-# vLLM's own rule for each change (course-memory estimate --runtime vllm --model qwen2-7b --gpu a100-80gb ...)
-from course_lib.lessons.l14_04.demos import show_log_changes
-changes = show_log_changes()
-""", "log_changes")
-
-md("""
-## Decide: serve 12 users at 8k context on one 24 GB card
-
-Your team must serve **12 users at once, each with up to 8,192 tokens of context**, from **one RTX 4090**
-(23.65 GiB to CUDA) running **Llama-3.1-8B** on vLLM (its newest defaults: utilization 0.92, 256
-sequences). Use the launch explorer below: it follows vLLM's rule and says how many 8k requests run
-at once. With every knob at its default, five do.
-
-**Task 17** (three parts: a launch that starts with 8k context, serves 12, and a one-line reason). Set
-`decision` to a launch that serves the 12 users, and `decision_reason` to one line saying why it does
-(which pool your change shrinks or frees). The keys: `weights` (`"checkpoint"` for the published bf16
-checkpoint, or `"fp8"`, `"int8"`, `"int4"` for a quantized one), `kv_cache_dtype` (`"auto"` or `"fp8"`),
-`max_model_len` (tokens), `max_num_seqs` (slots), `gpu_memory_utilization` (a share of the total) and
-`tensor_parallel` (GPUs); you may add `enforce_eager` (True: no CUDA graphs) and `max_num_batched_tokens`
-(the tokens the profile's forward pass runs over).
-
-The explorer's figures are course_lib's estimate of vLLM's rule (within 10% on published logs), so a
-launch counts as serving the 12 users only with that margin to spare: a maximum concurrency of at least
-12 / 0.9 = 13.33x. A launch within 10% of 12 is answered *measure it* (start it and read vLLM's own
-line), not promised; a launch that misses a stated requirement (8k context, 12 users) serves nobody.
-""", "decision_intro")
-
-code("""
-# The launch explorer (a widget; the verdict line says how many 8k requests run at once)
-from course_lib.vllm_explorer import launch_explorer, plan_launch
-launch_explorer(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, users=12)
-""", "decision_explorer")
-
-solution("answer_decision", """
-### BEGIN SOLUTION
-decision = {"weights": "fp8", "kv_cache_dtype": "fp8", "max_model_len": 8192, "max_num_seqs": 16,
-            "gpu_memory_utilization": 0.92, "tensor_parallel": 1}
-decision_reason = ("an fp8 checkpoint halves the weights and an fp8 KV cache halves every request's cache, so the "
-                   "pool holds about twice the 12 requests of 8k; 16 slots are enough for 12 users")
-### END SOLUTION
-print(practice.decision_verdict(decision))
-""")
-
-test("test_decision", 3, "Task 17 · a launch that serves 12 users", """
-practice.check_decision(decision, decision_reason)
-""")
 
 md("""
 ## Run the local Lab
@@ -918,7 +628,8 @@ cell runs it for you and prints what it printed.
 
 1. Run it unchanged with `active_sequences = 8`. Record `parts_gb` and the remaining headroom.
 2. Before editing, predict which memory component changes if the active sequence count doubles.
-   Weights, workspace, and reserve must stay fixed.
+   Weights, workspace, and reserve must stay fixed. (Your `pool_kinds` from the Predict is that
+   prediction; compare it with what the lab prints after the edit.)
 3. Change only `active_sequences = 8` to `active_sequences = 16` in the lab file, then rerun.
 4. Confirm only `kv_cache` doubles. The total now exceeds the 24 GB device budget, so the script
    reports that the workload does not fit.
@@ -933,41 +644,11 @@ print(lab_run["stdout"])
 """, "lab_run")
 
 md("""
-**Task 18** (steps 1 and 2; two parts). *Before you edit the lab file*: set `lab_change_factors` to a
-dict from each of the four parts the lab prints (`"weights"`, `"workspace"`, `"reserve"`,
-`"kv_cache"`) to the factor you predict it changes by when `active_sequences` doubles (1 for unchanged).
-""", "lab_predict_intro")
-
-solution("answer_lab_predict", """
-### BEGIN SOLUTION
-lab_change_factors = {"weights": 1, "workspace": 1, "reserve": 1, "kv_cache": 2}
-### END SOLUTION
-""")
-
-test("test_lab_predict", 1, "Task 18 · predict the lab", """
-assert isinstance(lab_change_factors, dict), "lab_change_factors should be a dict of the four parts"
-assert set(lab_change_factors) == {"weights", "workspace", "reserve", "kv_cache"}, "the lab's four parts"
-""")
-
-md("""
-**Task 19.** From the unchanged lab's output (8 sequences of 1,024 tokens on the 24 GB device), work out
-`lab_first_crossing_sequences`: the smallest number of active sequences at which the workload no longer
-fits. Then do step 3: open the lab file (`l14-04-model-memory.py`), change **only** the line
-`active_sequences = 8` to `active_sequences = 16`, save it, and run the cell below (the lab edit is worth
-2 points, checked on the file you hand in).
-""", "lab_crossing_intro")
-
-solution("answer_lab_crossing", """
-### BEGIN SOLUTION
-_kv_per_sequence_gb = 4.295 / 8
-lab_first_crossing_sequences = int((24 - 14 - 2 - 2) // _kv_per_sequence_gb) + 1
-### END SOLUTION
-print(lab_first_crossing_sequences, "sequences are the first that do not fit")
-""")
-
-test("test_lab_crossing", 1, "Task 19 · where the lab stops fitting", """
-assert isinstance(lab_first_crossing_sequences, int), "a whole number of sequences"
-""")
+**The lab edit (2 points, checked on the file you hand in).** Do step 3: open the lab file
+(`l14-04-model-memory.py`, beside this notebook), change **only** the line `active_sequences = 8` to
+`active_sequences = 16`, save it, and run the cell below. The grader checks that nothing else changed,
+that the edited lab reports that the workload does not fit, and that only `kv_cache` doubled.
+""", "lab_edit_intro")
 
 code("""
 lab_run_16 = run_lab(lab_path)
@@ -983,7 +664,7 @@ md("""
      workspace and a reserve
    * **c** — The file holds fp32 weights and serving always casts them to fp16, so it overestimates
 2. What should admission control do near a safe memory limit?
-   * **a** — Admit the request and let the runtime preempt whatever does not fit
+   * **a** — Accept every request and rely on the operating system to recover the GPU when it runs out
    * **b** — Queue or reject work according to service policy
    * **c** — Admit it whenever `nvidia-smi` shows enough free memory
 3. What tradeoff can memory offloading introduce?
@@ -992,8 +673,8 @@ md("""
    * **c** — It only helps when the model is larger than host memory
 
 Set `quick_check_1`, `quick_check_2` and `quick_check_3` to `"a"`, `"b"` or `"c"` (one point each; a
-wrong letter's feedback says what that option gets wrong).
-""", "quick_check_intro")
+wrong letter's feedback says what that option gets wrong). {grader_only}
+""".format(grader_only=GRADER_ONLY), "quick_check_intro")
 
 solution("answer_quick_check", """
 ### BEGIN SOLUTION
@@ -1015,7 +696,7 @@ md("""
 Create a memory budget with weights, KV cache, workspace, and reserve. Explain which parts are mostly
 fixed and which grow with active requests.
 
-**Task 20** (three parts: the pools and their kinds, the arithmetic, the headroom). Pick a preset model
+**Task 8** (three parts: the pools and their kinds, the arithmetic, the headroom). Pick a preset model
 and GPU (see `course_lib.model_names()` and `course_lib.GPU_BYTES`), a dtype, a context length and a
 number of active sequences, and build `my_budget` in this shape:
 
@@ -1063,7 +744,7 @@ for name, pool in my_budget["pools"].items():
 print(f"headroom   {my_budget['headroom_bytes'] / GB:15.2f} GB")
 """)
 
-test("test_explain_budget", 3, "Task 20 · your own budget", """
+test("test_explain_budget", 3, "Task 8 · your own budget", """
 assert isinstance(my_budget, dict) and "pools" in my_budget, "my_budget should be a dict with a 'pools' dict"
 assert {"weights", "kv_cache", "workspace", "reserve"} <= set(my_budget["pools"]), "include the four pools"
 """)
@@ -1091,28 +772,469 @@ md("""
 * Model loading and warm-up affect rollout readiness.
 * Offloading trades device capacity for transfer cost.
 
+**Next in this assignment:** `l14-04-runtime-lab.ipynb`, the runtime lab: what vLLM will actually
+allocate, read from its real start-up logs.
+
 **Next lesson:** L14.5 — Quantization for Serving examines how lower-precision representations
 change memory, compatibility, and quality.
 
 **References:**
 * vLLM, *CacheConfig* (`gpu_memory_utilization`, `block_size`, `kv_cache_dtype`, `cpu_offload_gb`):
   https://docs.vllm.ai/en/stable/api/vllm/config/cache.html
-* vLLM, *Optimization and Tuning* (preemption, chunked prefill, `max_num_seqs`, `max_num_batched_tokens`):
-  https://docs.vllm.ai/en/stable/configuration/optimization.html
-* vLLM, *Production Metrics* (`vllm:kv_cache_usage_perc`, `vllm:num_requests_waiting`):
-  https://docs.vllm.ai/en/stable/usage/metrics/
 * W. Kwon et al., *Efficient Memory Management for Large Language Model Serving with PagedAttention*,
   SOSP 2023: https://arxiv.org/abs/2309.06180
 * PyTorch, *CUDA semantics: memory management* (the caching allocator, `memory_stats`, `empty_cache`,
-  `expandable_segments`): https://pytorch.org/docs/stable/notes/cuda.html#memory-management
+  `expandable_segments`): https://pytorch.org/docs/stable/notes/cuda.html#memory-management; the
+  allocator's source, `c10/cuda/CUDACachingAllocator.cpp` (best fit, then split: `get_free_block`,
+  `should_split`)
 * NVIDIA, *CUDA Runtime API: cudaMemGetInfo*:
   https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html
 """, "takeaways")
 
 
-def build() -> nbformat.NotebookNode:
+# =============================================================================
+# Notebook 2: the runtime lab, what vLLM will actually allocate
+# =============================================================================
+notebook("runtime")
+
+md("""
+# L14.4 — Model Loading and Memory (notebook 2 of 2: the runtime lab)
+
+## What vLLM will actually allocate
+
+The lesson (`l14-04-model-memory.ipynb`, 31 points) built a budget by hand. This notebook reads the
+budget a real serving runtime makes for itself when it starts: vLLM's start-up logs, its blocks and
+concurrency, the knobs that move its pools, and a launch decision under a constraint.
+**18 autograded points** here (the assignment's total is 49); 1 of them rewards recall (which policy
+runs more requests at once, shown in the lesson's simulation), none copying.
+
+Figures that depend on fitted constants are **course_lib's estimate of vLLM's rule (within 10% on
+published logs)**, not vLLM's own numbers: the rule's structure is vLLM's (`vllm/v1/worker/gpu_worker.py`,
+`determine_available_memory`), but three of its five magnitudes (the sampler's bytes per logit, the
+non-torch memory, the CUDA-graph MiB per graph) are fitted to published logs. When an answer sits
+inside that 10%, the honest answer is *measure it*.
+
+As in the lesson: the visible checks try the functions you write on inputs other than the grader's;
+single values and predictions are checked **by the grader only**. Hand this notebook in with the lesson
+and the lab file, in the same folder.
+""", "runtime_intro")
+
+code("""
+# Setup: the course library (light: no torch, no matplotlib until a cell needs them).
+import course_lib
+from course_lib import GB, GiB, get_model, kv_cache_bytes_per_token
+from course_lib.lessons.l14_04 import practice
+print("course_lib", course_lib.__version__, "ready")
+""", "runtime_setup")
+
+md("""
+## From the lesson's budget to a runtime's
+
+Two model shapes recur below. Both have 32 layers and 32 attention heads of 128 dims: Llama-2-7B caches
+all 32 heads (multi-head attention), Llama-3-8B only 8 KV heads (grouped-query attention). A runtime
+also lets you store the cache in fewer bytes than the weights: vLLM's `--kv-cache-dtype fp8` keeps one
+byte per value.
+
+**Task R1 (GQA and dtype;** two parts). Set `mha_over_gqa_ratio` to how many times more KV bytes per
+token Llama-2-7B needs than Llama-3-8B (both fp16), and `llama3_fp8_kv_bytes_per_token` to Llama-3-8B's
+KV bytes per token with an fp8 KV cache. Work them from the lesson's formula (the library's
+`kv_cache_bytes_per_token(get_model(name), dtype)` may check you). {grader_only}
+""".format(grader_only=GRADER_ONLY), "gqa_intro")
+
+solution("answer_gqa_dtype", """
+### BEGIN SOLUTION
+mha_over_gqa_ratio = (2 * 32 * 32 * 128 * 2) / (2 * 32 * 8 * 128 * 2)
+llama3_fp8_kv_bytes_per_token = 2 * 32 * 8 * 128 * 1
+### END SOLUTION
+print(mha_over_gqa_ratio, llama3_fp8_kv_bytes_per_token)
+""")
+
+test("test_gqa_dtype", 2, "Task R1 · GQA and an fp8 cache", """
+assert isinstance(mha_over_gqa_ratio, (int, float)), "mha_over_gqa_ratio should be a number"
+assert isinstance(llama3_fp8_kv_bytes_per_token, int), "llama3_fp8_kv_bytes_per_token should be an int of bytes"
+""")
+
+md("""
+### Free memory before the first forward pass
+
+A runtime starts by loading the weights; only then can it see what is free. The first forward pass
+still has to take its **workspace** (activations and kernel scratch) out of what is free now, and the
+service must also keep a reserve unfilled.
+
+**Task R2** (two parts: no workspace to come, some workspace to come). Write `safe_requests(free_bytes,
+workspace_bytes, reserve_bytes, per_request_bytes)`: how many requests of `per_request_bytes` may
+admission allow (a whole number, never negative)? For example: 8 GB free, a 1 GB workspace, a 2 GB
+reserve, 1.5 GB per request. The lesson's measurement showed why the workspace is the hard term: no
+formula of the config pins it down, so vLLM *measures* it, by running one forward pass at its batch
+limits before it sizes the KV cache. The next section reads that measurement in its logs.
+""", "safe_intro")
+
+solution("answer_safe_requests", """
+def safe_requests(free_bytes, workspace_bytes, reserve_bytes, per_request_bytes):
+    \"\"\"Requests admission may allow: free memory less the workspace to come and the reserve to keep.\"\"\"
+    ### BEGIN SOLUTION
+    usable = free_bytes - workspace_bytes - reserve_bytes
+    return max(0, usable // per_request_bytes)
+    ### END SOLUTION
+
+
+print(safe_requests(8 * GB, 1 * GB, 2 * GB, 1_500_000_000), "requests may start")
+""")
+
+test("test_safe_requests", 2, "Task R2 · free is not capacity", """
+practice.check_safe_requests(safe_requests)
+""")
+
+md("""
+## Read the real log
+
+A serving runtime does this budget itself when it starts, and prints it. vLLM takes a share of the
+GPU's **total** memory (`gpu_memory_utilization`), runs one profile forward pass at its batch limits
+(`max_num_batched_tokens` tokens, a sampler over `min(max_num_seqs, max_num_batched_tokens)` rows),
+measures the peak, and gives the rest to the KV cache, **preallocated** at start-up:
+
+    KV cache = total × gpu_memory_utilization − weights − activation peak − non-torch memory
+               (− the CUDA-graph estimate, from v0.21 with the V1 model runner)
+
+*The graph term:* look for the *Estimated CUDA graph memory* line in your log. From v0.21 the V1 model
+runner takes its estimate out of the budget by default; before that the graphs were captured outside
+it. The V2 model runner (the default for dense models from 0.25.1) reported 0 for that term on 0.25.1,
+and later releases reserve about half of V1's estimate: the term depends on the release and the runner.
+
+So an idle vLLM server shows most of the GPU used in `nvidia-smi` **by design**: the question is not
+how much is used but how many free blocks are left (`vllm:kv_cache_usage_perc`), how many requests
+wait (`vllm:num_requests_waiting`) and how often work is preempted (`vllm:num_preemptions_total`). Its
+start-up line *Maximum concurrency for N tokens per request: X×* is the lesson's "4 fit, the 5th
+crosses", computed by the runtime; and it **refuses to start** when one `max_model_len` request cannot
+fit. At the default `gpu_memory_utilization = 0.92` (0.9 through v0.10.2) about 8% of the total stays
+**outside vLLM's budget**, not necessarily free: the CUDA context, NCCL buffers and anything the profile
+missed live there. Note the lesson's "KV cache grows with active requests" is about its *use*: vLLM
+preallocates the whole pool at start, and its per-request state is reserved per slot (`max_num_seqs`).
+
+Three published start-up logs (excerpts; their sources are printed with them):
+""", "log_intro")
+
+code("""
+from course_lib.lessons.l14_04.logs import show_log
+for key in ("t4", "a100", "mi300x"):
+    show_log(key)
+    print()
+""", "log_show")
+
+md("""
+**Task R3** (two parts). Write `kv_from_log(total_gib, utilization, weights_gib, activation_gib,
+non_torch_gib, cuda_graph_gib=0.0)`: the KV cache vLLM's rule gives, in GiB. (Check it on the T4 log:
+vLLM printed its utilization rounded to 0.89, so you get 6.15 GiB where it printed 6.22 from the
+unrounded 13.18 GiB budget.) The A100 log prints only the weights and the KV cache: set
+`a100_activation_and_non_torch_gib` to what its activation peak and non-torch memory took together
+(the A100 80GB is 79.25 GiB to CUDA). The visible check tries your function on other logs' figures;
+the A100 value is the grader's.
+""", "log_kv_intro")
+
+solution("answer_log_kv", """
+def kv_from_log(total_gib, utilization, weights_gib, activation_gib, non_torch_gib, cuda_graph_gib=0.0):
+    \"\"\"GiB vLLM gives the KV cache: its share of the total, less what the profile measured.\"\"\"
+    ### BEGIN SOLUTION
+    return total_gib * utilization - weights_gib - activation_gib - non_torch_gib - cuda_graph_gib
+    ### END SOLUTION
+
+
+### BEGIN SOLUTION
+a100_activation_and_non_torch_gib = 79.25 * 0.25 - 14.2488 - 5.01
+### END SOLUTION
+print(f"T4: {kv_from_log(14.74, 0.89, 6.02, 0.90, 0.05):.2f} GiB; "
+      f"A100: {a100_activation_and_non_torch_gib:.2f} GiB of activation peak and non-torch memory")
+""")
+
+test("test_log_kv", 2, "Task R3 · the KV cache from the log's terms", """
+practice.check_log_kv(kv_from_log)
+assert isinstance(a100_activation_and_non_torch_gib, (int, float)), "a number of GiB"
+""")
+
+md("""
+## Blocks and concurrency
+
+**Task R4** (two parts). vLLM cuts the KV cache into blocks of `block_size` tokens (16 by default).
+Write `gpu_blocks(kv_cache_bytes, kv_bytes_per_token, block_size)` (whole blocks) and
+`max_concurrency(num_blocks, block_size, max_model_len)`: requests of `max_model_len` tokens the blocks
+hold at once, as the V0 engine prints it, `num_blocks × block_size / max_model_len`. (V1 divides by
+whole blocks per request, per KV group: `num_blocks / Σ ceil(need / block)`, which for full attention is
+`num_blocks / ceil(max_model_len / block_size)`; the two agree whenever `max_model_len` is a multiple
+of the block, as in every log here. Sliding-window and hybrid models need fewer blocks per request;
+`course_lib.runtimes.vllm_kv` models that.)
+
+The MI300X log runs Llama-3.1-8B (Llama-3-8B's shape) with `tensor_parallel_size=8`: each GPU holds its
+share of the KV heads, and the log's blocks are per GPU. Set `mi300x_kv_bytes_per_token_per_gpu` to one
+token's KV bytes on one of its GPUs (fp16; the grader checks it). The cell prints your blocks beside
+the log's 645,227: expect a gap of a few blocks, not an error. The log prints the pool rounded to two
+decimals (157.53 GiB), and 0.005 GiB is about 5.4 MB, some 20 blocks of 262,144 bytes (16 tokens ×
+16,384 B): the 15-block gap is that rounding.
+""", "log_blocks_intro")
+
+solution("answer_log_blocks", """
+def gpu_blocks(kv_cache_bytes, kv_bytes_per_token, block_size):
+    \"\"\"Whole KV blocks of block_size tokens in kv_cache_bytes.\"\"\"
+    ### BEGIN SOLUTION
+    return kv_cache_bytes // (kv_bytes_per_token * block_size)
+    ### END SOLUTION
+
+
+def max_concurrency(num_blocks, block_size, max_model_len):
+    \"\"\"Requests of max_model_len tokens the blocks hold at once (vLLM's "Maximum concurrency").\"\"\"
+    ### BEGIN SOLUTION
+    return num_blocks * block_size / max_model_len
+    ### END SOLUTION
+
+
+### BEGIN SOLUTION
+mi300x_kv_bytes_per_token_per_gpu = 2 * 32 * (8 // 8) * 128 * 2
+### END SOLUTION
+blocks = gpu_blocks(round(157.53 * GiB), mi300x_kv_bytes_per_token_per_gpu, 16)
+print(f"MI300X: {blocks:,} blocks (logged 645,227), {max_concurrency(blocks, 16, 131072):.2f}x (logged 78.76x)")
+""")
+
+test("test_log_blocks", 2, "Task R4 · blocks, concurrency, one GPU's share", """
+practice.check_log_blocks(gpu_blocks, max_concurrency)
+assert isinstance(mi300x_kv_bytes_per_token_per_gpu, int), "an int of bytes"
+""")
+
+md("""
+### Reserve the maximum, or claim blocks as tokens arrive
+
+The lesson's simulation ran eleven requests under `reserve-max` (each request reserves its whole KV
+cache up front) and under `paged`, vLLM's policy (a request claims 16-token blocks only as its tokens
+arrive; when the blocks run out, the youngest request is preempted and recomputed later).
+""", "simulate_recall")
+
+md("""
+**Task R5** (two parts; predict *before* you run the cell after it). In the lesson's run all eleven
+requests used their whole `max_new_tokens`. A chat service is different: 400 requests with prompts of
+64 to 512 tokens (about 288 on average), `max_new_tokens = 1,024`, but answers of about **128 tokens**.
+Under `reserve-max`, each request reserves its prompt plus 1,024 tokens when it starts. Predict
+`chat_unused_share`: the share (0 to 1) of the KV memory `reserve-max` allocates that never holds a
+token; and `chat_more_running`: which policy runs more requests at once (`"paged"`, `"reserve-max"` or
+`"same"`). Within 10 percentage points of the simulated share counts as right (0.60 for a simulated 0.668
+would count; 0.55 would not). {grader_only}
+""".format(grader_only=GRADER_ONLY), "policy_intro")
+
+solution("answer_policy_predict", """
+### BEGIN SOLUTION
+chat_unused_share = (1024 - 128) / (288 + 1024)
+chat_more_running = "paged"
+### END SOLUTION
+print(f"predicted: {chat_unused_share:.0%} of reserve-max's KV never holds a token; {chat_more_running} runs more")
+""")
+
+test("test_policy_predict", 2, "Task R5 · a chat-like load, predicted", """
+assert isinstance(chat_unused_share, (int, float)) and 0 <= chat_unused_share <= 1, "a share between 0 and 1"
+assert chat_more_running in ("paged", "reserve-max", "same"), 'one of "paged", "reserve-max" or "same"'
+""")
+
+code("""
+# Now run it: the same 6 GB KV budget, the chat-like trace, both policies.
+from course_lib.lessons.l14_04.demos import show_chat_comparison
+chat = show_chat_comparison()
+""", "chat_demo")
+
+md("""
+## The knobs
+
+**Task R6** (four parts, half a point each). Predict what happens to the **A100 log's** launch (Qwen2-7B,
+vLLM 0.10.1, utilization 0.25, 16,384-token requests, that release's A100 defaults of 256 sequences and
+2,048 batched tokens; V1 engine, chunked prefill) when one knob changes. Fill in `a100_predictions`:
+
+* `"max_num_seqs=64"`: does the KV pool get `"more"`, `"less"` or stay the `"same"`? (The profile's
+  sampler runs over `max_num_seqs` rows of a 152,064-word vocabulary.)
+* `"max_num_batched_tokens=8192"`: `"more"`, `"less"` or `"same"`? (The profile's forward pass runs over
+  that many tokens.)
+* `"kv_cache_dtype=fp8"`: the KV pool's **GiB**, `"more"`, `"less"` or `"same"`? A "free" knob can change
+  the engine: on an A100 (compute capability 8.0) vLLM 0.10.x's V1 engine has no fp8 KV cache for its
+  default FlashAttention backend (fp8 there needs FlashAttention 3, on Hopper), so vLLM **falls back to
+  the V0 engine** (`_is_v1_supported_oracle` in `vllm/engine/arg_utils.py`). V0 at this context length
+  does not chunk prefills: its profile runs `max(max_model_len, 2048)` tokens in one forward pass.
+  Predict the pool.
+* `"kv_cache_gib_at_utilization_0.20"`: the KV cache in GiB at `--gpu-memory-utilization 0.20` (the log
+  printed 5.01 at 0.25; the A100 80GB is 79.25 GiB to CUDA).
+
+{grader_only} Then run the cell after it: it computes each change with course_lib's estimate of
+vLLM's rule (`course-memory estimate --runtime vllm`; within 10% on published logs), so you can check
+your reasoning.
+""".format(grader_only=GRADER_ONLY), "log_predict_intro")
+
+solution("answer_log_predict", """
+### BEGIN SOLUTION
+a100_predictions = {
+    "max_num_seqs=64": "more",
+    "max_num_batched_tokens=8192": "less",
+    "kv_cache_dtype=fp8": "less",
+    "kv_cache_gib_at_utilization_0.20": 5.01 - 0.05 * 79.25,
+}
+### END SOLUTION
+""")
+
+test("test_log_predict", 2, "Task R6 · what one knob changes", """
+assert isinstance(a100_predictions, dict), "a100_predictions should be a dict"
+for key in ("max_num_seqs=64", "max_num_batched_tokens=8192", "kv_cache_dtype=fp8"):
+    assert a100_predictions.get(key) in ("more", "less", "same"), f'{key}: "more", "less" or "same"'
+assert isinstance(a100_predictions.get("kv_cache_gib_at_utilization_0.20"), (int, float)), "a number of GiB"
+""")
+
+code("""
+# course_lib's estimate of vLLM's rule for each change (course-memory estimate --runtime vllm --model qwen2-7b
+# --gpu a100-80gb ...); the fp8 row runs on V0, as vLLM 0.10.x does on an A100
+from course_lib.lessons.l14_04.demos import show_log_changes
+changes = show_log_changes()
+""", "log_changes")
+
+md("""
+The fp8 row is the lesson of this knob: the same bytes would hold twice the tokens, but the engine that
+runs it profiles 16,384 tokens instead of 2,048, so the pool itself shrinks. On a Hopper GPU, or from
+vLLM 0.11 (where V0 is gone), the same flag keeps V1 and the pool's GiB stay put.
+""", "log_changes_after")
+
+md("""
+## Decide: serve 12 users at 8k context on one 24 GB card
+
+Your team must serve **12 users at once, each with up to 8,192 tokens of context**, from **one RTX 4090**
+(23.65 GiB to CUDA) running **Llama-3.1-8B** on **vLLM 0.32** (the release this course pins; its defaults: utilization 0.92,
+256 sequences). The launch explorer below applies course_lib's estimate of vLLM's rule (within 10% on
+published logs) and says how many 8k requests run at once; with every knob at its default, five do.
+
+The explorer's figures are course_lib's estimate of vLLM's rule (within 10% on published logs), so a
+launch counts as serving the 12 users only with that margin to spare: a maximum concurrency of at least
+12 / 0.9 = 13.33x. A launch within 10% of 12 is answered *measure it* (start it and read vLLM's own
+line), not promised; a launch that misses a stated requirement (8k context, 12 users, one card) serves
+nobody. The levers: the weight format and the KV cache's dtype (the big ones), `max_num_seqs` (the
+sampler's profile and the CUDA graphs captured), `gpu_memory_utilization`, `enforce_eager` (no CUDA
+graphs at all) and `max_num_batched_tokens` (a smaller profile forward pass).
+
+**Task R7** (three parts: a launch that starts with 8k context, serves 12, and a one-line reason). Set
+`decision` to a launch that serves the 12 users, and `decision_reason` to one line saying why it does
+(which pool your change shrinks or frees). The keys: `weights` (`"checkpoint"` for the published bf16
+checkpoint, or `"fp8"`, `"int8"`, `"int4"` for a quantized one), `kv_cache_dtype` (`"auto"` or `"fp8"`),
+`max_model_len` (tokens), `max_num_seqs` (slots), `gpu_memory_utilization` (a share of the total) and
+`tensor_parallel` (GPUs); you may add `enforce_eager` (True: no CUDA graphs) and `max_num_batched_tokens`
+(the tokens the profile's forward pass runs over).
+""", "decision_intro")
+
+code("""
+# The launch explorer (a widget; the verdict line says how many 8k requests run at once)
+from course_lib.vllm_explorer import launch_explorer, plan_launch
+launch_explorer(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, users=12)
+""", "decision_explorer")
+
+solution("answer_decision", """
+### BEGIN SOLUTION
+decision = {"weights": "fp8", "kv_cache_dtype": "fp8", "max_model_len": 8192, "max_num_seqs": 16,
+            "gpu_memory_utilization": 0.92, "tensor_parallel": 1}
+decision_reason = ("an fp8 checkpoint halves the weights and an fp8 KV cache halves every request's cache, so the "
+                   "pool holds 12 requests of 8k with room to spare")
+### END SOLUTION
+print(practice.decision_verdict(decision))
+""")
+
+test("test_decision", 3, "Task R7 · a launch that serves 12 users", """
+practice.check_decision(decision, decision_reason)
+""")
+
+md("""
+## Start-up time and offloading
+
+A replica's start is in its log too (vLLM prints the weights' load time, the profile, and *Graph
+capturing finished in N secs*), and offloading is the knob that trades device memory for PCIe time
+(vLLM's `--cpu-offload-gb` moves `N × 1024³` bytes of decoder layers to the CPU, per GPU; its
+`--kv-offloading-size` is GiB too, summed over the tensor-parallel ranks).
+
+**Task R8** (three parts, one point each; every size here is in GB = 10^9 bytes, every rate in GB/s).
+{grader_only}
+
+**R8a.** `offload_seconds_per_step`: 10 GB of weights live in host memory and are streamed to the GPU
+over PCIe Gen4 x16 (31.5 GB/s per direction, theoretical) for **every** decode step. How many seconds
+does that add per step, at best?
+""".format(grader_only=GRADER_ONLY), "loading_intro_runtime")
+
+solution("answer_offload_step", """
+### BEGIN SOLUTION
+offload_seconds_per_step = 10e9 / 31.5e9
+### END SOLUTION
+print(f"{offload_seconds_per_step:.3f} s per decode step")
+""")
+
+test("test_offload_step", 1, "Task R8a · offloading cost per step", """
+assert isinstance(offload_seconds_per_step, (int, float)), "offload_seconds_per_step should be a number of seconds"
+""")
+
+md("""
+**R8b.** `replica_ready_seconds`: a new replica reads 14 GB of weights from a network disk at 2 GB/s,
+copies them to the GPU at 25 GB/s, spends 4 s initialising the device, 20 s capturing CUDA graphs
+and 8 s warming up. How many seconds after its process starts is it ready to serve?
+""", "replica_intro")
+
+solution("answer_replica_ready", """
+### BEGIN SOLUTION
+replica_ready_seconds = 14 / 2 + 14 / 25 + 4 + 20 + 8
+### END SOLUTION
+print(f"ready after {replica_ready_seconds:.2f} s")
+""")
+
+test("test_replica_ready", 1, "Task R8b · when a new replica is ready", """
+assert isinstance(replica_ready_seconds, (int, float)), "replica_ready_seconds should be a number of seconds"
+""")
+
+md("""
+**R8c.** `replica_unready_seconds`: the load balancer starts sending traffic to that replica **5 s after
+its process starts** (its health check only asks whether the process is up). For how many seconds is
+traffic sent to a replica that cannot serve it yet? (Use your R8b figure.)
+""", "ready_intro")
+
+solution("answer_unready", """
+### BEGIN SOLUTION
+replica_unready_seconds = replica_ready_seconds - 5
+### END SOLUTION
+print(f"{replica_unready_seconds:.2f} s of traffic to a replica that is not ready")
+""")
+
+test("test_unready", 1, "Task R8c · traffic before it is ready", """
+assert isinstance(replica_unready_seconds, (int, float)), "replica_unready_seconds should be a number of seconds"
+""")
+
+md("""
+The library's version of these ideas follows. It models **another replica** than R8b's: the lesson's
+Llama-2-7B (13.48 GB in fp16) from a slower network disk, with its own initialisation, compile and
+warm-up times, so its total is not your answer to R8b; its phases are the same kind.
+""", "loading_demo_intro")
+
+code("""
+# The same ideas with the library: the readiness timeline and the cost of offloading (another replica than R8b's).
+from course_lib.lessons.l14_04.demos import show_loading_and_offload
+loading = show_loading_and_offload()
+""", "loading_demo")
+
+md("""
+### Other runtimes size the pool differently
+
+* **SGLang** gives the KV pool `mem_fraction_static` of the memory free at start, less what the weights
+  took; from v0.5.3 its default fraction comes from a reserve heuristic by GPU size, and releases before
+  it already had GPU-specific overrides (the H200 from April 2025, GPUs above 180 GB such as the B200
+  from May 2025). Its heuristic reads nvidia-smi's total, not CUDA's.
+* **TensorRT-LLM** gives the KV cache `free_gpu_memory_fraction` (0.9) of the memory **free** after the
+  engine loads, not of the total; in 1.x its default PyTorch backend first runs a profiling pass and
+  logs *Peak memory during memory usage profiling*, much as vLLM does.
+
+`course-memory estimate --runtime sglang|trtllm` models both; the same caveat holds: estimates of each
+runtime's rule, within 10% on published logs.
+""", "other_runtimes")
+
+md("""
+## A real vLLM on your CPU
+
+*This section is a placeholder: the course adds a real vLLM run here in a later revision.*
+""", "real_vllm")
+
+
+def build(key: str = "lesson") -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
-    nb.cells = CELLS
+    nb.cells = CELLS[key]
     nb.metadata = {
         "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
         "language_info": {"name": "python"},
@@ -1122,13 +1244,14 @@ def build() -> nbformat.NotebookNode:
     return nb
 
 
-def render() -> str:
-    return nbformat.writes(build(), version=4) + "\n"
+def render(key: str = "lesson") -> str:
+    return nbformat.writes(build(key), version=4) + "\n"
 
 
 if __name__ == "__main__":
-    text = render()
+    texts = {key: render(key) for key in NOTEBOOKS}
     if "--check" in sys.argv:
-        sys.exit(0 if NOTEBOOK.read_text() == text else 1)
-    NOTEBOOK.write_text(text)
-    print(f"wrote {NOTEBOOK}")
+        sys.exit(0 if all(path.exists() and path.read_text() == texts[key] for key, path in NOTEBOOKS.items()) else 1)
+    for key, path in NOTEBOOKS.items():
+        path.write_text(texts[key])
+        print(f"wrote {path}")

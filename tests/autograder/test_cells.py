@@ -14,6 +14,7 @@ from autograder.cells import grade_id, is_solution, released_source
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = [REPO / "notebooks" / "level-14" / "l14-04-model-memory.ipynb",
+             REPO / "notebooks" / "level-14" / "l14-04-runtime-lab.ipynb",
              REPO / "tests" / "files" / "autograder" / "fixture" / "l14-04-model-memory.ipynb",
              *sorted((REPO / "tests" / "files" / "nbgrader_example" / "source" / "ps1").glob("*.ipynb"))]
 

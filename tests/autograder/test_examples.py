@@ -30,7 +30,8 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_CLASS = REPO / "examples" / "submissions"
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
-MAX_SCORE = 50.0  # 48 notebook points + 2 lab-edit points (the notebook's intro says 53 with the written 3)
+NOTEBOOKS = (NOTEBOOK, "l14-04-runtime-lab.ipynb")     # the lesson, then the runtime lab
+MAX_SCORE = 46.0  # 26 + 18 notebook points + 2 lab-edit points (the intro says 49 with the written 3)
 # What each example learner must lose: hand-stated, beside the tests (not in the generator).
 LOSSES = {sid: loses for sid, loses in json.loads((Path(__file__).resolve().parents[1] / "files" /
                                                   "example_class.json").read_text()).items() if sid != "_what"}
@@ -123,13 +124,22 @@ INJECT_CODE = ("from IPython.display import HTML, Javascript, display\n"
                "display(ipywidgets.IntSlider(description='a widget of the learner'))")
 
 
+def _with_cell(folder: Path, gid: str) -> Path:
+    """The notebook of ``folder`` (a hand-in) that holds the cell ``gid``."""
+    for name in NOTEBOOKS:
+        nb = nbformat.read(folder / name, as_version=4)
+        if any(c.metadata.get("nbgrader", {}).get("grade_id") == gid for c in nb.cells):
+            return folder / name
+    raise KeyError(gid)
+
+
 def _cli(*args, cwd=REPO):
     return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory, example_class_local):
-    """The example class as generated here plus the hostile learners, graded through the CLI. The 19
+    """The example class as generated here plus the hostile learners, graded through the CLI. The 20
     learners of the committed class were graded once this session (conftest's example_class_local, the
     same grader and settings): the CLI resumes from those records, as a rerun of a batch does, and
     grades the hostile learners (test_committed_example_class_is_current: the generated class is the
@@ -143,14 +153,15 @@ def course(tmp_path_factory, example_class_local):
     for sid, edits in HOSTILE.items():
         dest = submitted / sid / ASSIGNMENT
         shutil.copytree(ref, dest)
-        nb = nbformat.read(dest / NOTEBOOK, as_version=4)
         for gid, old, new in edits:
+            path = _with_cell(dest, gid)
+            nb = nbformat.read(path, as_version=4)
             cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid)
             assert old in cell.source, f"{sid}: {old!r} not in {gid}"
             cell.source = cell.source.replace(old, new)
-        nbformat.write(nb, dest / NOTEBOOK)
+            nbformat.write(nb, path)
     # The exfiltrator and the injector: the reference with cells of their own added.
-    for sid, cells in (("hostile_exfiltrator", {"setup": EXFILTRATE_FILES, "answer_kv_per_token": EXFILTRATE_FRAMES,
+    for sid, cells in (("hostile_exfiltrator", {"setup": EXFILTRATE_FILES, "answer_kv_cache": EXFILTRATE_FRAMES,
                                                 "answer_explain_budget": EXFILTRATE_PRINT}),
                        ("hostile_html", {"setup": INJECT_CODE})):
         dest = submitted / sid / ASSIGNMENT
@@ -188,14 +199,14 @@ def test_every_verb_exits_zero(course):
         # nothing an instructor would read as a crash (nbclient's "Task exception was never retrieved")
         assert "Traceback" not in proc.stderr and "Task exception" not in proc.stderr, f"{verb}: {proc.stderr[-2000:]}"
     out = course["procs"]["autograde"].stdout
-    assert "reference" in out and "50 / 50" in out and "isolation:" in out
+    assert "reference" in out and "46 / 46" in out and "isolation:" in out
     committed = sum(p.is_dir() for p in EXAMPLE_CLASS.iterdir())
     assert f"; {committed} unchanged, kept from the last run" in out, "the committed class is not graded twice"
 
 
 def test_release_layout_hides_solutions(course):
     folder = course["root"] / "release" / ASSIGNMENT
-    assert sorted(p.name for p in folder.iterdir()) == sorted([NOTEBOOK, LAB.name])
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*NOTEBOOKS, LAB.name])
     text = (folder / NOTEBOOK).read_text()
     for secret in ("BEGIN SOLUTION", "HIDDEN TESTS", "_course_hidden", "return device_gb - weights_gb - workspace_gb"):
         assert secret not in text
@@ -236,8 +247,11 @@ def test_each_misconception_loses_exactly_its_points(course, sid):
 
 def test_error_carried_forward_is_said_in_the_message(course):
     entry = course["grades"]["students"]["forgot_k_and_v"]["questions"]
-    for gid in ("test_kv_cache_total", "test_gqa_dtype", "test_predict_measure", "test_log_blocks"):
-        assert entry[gid]["status"] == "passed" and "consistent with your kv_bytes_per_token" in entry[gid]["message"]
+    # the same question (Task 3's two functions) and a later one (Task 4's prediction); the runtime lab's own
+    # questions do not use the lesson's functions
+    assert "consistent with your kv_bytes_per_token and keep their points" in entry["test_kv_cache"]["message"]
+    assert entry["test_predict_measure"]["status"] == "passed" and \
+        "consistent with your kv_bytes_per_token" in entry["test_predict_measure"]["message"]
 
 
 @pytest.mark.parametrize("sid", sorted(HOSTILE))
@@ -411,10 +425,15 @@ def test_feedback_page_renders_markdown_as_html(browser, course):
         assert raw not in text, f"literal {raw!r} is visible on the page"
     # each check is followed by its verdict; the explorers say they are skipped while grading
     assert page.locator("section.test .verdict.failed").count() == 1   # Task 3: the KV-heads question (partial)
-    assert "partial credit, 1 of 3" in page.locator("section.test .verdict.failed").inner_text()
-    for explorer in ("the budget explorer", "the launch explorer"):
-        assert f"({explorer} is skipped while grading" in text, explorer
+    assert "partial credit, 3 of 5" in page.locator("section.test .verdict.failed").inner_text()
+    assert "(the budget explorer is skipped while grading" in text
     assert "An interactive widget was here" not in text
+    # the runtime lab's page: its own explorer, skipped the same way
+    page.goto((course["results"] / "feedback" / "attention_heads" / ASSIGNMENT / "l14-04-runtime-lab.html").as_uri())
+    page.wait_for_load_state("load")
+    page.screenshot(path=str(ARTIFACTS / "feedback-attention_heads-runtime-lab.png"))
+    text = page.locator("body").inner_text()
+    assert "(the launch explorer is skipped while grading" in text and "An interactive widget was here" not in text
 
 
 @pytest.mark.browser

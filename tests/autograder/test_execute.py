@@ -160,7 +160,9 @@ def test_the_reference_notebook_shows_the_same_forked_as_exec_d():
     assert forked == execd
     kinds = {kind for cell in forked for kind, *_ in cell}
     assert {"stream", "display_data", "execute_result"} <= kinds
-    assert sum("image/png" in mimes for cell in forked for _, mimes, *_ in cell) >= 3, "the figures were drawn"
+    # the lesson's figures: the budget figure and the admission simulation (the chat and rollout figures are the
+    # runtime lab's, since the assignment has two notebooks)
+    assert sum("image/png" in mimes for cell in forked for _, mimes, *_ in cell) >= 2, "the figures were drawn"
 
 
 # IPython syntax, the same text run twice (a transform per execution, never a stale one), and a

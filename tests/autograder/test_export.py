@@ -43,10 +43,10 @@ def test_every_export_meets_the_spec_and_its_score_is_its_tests(example_class_lo
         if batch.students[sid].unanswered and not batch.students[sid].needs_manual_grading:
             # the written answer handed back as released: nbgrader's "No response", 0 of 3, nothing to grade
             assert pending == [] and data["extra_data"]["needs_manual_grading"] is False, sid
-            assert sum(t["max_score"] for t in scored) == spec.max_score + spec.manual_max_score == 53
+            assert sum(t["max_score"] for t in scored) == spec.max_score + spec.manual_max_score == 49
             continue
         assert data["score"] == batch.students[sid].score, sid
-        assert sum(t["max_score"] for t in scored) == spec.max_score == 50, "the autograder's tests total 50"
+        assert sum(t["max_score"] for t in scored) == spec.max_score == 46, "the autograder's tests total 46"
         (pending,) = pending
         assert pending["tags"] == [PENDING] and "max_score" not in pending and "status" not in pending
         assert pending["output"].startswith(f"{PENDING}:") and "3 points" in pending["name"]
@@ -63,23 +63,23 @@ def test_hand_grading_and_comments_from_formgrader_reach_grades_csv_and_gradesco
     with Gradebook(db_url(results)) as gb:        # what formgrader writes when an instructor types
         gb.find_grade(manual, notebook, a.name, "reference").manual_score = 3.0
         gb.find_comment(manual, notebook, a.name, "reference").manual_comment = "=all five pools, well argued"
-        gb.find_comment("answer_kv_per_token", notebook, a.name, "blank").manual_comment = "start from 2 x layers"
+        gb.find_comment("answer_kv_cache", notebook, a.name, "blank").manual_comment = "start from 2 x layers"
         gb.db.commit()
     export(results)
     rows = {r["student_id"]: r for r in csv.DictReader((results / "grades.csv").open())}
     assert rows["reference"]["comments"] == "written answer: =all five pools, well argued"
-    assert rows["reference"]["total_score"] == "53.0" and rows["reference"]["needs_manual_grading"] == "False"
-    assert rows["blank"]["comments"] == "answer_kv_per_token: start from 2 x layers"
+    assert rows["reference"]["total_score"] == "49.0" and rows["reference"]["needs_manual_grading"] == "False"
+    assert rows["blank"]["comments"] == "answer_kv_cache: start from 2 x layers"
     assert rows["forgot_k_and_v"]["comments"] == ""
     exports = _gradescope(results)
     ref = exports["reference"]
-    assert ref["score"] == 53.0 == sum(t["score"] for t in ref["tests"])
+    assert ref["score"] == 49.0 == sum(t["score"] for t in ref["tests"])
     assert ref["tests"][-1] == {"name": "written answer (3 points, graded by hand)", "visibility": "visible",
                                 "score": 3.0, "max_score": 3.0,
                                 "output": "graded by hand: 3 of 3\n\ncomment: =all five pools, well argued"}
     blank = exports["blank"]
-    assert "Comments from your grader:\n  answer_kv_per_token: start from 2 x layers" in blank["output"]
-    assert blank["extra_data"]["comments"] == {"answer_kv_per_token": "start from 2 x layers"}
+    assert "Comments from your grader:\n  answer_kv_cache: start from 2 x layers" in blank["output"]
+    assert blank["extra_data"]["comments"] == {"answer_kv_cache": "start from 2 x layers"}
     # blank handed its written answer back as released: nbgrader's "No response", 0 of 3 (nothing pending)
     assert blank["tests"][-1]["score"] == 0.0 and blank["tests"][-1]["max_score"] == 3.0
     # grades.json says what grades.csv says (issue 34: it kept needs_manual_grading true and no hand points)

@@ -127,9 +127,9 @@ def test_formgrader_lists_every_submission_and_its_comments_reach_the_exports(gr
             page.locator(f"#{spec.manual[0].grade_id}-comment").fill(WRITTEN_COMMENT)
             page.keyboard.press("Tab")
             until(lambda: comments().written == WRITTEN_COMMENT, "the written answer's comment")
-            page.locator("#answer_kv_per_token-comment").fill(OTHER_COMMENT)
+            page.locator("#answer_kv_cache-comment").fill(OTHER_COMMENT)
             page.keyboard.press("Tab")
-            until(lambda: comments().cells.get("answer_kv_per_token") == OTHER_COMMENT, "the other comment")
+            until(lambda: comments().cells.get("answer_kv_cache") == OTHER_COMMENT, "the other comment")
             written.fill("2")
             page.keyboard.press("Tab")
             until(lambda: manual_scores(results, a, spec).get("reference") == 2.0, "the score")
@@ -155,15 +155,15 @@ def test_formgrader_lists_every_submission_and_its_comments_reach_the_exports(gr
     grades = json.loads((results / "grades.json").read_text())["students"]["reference"]
     assert (grades["manual_score"], grades["total_score"], grades["needs_manual_grading"]) == (2.0, 52.0, False)
     rows = {r["student_id"]: r for r in csv.DictReader((results / "grades.csv").open())}
-    assert rows["reference"]["manual_score"] == "2.0" and rows["reference"]["total_score"] == "52.0"
+    assert rows["reference"]["manual_score"] == "2.0" and rows["reference"]["total_score"] == "48.0"
     assert rows["reference"]["comments"] == (f"written answer: {WRITTEN_COMMENT}\n"
-                                             f"answer_kv_per_token: {OTHER_COMMENT}")
+                                             f"answer_kv_cache: {OTHER_COMMENT}")
     # blank handed the written answer back as released: nbgrader's "No response" is 0, not "to grade"
     assert rows["blank"]["comments"] == "" and rows["blank"]["manual_score"] == "0.0"
     data = json.loads((results / "gradescope" / "reference.json").read_text())
     written = data["tests"][-1]
     assert written["score"] == 2.0 and written["max_score"] == 3.0 and WRITTEN_COMMENT in written["output"]
-    assert OTHER_COMMENT in data["output"] and data["score"] == 52.0 == sum(t["score"] for t in data["tests"])
+    assert OTHER_COMMENT in data["output"] and data["score"] == 48.0 == sum(t["score"] for t in data["tests"])
 
 
 

@@ -63,12 +63,17 @@ def test_readiness_timeline_on_the_gpu():
 
 
 def test_allocator_demo_separates_cached_from_fragmented():
-    # the caching allocator's rules (CUDACachingAllocator.cpp): tensors >= 10 MiB get their own segments (cached
-    # whole, releasable), smaller ones share 20 MiB segments (freeing some leaves inactive split blocks)
+    # the caching allocator's rules (CUDACachingAllocator.cpp): a request takes the smallest cached free block that
+    # fits and splits it (get_free_block, should_split; unlimited by default), so step 2's small tensors are carved
+    # from the 32 MiB segments step 1 left cached: no new segment (expert review 2, B3: a reading of the source,
+    # this test is its first run on a GPU), about 7 of the 16 stay whole, and freeing the 4 MiB ones leaves
+    # inactive split blocks
     from course_lib.measure.fragmentation import held_after_free
     r = held_after_free("cuda")
     whole = r.step("the 16 x 32 MiB freed")
+    carved = r.step("48 x (4 MiB + 1.5 MiB) carved from step 1's cached segments")
     split = r.step("the 4 MiB ones freed")
+    assert carved.segments == whole.segments and carved.whole_free_segment_bytes >= 4 * 32 * 2**20
     capped = r.step("cap at reserved + 64 MiB, then one 256 MiB request")
     assert whole.free_inside_bytes >= 16 * 32 * 2**20 and whole.inactive_split_bytes < 2**20
     assert split.inactive_split_bytes >= 48 * 4 * 2**20 // 2

@@ -47,6 +47,7 @@ class Session:
     notebook: Path                       # the workspace copy the browser opened (and saved)
     timings_s: dict = field(default_factory=dict)
     console: list = field(default_factory=list)
+    observed: dict = field(default_factory=dict)   # what the tests read of a page no longer in front
 
     def saved(self) -> nbformat.NotebookNode:
         # The mtime moves when JupyterLab starts writing; under load the file can be read half-written.
@@ -65,14 +66,17 @@ class Session:
         return path
 
 
-def _fill_in(folder: Path) -> Path:
-    """The workspace's notebook with every answer filled in, and the lab at 16 (step 3)."""
-    notebook = folder / workspace.NOTEBOOK_NAME
-    student = nbformat.read(notebook, as_version=4)
-    instructor = nbformat.read(INSTRUCTOR_NB, as_version=4)
-    nbformat.write(fill_in_reference_answers(student, instructor), notebook)
+def _fill_in(folder: Path) -> dict[str, Path]:
+    """The workspace's two notebooks with every answer filled in, and the lab at 16 (step 3)."""
+    found = {}
+    for key, name in zip(("lesson", "runtime"), workspace.NOTEBOOK_NAMES):
+        notebook = folder / name
+        student = nbformat.read(notebook, as_version=4)
+        instructor = nbformat.read(INSTRUCTOR_NB.parent / name, as_version=4)
+        nbformat.write(fill_in_reference_answers(student, instructor), notebook)
+        found[key] = notebook
     set_active_sequences(folder / workspace.LAB_NAME, 16)
-    return notebook
+    return found
 
 
 def _run_all(page, tries: int = 3) -> int:
@@ -124,13 +128,54 @@ def learner_root():
         shutil.rmtree(base, ignore_errors=True)
 
 
+def _open_and_run_all(page, lab, root: Path, notebook: Path, s: "Session", prefix: str) -> int:
+    """Open ``notebook``, Run All, wait, and save it (File > Save Notebook); returns the Run All clicks."""
+    sync_api = playwright_module()
+    t0 = time.monotonic()
+    rel = notebook.relative_to(root).as_posix()
+    page.goto(lab.url(f"lab/tree/{rel}") + "&reset")
+    page.locator(".jp-Notebook .jp-CodeCell").first.wait_for(timeout=60_000)
+    # The kernel is ready when the status bar says "Idle" (not "Initializing", "Connecting").
+    page.locator(".jp-StatusBar-TextItem").filter(has_text=re.compile(r"\| Idle$")).wait_for(timeout=60_000)
+    page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=60_000)
+    s.timings_s[f"{prefix}notebook_open"] = time.monotonic() - t0
+    s.shot(f"{prefix}01-opened")
+    clicks = _run_all(page)
+    try:
+        _wait_for_run_all(page, RUN_ALL_TIMEOUT_S)
+    except sync_api.TimeoutError:
+        busy = page.locator(".jp-CodeCell").filter(has=page.locator(".jp-InputPrompt", has_text="[*]"))
+        first = busy.first.locator(".jp-InputArea-editor").inner_text()[:200] if busy.count() else "(none)"
+        if busy.count():
+            busy.first.scroll_into_view_if_needed()
+        s.shot(f"{prefix}02-run-all-timeout")
+        pytest.fail(f"Run All did not finish in {RUN_ALL_TIMEOUT_S} s; {busy.count()} cells still "
+                    f"waiting, the first:\n{first}\n(see test-artifacts/browser/{prefix}02-run-all-timeout.png)",
+                    pytrace=False)
+    s.timings_s[f"{prefix}run_all"] = time.monotonic() - t0
+    s.shot(f"{prefix}02-after-run-all")
+
+    # Save (File > Save Notebook) so the outputs can be read back from the .ipynb.
+    before = notebook.stat().st_mtime_ns
+    page.locator(".lm-MenuBar-itemLabel").filter(has_text=re.compile(r"^File$")).click()
+    page.locator(".lm-Menu-itemLabel").filter(has_text=re.compile(r"^Save Notebook$")).click()
+    deadline = time.monotonic() + 30
+    while notebook.stat().st_mtime_ns == before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert notebook.stat().st_mtime_ns != before, "JupyterLab did not save the notebook (File > Save)"
+    return clicks
+
+
 @pytest.fixture(scope="module")
-def session(learner_root):
+def sessions(learner_root):
+    """One JupyterLab and one browser page for the module: the lesson's notebook, then the runtime lab's, each
+    filled in, run (Run All) and saved. Returns {"lesson": Session, "runtime": Session}."""
     sync_api = playwright_module()
     t0 = time.monotonic()
     root, base = learner_root
     home = base / "home"
-    notebook = _fill_in(root / workspace.ASSIGNMENT)
+    folder = root / workspace.ASSIGNMENT
+    notebooks = _fill_in(folder)
     timings = {"workspace": time.monotonic() - t0}
 
     lab = JupyterLab(root, home, ARTIFACTS / "jupyterlab.log")
@@ -138,48 +183,30 @@ def session(learner_root):
         lab.wait_ready()
         timings["server"] = time.monotonic() - t0
         with chromium_page(sync_api, home / "chromium-profile") as page:
-            s = Session(page, notebook, timings)
-            page.on("console", lambda msg: s.console.append(f"{msg.type}: {msg.text}") if msg.type == "error" else None)
-            rel = notebook.relative_to(root).as_posix()
-            page.goto(lab.url(f"lab/tree/{rel}") + "&reset")
-            page.locator(".jp-Notebook .jp-CodeCell").first.wait_for(timeout=60_000)
-            # The kernel is ready when the status bar says "Idle" (not "Initializing", "Connecting").
-            page.locator(".jp-StatusBar-TextItem").filter(has_text=re.compile(r"\| Idle$")).wait_for(timeout=60_000)
-            page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=60_000)
-            timings["notebook_open"] = time.monotonic() - t0
-            s.shot("01-opened")
-            clicks = _run_all(page)
-            try:
-                _wait_for_run_all(page, RUN_ALL_TIMEOUT_S)
-            except sync_api.TimeoutError:
-                busy = page.locator(".jp-CodeCell").filter(
-                    has=page.locator(".jp-InputPrompt", has_text="[*]"))
-                first = busy.first.locator(".jp-InputArea-editor").inner_text()[:200] if busy.count() else "(none)"
-                if busy.count():
-                    busy.first.scroll_into_view_if_needed()
-                s.shot("02-run-all-timeout")
-                pytest.fail(f"Run All did not finish in {RUN_ALL_TIMEOUT_S} s; {busy.count()} cells still "
-                            f"waiting, the first:\n{first}\n(see test-artifacts/browser/02-run-all-timeout.png)",
-                            pytrace=False)
-            timings["run_all"] = time.monotonic() - t0
-            s.shot("02-after-run-all")
-
-            # Save (File > Save Notebook) so the outputs can be read back from the .ipynb.
-            before = notebook.stat().st_mtime_ns
-            page.locator(".lm-MenuBar-itemLabel").filter(has_text=re.compile(r"^File$")).click()
-            page.locator(".lm-Menu-itemLabel").filter(has_text=re.compile(r"^Save Notebook$")).click()
-            deadline = time.monotonic() + 30
-            while notebook.stat().st_mtime_ns == before and time.monotonic() < deadline:
-                time.sleep(0.2)
-            assert notebook.stat().st_mtime_ns != before, "JupyterLab did not save the notebook (File > Save)"
-            yield s
+            found = {}
+            console: list = []
+            page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}") if msg.type == "error" else None)
+            clicks = {}
+            # the runtime lab first: the lesson's page stays in front for the tests that read it
+            for key, prefix in (("runtime", "r"), ("lesson", "")):
+                s = Session(page, notebooks[key], timings, console)
+                clicks[key] = _open_and_run_all(page, lab, root, notebooks[key], s, prefix)
+                found[key] = s
+                if key == "runtime":           # read it while it is in front (its widgets are live)
+                    s.observed = _observe_runtime(page, s)
+            yield found
             timings["total"] = time.monotonic() - t0
             print("\nbrowser timings (s, cumulative):", {k: round(v, 1) for k, v in timings.items()},
                   f"(Run All clicked {clicks}x)")
-            if s.console:
-                (ARTIFACTS / "console-errors.txt").write_text("\n".join(s.console))
+            if console:
+                (ARTIFACTS / "console-errors.txt").write_text("\n".join(console))
     finally:
         lab.stop()
+
+
+@pytest.fixture(scope="module")
+def session(sessions):
+    return sessions["lesson"]
 
 
 def _current_document(page) -> str:
@@ -336,7 +363,7 @@ def test_every_cell_runs_without_an_error(session):
             has=session.page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')).first
         first.scroll_into_view_if_needed()
         session.shot("03-first-error")
-    for name, text in (("08-simulation", "show_simulation()"), ("09-loading-offload", "show_loading_and_offload()")):
+    for name, text in (("08-simulation", "show_simulation()"), ("09-device-memory", "show_device_memory()")):
         cell = _code_cell(session.page, text)     # for the eye: the lesson's other plots
         cell.scroll_into_view_if_needed()
         session.shot(name, cell)
@@ -423,42 +450,78 @@ def test_slider_past_the_limit_flips_the_verdict(session):
 
 # ------------------------------------------------------------------ the workspace itself (no browser)
 
-@pytest.mark.browser
-def test_launch_explorer_redraws_what_vllm_would_start_with(session):
-    """The decision task's explorer (Task 17): Llama-3.1-8B on an RTX 4090 at 8,192 tokens serves 5 requests
-    at once with vLLM's defaults (the KV pool of a published 4090 start-up log: 5.29 GiB = 43,344 tokens);
-    an fp8 KV cache halves the bytes per token, so the same pool holds twice the tokens and 10 requests."""
-    page = session.page
+def _stderr_tracebacks(page) -> list[str]:
+    # JupyterLab renders tracebacks with the stderr mime type; warnings on stderr are fine.
+    texts = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').all_inner_texts()
+    return [t.strip().splitlines()[-1] for t in texts if "Traceback (most recent call last)" in t]
+
+
+def _observe_runtime(page, s: Session) -> dict:
+    """The runtime lab while it is in front: its tracebacks, its plots for the eye, and the launch explorer
+    (Task R7) before and after its KV-cache dtype is set to fp8."""
+    observed = {"tracebacks": _stderr_tracebacks(page)}
+    for name, text in (("r08-chat", "show_chat_comparison()"), ("r09-loading-offload", "show_loading_and_offload()"),
+                       ("r10-log-changes", "show_log_changes()")):
+        cell = _code_cell(page, text)
+        cell.scroll_into_view_if_needed()
+        s.shot(name, cell)
     explorer = page.locator(".course-launch-explorer")
     explorer.wait_for(state="visible", timeout=10_000)
     explorer.scroll_into_view_if_needed()
     verdict = explorer.locator(".course-launch-verdict")
-    text = verdict.inner_text()
-    assert "43,344 tokens" in text and "5 such requests at once" in text and "NOT served" in text, text
-    tokens = int(re.search(r"= ([\d,]+) tokens", text).group(1).replace(",", ""))
-    labels = [t.strip() for t in explorer.locator(".widget-label").all_inner_texts() if t.strip()]
-    for flag in ("--kv-cache-dtype", "--max-model-len (tokens)", "--max-num-seqs (slots)", "users to serve (count)"):
-        assert flag in labels, f"{flag!r} not among the explorer's labels {labels}"
+    observed["before"] = text = verdict.inner_text()
+    observed["labels"] = [t.strip() for t in explorer.locator(".widget-label").all_inner_texts() if t.strip()]
     figure = explorer.locator(".jp-OutputArea-output img")
     figure.wait_for(state="visible", timeout=10_000)
     before = figure.get_attribute("src")
-    session.shot("11-launch-explorer", explorer)
+    s.shot("11-launch-explorer", explorer)
     select = explorer.locator(".widget-dropdown").filter(has_text="--kv-cache-dtype").locator("select")
     select.select_option(label="fp8")
     page.wait_for_function("([sel, old]) => !document.querySelector(sel).innerText.includes(old)",
                            arg=[".course-launch-explorer .course-launch-verdict", text], timeout=15_000)
-    after = verdict.inner_text()
-    assert "10 such requests at once" in after, after
-    doubled = int(re.search(r"= ([\d,]+) tokens", after).group(1).replace(",", ""))
-    assert abs(doubled - 2 * tokens) <= 2 * 16, (tokens, doubled)   # the same pool, whole 16-token blocks
+    observed["after"] = verdict.inner_text()
     page.wait_for_function("([sel, old]) => document.querySelector(sel).src !== old",
                            arg=[".course-launch-explorer .jp-OutputArea-output img", before], timeout=15_000)
     figure.wait_for(state="visible", timeout=10_000)
     page.wait_for_function("sel => { const img = document.querySelector(sel); return img && img.complete && "
                            "img.naturalWidth > 400; }", arg=".course-launch-explorer .jp-OutputArea-output img",
                            timeout=15_000)
-    assert "0.9199" not in explorer.inner_text(), "the utilization is printed as a person types it"
-    session.shot("12-launch-explorer-fp8", explorer)
+    observed["explorer_text"] = explorer.inner_text()
+    s.shot("12-launch-explorer-fp8", explorer)
+    decision = _code_cell(page, "print(plan.verdict(12))")
+    decision.scroll_into_view_if_needed()
+    s.shot("r13-decision", decision)
+    return observed
+
+
+@pytest.mark.browser
+def test_the_runtime_lab_runs_without_an_error(sessions):
+    runtime = sessions["runtime"]
+    nb = runtime.saved()
+    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    errors = [f"{_cell_label(c)}: {o.get('ename')}: {o.get('evalue')}"
+              for c in code_cells for o in c.outputs if o.output_type == "error"]
+    assert not errors, errors
+    assert not runtime.observed["tracebacks"], runtime.observed["tracebacks"]
+    assert [_cell_label(c) for c in code_cells if c.execution_count is None] == []
+
+
+@pytest.mark.browser
+def test_launch_explorer_redraws_what_vllm_would_start_with(sessions):
+    """The decision task's explorer (Task R7): Llama-3.1-8B on an RTX 4090 at 8,192 tokens serves 5 requests
+    at once with vLLM's defaults (the KV pool of a published 4090 start-up log: 5.29 GiB = 43,344 tokens);
+    an fp8 KV cache halves the bytes per token, so the same pool holds twice the tokens and 10 requests."""
+    observed = sessions["runtime"].observed
+    text = observed["before"]
+    assert "43,344 tokens" in text and "5 such requests at once" in text and "NOT served" in text, text
+    tokens = int(re.search(r"= ([\d,]+) tokens", text).group(1).replace(",", ""))
+    for flag in ("--kv-cache-dtype", "--max-model-len (tokens)", "--max-num-seqs (slots)", "users to serve (count)"):
+        assert flag in observed["labels"], f"{flag!r} not among the explorer's labels {observed['labels']}"
+    after = observed["after"]
+    assert "10 such requests at once" in after, after
+    doubled = int(re.search(r"= ([\d,]+) tokens", after).group(1).replace(",", ""))
+    assert abs(doubled - 2 * tokens) <= 2 * 16, (tokens, doubled)   # the same pool, whole 16-token blocks
+    assert "0.9199" not in observed["explorer_text"], "the utilization is printed as a person types it"
 
 
 def test_lab_command_is_local_and_uses_the_learners_python(tmp_path):
@@ -477,7 +540,8 @@ def test_workspace_never_overwrites_learner_work(tmp_path, monkeypatch):
     def fake_release(out_dir, python=None):
         folder = out_dir / workspace.ASSIGNMENT
         folder.mkdir(parents=True)
-        (folder / workspace.NOTEBOOK_NAME).write_text("released notebook")
+        for name in workspace.NOTEBOOK_NAMES:
+            (folder / name).write_text("released notebook")
         (folder / workspace.LAB_NAME).write_text("active_sequences = 8\n")
         return folder
 
@@ -500,13 +564,14 @@ def test_workspace_takes_no_checkpoints_from_a_release(tmp_path, monkeypatch):
         folder = out_dir / workspace.ASSIGNMENT
         (folder / ".ipynb_checkpoints").mkdir(parents=True)
         (folder / ".ipynb_checkpoints" / "l14-04-model-memory-checkpoint.ipynb").write_text("old")
-        (folder / workspace.NOTEBOOK_NAME).write_text("released notebook")
+        for name in workspace.NOTEBOOK_NAMES:
+            (folder / name).write_text("released notebook")
         (folder / workspace.LAB_NAME).write_text("active_sequences = 8\n")
         return folder
 
     monkeypatch.setattr(workspace, "release_to", fake_release)
     folder = workspace.build_workspace(tmp_path, quiet=True)
-    assert sorted(p.name for p in folder.iterdir()) == sorted([workspace.NOTEBOOK_NAME, workspace.LAB_NAME])
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*workspace.NOTEBOOK_NAMES, workspace.LAB_NAME])
 
 
 def test_workspace_is_the_release_with_the_lab_beside_the_notebook(tmp_path):
@@ -607,7 +672,7 @@ def test_checkpoints_stay_outside_the_folder_handed_in(session):
     while not checkpoint.is_file() and time.monotonic() < deadline:
         time.sleep(0.25)
     assert checkpoint.is_file(), f"no checkpoint at {checkpoint}: {sorted(p.name for p in root.rglob('*checkpoint*'))}"
-    assert sorted(p.name for p in folder.iterdir()) == sorted([workspace.NOTEBOOK_NAME, workspace.LAB_NAME]), \
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*workspace.NOTEBOOK_NAMES, workspace.LAB_NAME]), \
         f"the folder to hand in holds {sorted(p.name for p in folder.iterdir())}"
 
 

@@ -114,12 +114,14 @@ def show_chat_comparison(out_dir: str | Path | None = None) -> dict[str, Any]:
 #: The A100 log's launch (course_lib.lessons.l14_04.logs, "a100"), one knob changed at a time.
 LOG_CHANGES = (("as logged", {}), ("max_num_seqs=64", {"max_num_seqs": 64}),
                ("max_num_batched_tokens=8192", {"max_num_batched_tokens": 8192}),
-               ("kv_cache_dtype=fp8", {"kv_cache_dtype": "fp8"}),
+               # 0.10.x on an A100 (SM 8.0): V1's default FlashAttention backend has no fp8 cache, so vLLM falls
+               # back to V0 (vllm/engine/arg_utils.py _is_v1_supported_oracle; vllm/platforms/cuda.py)
+               ("kv_cache_dtype=fp8 (on V0)", {"kv_cache_dtype": "fp8", "engine": "V0"}),
                ("gpu_memory_utilization=0.20", {"gpu_memory_utilization": 0.20}))
 
 
 def show_log_changes() -> list[tuple[str, Any]]:
-    """What vLLM's own rule (course-memory estimate --runtime vllm) gives for the A100 log's launch, and for
+    """What course_lib's estimate of vLLM's rule (course-memory estimate --runtime vllm) gives for the A100 log's launch, and for
     each change of one knob: the KV pool, its tokens and the activation peak of the profile."""
     from ...runtimes import VllmLaunch, estimate_vllm
 
@@ -131,7 +133,8 @@ def show_log_changes() -> list[tuple[str, Any]]:
         rows.append((name, est))
         print(f"{name:<30} {est.runtime_kv_cache_bytes / 2**30:>12.2f} {est.kv_cache_tokens:>10,} "
               f"{est.term('activation_peak') / 2**30:>20.2f}")
-    print("(the log itself printed 5.01 GiB and 93,872 tokens; our estimate of the same launch is within 2%)")
+    print("(the log itself printed 5.01 GiB and 93,872 tokens; this estimate of the same launch is within 2%.\n"
+          " These are course_lib's estimate of vLLM's rule, within 10% on published logs, not vLLM's own figures.)")
     return rows
 
 
@@ -188,8 +191,14 @@ memory" number mixes up. torch's caching allocator keeps freed tensors' memory *
 live tensor is returned to CUDA by empty_cache(), and the allocator returns such segments by itself and
 retries when a cudaMalloc fails, so cached memory is still plannable by torch. What is really lost is
 *fragmented* memory: free blocks inside a segment that still holds a live tensor (memory_stats()'s
-inactive_split_bytes). Tensors of 10 MiB or more get segments of their own and never fragment this way;
-smaller ones share 2 MiB and 20 MiB segments. (No run recorded on a GPU ships with this course yet.)"""
+inactive_split_bytes). A new request first takes the smallest cached free block that fits and splits it
+(splitting is unlimited by default), so large tensors fragment too: free a 1 GiB tensor, allocate 600 MiB,
+and the 600 MiB is carved from the cached 1 GiB segment, leaving 424 MiB that a 500 MiB request cannot use
+while the 600 MiB lives. Only a new segment is sized to the request (10 MiB or more) or to 2 / 20 MiB
+(PyTorch's c10/cuda/CUDACachingAllocator.cpp: get_free_block, should_split). Two caveats for a serving
+process: memory in CUDA-graph pools is neither live nor releasable while the graphs live, and with
+expandable_segments:True free pages between live blocks are unmapped when memory runs short.
+(No run recorded on a GPU ships with this course yet.)"""
 
 
 def show_device_memory() -> Any:
@@ -219,11 +228,13 @@ def show_device_memory() -> Any:
         split = next(st for st in result.steps if st.name.startswith("the 4 MiB ones freed"))
         capped = next(st for st in result.steps if st.name.startswith("cap at"))
         print(f"\nCached is not lost: the {cached.free_inside_bytes / 2**20:.0f} MiB freed in whole segments stayed "
-              f"reserved (the device's free memory did not come back), but under the cap the allocator released them "
-              f"and the 256 MiB request succeeded. Fragmented is lost: {split.inactive_split_bytes / 2**20:.0f} MiB of "
+              f"reserved (the device's free memory did not come back); the small tensors were then carved from those "
+              f"cached segments, and under the cap the allocator released the ones left whole "
+              f"({split.whole_free_segment_bytes / 2**20:.0f} MiB before the cap, "
+              f"{capped.whole_free_segment_bytes / 2**20:.0f} MiB after) and the 256 MiB request succeeded. "
+              f"Fragmented is lost: {split.inactive_split_bytes / 2**20:.0f} MiB of "
               f"free blocks sit between live tensors and stayed held ({capped.inactive_split_bytes / 2**20:.0f} MiB "
               f"after the cap). {result.steps[-2].note}.")
-    return result
     return result
 
 
