@@ -66,13 +66,12 @@ class Check:
 NOTEBOOK_NAMES = frozenset({
     "a100_activation_and_non_torch_gib", "a100_predictions", "admission_decision", "chat_more_running",
     "chat_unused_share", "decision", "decision_reason", "fifth_crosses", "fit_count", "gap_reason",
-    "gpu_blocks", "kv_bytes_per_token", "kv_cache_bytes", "kv_from_log", "lab_change_factors",
-    "lab_first_crossing_sequences", "lab_kv_gb", "largest_gap_pool", "left_gb", "llama3_fp8_kv_bytes_per_token",
+    "gpu_blocks", "kv_bytes_per_token", "kv_cache_bytes", "kv_from_log", "lab_kv_gb", "largest_gap_pool", "left_gb", "llama3_fp8_kv_bytes_per_token",
     "llama3_weights_gb", "llama3_weights_gib", "max_concurrency", "mha_over_gqa_ratio",
     "mi300x_kv_bytes_per_token_per_gpu", "my_budget", "offload_seconds_per_step", "plannable_bytes",
-    "pool_kinds", "predict_again_factor", "predict_again_pool", "predict_answer", "predicted_kv_cache_bytes",
+    "pool_kinds", "predict_answer", "predicted_kv_cache_bytes",
     "predicted_weights_bytes", "quick_check_1", "quick_check_2", "quick_check_3", "replica_ready_seconds",
-    "replica_unready_seconds", "request_budget_gb", "requests_that_fit", "safe_requests", "vllm_reserve_gb",
+    "replica_unready_seconds", "request_budget_gb", "requests_that_fit", "safe_requests",
     "weight_bytes"})
 #: The text autograder.answers writes for a name that is not there.
 NOT_DEFINED = " is not defined (run its cell first)"

@@ -88,6 +88,6 @@ def test_an_honest_hand_in_has_no_restore_notes_and_a_real_edit_has_one():
     handed = nbformat.read(REPO / "examples" / "submissions" / "reference" / "l14-04-model-memory" /
                            "l14-04-model-memory.ipynb", as_version=4)
     assert restore_cells(handed, spec)[1] == []
-    test = next(c for c in handed.cells if grade_id(c) == "test_kv_per_token")
+    test = next(c for c in handed.cells if grade_id(c) == "test_kv_cache")
     test.source += "\nprint('an edit')"
-    assert restore_cells(handed, spec)[1] == ["test_kv_per_token was edited; restored from the instructor source"]
+    assert restore_cells(handed, spec)[1] == ["test_kv_cache was edited; restored from the instructor source"]
