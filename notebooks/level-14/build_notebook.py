@@ -1228,8 +1228,33 @@ runtime's rule, within 10% on published logs.
 md("""
 ## A real vLLM on your CPU
 
-*This section is a placeholder: the course adds a real vLLM run here in a later revision.*
+No GPU needed: vLLM has a CPU build, and it sizes its KV cache with the same code as on a GPU
+(`vllm/v1/core/kv_cache_utils.py`). Here it runs a tiny Llama (4 layers, 2 KV heads of 32 dimensions,
+bf16, random weights built on your machine) with **12 MiB** of KV cache (`kv_cache_memory_bytes`, so no
+profiling pass decides the pool) and requests of **1,000 tokens** (`max_model_len`). On the CPU a block
+holds **128 tokens** (the CPU platform's default; CUDA's is 16).
+
+*Predict first* (ungraded: nothing here earns or loses points, and whether vLLM is installed never
+matters): how many tokens will vLLM say its KV cache holds (`CPU KV cache size: N tokens`), and what
+*Maximum concurrency for 1,000 tokens per request* will it print? Work it from the bytes per token,
+the blocks the 12 MiB make, and the blocks one 1,000-token request takes (a partly filled block is still
+a whole block). Then run the cell after it: where `vllm` imports in your kernel it starts vLLM for
+real (20-40 s); elsewhere it shows a run recorded with this same code on vLLM 0.32's CPU build, and
+says so. If vLLM's token count surprises you, compare it with the concurrency times 1,000.
 """, "real_vllm")
+
+code("""
+# Your prediction (ungraded): replace the two Nones
+your_kv_cache_tokens = None
+your_max_concurrency = None
+""")
+
+code("""
+# vLLM's own start-up lines, read back with from-log, beside course_lib's prediction and yours
+from course_lib.lessons.l14_04.demos import show_real_vllm
+real_vllm = show_real_vllm(kv_cache_memory_bytes="12MiB", max_model_len=1000,
+                           your_kv_cache_tokens=your_kv_cache_tokens, your_max_concurrency=your_max_concurrency)
+""", "real_vllm_run")
 
 
 def build(key: str = "lesson") -> nbformat.NotebookNode:

@@ -269,3 +269,61 @@ def predict_then_measure(predicted_weights_bytes: int, predicted_kv_cache_bytes:
                       predicted_label="predicted (yours; the workspace: course_lib's)")
     _show_image(path)
     return result
+
+
+def show_real_vllm(kv_cache_memory_bytes: int | str = "12MiB", max_model_len: int = 1000,
+                   your_kv_cache_tokens: int | None = None,
+                   your_max_concurrency: float | None = None) -> dict[str, Any] | None:
+    """A real vLLM to check a prediction against, for learners without a GPU (ungraded).
+
+    A tiny 4-layer Llama (random weights, built here by transformers: nothing is downloaded) is started on this
+    machine's CPU by vLLM's CPU build, with ``kv_cache_memory_bytes`` of KV cache and ``max_model_len`` tokens per
+    request, and vLLM's own start-up lines (``CPU KV cache size: N tokens``, ``Maximum concurrency for L tokens per
+    request: X``) are read back with ``from-log`` (:func:`course_lib.runtimes.from_log.compare`). Where ``vllm`` does
+    not import in this kernel (the usual case: it is a 3.5 GB install, ``make vllm-oracle``), the run recorded with
+    the same code on vLLM 0.32's CPU build is shown instead, labelled as recorded. Beside vLLM's figures: course_lib's
+    prediction (``course-memory estimate --runtime vllm --gpu cpu --kv-cache-memory-bytes ...``) and yours.
+    Skipped while grading: nothing graded depends on it.
+    """
+    import tempfile
+
+    from ...logs import read_startup_log
+    from ...models import from_hf_config
+    from ...runtimes import VllmLaunch, estimate_vllm
+    from ...runtimes.from_log import compare
+    from ...runtimes.oracle import recorded_run, start_tiny_vllm, vllm_importable, write_tiny_config
+    from ...units import parse_bytes
+
+    if skipped_while_grading("the real vLLM run"):
+        return None
+    pool = parse_bytes(kv_cache_memory_bytes, name="kv_cache_memory_bytes")
+    live = vllm_importable()
+    if live:
+        print(f"vllm imports here: starting vLLM on this CPU ({pool:,} B of KV cache, max_model_len {max_model_len}); "
+              "a tiny model starts in 20-40 s on 2 cores ...", flush=True)
+        log = start_tiny_vllm("llama", kv_cache_memory_bytes=pool, max_model_len=max_model_len)
+        label = "LIVE: vLLM started on this machine's CPU just now"
+    else:
+        run = recorded_run()
+        if (pool, max_model_len) != (run["kv_cache_memory_bytes"], run["max_model_len"]):
+            print(f"(vllm does not import here, and the recorded run is at {run['kv_cache_memory_bytes']:,} B and "
+                  f"max_model_len {run['max_model_len']}: those are the figures below)")
+        pool, max_model_len, log = run["kv_cache_memory_bytes"], run["max_model_len"], run["log"]
+        label = run["label"]
+    folder = Path(tempfile.mkdtemp(prefix="tiny-llama-"))
+    spec = from_hf_config(str(write_tiny_config("llama", folder) / "config.json"))
+    ours = estimate_vllm(spec, gpu="cpu", launch=VllmLaunch(kv_cache_memory_bytes=pool, max_model_len=max_model_len,
+                                                            entrypoint="llm"))
+    logged = compare(read_startup_log(log), spec=spec)["logged"]
+    print(label)
+    print(f"{'':24}{'KV cache tokens':>18}{'max concurrency':>18}")
+    print(f"{'vLLM logged':24}{logged['kv_cache_tokens']:>18,}{logged['max_concurrency']:>17.2f}x")
+    print(f"{'course_lib predicted':24}{ours.kv_cache_tokens:>18,}{ours.max_concurrency:>17.2f}x")
+    if your_kv_cache_tokens is not None or your_max_concurrency is not None:
+        tokens = f"{your_kv_cache_tokens:,}" if isinstance(your_kv_cache_tokens, int) else str(your_kv_cache_tokens)
+        conc = (f"{your_max_concurrency:.2f}x" if isinstance(your_max_concurrency, (int, float))
+                else str(your_max_concurrency))
+        print(f"{'you predicted':24}{tokens:>18}{conc:>18}")
+    return {"live": live, "label": label, "kv_cache_memory_bytes": pool, "max_model_len": max_model_len,
+            "logged": logged, "predicted": {"kv_cache_tokens": ours.kv_cache_tokens,
+                                            "max_concurrency": ours.max_concurrency}}
