@@ -574,10 +574,12 @@ no evict" policy). Ten requests fit; the eleventh is **queued**, not crashed, an
 finishes. The plot's left column shows that run: KV memory over decode steps against the safe
 budget (top) and how many requests run and wait (bottom).
 
-The right column runs the same requests under `paged`, vLLM's policy: a request claims 16-token
-blocks only as its tokens arrive, so more requests start at once; when the blocks run out, the
-youngest request is **preempted** (its blocks freed, its tokens recomputed later; vLLM's V1 engine
-preempts only by recompute). Memory stays under the same safe budget either way; the policies differ in
+The right column runs the same requests under `paged`, scheduled as vLLM V1 schedules them
+(`course_lib`'s policy `vllm-v1`, which gets vLLM 0.32's own preemption counts on test traces): a
+request claims 16-token blocks only as its tokens arrive, so more requests start at once; each step
+spends a budget of tokens (running requests first, long prompts in chunks); when the blocks run out,
+the newest running request is **preempted** (its blocks freed, its tokens recomputed later; vLLM's V1
+engine preempts only by recompute). Memory stays under the same safe budget either way; the policies differ in
 how many requests run and how often work is redone.
 """, "simulate_intro")
 
@@ -1002,8 +1004,8 @@ md("""
 ### Reserve the maximum, or claim blocks as tokens arrive
 
 The lesson's simulation ran eleven requests under `reserve-max` (each request reserves its whole KV
-cache up front) and under `paged`, vLLM's policy (a request claims 16-token blocks only as its tokens
-arrive; when the blocks run out, the youngest request is preempted and recomputed later).
+cache up front) and under `paged` as vLLM V1 schedules it (a request claims 16-token blocks only as its
+tokens arrive; when the blocks run out, the newest running request is preempted and recomputed later).
 """, "simulate_recall")
 
 md("""

@@ -223,7 +223,7 @@ def test_the_chat_prediction_by_hand_is_within_the_margin_of_the_simulation():
         row = next(line for line in comparison_table(list(runs.items())).splitlines() if line.startswith("reserved"))
         unused = float(row.split()[-2].rstrip("%")) / 100
     assert unused == pytest.approx(checks.CHAT_UNUSED_SHARE, abs=0.002)
-    assert runs["paged"].summary.max_active > runs["reserve-max"].summary.max_active
+    assert runs["vllm-v1"].summary.max_active > runs["reserve-max"].summary.max_active
     assert abs((1024 - 128) / (288 + 1024) - unused) <= 0.10, "the notebook's hand reasoning lands within the margin"
 
 

@@ -26,6 +26,7 @@ from ...plots import plot_rollout, plot_simulation
 from ...presets import get_model
 from ...report import comparison_table, simulation_report
 from ...scenario import LESSON_KV_SOURCE, comparison_trace, lesson_budget, lesson_config, lesson_trace
+from ...admission import VLLM_V1
 from ...simulate import simulate
 
 #: Overrides where the figures go (a folder; made if needed).
@@ -74,17 +75,19 @@ def _show_image(path: Path) -> None:
 
 
 def show_simulation(out_dir: str | Path | None = None) -> dict[str, Any]:
-    """Ten requests fit the lesson's 6 GB KV budget and the eleventh is queued; reserve-max vs paged.
+    """Ten requests fit the lesson's 6 GB KV budget and the eleventh is queued; reserve-max vs paged, the paged
+    side scheduled as vLLM V1 schedules it (policy ``vllm-v1``: a token budget a step, chunked prefill,
+    recompute preemption of the newest running request; checked against vLLM 0.32's own scheduler).
 
-    Returns ``{"reserve-max": SimulationResult, "paged": SimulationResult}``.
+    Returns ``{"reserve-max": SimulationResult, "vllm-v1": SimulationResult}``.
     """
     trace = lesson_trace(11)
-    runs = {policy: simulate(trace, lesson_config(policy)) for policy in ("reserve-max", "paged")}
+    runs = {policy: simulate(trace, lesson_config(policy)) for policy in ("reserve-max", VLLM_V1)}
     print(simulation_report(runs["reserve-max"], lesson_budget(), LESSON_KV_SOURCE, max_listed=1))
     print()
     print(comparison_table(list(runs.items())))
     path = plot_simulation([("reserve-max: reserve prompt + max_new_tokens", runs["reserve-max"]),
-                            ("paged: 16-token blocks on demand", runs["paged"])],
+                            ("paged, as vLLM V1 schedules it: 16-token blocks on demand", runs[VLLM_V1])],
                            _figure_path(out_dir, "admission.png"),
                            title="Ten requests fit the safe KV budget; the eleventh is queued, not crashed")
     _show_image(path)
@@ -95,16 +98,16 @@ def show_chat_comparison(out_dir: str | Path | None = None) -> dict[str, Any]:
     """reserve-max against paged on a chat-like trace: 400 requests whose answers (~128 tokens) are far
     shorter than their max_new_tokens (1,024), on the lesson's 6 GB KV budget.
 
-    Returns ``{"reserve-max": SimulationResult, "paged": SimulationResult}``; prints the table (the
+    Returns ``{"reserve-max": SimulationResult, "vllm-v1": SimulationResult}``; prints the table (the
     reserve-max share of allocated KV that never held a token is the "reserved, never/not yet used" row).
     """
     trace = comparison_trace()
-    runs = {policy: simulate(trace, lesson_config(policy)) for policy in ("reserve-max", "paged")}
+    runs = {policy: simulate(trace, lesson_config(policy)) for policy in ("reserve-max", VLLM_V1)}
     print(f"{len(trace)} chat-like requests (prompts 64-512 tokens, max_new_tokens 1,024, answers ~128 tokens) "
           f"on the lesson's 6 GB KV budget:\n")
     print(comparison_table(list(runs.items())))
     path = plot_simulation([("reserve-max: reserve prompt + max_new_tokens", runs["reserve-max"]),
-                            ("paged: 16-token blocks on demand", runs["paged"])],
+                            ("paged, as vLLM V1 schedules it: 16-token blocks on demand", runs[VLLM_V1])],
                            _figure_path(out_dir, "chat.png"),
                            title="A chat-like load: reserve-max holds memory for tokens that never come")
     _show_image(path)
