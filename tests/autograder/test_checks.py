@@ -215,7 +215,7 @@ def test_the_chat_prediction_by_hand_is_within_the_margin_of_the_simulation():
     from course_lib.simulate import simulate
 
     trace = comparison_trace()
-    runs = {p: simulate(trace, lesson_config(p)) for p in ("reserve-max", "paged")}
+    runs = {p: simulate(trace, lesson_config(p)) for p in ("reserve-max", "vllm-v1")}
     unused = runs["reserve-max"].summary.reserved_unused_fraction if hasattr(runs["reserve-max"].summary,
                                                                             "reserved_unused_fraction") else None
     if unused is None:        # the table's row, as printed
