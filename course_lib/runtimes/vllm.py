@@ -65,6 +65,7 @@ from .releases import Rules
 from .versions import Version
 from .vllm_releases import HISTORY
 from .vllm_kv import kv_layout, one_request_bytes
+from .platforms import get_platform
 from .vllm_given_kv import estimate_given_kv, uses_given_kv
 from .vllm_mm import encoder_profile
 
@@ -77,12 +78,14 @@ DEFAULT_BLOCK_SIZE = 16
 
 
 def platform_of(gpu: str | int, launch: "VllmLaunch") -> str:
-    """The platform the launch runs on: "cuda" or "rocm" (an MI-series preset), vLLM's ``current_platform``.
+    """The platform the launch runs on: "cuda", "rocm" (an MI-series preset) or "cpu", vLLM's ``current_platform``.
 
-    The one place a platform is picked; a platform's own rules (its block sizes, its memory probe) key on this
-    name (vllm/platforms/: cuda.py, rocm.py; cpu.py is modelled apart).
+    One platform notion: the name of :func:`.platforms.get_platform`'s :class:`~.platforms.Platform`, whose own
+    rules (block sizes, batch defaults, what runs in flight) the given-pool path reads (vllm/platforms/: cuda.py,
+    rocm.py, cpu.py). The CPU never reaches the profile steps here: with no GPU to profile, vLLM's CPU build sizes
+    its pool from ``kv_cache_memory_bytes`` or ``VLLM_CPU_KVCACHE_SPACE`` (:mod:`.vllm_given_kv`).
     """
-    return launch.platform or ("rocm" if str(gpu).strip().lower().startswith("mi") else "cuda")
+    return get_platform(gpu, launch.platform).name
 
 
 def default_sampler(rules: Rules, engine: str, platform: str) -> str:
