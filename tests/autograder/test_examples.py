@@ -375,11 +375,11 @@ def browser():
             b.close()
 
 
-def _open(browser, course, sid: str):
+def _open(browser, course, sid: str, notebook: str = ASSIGNMENT):
     page = browser.new_page(viewport={"width": 1200, "height": 1400})
     errors: list[str] = []
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-    page.goto((course["results"] / "feedback" / sid / ASSIGNMENT / f"{ASSIGNMENT}.html").as_uri())
+    page.goto((course["results"] / "feedback" / sid / ASSIGNMENT / f"{notebook}.html").as_uri())
     page.wait_for_load_state("load")
     return page, errors
 
@@ -387,18 +387,18 @@ def _open(browser, course, sid: str):
 @pytest.mark.browser
 def test_feedback_page_lists_every_failed_part(browser, course):
     # defaults_decision kept vLLM's defaults (5 requests of 8k, not 12) and so pulled no lever its reason
-    # could name: two parts of Task 17 fail, and each one's message is on the page (issue 33: one showed,
-    # with "and 1 more part to look at")
+    # could name: two parts of Task R7 (the runtime lab's page) fail, and each one's message is on the page
+    # (issue 33: one showed, with "and 1 more part to look at")
     from browser_support import ARTIFACTS
 
-    page, _ = _open(browser, course, "defaults_decision")
-    row = page.locator("table.scores tbody tr", has_text="Task 17")
+    page, _ = _open(browser, course, "defaults_decision", "l14-04-runtime-lab")
+    row = page.locator("table.scores tbody tr", has_text="Task R7")
     row.scroll_into_view_if_needed()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "feedback-every-part.png"))
     items = row.locator("ul.parts li").all_inner_texts()
     assert len(items) == 2 and "not 12" in items[0] and "decision_reason" in items[1], items
-    verdict = page.locator("section.test .verdict.failed", has_text="Task 17").locator("ul.parts li")
+    verdict = page.locator("section.test .verdict.failed", has_text="Task R7").locator("ul.parts li")
     assert verdict.all_inner_texts() == items
     assert "more part" not in page.locator("body").inner_text()
 

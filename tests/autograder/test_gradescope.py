@@ -279,5 +279,5 @@ def test_a_folder_chain_beside_the_hand_in_still_gets_results_json(bundle, tmp_p
     proc = _run(root)
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = json.loads((root / "results" / "results.json").read_text())
-    assert got["extra_data"]["status"] == "graded" and got["score"] == 50.0, got["output"]
+    assert got["extra_data"]["status"] == "graded" and got["score"] == 46.0, got["output"]
     assert "isolation" not in got["output"] and "isolation" not in json.dumps(got["tests"])
