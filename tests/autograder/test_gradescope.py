@@ -276,8 +276,15 @@ def test_a_folder_chain_beside_the_hand_in_still_gets_results_json(bundle, tmp_p
     for _ in range(1200):     # os.makedirs and Path.mkdir(parents=True) recurse too
         chain = chain / "d"
         os.mkdir(chain)
-    proc = _run(root)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    got = json.loads((root / "results" / "results.json").read_text())
-    assert got["extra_data"]["status"] == "graded" and got["score"] == 46.0, got["output"]
-    assert "isolation" not in got["output"] and "isolation" not in json.dumps(got["tests"])
+    try:
+        proc = _run(root)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        got = json.loads((root / "results" / "results.json").read_text())
+        assert got["extra_data"]["status"] == "graded" and got["score"] == 46.0, got["output"]
+        assert "isolation" not in got["output"] and "isolation" not in json.dumps(got["tests"])
+    finally:
+        # pytest's own clean-up of old temporary folders (shutil.rmtree) recurses and would die on the chain
+        # in a later session: take it down here, deepest first, without recursion
+        while chain != root / "submission":
+            os.rmdir(chain)
+            chain = chain.parent

@@ -488,7 +488,7 @@ def _observe_runtime(page, s: Session) -> dict:
                            timeout=15_000)
     observed["explorer_text"] = explorer.inner_text()
     s.shot("12-launch-explorer-fp8", explorer)
-    decision = _code_cell(page, "print(plan.verdict(12))")
+    decision = _code_cell(page, "print(practice.decision_verdict(decision))")
     decision.scroll_into_view_if_needed()
     s.shot("r13-decision", decision)
     return observed
