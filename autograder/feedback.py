@@ -247,6 +247,15 @@ def _joined(value) -> str:
 
 # ------------------------------------------------------------------ cells
 
+def assignment_titles(notebooks) -> dict[str, str]:
+    """Every test cell's title across an assignment's notebooks (a notebook's page lists them all)."""
+    titles: dict[str, str] = {}
+    for nb in notebooks:
+        if nb is not None:
+            titles.update(_titles(nb))
+    return titles
+
+
 def _titles(nb: nbformat.NotebookNode) -> dict[str, str]:
     """Each test cell's title: its ``metadata.course.title`` (the builder writes one), else the last
     "**Task N" (or "## heading") above it."""
@@ -463,17 +472,19 @@ def _keys(autograded: nbformat.NotebookNode | None, result: StudentResult, noteb
 
 def feedback_html(autograded: nbformat.NotebookNode | None, result: StudentResult,
                   side_titles: dict[str, str] | None = None, notebook_name: str | None = None,
-                  deadline: float | None = None, hand=None, secrets_from: nbformat.NotebookNode | None = None) -> str:
+                  deadline: float | None = None, hand=None, secrets_from: nbformat.NotebookNode | None = None,
+                  other_titles: dict[str, str] | None = None) -> str:
     """The learner's feedback page: their notebook as graded, hidden parts removed, scores on top and
     inline; the lesson's side-check questions (``side_titles``: each one's title) in the table only.
     ``deadline`` (time.monotonic()): TimeoutError once it has passed, checked cell by cell (each cell's
     cost is bounded: :data:`RENDER_MAX_CHARS`, and the output budget). ``hand``
     (:class:`~autograder.gradebook.HandGrade`): what formgrader holds, shown at the top (points, total)
     and below each hand-graded answer (its points, its grader's comment). ``secrets_from``: the instructor
-    notebook whose hidden tests no output may quote (default: ``autograded``'s own)."""
+    notebook whose hidden tests no output may quote (default: ``autograded``'s own). ``other_titles``: the
+    titles of the assignment's other notebooks' questions, for the score table (which lists them all)."""
     redact = Redactor(autograded, secrets_from)
     side_titles = dict(side_titles or {})
-    titles = _titles(autograded) if autograded is not None else {}
+    titles = {**(other_titles or {}), **(_titles(autograded) if autograded is not None else {})}
     keys = _keys(autograded, result, notebook_name, side_titles)
     sid = _esc(result.student_id)
     head = [f"<h1>Feedback: {sid}</h1>",
@@ -543,7 +554,8 @@ def _time_limit(seconds: float):
 def write_feedback_within(results_dir: Path, result: StudentResult, autograded: nbformat.NotebookNode | None,
                           assignment: str, notebook_name: str, side_titles: dict[str, str] | None = None,
                           seconds: float | None = None, hand=None,
-                          secrets_from: nbformat.NotebookNode | None = None) -> str | None:
+                          secrets_from: nbformat.NotebookNode | None = None,
+                          other_titles: dict[str, str] | None = None) -> str | None:
     """:func:`write_feedback` within ``seconds`` (default :data:`RENDER_TIMEOUT_S`), in any thread; a page
     that cannot be rendered in time (or at all) is written with the scores only. None, or why it fell back."""
     seconds = RENDER_TIMEOUT_S if seconds is None else seconds
@@ -551,7 +563,8 @@ def write_feedback_within(results_dir: Path, result: StudentResult, autograded: 
         with _time_limit(seconds):
             path = feedback_path(results_dir, result.student_id, assignment, notebook_name)
             write_atomic(path, feedback_html(autograded, result, side_titles, notebook_name,
-                                             deadline=time.monotonic() + seconds, hand=hand, secrets_from=secrets_from))
+                                             deadline=time.monotonic() + seconds, hand=hand, secrets_from=secrets_from,
+                                             other_titles=other_titles))
         return None
     except Exception as e:  # noqa: BLE001 - a page that cannot be rendered: the summary alone, and say so
         write_feedback(results_dir, result, None, assignment, notebook_name, side_titles, hand)
@@ -579,6 +592,7 @@ def main(results_dir: str | Path = "results", students: list[str] | None = None,
         hand = hand_grades(results_dir, assignment, spec)
         update_grades_json(results_dir, assignment, records, hand)
     sources = {nb.name: nb.nb for nb in spec.notebooks}
+    question_titles = assignment_titles(sources.values())
     files, failed = [], []
     for sid, result in sorted(records.items()):
         if students and sid not in students:
@@ -597,7 +611,8 @@ def main(results_dir: str | Path = "results", students: list[str] | None = None,
                 why = traceback.format_exception_only(type(e), e)[-1].strip()[:200]
             if why is None:
                 why = write_feedback_within(results_dir, result, nb, assignment.name, name, side_titles,
-                                            hand=hand.get(sid), secrets_from=sources.get(name))
+                                            hand=hand.get(sid), secrets_from=sources.get(name),
+                                            other_titles=question_titles)
             else:
                 write_feedback(results_dir, result, None, assignment.name, name, side_titles, hand.get(sid))
             files.append(str(feedback_path(results_dir, sid, assignment.name, name)))

@@ -28,7 +28,7 @@ from .assignment import ANSWER, TASK, Assignment, AssignmentSpec, load_lesson, l
 from .cells import grade_id
 from .errors import AutograderError
 from .execute import Execution, execute_notebook
-from .feedback import Redactor, write_feedback, write_feedback_within
+from .feedback import Redactor, assignment_titles, write_feedback, write_feedback_within
 from .inert import instructor_copy
 from .layout import autograded_path, feedback_path, record_path
 from .restore import (MAX_NOTEBOOK_BYTES, Refused, read_handed_in, read_submission, refuse_other_coding,
@@ -253,8 +253,10 @@ def _write_files(job: Job, result: StudentResult, executed: dict[str, nbformat.N
     titles = load_lesson(a.lesson).side_titles()
     for name, nb in executed.items():
         write_atomic(autograded_path(results_dir, job.student_id, a, name), nbformat.writes(instructor_copy(nb)))
+    question_titles = assignment_titles(executed.values())
     for name in a.notebook_names:
-        why = write_feedback_within(results_dir, result, executed.get(name), a.name, name, titles)
+        why = write_feedback_within(results_dir, result, executed.get(name), a.name, name, titles,
+                                    other_titles=question_titles)
         if why is not None:
             log.debug("%s: feedback fell back to the summary: %s", job.student_id, why)
             result.notes.append(f"the feedback page shows the scores only: {name} could not be rendered ({why})")

@@ -401,6 +401,9 @@ def test_feedback_page_lists_every_failed_part(browser, course):
     verdict = page.locator("section.test .verdict.failed", has_text="Task R7").locator("ul.parts li")
     assert verdict.all_inner_texts() == items
     assert "more part" not in page.locator("body").inner_text()
+    # the table lists the lesson notebook's questions too, by their titles (not by grade id)
+    table = page.locator("table.scores").inner_text()
+    assert "Task 3" in table and "test_kv_cache" not in table and "test_predict" not in table, table
 
 
 @pytest.mark.browser
