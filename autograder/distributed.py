@@ -368,6 +368,12 @@ class Cluster:
                                   f"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT to wait longer") from None
         finally:
             quiet.setLevel(level)
+        # A batched stream whose scheduler dies mid-send logs "Batched Comm Closed" with a traceback from
+        # Dask's own thread (distributed/batched.py), before or while the batch says it in one line
+        # (lost_scheduler): that logger is quiet for the client's life.
+        batched = logging.getLogger("distributed.batched")
+        self._batched_level = batched.level
+        batched.setLevel(logging.CRITICAL)
         return self._client
 
     def tls_flags(self) -> str:
@@ -385,10 +391,12 @@ class Cluster:
         client, local, self._client, self._local = self._client, self._local, None, None
         # A client whose scheduler is gone logs its cancelled reconnect as a traceback when it closes;
         # the batch has said it in one line (lost_scheduler).
-        dask_client_log = logging.getLogger("distributed.client")
-        level = dask_client_log.level
+        # (each of Dask's loggers may carry its own level: the client's, the stream's and the parent's are set)
+        dask_logs = [logging.getLogger(name) for name in ("distributed", "distributed.client", "distributed.batched")]
+        levels = [one.level for one in dask_logs]
         if client is not None and client.status != "running":
-            dask_client_log.setLevel(logging.CRITICAL)
+            for one in dask_logs:
+                one.setLevel(logging.CRITICAL)   # its client, its batched stream, its core: all say the same
         try:
             for thing in (client, local):
                 if thing is not None:
@@ -397,7 +405,11 @@ class Cluster:
                     except Exception:  # noqa: BLE001 - closing a cluster that is already gone
                         pass
         finally:
-            dask_client_log.setLevel(level)
+            for one, level in zip(dask_logs, levels):
+                one.setLevel(level)
+            if getattr(self, "_batched_level", None) is not None:
+                logging.getLogger("distributed.batched").setLevel(self._batched_level)
+                self._batched_level = None
 
     def lost_scheduler(self, graded: int | None = None, total: int | None = None) -> str:
         """The one line for a scheduler lost mid-batch (what to restart; what was graded is kept)."""
