@@ -323,6 +323,15 @@ def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[s
                   text)
     if m:
         note("skip_mm_profiling", m, True)     # V1 leaves the vision tower out of its profile
+    m = re.search(r"'limit_mm_per_prompt': \{([^{}]*)\}|--limit-mm-per-prompt[= ]+'?\{([^{}]*)\}", text)
+    if m:
+        pairs = re.findall(r"['\"](image|video|audio)['\"]: ?(\d+)", next(g for g in m.groups() if g is not None))
+        if pairs:
+            note("limit_mm_per_prompt", m, {k: _int(v) for k, v in pairs})
+    m = re.search(r"'mm_processor_kwargs': \{[^{}]*'max_pixels': (\d+)|--mm-processor-kwargs[= ]+'?\{[^{}]*\"max_pixels\": ?"
+                  r"(\d+)", text)
+    if m:
+        note("mm_max_pixels", m, _int(next(g for g in m.groups() if g)))
     eager = re.search(r"enforce_eager=(True|False)|'enforce_eager': (True|False)", text)
     if eager:
         note("enforce_eager", eager, (eager.group(1) or eager.group(2)) == "True")
@@ -364,6 +373,12 @@ def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[s
     if launch.get("kv_cache_memory_bytes") and logged["kv_cache_bytes"] is not None:
         logged["kv_cache_bytes"] = launch["kv_cache_memory_bytes"]     # the exact figure the GiB line rounds
         ev["kv_cache_bytes"] += " (exact: kv_cache_memory_bytes)"
+    enc = _first(lines, r"Encoder cache will be initialized with a budget of (\d+) tokens, and profiled with (\d+) "
+                        r"(\w+) items of the maximum feature size")
+    if enc:            # V1's multimodal encoder profile (GPUModelRunner.profile_run): what the tower ran on
+        logged["encoder_budget_tokens"], logged["encoder_items"] = _int(enc.group(1)), _int(enc.group(2))
+        logged["encoder_modality"] = enc.group(3)
+        ev["encoder_budget_tokens"] = enc.group(0)[:160]
     refused = _first(lines, r"the estimated maximum model length is (\d+)")
     if refused:        # vLLM refused to start (kv_cache_utils._check_enough_kv_cache_memory) and named this
         logged["estimated_max_model_len"] = _int(refused.group(1))

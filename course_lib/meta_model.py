@@ -504,6 +504,7 @@ def _assemble(model: Any, config: Any, cfg: Mapping[str, Any], name: str, params
         num_experts_per_tok=_dim(text, "num_experts_per_tok", "moe_topk", "top_k_experts"),
         max_position_embeddings=_dim(text, "max_position_embeddings", "n_positions") or None,
         counted=counted,
+        vision_config=dict(cfg["vision_config"]) if isinstance(cfg.get("vision_config"), Mapping) else {},
         notes=(f"{why or default_why}: parameters, buffers and the cache were measured on the model transformers "
                f"{transformers.__version__} builds from the config on the meta device (no weights)",),
     )

@@ -382,6 +382,22 @@ MODEL_CONFIGS: dict[str, dict[str, Any]] = {
         "vision_config": {"deepstack_visual_indexes": [], "depth": 27, "hidden_size": 1152,
                           "intermediate_size": 4304, "num_heads": 16, "out_hidden_size": 2048, "patch_size": 16,
                           "spatial_merge_size": 2, "temporal_patch_size": 2}},
+    "qwen2.5-vl-7b": {  # Qwen/Qwen2.5-VL-7B-Instruct config.json (qwen2_5_vl, text keys at the top level), as
+        # copied verbatim into public code (Qwen2_5_VLConfig(...) of a text-encoder wrapper; the vision_config of
+        # a vLLM-serving script "Values are Qwen2.5-VL-7B-Instruct's"); built by transformers on the meta device
+        "architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_type": "qwen2_5_vl",
+        "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
+        "num_key_value_heads": 4, "vocab_size": 152064, "max_position_embeddings": 128000, "max_window_layers": 28,
+        "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768, "use_sliding_window": False,
+        "tie_word_embeddings": False, "torch_dtype": "bfloat16", "hidden_act": "silu",
+        "image_token_id": 151655, "video_token_id": 151656, "vision_start_token_id": 151652,
+        "vision_end_token_id": 151653, "vision_token_id": 151654,
+        "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+        "vision_config": {"model_type": "qwen2_5_vl", "depth": 32, "hidden_act": "silu", "hidden_size": 1280,
+                          "intermediate_size": 3420, "num_heads": 16, "in_chans": 3, "out_hidden_size": 3584,
+                          "patch_size": 14, "spatial_merge_size": 2, "spatial_patch_size": 14,
+                          "temporal_patch_size": 2, "window_size": 112, "fullatt_block_indexes": [7, 15, 23, 31],
+                          "tokens_per_second": 2}},
     "qwen3.5-27b": {  # Qwen/Qwen3.5-27B config.json (qwen3_5): dense Gated DeltaNet hybrid + vision; shape keys as
         # vendored in a public test of a quantized derivative (its quantization_config left out here)
         "model_type": "qwen3_5", "image_token_id": 248056, "video_token_id": 248057,

@@ -9,6 +9,7 @@ Unset knobs take the release's own defaults, and the output says which were take
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,8 @@ from .args import add_model_args, dtype_name, model_from_args, number, print_jso
 #: Each runtime's own flags: (dest, runtime). A flag given with another --runtime is refused.
 RUNTIME_FLAGS = {
     "gpu_memory_utilization": "vllm", "max_num_seqs": "vllm", "max_num_batched_tokens": "vllm",
-    "enforce_eager": "vllm", "skip_mm_profiling": "vllm", "block_size": "vllm", "vllm_version": "vllm", "entrypoint": "vllm", "sampler": "vllm",
+    "enforce_eager": "vllm", "skip_mm_profiling": "vllm", "limit_mm_per_prompt": "vllm",
+    "mm_processor_kwargs": "vllm", "block_size": "vllm", "vllm_version": "vllm", "entrypoint": "vllm", "sampler": "vllm",
     "mem_fraction_static": "sglang", "sglang_version": "sglang", "chunked_prefill_size": "sglang",
     "cuda_graph_max_bs": "sglang",
     "kv_cache_free_gpu_mem_fraction": "trtllm", "trtllm_version": "trtllm", "max_batch_size": "trtllm",
@@ -54,6 +56,11 @@ def add_runtime_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--enforce-eager", action="store_true", help="vLLM: no CUDA graphs")
     g.add_argument("--skip-mm-profiling", action="store_true",
                    help="vLLM V1: leave the vision tower out of the start-up profile (multimodal models)")
+    g.add_argument("--limit-mm-per-prompt", metavar="JSON", type=mm_limits,
+                   help='vLLM: items per prompt by modality, as vLLM\'s own flag, e.g. \'{"image": 4, "video": 0}\' '
+                        "(a modality at 0 leaves the profile; default 999 each)")
+    g.add_argument("--mm-processor-kwargs", metavar="JSON", type=mm_processor_kwargs,
+                   help='vLLM: the processor\'s largest image, as vLLM\'s own flag: \'{"max_pixels": 1003520}\'')
     g.add_argument("--block-size", type=whole("--block-size", 1, MAX_BLOCK_SIZE_TOKENS),
                    help="vLLM: tokens per KV block (default 16)")
     g.add_argument("--kv-cache-memory-bytes", metavar="SIZE",
@@ -79,6 +86,47 @@ def add_runtime_args(p: argparse.ArgumentParser) -> None:
                    help="TensorRT-LLM: the engine's max tokens per step (default 8192)")
     g.add_argument("--cpu-offload-gb", type=number("--cpu-offload-gb", 0.0, MAX_OFFLOAD_GIB),
                    help="vLLM / SGLang: GiB (despite the name) of decoder-layer weights kept in CPU memory, per GPU")
+
+
+MM_MODALITIES = ("image", "video", "audio")
+
+
+def _json_object(flag: str, text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{flag} {text!r:.80} is not a JSON object; use e.g. "
+                                         + ('\'{"image": 4, "video": 0}\'' if "limit" in flag
+                                            else '\'{"max_pixels": 1003520}\''))
+    return value
+
+
+def mm_limits(text: str) -> dict[str, int]:
+    """``--limit-mm-per-prompt``: {"image": N, "video": M}, whole numbers from 0."""
+    value = _json_object("--limit-mm-per-prompt", text)
+    for key, n in value.items():
+        if key not in MM_MODALITIES:
+            raise argparse.ArgumentTypeError(f"--limit-mm-per-prompt names {key!r:.40}; use "
+                                             f"{', '.join(MM_MODALITIES)}")
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 1_000_000:
+            raise argparse.ArgumentTypeError(f"--limit-mm-per-prompt {key}={n!r:.40} is not a whole number from 0 "
+                                             "to 1,000,000 (vLLM's count form; {\"count\": N} is not read here)")
+    return value
+
+
+def mm_processor_kwargs(text: str) -> dict[str, int]:
+    """``--mm-processor-kwargs``: only ``max_pixels`` is read (the largest image, in pixels)."""
+    value = _json_object("--mm-processor-kwargs", text)
+    for key, n in value.items():
+        if key != "max_pixels":
+            raise argparse.ArgumentTypeError(f"--mm-processor-kwargs {key!r:.40} is not modelled; only max_pixels "
+                                             "(the largest image in pixels) is read")
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 10**9:
+            raise argparse.ArgumentTypeError(f"--mm-processor-kwargs max_pixels={n!r:.40} is not a whole number of "
+                                             "pixels from 1 to 1,000,000,000")
+    return value
 
 
 def _given(args: argparse.Namespace, dest: str) -> bool:
@@ -120,7 +168,9 @@ def estimate_runtime(args: argparse.Namespace, spec: ModelSpec) -> dict[str, Any
             max_num_batched_tokens=args.max_num_batched_tokens, kv_cache_dtype=_kv_flag(args), dtype=args.dtype,
             enforce_eager=args.enforce_eager, tensor_parallel=tp, pipeline_parallel=pp, block_size=args.block_size,
             sampler=args.sampler or "auto", cpu_offload_gb=args.cpu_offload_gb or 0.0,
-            skip_mm_profiling=args.skip_mm_profiling, kv_cache_memory_bytes=kv_given))
+            skip_mm_profiling=args.skip_mm_profiling, kv_cache_memory_bytes=kv_given,
+            limit_mm_per_prompt=args.limit_mm_per_prompt,
+            mm_max_pixels=(args.mm_processor_kwargs or {}).get("max_pixels")))
     elif args.runtime == "sglang":
         est = estimate_sglang(spec, gpu=args.gpu, launch=SglangLaunch(
             version=args.sglang_version, mem_fraction_static=args.mem_fraction_static,

@@ -33,7 +33,7 @@ from ..spec import ModelSpec
 from . import classic, dense, gemma4, hybrid, mla, mllama, moe
 from .parts import add
 from .reader import Config
-from .vision import MULTIMODAL
+from .vision import FLAT_TEXT, MULTIMODAL
 
 Family = Callable[[Config, str], ModelSpec]
 
@@ -94,6 +94,9 @@ def build_text_only(c: Config, name: str) -> ModelSpec:
 def _multimodal(c: Config, name: str) -> ModelSpec:
     text_type, tower, projector, words = MULTIMODAL[c.model_type]
     text = c.sub("text_config")
+    if text is None and c.model_type in FLAT_TEXT:      # the text keys at the top level, as published
+        text = Config({k: v for k, v in c.cfg.items() if k not in ("vision_config", "model_type", "architectures")},
+                      text_type)
     if text is None:
         raise c.refuse("lacks 'text_config' (the language model's settings); add it to config.json")
     text_cfg = dict(text.cfg)

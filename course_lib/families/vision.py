@@ -89,6 +89,34 @@ def qwen3_5_projector(v: Config, text_hidden: int) -> int:
     return 0     # the merger above projects to the text width itself
 
 
+def qwen2_5_vision_params(v: Config) -> int:
+    """Qwen2.5-VL's vision transformer: 3-D patch conv (no bias), rotary positions, blocks with RMSNorms and a
+    gated MLP with biases, a 2x2 patch merger (RMSNorm, fc1, GELU, fc2 to the text width).
+
+    Worked example, Qwen2.5-VL-7B (hidden 1,280, MLP 3,420, 32 blocks, out 3,584): patch conv
+    3 x 2 x 14 x 14 x 1,280 = 1,505,280; a block 2 x 1,280 + (3 x 1,280^2 + 3 x 1,280) + (1,280^2 + 1,280) +
+    3 x 1,280 x 3,420 + 2 x 3,420 + 1,280 = 19,702,200; merger 1,280 + 5,120^2 + 5,120 + 5,120 x 3,584 + 3,584
+    = 44,574,464; transformers counts the same 676,550,144 on the meta device.
+
+    >>> qwen2_5_vision_params(Config({"hidden_size": 1280, "intermediate_size": 3420, "depth": 32,
+    ...     "out_hidden_size": 3584, "patch_size": 14, "temporal_patch_size": 2, "spatial_merge_size": 2}))
+    676550144
+    """
+    h = v.width("hidden_size", default=1280)
+    i = v.width("intermediate_size", default=3420)
+    depth = v.layers("depth", default=32)
+    channels = v.width("in_chans", "in_channels", default=3)
+    patch = v.width("patch_size", default=14)
+    temporal = v.width("temporal_patch_size", default=2)
+    merge = v.width("spatial_merge_size", default=2)
+    out = v.width("out_hidden_size", default=3584)
+    merged = h * merge * merge
+    total = channels * temporal * patch * patch * h
+    total += depth * (2 * h + 3 * h * h + 3 * h + h * h + h + 3 * h * i + 2 * i + h)
+    total += h + merged * merged + merged + merged * out + out      # merger: RMSNorm, fc1, fc2
+    return total
+
+
 #: model_type -> (text model_type, vision tower, projector, words for what was counted)
 MULTIMODAL: dict[str, tuple[str, Callable[[Config], int], Callable[[Config, int], int], str]] = {
     "gemma3": ("gemma3_text", siglip_params, gemma3_projector, "SigLIP vision tower + projector"),
@@ -96,4 +124,9 @@ MULTIMODAL: dict[str, tuple[str, Callable[[Config], int], Callable[[Config, int]
     "qwen3_5": ("qwen3_5_text", qwen3_5_vision_params, qwen3_5_projector, "vision transformer + merger"),
     "qwen3_5_moe": ("qwen3_5_moe_text", qwen3_5_vision_params, qwen3_5_projector,
                     "vision transformer + merger"),
+    "qwen2_5_vl": ("qwen2", qwen2_5_vision_params, qwen3_5_projector, "vision transformer + merger"),
 }
+
+#: Multimodal configs whose text settings sit at the top level (Qwen2.5-VL's published config.json has no
+#: text_config; transformers builds one from the top-level keys).
+FLAT_TEXT = {"qwen2_5_vl"}

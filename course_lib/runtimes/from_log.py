@@ -133,6 +133,7 @@ def launch_for(log: StartupLog, spec: ModelSpec, gpu: str | int) -> tuple[Any, d
                           block_size=L.get("block_size"), sampler=L.get("sampler", "auto"),
                           cpu_offload_gb=float(L.get("cpu_offload_gb") or 0.0), platform=L.get("platform"),
                           skip_mm_profiling=bool(L.get("skip_mm_profiling", False)),
+                          limit_mm_per_prompt=L.get("limit_mm_per_prompt"), mm_max_pixels=L.get("mm_max_pixels"),
                           kv_cache_memory_bytes=L.get("kv_cache_memory_bytes"),
                           entrypoint="llm" if L.get("entrypoint") == "llm" else "serve"), from_log
     if log.runtime == "sglang":
@@ -194,6 +195,10 @@ def predicted_figures(est: RuntimeEstimate) -> dict[str, Any]:
                num_gpu_blocks=est.num_gpu_blocks, max_concurrency=round(est.max_concurrency, 2))
     if est.launch.get("estimated_max_model_len") is not None:    # what vLLM's refusal names
         out["estimated_max_model_len"] = est.launch["estimated_max_model_len"]
+    enc = est.launch.get("encoder_profile")
+    if enc and enc.get("modality"):                               # vLLM's "Encoder cache will be initialized" line
+        out.update(encoder_budget_tokens=enc["budget_tokens"], encoder_items=enc["items_per_batch"][enc["modality"]],
+                   encoder_modality=enc["modality"])
     return out
 
 
@@ -240,6 +245,9 @@ def compare(log: StartupLog, *, gpu: str | int | None = None, spec: ModelSpec | 
     diff: dict[str, Any] = {}
     for key, value in out["logged"].items():
         if value is None or predicted.get(key) is None:
+            continue
+        if isinstance(value, str):
+            diff[key] = "same" if predicted[key] == value else f"{predicted[key]} (logged {value})"
             continue
         diff[key] = predicted[key] - value if isinstance(value, int) else round(predicted[key] - value, 2)
         if key in ("kv_cache_bytes", "kv_cache_tokens") and value:

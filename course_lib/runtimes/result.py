@@ -86,7 +86,7 @@ class RuntimeEstimate:
         out: dict[str, Any] = {
             "runtime": self.runtime,
             "runtime_version": self.version,
-            "launch": dict(self.launch),
+            "launch": {k: v for k, v in self.launch.items() if k != "encoder_profile"},
             "defaults": dict(self.defaults),
             "runtime_kv_cache_bytes": self.runtime_kv_cache_bytes,
             "kv_cache_tokens": self.kv_cache_tokens,
@@ -95,6 +95,8 @@ class RuntimeEstimate:
             "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token,
             "block_size": self.block_size,
         }
+        if self.launch.get("encoder_profile"):
+            out["encoder_profile"] = dict(self.launch["encoder_profile"])
         for t in self.terms:
             out[f"{t.name}_bytes"] = t.bytes
         out["terms"] = [{"name": t.name, "bytes": t.bytes, "sign": t.sign, "note": t.note} for t in self.terms]

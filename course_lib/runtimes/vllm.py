@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Mapping
 
 from ..architectures import spec_architectures
 from ..dtypes import get_dtype
@@ -67,7 +67,7 @@ from .vllm_releases import HISTORY
 from .vllm_kv import kv_layout, one_request_bytes
 from .platforms import get_platform
 from .vllm_given_kv import estimate_given_kv, uses_given_kv
-from .vllm_mm import encoder_profile
+from .vllm_mm import encoder_budget, encoder_profile
 
 #: The release history (what changed in which release, each row citing its file): :mod:`.vllm_releases`.
 KNOWN_VERSIONS = HISTORY.known
@@ -160,7 +160,8 @@ class VllmLaunch:
     tensor-parallel GPUs (default: by the GPU preset, NVSwitch for H100/H200/B200/H20).
     cpu_offload_gb: GiB of decoder-layer weights kept in CPU memory per GPU, despite the name
     (see profile.offloaded_bytes). skip_mm_profiling: V1 leaves the vision tower out of the profile
-    (see vllm_mm). kv_cache_memory_bytes: the KV pool's size, given (no profile; platform "cpu" too).
+    (see vllm_mm); limit_mm_per_prompt and mm_max_pixels choose the dummy items it profiles (a video
+    of up to 14 frames for Qwen2.5-VL). kv_cache_memory_bytes: the KV pool's size, given (no profile; platform "cpu" too).
     """
 
     version: str | Version | None = None
@@ -182,6 +183,10 @@ class VllmLaunch:
     interconnect: str | None = None
     cpu_offload_gb: float = 0.0
     skip_mm_profiling: bool = False
+    #: vLLM's --limit-mm-per-prompt ({"image": N, "video": M}; a modality at 0 is left out of the profile).
+    limit_mm_per_prompt: Mapping[str, int] | None = None
+    #: vLLM's --mm-processor-kwargs max_pixels: the largest image (and video frame) the processor makes.
+    mm_max_pixels: int | None = None
     #: vLLM's --kv-cache-memory-bytes: the KV pool is this figure, no profile (see vllm_given_kv).
     kv_cache_memory_bytes: int | None = None
 
@@ -415,9 +420,7 @@ def _activation(ctx: Context, stage: Stage) -> tuple[int, str]:
     sampler = sampler_peak_bytes(rows, spec.vocab_size, launch.sampler)
     vision = _vision_profile_bytes(spec, launch) if stage.first else 0
     activation = max(forward, sampler + hidden, vision) if stage.last else max(forward, vision)
-    mm = (encoder_profile(spec, max_num_batched_tokens=launch.max_num_batched_tokens,
-                          max_num_seqs=launch.max_num_seqs, max_model_len=launch.max_model_len,
-                          tensor_parallel=launch.tensor_parallel)
+    mm = (_encoder_profile(spec, launch)
           if stage.first and not ctx.v0 and not launch.skip_mm_profiling else None)
     if mm is not None:        # the tower runs first; its outputs stay cached through the text forward
         activation = max(mm.peak_bytes, mm.kept_bytes + activation)
@@ -431,6 +434,32 @@ def _activation(ctx: Context, stage: Stage) -> tuple[int, str]:
         note += (f"; V1 encoder profile first: {mm.describe}, peak {mm.peak_bytes / GiB:.2f} GiB, "
                  f"{mm.kept_bytes / GiB:.2f} GiB of outputs kept")
     return activation, note
+
+
+def _encoder_profile(spec: ModelSpec, launch: VllmLaunch):
+    return encoder_profile(spec, max_num_batched_tokens=launch.max_num_batched_tokens,
+                           max_num_seqs=launch.max_num_seqs, max_model_len=launch.max_model_len,
+                           tensor_parallel=launch.tensor_parallel, limits=dict(launch.limit_mm_per_prompt or {}),
+                           max_pixels=launch.mm_max_pixels)
+
+
+def _encoder_json(spec: ModelSpec, launch: VllmLaunch, v0: bool) -> dict[str, Any] | None:
+    """The ``encoder_profile`` block of ``--json``: vLLM's log line, and what the tower runs on (None: no tower)."""
+    budget = encoder_budget(spec, max_model_len=launch.max_model_len,
+                            max_num_batched_tokens=launch.max_num_batched_tokens, max_num_seqs=launch.max_num_seqs,
+                            limits=dict(launch.limit_mm_per_prompt or {}), max_pixels=launch.mm_max_pixels)
+    if budget is None:
+        return None
+    mm = _encoder_profile(spec, launch)
+    return {"budget_tokens": budget.budget, "modality": budget.modality, "tokens_per_item": dict(budget.tokens),
+            "items_per_batch": dict(budget.items),
+            "log_line": budget.log_line() if budget.modality else None,
+            "profiled": bool(budget.modality) and not v0 and not launch.skip_mm_profiling,
+            "patches": mm.patches if mm else 0, "peak_bytes": mm.peak_bytes if mm else 0,
+            "kept_bytes": mm.kept_bytes if mm else 0,
+            "source": "vLLM 0.32's MultiModalBudget (vllm/multimodal/encoder_budget.py) and the model's "
+                      "get_mm_max_tokens_per_item, checked token for token against vLLM itself; the tower's "
+                      "bytes are modelled, not read from a log"}
 
 
 def _cuda_graph(ctx: Context, stage: Stage) -> Term:
@@ -583,7 +612,17 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
         "block_size": launch.block_size, "sampler": launch.sampler, "platform": launch.platform,
         "interconnect": launch.interconnect, "cpu_offload_gb": launch.cpu_offload_gb,
         "skip_mm_profiling": launch.skip_mm_profiling, "model_runner": runner,
+        "limit_mm_per_prompt": dict(launch.limit_mm_per_prompt) if launch.limit_mm_per_prompt else None,
+        "mm_max_pixels": launch.mm_max_pixels,
     }
+    encoder = _encoder_json(spec, launch, ctx.v0)
+    if encoder is not None:
+        launch_dict["encoder_profile"] = encoder
+        if encoder["log_line"]:
+            notes.append(f"vLLM logs: {encoder['log_line']}" if encoder["profiled"] else
+                         f"the vision tower is not profiled (V0, or --skip-mm-profiling: vLLM V1 logs \"Skipping "
+                         f"memory profiling for multimodal encoder and encoder cache.\"); its encoder budget is "
+                         f"still {encoder['budget_tokens']:,} tokens")
     if GPUS.get(str(gpu).strip().lower()) is not None and GPUS[str(gpu).strip().lower()].estimated:
         notes.append(f"the CUDA total of {gpu} is estimated from nvidia-smi's (no published figure found)")
     used = [n for n in ENGINE_RULES[launch.engine] if n in rules.values]

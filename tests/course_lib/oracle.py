@@ -30,7 +30,7 @@ from transformers.cache_utils import get_layer_types_and_kwargs
 
 transformers.logging.set_verbosity_error()
 
-MULTIMODAL = {"gemma3", "llama4", "qwen3_5", "qwen3_5_moe", "gemma4", "mllama"}
+MULTIMODAL = {"gemma3", "llama4", "qwen3_5", "qwen3_5_moe", "gemma4", "mllama", "qwen2_5_vl"}
 
 
 def hf_config(cfg: dict[str, Any]):
