@@ -67,7 +67,7 @@ from .vllm_releases import HISTORY
 from .vllm_kv import kv_layout, one_request_bytes
 from .platforms import get_platform
 from .vllm_given_kv import estimate_given_kv, uses_given_kv
-from .vllm_mm import encoder_budget, encoder_profile
+from .vllm_mm import QWEN3_VIDEO_MAX_PIXELS, encoder_budget, encoder_profile
 
 #: The release history (what changed in which release, each row citing its file): :mod:`.vllm_releases`.
 KNOWN_VERSIONS = HISTORY.known
@@ -420,7 +420,7 @@ def _activation(ctx: Context, stage: Stage) -> tuple[int, str]:
     sampler = sampler_peak_bytes(rows, spec.vocab_size, launch.sampler)
     vision = _vision_profile_bytes(spec, launch) if stage.first else 0
     activation = max(forward, sampler + hidden, vision) if stage.last else max(forward, vision)
-    mm = (_encoder_profile(spec, launch)
+    mm = (_encoder_profile(spec, launch, ctx.rules)
           if stage.first and not ctx.v0 and not launch.skip_mm_profiling else None)
     if mm is not None:        # the tower runs first; its outputs stay cached through the text forward
         activation = max(mm.peak_bytes, mm.kept_bytes + activation)
@@ -436,27 +436,38 @@ def _activation(ctx: Context, stage: Stage) -> tuple[int, str]:
     return activation, note
 
 
-def _encoder_profile(spec: ModelSpec, launch: VllmLaunch):
+def _tie(rules) -> str:
+    return "image" if rules.mm_tie in ("image", "set-order") else "video"
+
+
+def _encoder_profile(spec: ModelSpec, launch: VllmLaunch, rules):
     return encoder_profile(spec, max_num_batched_tokens=launch.max_num_batched_tokens,
                            max_num_seqs=launch.max_num_seqs, max_model_len=launch.max_model_len,
                            tensor_parallel=launch.tensor_parallel, limits=dict(launch.limit_mm_per_prompt or {}),
-                           max_pixels=launch.mm_max_pixels)
+                           max_pixels=launch.mm_max_pixels, tie=_tie(rules))
 
 
-def _encoder_json(spec: ModelSpec, launch: VllmLaunch, v0: bool) -> dict[str, Any] | None:
+def _encoder_json(spec: ModelSpec, launch: VllmLaunch, v0: bool, rules) -> dict[str, Any] | None:
     """The ``encoder_profile`` block of ``--json``: vLLM's log line, and what the tower runs on (None: no tower)."""
     budget = encoder_budget(spec, max_model_len=launch.max_model_len,
                             max_num_batched_tokens=launch.max_num_batched_tokens, max_num_seqs=launch.max_num_seqs,
-                            limits=dict(launch.limit_mm_per_prompt or {}), max_pixels=launch.mm_max_pixels)
+                            limits=dict(launch.limit_mm_per_prompt or {}), max_pixels=launch.mm_max_pixels,
+                            tie=_tie(rules))
     if budget is None:
         return None
-    mm = _encoder_profile(spec, launch)
+    mm = _encoder_profile(spec, launch, rules)
+    caveats = []
+    if rules.mm_tie == "set-order" and len(set(budget.tokens.values())) < len(budget.tokens):
+        caveats.append("vLLM 0.16 breaks an image/video tie by Python's set order (the hash seed): either may run")
+    if spec.model_type in QWEN3_VIDEO_MAX_PIXELS and rules.qwen3_vl_video != "two-frames":
+        caveats.append(f"this release sizes Qwen3-VL's video otherwise ({rules.qwen3_vl_video}: 153,600 tokens on "
+                       "published 0.11 start-ups); not modelled, the 0.15+ rule is used")
     return {"budget_tokens": budget.budget, "modality": budget.modality, "tokens_per_item": dict(budget.tokens),
             "items_per_batch": dict(budget.items),
             "log_line": budget.log_line() if budget.modality else None,
             "profiled": bool(budget.modality) and not v0 and not launch.skip_mm_profiling,
             "patches": mm.patches if mm else 0, "peak_bytes": mm.peak_bytes if mm else 0,
-            "kept_bytes": mm.kept_bytes if mm else 0,
+            "kept_bytes": mm.kept_bytes if mm else 0, "caveats": caveats,
             "source": "vLLM 0.32's MultiModalBudget (vllm/multimodal/encoder_budget.py) and the model's "
                       "get_mm_max_tokens_per_item, checked token for token against vLLM itself; the tower's "
                       "bytes are modelled, not read from a log"}
@@ -615,7 +626,7 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
         "limit_mm_per_prompt": dict(launch.limit_mm_per_prompt) if launch.limit_mm_per_prompt else None,
         "mm_max_pixels": launch.mm_max_pixels,
     }
-    encoder = _encoder_json(spec, launch, ctx.v0)
+    encoder = _encoder_json(spec, launch, ctx.v0, ctx.rules)
     if encoder is not None:
         launch_dict["encoder_profile"] = encoder
         if encoder["log_line"]:
@@ -623,9 +634,11 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
                          f"the vision tower is not profiled (V0, or --skip-mm-profiling: vLLM V1 logs \"Skipping "
                          f"memory profiling for multimodal encoder and encoder cache.\"); its encoder budget is "
                          f"still {encoder['budget_tokens']:,} tokens")
+        notes.extend(encoder["caveats"])
     if GPUS.get(str(gpu).strip().lower()) is not None and GPUS[str(gpu).strip().lower()].estimated:
         notes.append(f"the CUDA total of {gpu} is estimated from nvidia-smi's (no published figure found)")
-    used = [n for n in ENGINE_RULES[launch.engine] if n in rules.values]
+    used = [n for n in ENGINE_RULES[launch.engine] if n in rules.values
+            and (spec.vision_config or n not in ("mm_tie", "qwen3_vl_video"))]
     if runner != "V2":          # the runner's table decides nothing for a model the V1 runner serves
         used.remove("v2_runner_architectures") if "v2_runner_architectures" in used else None
     unchecked = rules.unchecked(tuple(used))

@@ -94,7 +94,8 @@ class EncoderProfile:
 
 def encoder_profile(spec: ModelSpec, *, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int,
                     tensor_parallel: int = 1, limit: int | None = None, limits: dict[str, int] | None = None,
-                    chunked_prefill: bool = True, max_pixels: int | None = None) -> EncoderProfile | None:
+                    chunked_prefill: bool = True, max_pixels: int | None = None,
+                    tie: str = "video") -> EncoderProfile | None:
     """The encoder profile of ``spec`` under these limits, or None where the tower is not modelled (or absent).
 
     ``limits`` is vLLM's ``--limit-mm-per-prompt`` ({"image": N, "video": M}; ``limit`` sets every modality);
@@ -109,7 +110,7 @@ def encoder_profile(spec: ModelSpec, *, max_num_batched_tokens: int, max_num_seq
         limits = {m: limit for m in ("image", "video")}
     budget = encoder_budget(spec, max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens,
                             max_num_seqs=max_num_seqs, limits=limits, chunked_prefill=chunked_prefill,
-                            max_pixels=max_pixels)
+                            max_pixels=max_pixels, tie=tie)
     if budget is None or budget.modality is None:
         return None
     _, _, hidden, width, gated, pixel_values = tower
@@ -151,8 +152,11 @@ class EncoderBudget:
 
 def encoder_budget(spec: ModelSpec, *, max_model_len: int, max_num_batched_tokens: int, max_num_seqs: int,
                    limits: dict[str, int] | None = None, chunked_prefill: bool = True,
-                   max_pixels: int | None = None) -> EncoderBudget | None:
+                   max_pixels: int | None = None, tie: str = "video") -> EncoderBudget | None:
     """vLLM 0.32's encoder budget for a modelled tower, or None (no tower, or one not modelled).
+
+    ``tie``: the modality profiled when image and video tie on tokens per item, "video" from vLLM 0.17 on,
+    "image" before (the release history's ``mm_tie``; 0.16 followed Python's set order).
 
     Read from vllm/multimodal/encoder_budget.py (``MultiModalBudget``, ``_get_max_items``,
     ``get_modality_with_max_tokens``), vllm/v1/core/encoder_cache_manager.py (``compute_mm_encoder_budget``)
@@ -186,7 +190,9 @@ def encoder_budget(spec: ModelSpec, *, max_model_len: int, max_num_batched_token
         per_prompt = max(1, min(limits[modality], max_model_len // tokens))
         reqs = max_num_seqs if chunked_prefill else min(max_num_seqs, max_num_batched_tokens // tokens)
         items[modality] = max(1, min(budget // tokens, reqs * per_prompt))
-    modality = max(tower.items(), key=lambda kv: (kv[1], kv[0]))[0]
+    most = max(tower.values())
+    tied = sorted(m for m, t in tower.items() if t == most)
+    modality = tied[0] if tie == "image" and "image" in tied else tied[-1]
     return EncoderBudget(budget, tower, items, modality)
 
 

@@ -23,6 +23,11 @@ graph_mib                  MiB of graph pool per captured size and layer, by "V0
 graphs_in_budget           the graph pool is estimated and taken from the budget before the KV cache, by platform
 v2_runner_architectures    architectures the V2 model runner (vllm/v1/worker/gpu/) serves by default, or "all"
 tokens_rule                how "GPU KV cache size: N tokens" is printed: "blocks" or "concurrency"
+mm_tie                     the modality a multimodal profile runs when image and video tie on tokens per item:
+                           "image" (the first), "set-order" (0.16: Python's set order, by hash seed), "video"
+qwen3_vl_video             how Qwen3-VL sizes its largest video: "x12.5" (frames x 12.5 for timestamps),
+                           "frames" (the frame search, no factor), "two-frames" (two frames at the video
+                           processor's longest edge); only "two-frames" is modelled
 =========================  ==============================================================================
 
 >>> HISTORY.at("0.10.1").sampler["cuda"], HISTORY.at("0.23.0").gpu_memory_utilization
@@ -44,7 +49,7 @@ CHANGES = (
         "hybrid_allocator": False, "capture_sizes": {"grid": "67"},
         "graph_mib": {"V0": 0.23, "cuda": 0.27, "rocm": 0.27},
         "graphs_in_budget": {"cuda": False, "rocm": False}, "tokens_rule": "blocks",
-        "v2_runner_architectures": ()},
+        "v2_runner_architectures": (), "mm_tie": "image", "qwen3_vl_video": "x12.5"},
         "vllm/worker/worker.py determine_num_available_blocks; vllm/config.py CacheConfig (0.5.0)",
         checked_by="visible T4 log (V0 0.8.2): sampler, graphs; development set RTX 3090 0.6.4",
         why="the oldest release modelled: V0, 0.9 of the total, graphs captured outside the budget"),
@@ -134,6 +139,23 @@ CHANGES = (
            "vllm/config/vllm.py _set_cudagraph_sizes (0.31.0): max_num_seqs itself is captured as a uniform decode "
            "size ('elif max_num_seqs <= max_cudagraph_capture_size'); the grid stops at max_num_batched_tokens, which "
            "is captured too"),
+    Change("0.13.0", {"qwen3_vl_video": "frames"},
+           "vllm/model_executor/models/qwen3_vl.py Qwen3VLProcessingInfo.get_max_video_tokens (0.13.0): "
+           "'return num_video_soft_tokens' (0.11-0.12: 'formatted_video_soft_tokens = video_soft_tokens * 12.5')",
+           checked_by="published 0.11 start-ups of Qwen3-VL-30B-A3B and Qwen3-VL-4B (budget 153600, 1 video) and a "
+                      "0.13.0 Qwen3-VL-MoE one (16384, 1 image)"),
+    Change("0.15.0", {"qwen3_vl_video": "two-frames"},
+           "vllm/model_executor/models/qwen3_vl.py get_max_video_tokens (0.15.0): two frames at the video "
+           "processor's size['longest_edge'] // temporal_patch_size",
+           checked_by="vLLM 0.32's own MultiModalBudget (the oracle); published 0.18.0 Qwen3-VL-8B start-up"),
+    Change("0.16.0", {"mm_tie": "set-order"},
+           "vllm/multimodal/encoder_budget.py MultiModalBudget (0.16.0): the per-modality dict is built from a set "
+           "of modalities, so max(..., key=lambda x: x[1]) keeps whichever comes first in set order"),
+    Change("0.17.0", {"mm_tie": "video"},
+           "vllm/multimodal/encoder_budget.py get_modality_with_max_tokens (0.17.0): "
+           "'max(mm_max_toks_per_item.items(), key=lambda x: (x[1], x[0]))'",
+           checked_by="published 0.11.0 Qwen2.5-VL-3B start-up (a tie, 1 image) and 0.21.0 Qwen2.5-Omni one "
+                      "(a tie, 1 video); vLLM 0.32's own MultiModalBudget"),
     Change("0.33.0", {"batch_defaults": "by-memory-160-no-gb10"},
            "vllm/engine/arg_utils.py get_batch_defaults (0.33.0): 'GB10 (DGX Spark, cc 12.1) has the memory but not "
            "the compute of a large discrete GPU, keep it on the small tier'",

@@ -22,6 +22,7 @@ from course_lib.errors import CourseInputError
 from course_lib.models import from_hf_config
 from course_lib.presets import get_model
 from course_lib.runtimes import VllmLaunch, estimate_vllm
+from course_lib.runtimes.vllm_releases import HISTORY
 from course_lib.runtimes.oracle_mm import MM_CASES, run_budget_cases, tiny_vl_config
 from course_lib.runtimes.vllm_mm import encoder_budget, encoder_profile
 from test_vllm_oracle import _oracle_or_skip  # the oracle venv, or skip / fail as that module says
@@ -65,22 +66,36 @@ def test_the_recorded_matrix_is_the_current_one_and_covers_the_knobs():
 
 # ----------------------------------------------------------------------------- published lines
 
-#: (log file, family whose processor sizes the checkpoint ships, max_model_len, max_num_batched_tokens,
-#: max_num_seqs, --limit-mm-per-prompt, max_pixels): the logs' own launches, from their args and lines.
+#: (log file, vLLM release, family whose processor sizes the checkpoint ships, max_model_len,
+#: max_num_batched_tokens, max_num_seqs, --limit-mm-per-prompt, max_pixels): the logs' own launches, from their
+#: args and lines (a source build of April 2026 is taken as 0.19; the ~0.10.2 launch has video off, so no tie).
 PUBLISHED = [
-    ("qwen25vl7b_a100_80g_v0230_defaults.txt", "qwen2_5_vl", 128000, 2048, 256, None, None),
-    ("qwen3vl_moe_30b_custom_h100nvl_v0130.txt", "qwen3_vl", 8192, 8192, 256, None, None),
-    ("qwen3vl8b_ascend_v0180.txt", "qwen3_vl", 16384, 16384, 256, None, None),
-    ("qwen3vl8b_eager_mmkwargs_devbuild.txt", "qwen3_vl", 4096, 8192, 5, {"image": 1}, 1003520),
-    ("qwen25vl3b_unsloth_bnb_v0102.txt", "qwen2_5_vl", 16384, 16384, 1, {"image": 1, "video": 0}, None),
+    ("qwen25vl7b_a100_80g_v0230_defaults.txt", "0.23.0", "qwen2_5_vl", 128000, 2048, 256, None, None),
+    ("qwen25vl3b_l4_ray_v0110.txt", "0.11.0", "qwen2_5_vl", 8192, 2048, 256, None, None),
+    ("qwen3vl_moe_30b_custom_h100nvl_v0130.txt", "0.13.0", "qwen3_vl", 8192, 8192, 256, None, None),
+    ("qwen3vl8b_ascend_v0180.txt", "0.18.0", "qwen3_vl", 16384, 16384, 256, None, None),
+    ("qwen3vl8b_eager_mmkwargs_devbuild.txt", "0.19.0", "qwen3_vl", 4096, 8192, 5, {"image": 1}, 1003520),
+    ("qwen25vl3b_unsloth_bnb_v0102.txt", "0.10.0", "qwen2_5_vl", 16384, 16384, 1, {"image": 1, "video": 0}, None),
 ]
 
 
-@pytest.mark.parametrize("log,family,length,batched,seqs,limits,max_pixels", PUBLISHED)
-def test_a_published_start_up_logs_our_encoder_line(log, family, length, batched, seqs, limits, max_pixels):
+@pytest.mark.parametrize("log,version,family,length,batched,seqs,limits,max_pixels", PUBLISHED)
+def test_a_published_start_up_logs_our_encoder_line(log, version, family, length, batched, seqs, limits, max_pixels):
+    tie = "video" if HISTORY.at(version).mm_tie == "video" else "image"
     budget = encoder_budget(from_hf_config(tiny_vl_config(family)), max_model_len=length,
-                            max_num_batched_tokens=batched, max_num_seqs=seqs, limits=limits, max_pixels=max_pixels)
+                            max_num_batched_tokens=batched, max_num_seqs=seqs, limits=limits, max_pixels=max_pixels,
+                            tie=tie)
     assert budget.log_line() in (VL_LOGS / log).read_text()
+
+
+def test_the_tie_goes_to_video_from_0_17_as_published_logs_show():
+    """Qwen2.5-VL at 8,192: image and video both 16,384 tokens. vLLM 0.11.0 logged '1 image items' (Ray's L4
+    start-up), 0.21.0 '1 video items' (a Qwen2.5-Omni start-up); the estimate follows the release."""
+    spec = get_model("qwen2.5-vl-7b")
+    modality = {v: estimate_vllm(spec, gpu="h100-80gb", launch=VllmLaunch(version=v, max_model_len=8192),
+                                 refuse=False).to_dict()["encoder_profile"]["modality"]
+                for v in ("0.11.0", "0.15.0", "0.17.0", "0.21.0")}
+    assert modality == {"0.11.0": "image", "0.15.0": "image", "0.17.0": "video", "0.21.0": "video"}
 
 
 def test_the_published_video_profile_on_an_a100_leaves_what_vllm_logged():
