@@ -67,7 +67,7 @@ from .vllm_releases import HISTORY
 from .vllm_kv import kv_layout, one_request_bytes
 from .platforms import get_platform
 from .vllm_given_kv import estimate_given_kv, uses_given_kv
-from .vllm_mm import QWEN3_VIDEO_MAX_PIXELS, encoder_budget, encoder_profile
+from .vllm_mm import encoder_budget, encoder_profile
 
 #: The release history (what changed in which release, each row citing its file): :mod:`.vllm_releases`.
 KNOWN_VERSIONS = HISTORY.known
@@ -444,7 +444,7 @@ def _encoder_profile(spec: ModelSpec, launch: VllmLaunch, rules):
     return encoder_profile(spec, max_num_batched_tokens=launch.max_num_batched_tokens,
                            max_num_seqs=launch.max_num_seqs, max_model_len=launch.max_model_len,
                            tensor_parallel=launch.tensor_parallel, limits=dict(launch.limit_mm_per_prompt or {}),
-                           max_pixels=launch.mm_max_pixels, tie=_tie(rules))
+                           max_pixels=launch.mm_max_pixels, tie=_tie(rules), qwen3_video=rules.qwen3_vl_video)
 
 
 def _encoder_json(spec: ModelSpec, launch: VllmLaunch, v0: bool, rules) -> dict[str, Any] | None:
@@ -452,16 +452,18 @@ def _encoder_json(spec: ModelSpec, launch: VllmLaunch, v0: bool, rules) -> dict[
     budget = encoder_budget(spec, max_model_len=launch.max_model_len,
                             max_num_batched_tokens=launch.max_num_batched_tokens, max_num_seqs=launch.max_num_seqs,
                             limits=dict(launch.limit_mm_per_prompt or {}), max_pixels=launch.mm_max_pixels,
-                            tie=_tie(rules))
+                            tie=_tie(rules), qwen3_video=rules.qwen3_vl_video)
     if budget is None:
         return None
     mm = _encoder_profile(spec, launch, rules)
     caveats = []
+    if budget.modality == "video" and rules.qwen3_vl_video != "two-frames" and spec.model_type.startswith("qwen3"):
+        caveats.append(f"before 0.15 Qwen3-VL's largest video is the frame search's ({rules.qwen3_vl_video}); its "
+                       "pixels are taken as that many tokens' patches, the HF video processor's own frame sampling "
+                       "is not modelled")
     if rules.mm_tie == "set-order" and len(set(budget.tokens.values())) < len(budget.tokens):
         caveats.append("vLLM 0.16 breaks an image/video tie by Python's set order (the hash seed): either may run")
-    if spec.model_type in QWEN3_VIDEO_MAX_PIXELS and rules.qwen3_vl_video != "two-frames":
-        caveats.append(f"this release sizes Qwen3-VL's video otherwise ({rules.qwen3_vl_video}: 153,600 tokens on "
-                       "published 0.11 start-ups); not modelled, the 0.15+ rule is used")
+
     return {"budget_tokens": budget.budget, "modality": budget.modality, "tokens_per_item": dict(budget.tokens),
             "items_per_batch": dict(budget.items),
             "log_line": budget.log_line() if budget.modality else None,

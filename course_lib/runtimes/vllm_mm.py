@@ -65,6 +65,8 @@ QWEN3_VIDEO_MAX_PIXELS = {"qwen3_vl": 25_165_824, "qwen3_vl_moe": 25_165_824, "q
 QWEN3_VIDEO_MIN_PIXELS = 4096
 #: Qwen2-VL's dummy video has at most 14 frames (vllm/model_executor/models/qwen2_vl.py _MAX_FRAMES_PER_VIDEO).
 QWEN2_MAX_FRAMES = 14
+#: Qwen3-VL's dummy video before vLLM 0.15: at most 24,576 frames (qwen3_vl.py _MAX_FRAMES_PER_VIDEO, 0.11-0.14).
+QWEN3_OLD_MAX_FRAMES = 24_576
 #: Bytes of one pixel value held through the tower's forward: the HF processor's float32 ``pixel_values``
 #: (the caller's input dict keeps them; the tower's ``input_norm`` / ``.to(dtype)`` makes a bf16 copy for the
 #: patch embedding only). vllm/model_executor/models/qwen2_5_vl.py ``Qwen2_5_VisionTransformer.forward``.
@@ -95,7 +97,7 @@ class EncoderProfile:
 def encoder_profile(spec: ModelSpec, *, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int,
                     tensor_parallel: int = 1, limit: int | None = None, limits: dict[str, int] | None = None,
                     chunked_prefill: bool = True, max_pixels: int | None = None,
-                    tie: str = "video") -> EncoderProfile | None:
+                    tie: str = "video", qwen3_video: str = "two-frames") -> EncoderProfile | None:
     """The encoder profile of ``spec`` under these limits, or None where the tower is not modelled (or absent).
 
     ``limits`` is vLLM's ``--limit-mm-per-prompt`` ({"image": N, "video": M}; ``limit`` sets every modality);
@@ -110,14 +112,17 @@ def encoder_profile(spec: ModelSpec, *, max_num_batched_tokens: int, max_num_seq
         limits = {m: limit for m in ("image", "video")}
     budget = encoder_budget(spec, max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens,
                             max_num_seqs=max_num_seqs, limits=limits, chunked_prefill=chunked_prefill,
-                            max_pixels=max_pixels, tie=tie)
+                            max_pixels=max_pixels, tie=tie, qwen3_video=qwen3_video)
     if budget is None or budget.modality is None:
         return None
     _, _, hidden, width, gated, pixel_values = tower
     merge = int(v.get("spatial_merge_size", 2)) if spec.model_type in QWEN_MAX_PIXELS else 1
     tokens = budget.tokens[budget.modality]
     items = budget.items[budget.modality]
-    per_item = tokens * merge * merge if spec.model_type in QWEN_MAX_PIXELS else tower[1]
+    vision_tokens = tokens
+    if budget.modality == "video" and qwen3_video == "x12.5" and spec.model_type in QWEN3_VIDEO_MAX_PIXELS:
+        vision_tokens = round(tokens / 12.5)        # the factor counts timestamp text, not patches
+    per_item = vision_tokens * merge * merge if spec.model_type in QWEN_MAX_PIXELS else tower[1]
     patches = items * per_item
     tp = max(1, tensor_parallel)
     mlp = (3 if gated else 2) * math.ceil(width / tp)
@@ -152,11 +157,13 @@ class EncoderBudget:
 
 def encoder_budget(spec: ModelSpec, *, max_model_len: int, max_num_batched_tokens: int, max_num_seqs: int,
                    limits: dict[str, int] | None = None, chunked_prefill: bool = True,
-                   max_pixels: int | None = None, tie: str = "video") -> EncoderBudget | None:
+                   max_pixels: int | None = None, tie: str = "video",
+                   qwen3_video: str = "two-frames") -> EncoderBudget | None:
     """vLLM 0.32's encoder budget for a modelled tower, or None (no tower, or one not modelled).
 
     ``tie``: the modality profiled when image and video tie on tokens per item, "video" from vLLM 0.17 on,
-    "image" before (the release history's ``mm_tie``; 0.16 followed Python's set order).
+    "image" before (the release history's ``mm_tie``; 0.16 followed Python's set order). ``qwen3_video``: how the
+    release sizes Qwen3-VL's video (the history's ``qwen3_vl_video``; "two-frames" from 0.15).
 
     Read from vllm/multimodal/encoder_budget.py (``MultiModalBudget``, ``_get_max_items``,
     ``get_modality_with_max_tokens``), vllm/v1/core/encoder_cache_manager.py (``compute_mm_encoder_budget``)
@@ -177,7 +184,7 @@ def encoder_budget(spec: ModelSpec, *, max_model_len: int, max_num_batched_token
     v = spec.vision_config or {}
     if not v:
         return None
-    per_item = _tokens_per_item(spec.model_type, v, max_model_len, max_pixels)
+    per_item = _tokens_per_item(spec.model_type, v, max_model_len, max_pixels, qwen3_video)
     if per_item is None:
         return None
     limits = {m: DEFAULT_MM_LIMIT for m in per_item} | {k: int(n) for k, n in (limits or {}).items()}
@@ -196,7 +203,8 @@ def encoder_budget(spec: ModelSpec, *, max_model_len: int, max_num_batched_token
     return EncoderBudget(budget, tower, items, modality)
 
 
-def _tokens_per_item(model_type: str, v, max_model_len: int, max_pixels: int | None) -> dict[str, int] | None:
+def _tokens_per_item(model_type: str, v, max_model_len: int, max_pixels: int | None,
+                     qwen3_video: str = "two-frames") -> dict[str, int] | None:
     """The largest item's tokens per modality, as the model's processing info computes them."""
     if model_type == "gemma3":
         return {"image": 256}
@@ -211,19 +219,45 @@ def _tokens_per_item(model_type: str, v, max_model_len: int, max_pixels: int | N
     height, width = _size_with_most_features(image_max, unit)
     h, w = _smart_resize(height, width, unit, image_min, image_max)
     image = (h // patch) * (w // patch) // (merge * merge)
-    if model_type in QWEN3_VIDEO_MAX_PIXELS:      # Qwen3VLProcessingInfo.get_max_video_tokens: two frames
+    if model_type in QWEN3_VIDEO_MAX_PIXELS:
         video_max = max_pixels or QWEN3_VIDEO_MAX_PIXELS[model_type]
+        if qwen3_video != "two-frames":
+            return {"image": image, "video": _qwen3_video_before_0_15(
+                qwen3_video, (height, width), patch, merge, temporal, video_max, max_model_len)}
+        # Qwen3VLProcessingInfo.get_max_video_tokens (0.15+): two frames at the video processor's edge
         height, width = _size_with_most_features(video_max // temporal, unit)
         h, w = _smart_resize(height, width, unit, QWEN3_VIDEO_MIN_PIXELS, video_max, frames=2, temporal=temporal)
         return {"image": image, "video": (h // patch) * (w // patch) // (merge * merge)}
+    # Qwen2VLProcessingInfo: _get_max_video_frames(max_model_len) from 1 frame, frames padded to the temporal
+    # patch (2 frames, one image's tokens), then at most 14 a video
+    pairs = max_model_len // image
+    frames = min(max(1, temporal * pairs), QWEN2_MAX_FRAMES)
+    return {"image": image, "video": max(-(-frames // temporal), 1) * image}
 
-    def video_tokens(frames: int) -> int:      # Qwen2VLProcessingInfo._get_vision_info: frames padded to temporal
-        return max((frames + (-frames % temporal)) // temporal, 1) * image
 
-    frames = 1                                 # _get_max_video_frames(max_model_len), then at most 14 a video
-    while video_tokens(frames + 1) <= max_model_len and frames < 4 * max_model_len:
+def _qwen3_video_before_0_15(rule: str, image_hw: tuple[int, int], patch: int, merge: int, temporal: int,
+                             video_max: int, max_model_len: int) -> int:
+    """Qwen3-VL's largest video in vLLM 0.11-0.14 (vllm/model_executor/models/qwen3_vl.py of those releases).
+
+    ``_get_max_video_frames(max_model_len)`` from 2 frames of the largest image, each count resized by the video
+    processor's ``smart_resize`` (its ``max_pixels`` caps all frames together), at most 24,576 frames
+    (``_MAX_FRAMES_PER_VIDEO``); 0.11-0.12 then multiply by 12.5 ("one video token is converted to
+    '<{timestamp} seconds>' (on average 9.5 tokens) + ..."). At 16,384 or 65,536 tokens the frames shrink to
+    32 x 32 px and 24,576 frames give 12,288 tokens, 153,600 with the factor: the published 0.11 lines.
+    """
+    unit = patch * merge
+
+    def tokens(frames: int) -> int:
+        h, w = _smart_resize(image_hw[0], image_hw[1], unit, QWEN3_VIDEO_MIN_PIXELS, video_max, frames=frames,
+                             temporal=temporal)
+        padded = frames + frames % temporal
+        return max(padded // temporal, 1) * (h // patch) * (w // patch) // (merge * merge)
+
+    frames = 2
+    while frames < QWEN3_OLD_MAX_FRAMES and tokens(frames + 1) <= max_model_len:
         frames += 1
-    return {"image": image, "video": video_tokens(max(min(frames, QWEN2_MAX_FRAMES), 1))}
+    count = tokens(frames)
+    return int(count * 12.5) if rule == "x12.5" else count
 
 
 def _size_with_most_features(max_pixels: int, unit: int) -> tuple[int, int]:

@@ -27,7 +27,7 @@ mm_tie                     the modality a multimodal profile runs when image and
                            "image" (the first), "set-order" (0.16: Python's set order, by hash seed), "video"
 qwen3_vl_video             how Qwen3-VL sizes its largest video: "x12.5" (frames x 12.5 for timestamps),
                            "frames" (the frame search, no factor), "two-frames" (two frames at the video
-                           processor's longest edge); only "two-frames" is modelled
+                           processor's longest edge)
 =========================  ==============================================================================
 
 >>> HISTORY.at("0.10.1").sampler["cuda"], HISTORY.at("0.23.0").gpu_memory_utilization

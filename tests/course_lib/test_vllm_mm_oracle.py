@@ -68,7 +68,8 @@ def test_the_recorded_matrix_is_the_current_one_and_covers_the_knobs():
 
 #: (log file, vLLM release, family whose processor sizes the checkpoint ships, max_model_len,
 #: max_num_batched_tokens, max_num_seqs, --limit-mm-per-prompt, max_pixels): the logs' own launches, from their
-#: args and lines (a source build of April 2026 is taken as 0.19; the ~0.10.2 launch has video off, so no tie).
+#: args and lines (a source build of April 2026 is taken as 0.19; the ~0.10.2 launch has video off, so no tie;
+#: 0.11.3.dev is 0.11's rules).
 PUBLISHED = [
     ("qwen25vl7b_a100_80g_v0230_defaults.txt", "0.23.0", "qwen2_5_vl", 128000, 2048, 256, None, None),
     ("qwen25vl3b_l4_ray_v0110.txt", "0.11.0", "qwen2_5_vl", 8192, 2048, 256, None, None),
@@ -76,15 +77,18 @@ PUBLISHED = [
     ("qwen3vl8b_ascend_v0180.txt", "0.18.0", "qwen3_vl", 16384, 16384, 256, None, None),
     ("qwen3vl8b_eager_mmkwargs_devbuild.txt", "0.19.0", "qwen3_vl", 4096, 8192, 5, {"image": 1}, 1003520),
     ("qwen25vl3b_unsloth_bnb_v0102.txt", "0.10.0", "qwen2_5_vl", 16384, 16384, 1, {"image": 1, "video": 0}, None),
+    ("qwen3vl30b_a3b_tp4_rtx3090_v0110.txt", "0.11.0", "qwen3_vl", 65536, 2048, 256, None, None),
+    ("qwen3vl4b_t4g_v0113dev_issue29743.txt", "0.11.0", "qwen3_vl", 16384, 2048, 256, None, None),
 ]
 
 
 @pytest.mark.parametrize("log,version,family,length,batched,seqs,limits,max_pixels", PUBLISHED)
 def test_a_published_start_up_logs_our_encoder_line(log, version, family, length, batched, seqs, limits, max_pixels):
-    tie = "video" if HISTORY.at(version).mm_tie == "video" else "image"
+    rules = HISTORY.at(version)
+    tie = "video" if rules.mm_tie == "video" else "image"
     budget = encoder_budget(from_hf_config(tiny_vl_config(family)), max_model_len=length,
                             max_num_batched_tokens=batched, max_num_seqs=seqs, limits=limits, max_pixels=max_pixels,
-                            tie=tie)
+                            tie=tie, qwen3_video=rules.qwen3_vl_video)
     assert budget.log_line() in (VL_LOGS / log).read_text()
 
 
