@@ -139,7 +139,7 @@ def vllm_config_from_args(args: argparse.Namespace) -> tuple[Any, str, str]:
                          device_bytes=device, device_name=device_name, entrypoint=args.entrypoint,
                          block_size=args.block_size, max_num_seqs=args.max_num_seqs,
                          max_num_batched_tokens=args.max_num_batched_tokens, max_model_len=max_model_len,
-                         enable_prefix_caching=args.enable_prefix_caching, spec=spec)
+                         enable_prefix_caching=args.enable_prefix_caching, spec=spec, version=version)
     where = "CPU" if platform == CPU else f"GPU {args.gpu}"
     launch = (f"vLLM {version} V1 scheduler on {where} ({'LLM()' if args.entrypoint == 'llm' else 'vllm serve'} "
               f"defaults): kv_cache_memory_bytes {kv_bytes:,} = {cfg.num_blocks:,} blocks of {cfg.block_size_tokens} "

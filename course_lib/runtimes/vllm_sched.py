@@ -36,8 +36,14 @@ from ..spec import ModelSpec
 from ..units import GiB
 from .versions import Version
 
-#: The releases whose scheduler this policy follows, read from each one's source.
-SCHEDULER_RELEASES = (Version(0, 32, 0),)
+#: The releases whose scheduler this policy follows, read from each one's source. 0.33.0 against 0.32.0
+#: (vllm/v1/core/, config/scheduler.py, engine/arg_utils.py, platforms/cpu.py diffed): the modelled rules are
+#: unchanged; its new local ``--prefill-schedule-interval`` (default 1: off) is not modelled, and
+#: ``get_batch_defaults`` keeps a GB10 (DGX Spark) on the small tier (:func:`batch_defaults`).
+SCHEDULER_RELEASES = (Version(0, 32, 0), Version(0, 33, 0))
+#: GPUs 0.33's ``get_batch_defaults`` keeps on the small tier ("GB10 (DGX Spark, cc 12.1) has the memory but not
+#: the compute of a large discrete GPU").
+GB10_NAMES = ("gb10", "dgx-spark")
 CPU = "cpu"
 ENTRYPOINTS = ("serve", "llm")
 
@@ -48,10 +54,11 @@ def default_block_size(platform: str) -> int:
 
 
 def batch_defaults(platform: str, device_bytes: int = 0, device_name: str = "",
-                   entrypoint: str = "serve") -> tuple[int, int]:
+                   entrypoint: str = "serve", version: Version = SCHEDULER_RELEASES[0]) -> tuple[int, int]:
     """``(max_num_batched_tokens, max_num_seqs)`` vLLM 0.32.0 takes when neither is given.
 
-    From ``EngineArgs.get_batch_defaults`` (``vllm/engine/arg_utils.py``), world size 1.
+    From ``EngineArgs.get_batch_defaults`` (``vllm/engine/arg_utils.py``), world size 1; from 0.33.0 a GB10
+    stays on the small tier whatever its memory.
 
     >>> batch_defaults("cpu", entrypoint="llm"), batch_defaults("cuda", 80 * 2**30, "h100-80gb")
     ((4096, 256), (8192, 1024))
@@ -61,6 +68,8 @@ def batch_defaults(platform: str, device_bytes: int = 0, device_name: str = "",
     llm = entrypoint == "llm"
     if platform == CPU:
         return (4096, 256) if llm else (2048, 128)
+    if version >= Version(0, 33, 0) and device_name.strip().lower() in GB10_NAMES:
+        return (8192 if llm else 2048), 256
     if device_bytes >= 160 * GiB:
         return 16384, 1024
     if device_bytes >= 70 * GiB and "a100" not in device_name.lower():
@@ -95,12 +104,13 @@ def vllm_v1_config(*, kv_cache_memory_bytes: int, kv_bytes_per_token: int, platf
                    device_bytes: int = 0, device_name: str = "", entrypoint: str = "serve",
                    block_size: int | None = None, max_num_seqs: int | None = None,
                    max_num_batched_tokens: int | None = None, max_model_len: int | None = None,
-                   enable_prefix_caching: bool = True, spec: ModelSpec | None = None) -> AdmissionConfig:
-    """The ``vllm-v1`` :class:`AdmissionConfig` of a launch; what is not given takes vLLM 0.32.0's default."""
+                   enable_prefix_caching: bool = True, spec: ModelSpec | None = None,
+                   version: Version = SCHEDULER_RELEASES[-1]) -> AdmissionConfig:
+    """The ``vllm-v1`` :class:`AdmissionConfig` of a launch; what is not given takes ``version``'s default."""
     if entrypoint not in ENTRYPOINTS:
         raise CourseInputError(f"entrypoint={entrypoint!r} is unknown; use serve or llm")
     block = block_size if block_size is not None else default_block_size(platform)
-    tokens, seqs = batch_defaults(platform, device_bytes, device_name, entrypoint)
+    tokens, seqs = batch_defaults(platform, device_bytes, device_name, entrypoint, version)
     return AdmissionConfig(
         kv_budget_bytes=kv_cache_memory_bytes, kv_bytes_per_token=kv_bytes_per_token, policy=VLLM_V1,
         block_size_tokens=block, max_num_seqs=max_num_seqs if max_num_seqs is not None else seqs,

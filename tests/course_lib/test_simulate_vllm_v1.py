@@ -122,7 +122,8 @@ def test_cli_runtime_vllm_json(capsys):
 
 @pytest.mark.parametrize("argv, words", [
     (["--runtime", "vllm", "--gpu", "cpu"], "needs --kv-cache-memory-bytes"),
-    (["--runtime", "vllm", "--kv-cache-memory-bytes", "12MiB", "--vllm-version", "0.33"], "outside the releases"),
+    (["--runtime", "vllm", "--kv-cache-memory-bytes", "12MiB", "--vllm-version", "0.31"], "outside the releases"),
+    (["--runtime", "vllm", "--kv-cache-memory-bytes", "12MiB", "--vllm-version", "0.34"], "outside the releases"),
     (["--runtime", "vllm", "--kv-cache-memory-bytes", "12MiB", "--compare"], "--compare is for"),
     (["--runtime", "vllm", "--kv-cache-memory-bytes", "12MiB", "--watermark", "0.01"], "--watermark is for"),
     (["--kv-cache-memory-bytes", "12MiB"], "add --runtime vllm"),
@@ -172,3 +173,22 @@ def test_a_cache_of_one_block_is_refused_by_its_flag(capsys):
                           "--kv-bytes-per-token", "2048", "--kv-cache-memory-bytes", "300KiB")
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "kv_cache_memory_bytes=307,200 holds 1 block(s)" in err and "524,288 B" in err
+
+
+def test_0_33_schedules_as_0_32_except_gb10_defaults(capsys):
+    """vLLM 0.33.0's scheduler diffed against 0.32.0's: no modelled rule changed, so the same trace gives the same
+    run; get_batch_defaults (0.33.0) keeps a GB10 on the small tier: 2,048 tokens, 256 sequences for serve."""
+    runs = {}
+    for version in ("0.32", "0.33"):
+        code, out, _ = _run(capsys, "simulate", "--runtime", "vllm", "--gpu", "cpu", "--entrypoint", "llm",
+                            "--kv-cache-memory-bytes", "12MiB", "--kv-bytes-per-token", "2048", "--max-model-len",
+                            "1024", "--trace", TWELVE, "--json", "--vllm-version", version)
+        assert code == 0
+        runs[version] = json.loads(out)["summary"]
+    assert runs["0.32"]["preemptions"] == runs["0.33"]["preemptions"] == 4
+    assert runs["0.32"]["max_running"] == runs["0.33"]["max_running"]
+    from course_lib.runtimes.vllm_sched import batch_defaults
+    from course_lib.runtimes.versions import Version
+    assert batch_defaults("cuda", 128 * 2**30, "gb10", "serve", Version(0, 32, 0)) == (8192, 1024)
+    assert batch_defaults("cuda", 128 * 2**30, "gb10", "serve", Version(0, 33, 0)) == (2048, 256)
+    assert batch_defaults("cuda", 80 * 2**30, "h100-80gb", "serve", Version(0, 33, 0)) == (8192, 1024)
