@@ -7,8 +7,9 @@ dummy items "of the maximum feature size" of one modality, the one whose largest
 soon as max_model_len fits two frame pairs: up to 14 frames, 7 x 16,384 = 114,688 tokens at the default
 128,000 (the line "Encoder cache will be initialized with a budget of 114688 tokens, and profiled with 1
 video items" of a published vLLM 0.23 start-up on an A100). :func:`encoder_budget` gives vLLM's numbers,
-checked against vLLM's own ``MultiModalBudget`` (course_lib/runtimes/oracle_mm.py). It runs the tower (``self.model.embed_multimodal(...)``), keeps
-the outputs in ``self.encoder_cache`` (cleared only after the sampler), then runs the text forward at
+checked against vLLM's own ``MultiModalBudget`` (course_lib/runtimes/oracle_mm.py). It runs the tower
+(``self.model.embed_multimodal(...)``), keeps the outputs in ``self.encoder_cache`` (cleared only after the
+sampler), then runs the text forward at
 ``max_num_batched_tokens`` and the dummy sampler. So the profile's peak is::
 
     max(tower peak, kept outputs + max(text forward, sampler))
@@ -31,7 +32,8 @@ The tower's peak is taken the way :func:`course_lib.runtimes.profile.forward_pea
 layer's: per patch, the residual and the normed input, the MLP's intermediates (gated: gate/up and
 the activation, 3 x width; fc1/fc2: 2 x width) on this GPU's tensor-parallel share, the MLP output,
 one more hidden for the all-reduce under TP, in bf16; plus the pixel input (channels x temporal x
-patch^2 values a patch, float32 as the processor made them). Attention is flash/SDPA (no score matrix is kept).
+patch^2 values a patch, float32 as the processor made them). Attention is flash/SDPA (no score matrix is
+kept).
 
 Worked example, Qwen3.5-27B on 4 GPUs: 65,536 patches x (3 x 1,152 + 2 x 1,076 + 1,152) x 2 B =
 886,046,720 B of tower activations, plus 65,536 x 1,536 x 4 B = 402,653,184 B of pixels: 1.20 GiB,

@@ -80,6 +80,15 @@ def test_the_engine_is_the_one_simulated(vllm_run):
     assert vllm_run["enable_prefix_caching"] and vllm_run["enable_chunked_prefill"]
     assert vllm_run["async_scheduling"] is False
     assert len(vllm_run["traces"]) == len(TRACES) >= 3
+    # ... and its KV accounting is the estimate's (this engine is the live oracle's started llama):
+    # 48 blocks x 128 tokens = the 6,144 tokens vLLM logs, 6.00x for 1,024-token requests
+    from course_lib.models import from_hf_config
+    from course_lib.runtimes import VllmLaunch, estimate_vllm
+
+    est = estimate_vllm(from_hf_config(str(vllm_run["model_dir"] / "config.json")), gpu="cpu", launch=VllmLaunch(
+        entrypoint="llm", kv_cache_memory_bytes=12 * 2**20, max_model_len=1024, block_size=128))
+    assert est.kv_cache_tokens == vllm_run["num_gpu_blocks"] * vllm_run["block_size"] == 6144
+    assert f"{est.max_concurrency:.2f}" == "6.00"
 
 
 def test_simulator_matches_vllm_on_every_trace(vllm_run, capsys):
