@@ -356,7 +356,7 @@ def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[s
                              r"([0-9.]+) GiB for peak activation|torch peak memory increase: ([0-9.]+)\s?GiB", _gib),
         ("cuda_graph_bytes", r"Graph capturing finished in [0-9.]+ secs?, took ([0-9.]+) GiB|CUDAGraph memory:\*\* "
                              r"(-?[0-9.]+) GiB|Estimated CUDA graph memory: ([0-9.]+) GiB", _gib),
-        ("kv_cache_bytes", r"Available KV cache memory:\*?\*? ([0-9.]+) GiB|reserved for KV Cache is ([0-9.]+)\s?GiB|"
+        ("kv_cache_bytes", r"Available KV cache memory:\*?\*? (-?[0-9.]+) GiB|reserved for KV Cache is ([0-9.]+)\s?GiB|"
                            r"kv_cache_size=([0-9.]+)\s?GiB|(?:Explicitly|Auto) set \(([0-9.]+)/[0-9.]+\) GiB for KV cache",
          _gib),
         ("kv_cache_tokens", r"(?:GPU|CPU|XPU|TPU) KV cache size: ([0-9,]+) tokens", _int),

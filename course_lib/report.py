@@ -260,6 +260,13 @@ def from_log_table(result: dict) -> str:
         fmt = (lambda v: "-" if v is None else f"{v:,.2f}x") if key == "max_concurrency" else \
             (lambda v: "-" if v is None else f"{v:,}")
         lines.append(f"{label:<28} {fmt(lv):>11} {fmt(pv):>10}")
+    if logged.get("encoder_budget_tokens") is not None or predicted.get("encoder_budget_tokens") is not None:
+        def _line(side: dict) -> str:
+            if side.get("encoder_budget_tokens") is None:
+                return "-"
+            return f"{side['encoder_budget_tokens']:,} / {side.get('encoder_items')} {side.get('encoder_modality')}"
+        lines.append(f"vision encoder profile (budget tokens / items): logged {_line(logged)}; predicted "
+                     f"{'-' if missing else _line(predicted)}")
     est = result.get("estimate")
     if est:
         share = {"vllm": "gpu_memory_utilization", "sglang": "mem_fraction_static",

@@ -191,7 +191,9 @@ _PREDICTED = {"weights_bytes": "weights", "activation_bytes": "activation_peak",
 def predicted_figures(est: RuntimeEstimate) -> dict[str, Any]:
     """Our estimate in the logged figures' keys (ints of bytes)."""
     out: dict[str, Any] = {key: est.term(term) for key, term in _PREDICTED.items()}
-    out.update(kv_cache_bytes=est.runtime_kv_cache_bytes, kv_cache_tokens=est.kv_cache_tokens,
+    short = min(est.per_stage_kv_cache_bytes, default=0)
+    out.update(kv_cache_bytes=short if short < 0 else est.runtime_kv_cache_bytes,   # signed, as vLLM logs a shortfall
+               kv_cache_tokens=est.kv_cache_tokens,
                num_gpu_blocks=est.num_gpu_blocks, max_concurrency=round(est.max_concurrency, 2))
     if est.launch.get("estimated_max_model_len") is not None:    # what vLLM's refusal names
         out["estimated_max_model_len"] = est.launch["estimated_max_model_len"]

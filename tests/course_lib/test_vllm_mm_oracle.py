@@ -203,3 +203,16 @@ def test_from_log_reads_the_encoder_line_and_compares_it():
     assert (diff["encoder_budget_tokens"], diff["encoder_items"], diff["encoder_modality"]) == (0, 0, "same")
     limited = read_startup_log((VL_LOGS / "qwen3vl8b_eager_mmkwargs_devbuild.txt").read_text())
     assert (limited.launch["limit_mm_per_prompt"], limited.launch["mm_max_pixels"]) == ({"image": 1}, 1003520)
+
+
+def test_from_log_text_shows_the_shortfall_and_the_encoder_line(capsys):
+    """A refused start-up logs a negative 'Available KV cache memory'; the table puts ours beside it."""
+    code = main(["from-log", str(VL_LOGS / "qwen25vl7b_a100_80g_v0230_defaults.txt"), "--model", "qwen2.5-vl-7b",
+                 "--gpu", "a100-80gb"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    row = next(line for line in out.splitlines() if line.startswith("kv_cache "))
+    logged, predicted = (float(x) for x in row.split()[1:3])
+    assert logged == -14.28 and -14.28 * 1.15 < predicted < -14.28 * 0.85, row
+    assert "vision encoder profile (budget tokens / items): logged 114,688 / 1 video; predicted 114,688 / 1 video" \
+        in out
