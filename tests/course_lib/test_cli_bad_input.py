@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from course_lib import bounds as B
-from course_lib.cli import build_parser, main
+from cli_support import run_cli
+from course_lib.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[2]
 TEN_ELEVEN = str(REPO / "examples" / "traces" / "ten_eleven.jsonl")
@@ -23,13 +24,7 @@ DIGITS = "9" * 5000
 
 
 def run(argv, capsys):
-    """(exit code, stdout, stderr) of main(argv); argparse's refusals exit through SystemExit."""
-    try:
-        rc = main([str(a) for a in argv])
-    except SystemExit as exc:
-        rc = exc.code
-    out, err = capsys.readouterr()
-    return rc, out, err
+    return run_cli(capsys, *argv)
 
 
 def check_refusal(rc, out, err, argv, phrase):

@@ -9,22 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from cli_support import run_cli as run
 from course_lib.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 TEN_ELEVEN = REPO / "examples" / "traces" / "ten_eleven.jsonl"
 CHAT = REPO / "examples" / "traces" / "chat_short_outputs.jsonl"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-def run(capsys, *argv):
-    """(exit code, stdout, stderr); a refused flag exits through argparse (SystemExit), like any usage error."""
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_simulate_ten_eleven_json(capsys):

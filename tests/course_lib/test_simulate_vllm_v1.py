@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from course_lib.admission import AdmissionConfig
-from course_lib.cli import main
+from cli_support import run_cli
 from course_lib.errors import CourseInputError
 from course_lib.runtimes.vllm_sched import batch_defaults, vllm_v1_config
 from course_lib.simulate import simulate
@@ -101,17 +101,8 @@ def test_launch_defaults_follow_vllm_032():
         vllm_v1_config(kv_cache_memory_bytes=12 * 2**20, kv_bytes_per_token=2048, max_num_batched_tokens=100)
 
 
-def _run(capsys, *argv):
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_cli_runtime_vllm_json(capsys):
-    code, out, _ = _run(capsys, "simulate", "--runtime", "vllm", "--gpu", "cpu", "--entrypoint", "llm",
+    code, out, _ = run_cli(capsys, "simulate", "--runtime", "vllm", "--gpu", "cpu", "--entrypoint", "llm",
                         "--kv-cache-memory-bytes", "12MiB", "--kv-bytes-per-token", "2048", "--max-model-len", "1024",
                         "--trace", TWELVE, "--json")
     assert code == 0
@@ -132,7 +123,7 @@ def test_cli_runtime_vllm_json(capsys):
     (["--runtime", "vllm", "--kv-cache-memory-bytes", "1GiB", "--model", "gemma-2-9b"], "sliding-window"),
 ])
 def test_cli_runtime_vllm_refusals(capsys, argv, words):
-    code, out, err = _run(capsys, "simulate", "--trace", TWELVE, *argv)
+    code, out, err = run_cli(capsys, "simulate", "--trace", TWELVE, *argv)
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and words in err, err
 
@@ -169,7 +160,7 @@ def test_decode_stretches_change_nothing():
 
 
 def test_a_cache_of_one_block_is_refused_by_its_flag(capsys):
-    code, out, err = _run(capsys, "simulate", "--trace", TWELVE, "--runtime", "vllm", "--gpu", "cpu",
+    code, out, err = run_cli(capsys, "simulate", "--trace", TWELVE, "--runtime", "vllm", "--gpu", "cpu",
                           "--kv-bytes-per-token", "2048", "--kv-cache-memory-bytes", "300KiB")
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "kv_cache_memory_bytes=307,200 holds 1 block(s)" in err and "524,288 B" in err
@@ -180,7 +171,7 @@ def test_0_33_schedules_as_0_32_except_gb10_defaults(capsys):
     run; get_batch_defaults (0.33.0) keeps a GB10 on the small tier: 2,048 tokens, 256 sequences for serve."""
     runs = {}
     for version in ("0.32", "0.33"):
-        code, out, _ = _run(capsys, "simulate", "--runtime", "vllm", "--gpu", "cpu", "--entrypoint", "llm",
+        code, out, _ = run_cli(capsys, "simulate", "--runtime", "vllm", "--gpu", "cpu", "--entrypoint", "llm",
                             "--kv-cache-memory-bytes", "12MiB", "--kv-bytes-per-token", "2048", "--max-model-len",
                             "1024", "--trace", TWELVE, "--json", "--vllm-version", version)
         assert code == 0

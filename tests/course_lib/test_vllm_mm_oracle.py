@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_support import run_cli
 from course_lib.cli import main
 from course_lib.errors import CourseInputError
 from course_lib.models import from_hf_config
@@ -140,15 +141,6 @@ def test_a_videos_patches_are_its_tokens_times_the_merge():
                            max_model_len=32768, limits={"image": 0, "video": 0}) is None
 
 
-def _run(capsys, *argv):
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 @pytest.mark.parametrize("flag,value,words", [
     ("--limit-mm-per-prompt", '{"vide": 1}', "names 'vide'; use image, video, audio"),
     ("--limit-mm-per-prompt", '{"video": -1}', "video=-1 is not a whole number"),
@@ -157,14 +149,14 @@ def _run(capsys, *argv):
     ("--mm-processor-kwargs", '{"max_pixels": 0}', "max_pixels=0 is not a whole number of pixels"),
 ])
 def test_bad_multimodal_flags_exit_2_in_one_line(capsys, flag, value, words):
-    code, _, err = _run(capsys, "estimate", "--model", "qwen2.5-vl-7b", "--gpu", "h100-80gb", "--runtime", "vllm",
+    code, _, err = run_cli(capsys, "estimate", "--model", "qwen2.5-vl-7b", "--gpu", "h100-80gb", "--runtime", "vllm",
                         flag, value)
     assert code == 2
     assert words in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_the_flags_reach_the_estimate(capsys):
-    code, out, err = _run(capsys, "estimate", "--model", "qwen2.5-vl-7b", "--gpu", "h100-80gb", "--runtime", "vllm",
+    code, out, err = run_cli(capsys, "estimate", "--model", "qwen2.5-vl-7b", "--gpu", "h100-80gb", "--runtime", "vllm",
                           "--context-tokens", "32768", "--limit-mm-per-prompt", '{"video": 0}',
                           "--mm-processor-kwargs", '{"max_pixels": 1003520}', "--json")
     assert code == 0, err
