@@ -67,6 +67,20 @@ def _link(flag: str, value: str) -> None:
 
 # ------------------------------------------------------------------ simulate
 
+def _kv_per_token(args: argparse.Namespace) -> tuple[Any, int, str]:
+    """(the model or None, KV bytes per token, where they came from): --model/--config, --kv-bytes-per-token, or
+    the lesson's model; refuses both a model and a per-token size."""
+    spec = _spec_or_none(args)
+    if spec is not None and args.kv_bytes_per_token is not None:
+        raise CourseInputError("--kv-bytes-per-token and --model/--config both set the KV size; give one of them")
+    if spec is not None:
+        return spec, kv_cache_bytes_per_token(spec, args.kv_dtype or args.dtype), \
+            f"{spec.name} ({args.kv_dtype or args.dtype})"
+    if args.kv_bytes_per_token is not None:
+        return None, args.kv_bytes_per_token, "--kv-bytes-per-token"
+    return None, LESSON_KV_BYTES_PER_TOKEN, LESSON_KV_SOURCE
+
+
 def pools_from_args(args: argparse.Namespace) -> tuple[Budget, int, str]:
     """The fixed pools (resolved once), the KV bytes per token and where they came from.
 
@@ -77,16 +91,10 @@ def pools_from_args(args: argparse.Namespace) -> tuple[Budget, int, str]:
         size("--weights", args.weights)
     size("--workspace", args.workspace)
     reserve("--reserve", args.reserve)
-    spec = _spec_or_none(args)
-    if spec is not None and args.kv_bytes_per_token is not None:
-        raise CourseInputError("--kv-bytes-per-token and --model/--config both set the KV size; give one of them")
+    spec, kv, source = _kv_per_token(args)
     if spec is None:
-        kv = LESSON_KV_BYTES_PER_TOKEN if args.kv_bytes_per_token is None else args.kv_bytes_per_token
-        source = "--kv-bytes-per-token" if args.kv_bytes_per_token is not None else LESSON_KV_SOURCE
         weights = args.weights if args.weights is not None else LESSON_WEIGHTS
     else:
-        kv = kv_cache_bytes_per_token(spec, args.kv_dtype or args.dtype)
-        source = f"{spec.name} ({args.kv_dtype or args.dtype})"
         weights = args.weights if args.weights is not None else weight_bytes(spec, args.dtype)
     budget = plan_budget(device_bytes=device, weights_bytes=weights, workspace_bytes=args.workspace,
                          reserve_bytes=args.reserve, per_sequence_kv_bytes=0)
@@ -124,17 +132,10 @@ def vllm_config_from_args(args: argparse.Namespace) -> tuple[Any, str, str]:
         platform, device, device_name = CPU, 0, ""
     else:
         platform, device, device_name = "cuda", device_size("--gpu", args.gpu), gpu
-    spec = _spec_or_none(args)
-    if spec is not None and args.kv_bytes_per_token is not None:
-        raise CourseInputError("--kv-bytes-per-token and --model/--config both set the KV size; give one of them")
-    if spec is None:
-        kv = LESSON_KV_BYTES_PER_TOKEN if args.kv_bytes_per_token is None else args.kv_bytes_per_token
-        source = "--kv-bytes-per-token" if args.kv_bytes_per_token is not None else LESSON_KV_SOURCE
-        max_model_len = args.max_model_len
-    else:
-        kv = kv_cache_bytes_per_token(spec, args.kv_dtype or args.dtype)
-        source = f"{spec.name} ({args.kv_dtype or args.dtype})"
-        max_model_len = args.max_model_len if args.max_model_len is not None else spec.max_position_embeddings
+    spec, kv, source = _kv_per_token(args)
+    max_model_len = args.max_model_len
+    if spec is not None and max_model_len is None:
+        max_model_len = spec.max_position_embeddings
     cfg = vllm_v1_config(kv_cache_memory_bytes=kv_bytes, kv_bytes_per_token=kv, platform=platform,
                          device_bytes=device, device_name=device_name, entrypoint=args.entrypoint,
                          block_size=args.block_size, max_num_seqs=args.max_num_seqs,
