@@ -91,21 +91,19 @@ def add_runtime_args(p: argparse.ArgumentParser) -> None:
 MM_MODALITIES = ("image", "video", "audio")
 
 
-def _json_object(flag: str, text: str) -> dict:
+def _json_object(flag: str, text: str, example: str) -> dict:
     try:
         value = json.loads(text)
     except ValueError:
         value = None
     if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"{flag} {text!r:.80} is not a JSON object; use e.g. "
-                                         + ('\'{"image": 4, "video": 0}\'' if "limit" in flag
-                                            else '\'{"max_pixels": 1003520}\''))
+        raise argparse.ArgumentTypeError(f"{flag} {text!r:.80} is not a JSON object; use e.g. '{example}'")
     return value
 
 
 def mm_limits(text: str) -> dict[str, int]:
     """``--limit-mm-per-prompt``: {"image": N, "video": M}, whole numbers from 0."""
-    value = _json_object("--limit-mm-per-prompt", text)
+    value = _json_object("--limit-mm-per-prompt", text, '{"image": 4, "video": 0}')
     for key, n in value.items():
         if key not in MM_MODALITIES:
             raise argparse.ArgumentTypeError(f"--limit-mm-per-prompt names {key!r:.40}; use "
@@ -118,7 +116,7 @@ def mm_limits(text: str) -> dict[str, int]:
 
 def mm_processor_kwargs(text: str) -> dict[str, int]:
     """``--mm-processor-kwargs``: only ``max_pixels`` is read (the largest image, in pixels)."""
-    value = _json_object("--mm-processor-kwargs", text)
+    value = _json_object("--mm-processor-kwargs", text, '{"max_pixels": 1003520}')
     for key, n in value.items():
         if key != "max_pixels":
             raise argparse.ArgumentTypeError(f"--mm-processor-kwargs {key!r:.40} is not modelled; only max_pixels "

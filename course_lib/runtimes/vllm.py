@@ -63,7 +63,7 @@ from .profile import (Stage, cuda_graph_bytes, forward_peak_bytes, offloaded_byt
 from .result import RuntimeEstimate, Term
 from .releases import Rules
 from .versions import Version
-from .vllm_releases import HISTORY
+from .vllm_releases import HISTORY, MULTIMODAL_RULES
 from .vllm_kv import kv_layout, one_request_bytes
 from .platforms import get_platform
 from .vllm_given_kv import estimate_given_kv, uses_given_kv
@@ -440,11 +440,12 @@ def _tie(rules) -> str:
     return "image" if rules.mm_tie in ("image", "set-order") else "video"
 
 
-def _encoder_profile(spec: ModelSpec, launch: VllmLaunch, rules):
+def _encoder_profile(spec: ModelSpec, launch: VllmLaunch, rules, budget=None):
     return encoder_profile(spec, max_num_batched_tokens=launch.max_num_batched_tokens,
                            max_num_seqs=launch.max_num_seqs, max_model_len=launch.max_model_len,
                            tensor_parallel=launch.tensor_parallel, limits=dict(launch.limit_mm_per_prompt or {}),
-                           max_pixels=launch.mm_max_pixels, tie=_tie(rules), qwen3_video=rules.qwen3_vl_video)
+                           max_pixels=launch.mm_max_pixels, tie=_tie(rules), qwen3_video=rules.qwen3_vl_video,
+                           budget=budget)
 
 
 def _encoder_json(spec: ModelSpec, launch: VllmLaunch, v0: bool, rules) -> dict[str, Any] | None:
@@ -455,7 +456,7 @@ def _encoder_json(spec: ModelSpec, launch: VllmLaunch, v0: bool, rules) -> dict[
                             tie=_tie(rules), qwen3_video=rules.qwen3_vl_video)
     if budget is None:
         return None
-    mm = _encoder_profile(spec, launch, rules)
+    mm = _encoder_profile(spec, launch, rules, budget)
     caveats = []
     if budget.modality == "video" and rules.qwen3_vl_video != "two-frames" and spec.model_type.startswith("qwen3"):
         caveats.append(f"before 0.15 Qwen3-VL's largest video is the frame search's ({rules.qwen3_vl_video}); its "
@@ -569,7 +570,8 @@ def refusal(ctx: Context, stage_list: list[Stage], binding: int, available: int,
             f"`max_model_len` when initializing the engine")
 
 
-#: The rules each engine reads (a rule the launch's engine never reads is left out of its "not checked by a log").
+#: The rules each engine reads (a rule the launch's engine never reads is left out of its "not checked by a log";
+#: a text-only model reads none of MULTIMODAL_RULES).
 ENGINE_RULES = {
     "V0": ("engine", "gpu_memory_utilization", "batch_defaults", "v0_chunk_tokens", "baseline_snapshot",
            "rotary_value_bytes", "graph_mib"),
@@ -640,7 +642,7 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     if GPUS.get(str(gpu).strip().lower()) is not None and GPUS[str(gpu).strip().lower()].estimated:
         notes.append(f"the CUDA total of {gpu} is estimated from nvidia-smi's (no published figure found)")
     used = [n for n in ENGINE_RULES[launch.engine] if n in rules.values
-            and (spec.vision_config or n not in ("mm_tie", "qwen3_vl_video"))]
+            and (spec.vision_config or n not in MULTIMODAL_RULES)]
     if runner != "V2":          # the runner's table decides nothing for a model the V1 runner serves
         used.remove("v2_runner_architectures") if "v2_runner_architectures" in used else None
     unchecked = rules.unchecked(tuple(used))

@@ -99,7 +99,8 @@ class EncoderProfile:
 def encoder_profile(spec: ModelSpec, *, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int,
                     tensor_parallel: int = 1, limit: int | None = None, limits: dict[str, int] | None = None,
                     chunked_prefill: bool = True, max_pixels: int | None = None,
-                    tie: str = "video", qwen3_video: str = "two-frames") -> EncoderProfile | None:
+                    tie: str = "video", qwen3_video: str = "two-frames",
+                    budget: EncoderBudget | None = None) -> EncoderProfile | None:
     """The encoder profile of ``spec`` under these limits, or None where the tower is not modelled (or absent).
 
     ``limits`` is vLLM's ``--limit-mm-per-prompt`` ({"image": N, "video": M}; ``limit`` sets every modality);
@@ -112,9 +113,10 @@ def encoder_profile(spec: ModelSpec, *, max_num_batched_tokens: int, max_num_seq
         return None
     if limit is not None:
         limits = {m: limit for m in ("image", "video")}
-    budget = encoder_budget(spec, max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens,
-                            max_num_seqs=max_num_seqs, limits=limits, chunked_prefill=chunked_prefill,
-                            max_pixels=max_pixels, tie=tie, qwen3_video=qwen3_video)
+    if budget is None:          # a caller that already holds the launch's budget passes it
+        budget = encoder_budget(spec, max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens,
+                                max_num_seqs=max_num_seqs, limits=limits, chunked_prefill=chunked_prefill,
+                                max_pixels=max_pixels, tie=tie, qwen3_video=qwen3_video)
     if budget is None or budget.modality is None:
         return None
     _, _, hidden, width, gated, pixel_values = tower

@@ -163,6 +163,9 @@ CHANGES = (
                "(cudagraph_mm_encoder, off by default in config/compilation.py): no default launch changes"),
 )
 
+#: The rules only a model with a vision tower reads (the encoder profile).
+MULTIMODAL_RULES = ("mm_tie", "qwen3_vl_video")
+
 #: Every release modelled here (a patch of each minor, e.g. 0.10.1.1, is that minor); the last is the default.
 KNOWN = tuple(f"0.{m}" for m in range(5, 34))
 
