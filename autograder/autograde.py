@@ -183,7 +183,8 @@ def default_workers() -> int:
     """One per CPU this process may run on. Kernels forked from the fork server keep a worker busy
     almost all the time, so a spare worker no longer fills idle time: on 2 CPUs, 20 submissions took
     the same at 2, 3 and 4 workers within the machine's noise (12.9-14.0 s, 12.8-14.3 s, 12.9-14.0 s;
-    benchmarks/RESULTS.md) with less CPU at 2, and each worker beyond that holds a kernel in memory."""
+    git log -p benchmarks/RESULTS.md, 2026-12-01) with less CPU at 2, and each worker beyond that holds a
+    kernel in memory."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):

@@ -123,7 +123,7 @@ def kernel_args(sandbox: Sandbox) -> list[str]:
             # the reply; the grader waits for the kernel's idle status on IOPub anyway (_Run)
             "--Kernel._execute_sleep=0",
             # figures as PNGs deflated at zlib's fastest level: the same pixels (PNG is lossless), 0.7%
-            # more bytes, ~6 ms less per figure (~12 ms a notebook, benchmarks/RESULTS.md);
+            # more bytes, ~6 ms less per figure (~12 ms a notebook; git log -p benchmarks/RESULTS.md, 2026-12-01);
             # bbox_inches="tight" is the inline backend's own default, kept
             '--InlineBackend.print_figure_kwargs={"bbox_inches": "tight", "pil_kwargs": {"compress_level": 1}}',
             f"--ipython-dir={sandbox.ipython_dir}"]

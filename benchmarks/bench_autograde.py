@@ -1,7 +1,7 @@
 """Stock ``nbgrader autograde`` vs ``course-grade autograde`` on the same class, same machine, one run.
 
     .venv/bin/python benchmarks/bench_autograde.py                        # 20 submissions, 3 rounds, workers 1,2,4
-    .venv/bin/python benchmarks/bench_autograde.py --students 16 --rounds 3 --workers 2 --write benchmarks/RESULTS.md
+    .venv/bin/python benchmarks/bench_autograde.py --students 16 --rounds 3 --workers 2 --write /tmp/autograde.md
 
 The class is N copies of the reference submission (examples/submissions/reference: the instructor's
 solutions, lab edited to 16), so every run must give full marks; the script checks that it did.

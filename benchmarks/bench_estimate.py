@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_estimate.py [--repeat 5]
 
 Prints one row per preset (its family, the median and the slowest of ``--repeat`` calls) and the
-overall median, as Markdown for benchmarks/RESULTS.md. The target: every call under 0.3 s.
+overall median, as Markdown (benchmarks/results/estimate-time.md). The target: every call under 0.3 s.
 """
 
 from __future__ import annotations

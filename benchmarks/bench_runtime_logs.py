@@ -13,12 +13,13 @@ The sets:
 * ``visible``: ``shared/reference/runtime-logs/`` (copy in ``tests/files/runtime_logs/``), the ten logs the
   constants were first fitted on;
 * ``dev``: ``benchmarks/runtime_logs/dev/``, 28 logs collected as a held-out set, run once as such (its first
-  results are in RESULTS.md), then used to correct the model (each correction says so where it is made):
-  from then on a development set, not a held-out one;
+  results are in benchmarks/runtime_logs/results/pass0-first-run.json), then used to correct the model (each
+  correction says so where it is made): from then on a development set, not a held-out one;
 * ``heldout``: ``benchmarks/runtime_logs/heldout/``, collected after those corrections by someone who had not
   seen the model, never fitted on;
 * ``heldout_c``: ``benchmarks/runtime_logs/heldout_c/``, a third set collected after B's misses were
-  investigated, run once with the estimator as it was (its first results are in RESULTS.md), never fitted on;
+  investigated, run once with the estimator as it was (its first results:
+  benchmarks/runtime_logs/results/heldout-c-first-run.json), never fitted on;
 * ``heldout_d``: ``benchmarks/runtime_logs/heldout_d/``, a fourth set (more SGLang/TensorRT-LLM, direct vLLM launches,
   no Unsloth launches) collected without running the estimator on it, never fitted on.
 """
@@ -139,7 +140,7 @@ def main(argv=None) -> int:
     p.add_argument("--set", choices=(*SETS, "all"), default="all")
     p.add_argument("--json", help="write the rows to this file")
     p.add_argument("--verbose", action="store_true", help="print each case's terms")
-    p.add_argument("--markdown", action="store_true", help="print each set as a markdown table (for RESULTS.md)")
+    p.add_argument("--markdown", action="store_true", help="print each set as a markdown table (for benchmarks/results/)")
     args = p.parse_args(argv)
     names = tuple(SETS) if args.set == "all" else (args.set,)
     all_rows = {}

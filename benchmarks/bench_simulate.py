@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/bench_simulate.py --requests 20000 --repeat 1
     .venv/bin/python benchmarks/bench_simulate.py --policies paged,vllm-v1 --repeat 1
 
-Prints a Markdown table (paste it into benchmarks/RESULTS.md): medians of
+Prints a Markdown table (today's figure: benchmarks/results/admission-simulator.md): medians of
 ``--repeat`` runs, in wall-clock seconds and in CPU seconds of this process
 (the simulator is single-threaded, so on a quiet machine the two agree; on a
 shared one the CPU figure is the steadier). Figures depend on the machine;

@@ -23,6 +23,9 @@ from autograder.cli import build_parser
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 PAGES = sorted((REPO / "docs").glob("*.md"))
+#: The benchmarks' index and its pages, one per topic (issue 40).
+RESULTS_INDEX = REPO / "benchmarks" / "RESULTS.md"
+RESULTS_PAGES = sorted((REPO / "benchmarks" / "results").glob("*.md"))
 #: The pages the README's instructor sections moved to (issue 34).
 INSTRUCTOR_PAGES = ("docs/dask.md", "docs/gradescope.md", "docs/security.md")
 #: A first screen: what a browser shows of the README before any scrolling, at most.
@@ -73,7 +76,8 @@ def test_each_instructor_page_exists_and_is_linked_from_the_readme(page):
     assert page in links(README), f"the README does not link to {page}"
 
 
-@pytest.mark.parametrize("path", [README, *PAGES], ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("path", [README, *PAGES, RESULTS_INDEX, *RESULTS_PAGES],
+                         ids=lambda p: str(p.relative_to(REPO)))
 def test_every_relative_link_leads_somewhere(path):
     broken = []
     for target in links(path):
@@ -86,6 +90,13 @@ def test_every_relative_link_leads_somewhere(path):
         elif fragment and linked.suffix == ".md" and fragment not in anchors(linked):
             broken.append(f"{target}: no heading with the anchor #{fragment} in {linked.name}")
     assert not broken, f"{path.relative_to(REPO)}: " + "; ".join(broken)
+
+
+def test_every_results_page_is_listed_in_the_benchmarks_index():
+    listed = {(RESULTS_INDEX.parent / target.partition("#")[0]).resolve() for target in links(RESULTS_INDEX)}
+    missing = [p.name for p in RESULTS_PAGES if p.resolve() not in listed]
+    assert RESULTS_PAGES, "benchmarks/results/ has no page"
+    assert not missing, f"benchmarks/RESULTS.md lists no line for {missing}: add one with the page's headline figure"
 
 
 def _course_grade_lines(path: Path) -> list[str]:

@@ -9,7 +9,7 @@ test_distributed.py. The five: full marks uploaded as a folder, zero, a notebook
 uploaded as a folder and one at the top, and the lab checks failing.
 
 setup.sh as a whole (apt, the image's Python, PyPI) is not run here: it runs in a fresh Ubuntu 22.04 root
-filesystem in benchmarks/gradescope_chroot.sh (minutes; recorded in benchmarks/RESULTS.md); here its
+filesystem in benchmarks/gradescope_chroot.sh (minutes; recorded in benchmarks/results/first-day.md); here its
 Python gate runs, and the grading runs use this checkout's Python, as ``COURSE_GRADE_PYTHON`` allows. Two runs at a time (the machine has 2 cores); each is a fresh process.
 """
 

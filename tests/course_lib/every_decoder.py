@@ -17,7 +17,7 @@ For each ``model_type`` of transformers' causal-LM and image-text-to-text mappin
 A type is **exact** when parameters, buffers, and per layer the KV values per token, the window and the
 per-sequence state all agree. Otherwise the outcome says why, in one of :data:`OUTCOMES`.
 
-Run as a script for the table of benchmarks/RESULTS.md::
+Run as a script for the outcome table (today's figure: benchmarks/results/every-decoder.md)::
 
     .venv/bin/python tests/course_lib/every_decoder.py
 """
@@ -226,7 +226,7 @@ def walk(types: list[str] | None = None, workers: int | None = None) -> list[Res
 
 
 def summary(results: list[Result]) -> str:
-    """The RESULTS.md table: outcomes with counts and their types."""
+    """The outcome table: outcomes with counts and their types."""
     lines = ["| outcome | types | which |", "|---|---:|---|"]
     for outcome in OUTCOMES:
         names = [r.model_type + ("*" if r.formula else "") for r in results if r.outcome == outcome]

@@ -6,7 +6,7 @@ windows, per-sequence state). Here:
 
 * no type may disagree with the model transformers builds (``mismatch``);
 * every type ends as recorded in :data:`NOT_EXACT` (anything else is exact): a type that starts or
-  stops passing fails this test until the record (and benchmarks/RESULTS.md) says so;
+  stops passing fails this test until the record (and benchmarks/results/every-decoder.md) says so;
 * every family with a formula is exact, formula and fallback alike, unless transformers cannot run
   its default config on the meta device.
 
@@ -95,7 +95,7 @@ def test_every_type_ends_as_recorded(results):
     changed = {t: (NOT_EXACT.get(t, "exact"), r.outcome, r.detail) for t, r in results.items()
                if r.outcome != NOT_EXACT.get(t, "exact")}
     assert not changed, ("outcomes differ from the record (recorded, now, detail); update NOT_EXACT and "
-                         f"benchmarks/RESULTS.md: {changed}")
+                         f"benchmarks/results/every-decoder.md: {changed}")
     assert set(NOT_EXACT) <= set(results), f"recorded types transformers no longer registers: " \
                                            f"{sorted(set(NOT_EXACT) - set(results))}"
 

@@ -4,7 +4,7 @@ Every expected figure here is independent of the code under test: a formula from
 source worked by hand, or a figure a runtime printed in a published start-up log
 (``tests/files/runtime_logs/``, a copy of ``shared/reference/runtime-logs/``). The end-to-end
 accuracy over all the logs (and the held-out set) is a benchmark, not a test:
-``benchmarks/bench_runtime_logs.py``, results in ``benchmarks/RESULTS.md``.
+``benchmarks/bench_runtime_logs.py``, results in ``benchmarks/results/runtime-logs.md``.
 """
 
 from __future__ import annotations
