@@ -98,6 +98,23 @@ def list_students(submitted_dir: Path) -> tuple[list[str], dict[str, str]]:
     return sorted(students), dict(sorted(skipped.items()))
 
 
+def check_handed_in(submitted_dir: Path, students: list[str], name: str) -> None:
+    """Refuse, in one line, a batch in which no student has a ``<student>/<name>/`` folder: the wrong
+    assignment was taken (everyone would be ``missing_submission`` at 0, the batch "done")."""
+    if not students or any((submitted_dir / sid / name).is_dir() for sid in students):
+        return
+    seen: set[str] = set()
+    for sid in students[:200]:
+        try:
+            seen.update(shown(p.name) for p in (submitted_dir / sid).iterdir() if p.is_dir() and not p.name.startswith("."))
+        except OSError:
+            continue
+    names = sorted(seen)
+    raise AutograderError(f"none of the {len(students)} students in {submitted_dir} handed in {name}/ "
+                          f"(their folders: {', '.join(names[:10]) or 'none'}{', ...' if len(names) > 10 else ''}); "
+                          f"say which assignment with --assignment NAME")
+
+
 def _ensure_course(results_dir: Path, assignment: Assignment) -> None:
     """Make RESULTS_DIR an nbgrader course root for this source (generate_assignment once per source:
     a new RESULTS_DIR starts from the gradebook an earlier batch built for the same source)."""
@@ -271,6 +288,7 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     original = assignment or default_assignment(submitted=submitted_dir)
     lesson = load_lesson(original.lesson)   # a broken lesson fails here, in one line, before anything is written
     students, skipped = list_students(submitted_dir)
+    check_handed_in(submitted_dir, students, original.name)
     sweep_leftovers()
     # It imports in the background while the probe runs; the workers, forked later, share it.
     fork_server_early(str(REPO), lesson.preload)

@@ -26,8 +26,9 @@ its time limit of wall-clock time not spent on
 the CPU)
 never answers a request the kernel failed on     replaced by a fresh kernel as above, told from
 (ipykernel only logs the handler's error)        the kernel's idle status without a reply
-prints past the output cap                       keeps the first bytes, notes the cut, and drops
-                                                 the rest unparsed (a flood costs the grader ~0)
+prints past the output cap                       keeps the first bytes, notes the cut (on stdout:
+                                                 it costs no points), and drops the rest unparsed
+                                                 (a flood costs the grader ~0)
 ===============================================  ===============================================
 
 Each such cell becomes a :class:`CellEvent`; the notebook's status names the
@@ -66,6 +67,16 @@ from .settings import Settings
 from .text import one_line
 
 KERNEL_NAME = "course-grade-sandbox"
+#: A fresh kernel's program (``python -P -s -c``): ipykernel_launcher's, with '' on sys.path before the first
+#: site-packages, as IPython's init_path puts it in a kernel started in the notebook's folder (``-P`` keeps the
+#: folder off sys.path while ipykernel loads, and makes init_path skip it): a module beside the notebook
+#: imports. The fork server does the same (sandbox/_zygote.py ``_cwd_on_path``).
+KERNEL_MAIN = ("import importlib.util, os, sys\n"
+               "sys.argv[0] = importlib.util.find_spec('ipykernel_launcher').origin\n"
+               "sys.path.insert(next((i for i, p in enumerate(sys.path)\n"
+               "                      if os.path.basename(p) in ('site-packages', 'dist-packages')), 0), '')\n"
+               "from ipykernel import kernelapp\n"
+               "kernelapp.launch_new_instance()\n")
 #: Seconds an interrupted cell has to stop before its kernel is replaced (KeyboardInterrupt takes ms).
 INTERRUPT_GRACE_S = 2.0
 #: Seconds to wait for a cell's last outputs after its reply (nbclient's iopub_timeout).
@@ -260,7 +271,7 @@ def _start_exec(sandbox: Sandbox, context, offset: int, startup_timeout: float, 
     spec_dir = sandbox.root / "kernels" / KERNEL_NAME
     if not (spec_dir / "kernel.json").is_file():
         spec_dir.mkdir(parents=True, exist_ok=True)
-        argv = sandbox.command([sys.executable, "-P", "-s", "-m", "ipykernel_launcher", *kernel_args(sandbox),
+        argv = sandbox.command([sys.executable, "-P", "-s", "-c", KERNEL_MAIN, *kernel_args(sandbox),
                                 "-f", "{connection_file}"])
         (spec_dir / "kernel.json").write_text(json.dumps({
             "argv": argv, "display_name": "Python 3 (sandboxed grader)", "language": "python",
@@ -427,9 +438,12 @@ def _make_client_class():
                 self.note_truncated(*pending)
 
         def note_truncated(self, outs, cell_index, why):
+            """The grader's note, on stdout: scoring never reads it (nbgrader's rule gives 0 to a test cell with
+            an error or anything on stderr, nbgrader 0.9.6 nbgrader/utils.py determine_grade), so the cap
+            costs no points by itself."""
             if cell_index not in self._truncated_cells:
                 self._truncated_cells.add(cell_index)
-                outs.append(nbformat.v4.new_output("stream", name="stderr", text=f"[{why}]\n"))
+                outs.append(nbformat.v4.new_output("stream", name="stdout", text=f"[{why}]\n"))
 
     return CappedClient
 
