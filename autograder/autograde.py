@@ -48,6 +48,7 @@ from .environment import PACKAGES, tree_digest
 from .errors import AutograderError
 from .export import grades_json, write_exports
 from .grade import Job, crashed, grade_submission, read_files, submission_sha
+from .kernels import grading_kernels, instructor_metadata
 from .gradebook import NOT_IN_GRADEBOOK, add_side_cells, hand_grades, merge, open_gradebook
 from .layout import (autograded_path, batch_assignment, load_records, remove_student_files, remove_submitted,
                      write_batch, write_submitted)
@@ -289,6 +290,7 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     lesson = load_lesson(original.lesson)   # a broken lesson fails here, in one line, before anything is written
     students, skipped = list_students(submitted_dir)
     check_handed_in(submitted_dir, students, original.name)
+    kernels = grading_kernels(instructor_metadata(original.notebooks))   # another language's, not installed: refused
     sweep_leftovers()
     # It imports in the background while the probe runs; the workers, forked later, share it.
     fork_server_early(str(REPO), lesson.preload)
@@ -307,7 +309,7 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     # that someone may be editing while the batch runs.
     assignment = _snapshot(original, results_dir)
     spec = load_source(assignment)
-    warnings = list(isolation.warnings) + list(skipped.values())
+    warnings = list(isolation.warnings) + list(skipped.values()) + [k.note for k in kernels.values() if k.note]
     prepared = sidecheck.prepare(assignment, sidecheck.runner(settings, isolation, lesson.preload))
     fingerprint = batch_fingerprint(assignment, settings)
     write_batch(results_dir, {
