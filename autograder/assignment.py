@@ -200,10 +200,12 @@ def default_assignment(name: str | None = None, source: str | Path | None = None
         source = Path(source)
         if (source / "source").is_dir():     # a course root: its source/ folder
             source = source / "source"
-        if name is None and not any(source.glob("*.ipynb")):
-            found = sorted(p.name for p in source.iterdir() if p.is_dir() and any(p.glob("*.ipynb"))) \
-                if source.is_dir() else []
-            name = _one(found, submitted, f"--source {source}")
+        found = assignment_folders(source)
+        if name is None and found:   # a course's source/: its own notebooks are headers and footers, not assignments
+            beside = sorted(p.name for p in source.glob("*.ipynb"))
+            name = _one(found, submitted, f"--source {source}",
+                        f"; {', '.join(beside)} beside them {'is' if len(beside) == 1 else 'are'} nbgrader "
+                        f"header/footer notebook{'s' * (len(beside) != 1)}, not assignments" if beside else "")
         folder = source if name is None or source.name == name and any(source.glob("*.ipynb")) else source / name
         return Assignment.from_source(folder, lesson=lesson)
     if lesson is not None:
@@ -217,7 +219,19 @@ def default_assignment(name: str | None = None, source: str | Path | None = None
     return lesson_assignment(lessons[name])
 
 
-def _one(names: list[str], submitted: str | Path | None, where: str) -> str:
+def assignment_folders(source: Path) -> list[str]:
+    """The assignments of a course's ``source/`` folder: its folders that hold notebooks, as nbgrader's
+    ``source/{assignment_id}/{notebook_id}.ipynb`` layout has them. A notebook in ``source/`` itself is no
+    assignment: courses keep their header and footer there (nbgrader 0.9.6's ``IncludeHeaderFooter.header``,
+    nbgrader/preprocessors/headerfooter.py, which only ``generate_assignment`` reads: it prepends the
+    header's cells to each released notebook, and ``autograde`` grades those cells as any other)."""
+    if not source.is_dir():
+        return []
+    return sorted(p.name for p in source.iterdir() if p.is_dir() and not p.name.startswith(".")
+                  and any(p.glob("*.ipynb")))
+
+
+def _one(names: list[str], submitted: str | Path | None, where: str, aside: str = "") -> str:
     """The assignment meant when none is named: the only one there is, or the only one handed in."""
     if len(names) == 1:
         return names[0]
@@ -227,7 +241,7 @@ def _one(names: list[str], submitted: str | Path | None, where: str) -> str:
         if len(handed) == 1:
             return handed.pop()
     raise AutograderError(f"{where} hold{'s' * (len(names) == 1)} {len(names)} assignments "
-                          f"({', '.join(names) or 'none'}); say which with --assignment NAME")
+                          f"({', '.join(names) or 'none'}){aside}; say which with --assignment NAME")
 
 
 # ---- the parsed source ---------------------------------------------------------------------

@@ -48,6 +48,7 @@ from .environment import PACKAGES, tree_digest
 from .errors import AutograderError
 from .export import grades_json, write_exports
 from .grade import Job, crashed, grade_submission, read_files, submission_sha
+from .kernels import grading_kernels, instructor_metadata
 from .gradebook import NOT_IN_GRADEBOOK, add_side_cells, hand_grades, merge, open_gradebook
 from .layout import (autograded_path, batch_assignment, load_records, remove_student_files, remove_submitted,
                      write_batch, write_submitted)
@@ -96,6 +97,23 @@ def list_students(submitted_dir: Path) -> tuple[list[str], dict[str, str]]:
             skipped[p.name] = (f"skipped the folder {shown(p.name)} in SUBMITTED_DIR: {why}, so it is not a "
                                f"student id; rename it and run again")
     return sorted(students), dict(sorted(skipped.items()))
+
+
+def check_handed_in(submitted_dir: Path, students: list[str], name: str) -> None:
+    """Refuse, in one line, a batch in which no student has a ``<student>/<name>/`` folder: the wrong
+    assignment was taken (everyone would be ``missing_submission`` at 0, the batch "done")."""
+    if not students or any((submitted_dir / sid / name).is_dir() for sid in students):
+        return
+    seen: set[str] = set()
+    for sid in students[:200]:
+        try:
+            seen.update(shown(p.name) for p in (submitted_dir / sid).iterdir() if p.is_dir() and not p.name.startswith("."))
+        except OSError:
+            continue
+    names = sorted(seen)
+    raise AutograderError(f"none of the {len(students)} students in {submitted_dir} handed in {name}/ "
+                          f"(their folders: {', '.join(names[:10]) or 'none'}{', ...' if len(names) > 10 else ''}); "
+                          f"say which assignment with --assignment NAME")
 
 
 def _ensure_course(results_dir: Path, assignment: Assignment) -> None:
@@ -272,6 +290,8 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     original = assignment or default_assignment(submitted=submitted_dir)
     lesson = load_lesson(original.lesson)   # a broken lesson fails here, in one line, before anything is written
     students, skipped = list_students(submitted_dir)
+    check_handed_in(submitted_dir, students, original.name)
+    kernels = grading_kernels(instructor_metadata(original.notebooks))   # another language's, not installed: refused
     sweep_leftovers()
     # It imports in the background while the probe runs; the workers, forked later, share it.
     fork_server_early(str(REPO), lesson.preload)
@@ -290,7 +310,7 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     # that someone may be editing while the batch runs.
     assignment = _snapshot(original, results_dir)
     spec = load_source(assignment)
-    warnings = list(isolation.warnings) + list(skipped.values())
+    warnings = list(isolation.warnings) + list(skipped.values()) + [k.note for k in kernels.values() if k.note]
     prepared = sidecheck.prepare(assignment, sidecheck.runner(settings, isolation, lesson.preload))
     fingerprint = batch_fingerprint(assignment, settings)
     write_batch(results_dir, {

@@ -30,6 +30,7 @@ from .errors import AutograderError
 from .execute import Execution, execute_notebook
 from .feedback import Redactor, assignment_titles, write_feedback, write_feedback_within
 from .inert import instructor_copy
+from .kernels import grading_kernels
 from .layout import autograded_path, feedback_path, record_path
 from .restore import (MAX_NOTEBOOK_BYTES, Refused, read_handed_in, read_submission, refuse_other_coding,
                       restore_cells)
@@ -148,8 +149,10 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
                 restored[nb_spec.name], restored_notes = restore_cells(readable[nb_spec.name], nb_spec)
                 notes += [f"{nb_spec.name}: {n}" for n in restored_notes] if len(spec.notebooks) > 1 else restored_notes
                 nbformat.write(restored[nb_spec.name], sandbox.work / nb_spec.name)
+        kernels = grading_kernels({nb_spec.name: nb_spec.nb.metadata for nb_spec in spec.notebooks})
         for name, nb in restored.items():
-            executions[name] = execute_notebook(nb, sandbox, cell_timeout=settings.cell_timeout,
+            executions[name] = execute_notebook(nb, sandbox, kernel_argv=kernels[name].argv,
+                                                cell_timeout=settings.cell_timeout,
                                                 notebook_timeout=settings.notebook_timeout,
                                                 max_output_bytes=settings.max_output_bytes,
                                                 max_restarts=settings.max_restarts, wall_factor=settings.wall_factor,
