@@ -1,0 +1,64 @@
+"""Round 5's sandbox-side attacks (issue 39): what learner code can see of the grader and of the host.
+
+Each test is one attack as a learner would write it in a cell, graded through the real batch or the
+real sandbox, with the fixture notebook (tests/files/autograder/hostile.py: about 1 s a hand-in).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograder"))
+import hostile  # noqa: E402
+
+from autograder.autograde import main as autograde  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+FULL = 5 + hostile.LAB_POINTS
+
+
+def _grade_one(tmp_path: Path, nb, **kw):
+    submitted, results = tmp_path / "submitted", tmp_path / "results"
+    folder = submitted / "alice" / hostile.ASSIGNMENT
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / hostile.NOTEBOOK)
+    (folder / hostile.LAB.name).write_text(hostile.lab_text(16))
+    options = {"cell_timeout": 20, "notebook_timeout": 60, **kw}
+    batch = autograde(submitted, out=results, workers=1, progress=False, assignment=hostile.assignment(), **options)
+    out = nbformat.read(results / "autograded" / "alice" / hostile.ASSIGNMENT / hostile.NOTEBOOK, as_version=4)
+    return batch.students["alice"], out, results
+
+
+def _stdout(nb, marker: str) -> str:
+    """The stdout of the cell whose source holds ``marker``."""
+    cell = next(c for c in nb.cells if marker in c.get("source", ""))
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("name") == "stdout")
+
+
+# ---- item 3: while a notebook runs, the notebooks on disk are as handed in ------------------------
+
+READ_NOTEBOOKS = """# read-notebooks
+import glob
+found = [line for path in sorted(glob.glob('*.ipynb')) for line in open(path).read().split('\\\\n')
+         if 'HIDDEN' + ' TESTS' in line or 'coll' + 'ect_' in line]   # not this cell's own text
+print('hidden lines on disk:', len(found))
+print('\\n'.join(found))
+"""
+
+
+def test_no_hidden_test_is_on_disk_while_a_notebook_runs(tmp_path):
+    """Stock nbgrader runs each notebook beside the submitted files; course-grade wrote every restored
+    notebook (hidden tests in) into the working folder first, where any cell could read them."""
+    nb = hostile.insert_after(hostile.learner_notebook(), "intro", READ_NOTEBOOKS)
+    result, out, results = _grade_one(tmp_path, nb)
+    printed = _stdout(out, "# read-notebooks")
+    assert printed.startswith("hidden lines on disk: 0"), printed[:500]
+    assert result.score == FULL, result
+    feedback = (results / "feedback" / "alice" / hostile.ASSIGNMENT / f"{hostile.ASSIGNMENT}.html").read_text()
+    assert "BEGIN HIDDEN TESTS" not in feedback
