@@ -36,7 +36,7 @@ class Sandbox:
     """A scratch directory, a uid, a cgroup and a command wrapper for one submission.
 
     Layout under ``root``: ``work/`` (the learner's files; the cwd), ``home/`` ($HOME),
-    ``run/`` (kernel connection file and sockets), ``log/`` (kernel stderr; not visible inside),
+    ``run/`` (kernel connection file and sockets; sealed while learner code runs: :meth:`seal_sockets`), ``log/`` (kernel stderr; not visible inside),
     ``tmp/`` (/tmp under bubblewrap), ``ipython/`` ($IPYTHONDIR: the grader's, read-only inside, so
     no learner file there, a startup file or a config, can run in a fresh kernel), ``mnt/`` (where
     the kernel fork server builds the sandbox's file system). Where the grader can mount, ``root``
@@ -110,6 +110,24 @@ class Sandbox:
             self.cgroup.kill_all()
         elif self.uid is not None:
             kill_uid(self.uid)
+
+    def seal_sockets(self) -> None:
+        """Hand ``run/`` (the kernel's connection file and ZeroMQ sockets) back to the grader, read-only
+        for learner code: called once the kernel has bound its sockets and answered, before any cell.
+
+        The grader connects to those sockets by path, as root, and again whenever IOPub drops a message
+        over the size limit; it writes the connection file there at every kernel start. While ``run/``
+        is the learner's, a cell can replace a socket by a link to any socket of the host (the grader
+        then connects there, each reconnection) or the connection file by a link to any file (the grader
+        then writes through it). Sealed, nothing in it can be renamed, replaced or added. Each kernel's
+        start hands it to the throwaway uid again (the launcher's ``--chown``, the fork server's
+        ``chown``) so the fresh kernel can bind: by then every process of the sandbox is killed
+        (``_Run._close_kernel``), and no learner code runs until the kernel has answered and the folder
+        is sealed again. Without a throwaway uid (``--insecure``) learner code is the grader's uid anyway.
+        """
+        if self.uid is not None:
+            os.chown(self.run_dir, os.geteuid(), os.getegid())   # root/ is the grader's: run/ is no link
+            os.chmod(self.run_dir, 0o755)
 
     def counters(self) -> dict[str, int]:
         """The cgroup's cumulative ``oom_kill`` and ``pids_max`` events and its ``pids`` (zeros without one)."""

@@ -62,3 +62,49 @@ def test_no_hidden_test_is_on_disk_while_a_notebook_runs(tmp_path):
     assert result.score == FULL, result
     feedback = (results / "feedback" / "alice" / hostile.ASSIGNMENT / f"{hostile.ASSIGNMENT}.html").read_text()
     assert "BEGIN HIDDEN TESTS" not in feedback
+
+
+# ---- item 2: the grader never follows a path the learner controls ----------------------------------
+
+REPLACE_SOCKET = """# replace-socket
+import json, os
+info = json.load(open('../run/kernel.json'))
+path = f"{info['ip']}-{info['iopub_port']}"
+try:
+    os.unlink(path)
+    os.symlink(%r, path)
+    print('replaced')
+except OSError as e:
+    print('refused', e.errno)
+"""
+
+
+def test_a_cell_cannot_point_the_graders_socket_elsewhere(tmp_path):
+    """A cell replaces its IOPub socket by a link to another socket of the host, then sends one message
+    over the size limit: ZeroMQ drops the connection and the grader connects again, by path, as root."""
+    import socket
+
+    from autograder.execute import execute_notebook
+    from autograder.sandbox import Limits, Sandbox, probe, scratch_dir
+
+    if not probe().drop_uid:
+        pytest.skip("needs the throwaway uid: without it learner code is the grader's own uid")
+    attacker = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    attacker.bind(str(tmp_path / "attacker.sock"))
+    attacker.listen(64)
+    attacker.setblocking(False)
+    cells = [REPLACE_SOCKET % str(tmp_path / "attacker.sock"), "print('x' * (2 * 2**20))", "print('still here')"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    with Sandbox(scratch_dir(), Limits(), probe()) as box:
+        ex = execute_notebook(nb, box, cell_timeout=30, max_message_bytes=2**20)
+    connections = 0
+    while True:
+        try:
+            attacker.accept()[0].close()
+            connections += 1
+        except BlockingIOError:
+            break
+    attacker.close()
+    assert connections == 0, f"the grader connected to the learner's link {connections} times"
+    assert _stdout(ex.nb, "# replace-socket").startswith("refused"), ex.nb.cells[0].outputs
+    assert _stdout(ex.nb, "still here") == "still here\n", "the hand-in goes on: the cell cost only itself"
