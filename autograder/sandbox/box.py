@@ -27,7 +27,7 @@ from .forkserver import ForkedProcess, ForkServerError
 from .isolation import DiskCap, Isolation, KernelStart, Network
 from .kernel_env import kernel_env, make_ipython_dir, seed_matplotlib_cache
 from .limits import Limits
-from .mounts import INNER_LAUNCHER, LAUNCHER, REPO, bwrap_command, mount_plan
+from .mounts import INNER_LAUNCHER, INNER_PYTHON, LAUNCHER, REPO, bwrap_command, mount_plan
 from .scratch import mount_tmpfs, unmount
 from .servers import fork_server
 
@@ -78,6 +78,7 @@ class Sandbox:
         make_ipython_dir(self.ipython_dir)
         os.chmod(self.root, 0o711)
         shutil.copyfile(LAUNCHER, self.launcher_dir / "launch.py")
+        (self.launcher_dir / "python").symlink_to(sys.executable)   # INNER_PYTHON
         os.chmod(self.launcher_dir, 0o700)  # root only: the learner's uid cannot list or read it
         os.chmod(self.log_dir, 0o700)
         os.chmod(self.tmp, 0o1777)
@@ -182,7 +183,7 @@ class Sandbox:
         iso, lim = self.isolation, self.limits
         cwd = Path(cwd or self.work)
         launch = [sys.executable, "-I", str(LAUNCHER)]
-        inner = [sys.executable, "-I", INNER_LAUNCHER] if iso.bubblewrap else list(launch)
+        inner = [INNER_PYTHON, "-I", INNER_LAUNCHER] if iso.bubblewrap else list(launch)
         if not iso.bubblewrap and iso.network == Network.UNSHARE:
             inner.append("--unshare-net")
         if self.uid is not None:
@@ -207,7 +208,8 @@ class Sandbox:
         bw += ["--chdir", str(cwd), "--"]
         # bwrap's --die-with-parent ties the sandbox to bwrap, not bwrap to us: the outer
         # launcher sets PDEATHSIG (kept across exec) so that bwrap dies with the grader.
-        outer = launch + join + ["--pdeathsig", str(os.getpid()), "--"]
+        # --hide-args: bubblewrap's options and the inner launcher's go by memfd, not in /proc/1/cmdline.
+        outer = launch + join + ["--pdeathsig", str(os.getpid()), "--hide-args", "3", "--"]
         return outer + bw + inner
 
     def rlimits(self) -> dict[str, int]:

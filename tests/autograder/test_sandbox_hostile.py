@@ -108,3 +108,37 @@ def test_a_cell_cannot_point_the_graders_socket_elsewhere(tmp_path):
     assert connections == 0, f"the grader connected to the learner's link {connections} times"
     assert _stdout(ex.nb, "# replace-socket").startswith("refused"), ex.nb.cells[0].outputs
     assert _stdout(ex.nb, "still here") == "still here\n", "the hand-in goes on: the cell cost only itself"
+
+
+# ---- item 6: nothing of the host's paths in the sandbox's /proc/1/cmdline ---------------------------
+
+READ_CMDLINES = r"""
+import json, os
+print(json.dumps({str(pid): open(f'/proc/{pid}/cmdline', 'rb').read().rstrip(b'\0').decode(errors='replace')
+                  for pid in (1, os.getppid())}))
+"""
+
+
+@pytest.mark.parametrize("kernels", ["fork", "exec"])
+def test_the_sandboxs_first_process_names_no_path_of_the_host(kernels):
+    """/proc/1/cmdline (the kernel's parent, the sandbox's init) showed the checkout's path, the fork
+    server's socket (forked kernels), or bubblewrap's whole mount plan (exec'd kernels)."""
+    import dataclasses
+
+    from autograder.execute import execute_notebook
+    from autograder.sandbox import Limits, Sandbox, probe, scratch_dir
+    from autograder.sandbox.servers import _servers
+
+    iso = probe()
+    if not iso.bubblewrap or (kernels == "fork" and iso.kernels != "fork"):
+        pytest.skip(f"no {kernels}ed kernels here (the probe says why)")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(READ_CMDLINES)])
+    with Sandbox(scratch_dir(), Limits(), dataclasses.replace(iso, kernels=kernels)) as box:
+        ex = execute_notebook(nb, box, cell_timeout=30)
+        root = str(box.root)
+    seen = json.loads(_stdout(ex.nb, "cmdline"))
+    host = {str(REPO), sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)), root,
+            *(str(s.folder) for s in _servers.values() if s is not None)}
+    assert set(seen) == {"1"}, seen   # the kernel's parent is the sandbox's pid 1
+    leaks = [path for path in host if path in seen["1"]]
+    assert not leaks and "zygote" not in seen["1"], seen["1"]
