@@ -233,7 +233,22 @@ def start_kernel(sandbox: Sandbox, *, startup_timeout: float, max_message_bytes:
     kernel is forked from this batch's server; else (or if the server is gone) it is a fresh
     Python under bubblewrap. Either way it runs with :func:`kernel_args`, in the same isolation.
     ``kernel_argv``: another language's installed kernel (:mod:`autograder.kernels`), run under bubblewrap.
+    Once it answers, before any learner code runs, its socket folder is sealed
+    (:meth:`~autograder.sandbox.box.Sandbox.seal_sockets`): every later connection the grader makes
+    goes to the kernel's own sockets, never to a path learner code replaced.
     """
+    kernel = _start_kernel(sandbox, startup_timeout=startup_timeout, max_message_bytes=max_message_bytes,
+                           log_file=log_file, kernel_argv=kernel_argv)
+    try:
+        sandbox.seal_sockets()
+    except OSError:
+        kernel.close()
+        raise
+    return kernel
+
+
+def _start_kernel(sandbox: Sandbox, *, startup_timeout: float, max_message_bytes: int,
+                  log_file: IO[bytes], kernel_argv: tuple[str, ...] | None = None) -> Kernel:
     import zmq
     from jupyter_client import KernelManager
 

@@ -148,7 +148,9 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
             if nb_spec.name in readable:
                 restored[nb_spec.name], restored_notes = restore_cells(readable[nb_spec.name], nb_spec)
                 notes += [f"{nb_spec.name}: {n}" for n in restored_notes] if len(spec.notebooks) > 1 else restored_notes
-                nbformat.write(restored[nb_spec.name], sandbox.work / nb_spec.name)
+                # On disk each notebook is as handed in, as stock nbgrader's kernel sees the submitted folder:
+                # the restored copy (hidden tests in) exists only in the grader, never where a cell can read it.
+                (sandbox.work / nb_spec.name).write_bytes(files[nb_spec.name])
         kernels = grading_kernels({nb_spec.name: nb_spec.nb.metadata for nb_spec in spec.notebooks})
         for name, nb in restored.items():
             executions[name] = execute_notebook(nb, sandbox, kernel_argv=kernels[name].argv,

@@ -6,9 +6,9 @@ grade_id, wherever the learner edited, moved or deleted it, and clears every out
 
 Reading a hand-in (:func:`read_handed_in`) trusts nothing about it: the grader may run as
 root, so a file is opened without following links (``O_PATH | O_NOFOLLOW``, folder by
-folder), checked on its descriptor (a regular file, one hard link, owned by its folder's
-owner, under a size cap) and only then read, so that a link to ``/etc/shadow`` is refused
-rather than graded. No message ever quotes a submission's bytes: they would end up in
+folder), checked on its descriptor (a regular file owned by its folder's owner, one hard link
+unless that owner is a learner's own uid (:func:`links_are_harmless`), under a size cap) and only
+then read, so that a link to ``/etc/shadow`` is refused rather than graded. No message ever quotes a submission's bytes: they would end up in
 grades.json, the CSV, the Gradescope JSON and the feedback page.
 """
 
@@ -100,11 +100,11 @@ def read_handed_in(folder: Path, name: str, max_bytes: int) -> bytes | None:
             raise Refused(f"{name} is a link; hand in the file itself")
         if not stat.S_ISREG(st.st_mode):
             raise Refused(f"{name} is not a regular file")
-        if st.st_nlink != 1:
-            raise Refused(f"{name} has {st.st_nlink} hard links (it is another file too); hand in a plain copy")
         if st.st_uid != owner:
             raise Refused(f"{name} is owned by uid {st.st_uid}, not by the owner of its folder (uid {owner}); "
                           f"hand in your own copy")
+        if st.st_nlink != 1 and not links_are_harmless(st.st_uid):
+            raise Refused(f"{name} has {st.st_nlink} hard links (it is another file too); hand in a plain copy")
         if st.st_size > max_bytes:
             raise Refused(f"{name} is {st.st_size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.0f} MiB limit")
         try:
@@ -128,6 +128,30 @@ def read_handed_in(folder: Path, name: str, max_bytes: int) -> bytes | None:
     finally:
         for fd in reversed(fds):
             os.close(fd)
+
+
+def links_are_harmless(owner_uid: int) -> bool:
+    """May a hand-in with more than one hard link be read, given that it is owned by its folder's owner?
+
+    A hard link is refused for what it could smuggle in: a file the learner could not read
+    themselves (``/etc/shadow``, the instructor's source), read for them by a grader that runs as
+    root. Ownership settles that where each learner owns their folder (a JupyterHub exchange, one
+    uid per learner): a file owned by that learner is theirs whatever other names it has, and a
+    learner who links someone else's file into their own folder holds a file owned by the other
+    uid, refused by the owner check before this one. So the *victim* of a link (Alice, whose
+    notebook Mallory linked into her own folder) is graded on her own bytes, and the *linker*
+    (Mallory) is refused.
+
+    Where the folder's owner is root or the grader's own uid (every hand-in collected by one
+    account, the tests' class), ownership tells nothing: a secret of that account linked in looks
+    like a hand-in, so a file with several links stays refused there, as before.
+
+    >>> links_are_harmless(1001) == (os.geteuid() != 1001)
+    True
+    >>> links_are_harmless(0)
+    False
+    """
+    return owner_uid not in (0, os.geteuid())
 
 
 def restore_cells(submitted: nbformat.NotebookNode, spec: NotebookSpec) -> tuple[nbformat.NotebookNode, list[str]]:

@@ -5,7 +5,11 @@ bubblewrap, so it imports only the standard library and never the package.
 
     python -I _launch.py [--cgroup-procs FILE]... [--unshare-net] [--chown PATH]...
                          [--uid N] [--rlimit NAME=VALUE]... [--env KEY=VALUE]...
-                         [--chdir DIR] [--pdeathsig PARENT_PID] -- PROGRAM [ARGS...]
+                         [--chdir DIR] [--pdeathsig PARENT_PID] [--hide-args N] -- PROGRAM [ARGS...]
+    python -I _launch.py --args-fd FD
+
+``--args-fd FD``: the options and the program come NUL-separated from the file FD (closed once read),
+not from the command line: what ``--hide-args`` passes on.
 
 Steps run in this order (each one optional):
 
@@ -19,7 +23,14 @@ Steps run in this order (each one optional):
 6. ``--pdeathsig PARENT_PID``: SIGKILL us when our parent dies (set after the uid
    change, which would clear it); if the parent is already gone (it died before
    this line), exit at once instead of running orphaned.
-7. exec PROGRAM with exactly the ``--env`` variables (nothing inherited).
+7. exec PROGRAM with exactly the ``--env`` variables (nothing inherited); with ``--hide-args N``,
+   PROGRAM is bubblewrap and learner code must not read its command line in ``/proc/1/cmdline``
+   (bubblewrap's init keeps it: the sandbox's mount plan, the checkout's paths): its options go
+   through a memfd (bubblewrap's ``--args FD``, which it closes), and of the command after its
+   ``--`` the first N words stay (the inner launcher's interpreter and script, at
+   ``/run/course-grade/``) while the rest goes through a second memfd, to the inner launcher's
+   ``--args-fd``. What is left: ``bwrap --args 3 -- /run/course-grade/python -I
+   /run/course-grade/launch.py --args-fd 4``.
 
 Exit status 97 means a step failed before the program started.
 
@@ -83,7 +94,40 @@ def set_rlimits(limits):
         _fail(f"could not set rlimit: {e}")
 
 
+def _memfd(words):
+    """An inheritable memfd holding ``words``, NUL-separated, read from its start."""
+    fd = os.memfd_create("args", 0)
+    os.write(fd, b"".join(w.encode(errors="surrogateescape") + b"\0" for w in words))
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def hide_args(program, keep):
+    """bubblewrap's command line ``program`` with its options and all but ``keep`` words of its command
+    in memfds (see step 7): the command line to exec."""
+    split = program.index("--")
+    command = program[split + 1:]
+    options, rest = _memfd(program[1:split]), _memfd(command[keep:])
+    return [program[0], "--args", str(options), "--", *command[:keep], "--args-fd", str(rest)]
+
+
+def _read_args(fd):
+    data = b""
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        data += chunk
+    os.close(fd)
+    return [w.decode(errors="surrogateescape") for w in data.split(b"\0")[:-1]]
+
+
 def main(argv):
+    if argv[:1] == ["--args-fd"] and len(argv) == 2:
+        try:
+            argv = _read_args(int(argv[1]))
+        except (OSError, ValueError) as e:
+            _fail(f"could not read the options from fd {argv[1]}: {e}")
     if "--" not in argv:
         _fail("usage: _launch.py [options] -- PROGRAM [ARGS...]")
     split = argv.index("--")
@@ -94,6 +138,7 @@ def main(argv):
     uid = None
     chdir = None
     parent = None
+    hide = None
     unshare_net = False
     i = 0
     while i < len(opts):
@@ -122,6 +167,8 @@ def main(argv):
             chdir = value
         elif opt == "--pdeathsig":
             parent = int(value)
+        elif opt == "--hide-args":
+            hide = int(value)
         else:
             _fail(f"unknown option {opt}")
 
@@ -150,6 +197,11 @@ def main(argv):
             _fail(f"could not enter {chdir}: {e}")
     # Python ignores SIGXFSZ; restore the default so programs that are not Python die on it too.
     signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    if hide is not None:
+        try:
+            program = hide_args(program, hide)
+        except (OSError, ValueError) as e:
+            _fail(f"could not pass the options by memfd: {e}")
     try:
         os.execve(program[0], program, env)
     except OSError as e:

@@ -25,7 +25,8 @@ step bubblewrap and ``_launch.py`` take is taken again here, before any learner 
    builds the file system from the request's mount plan (the same plan bubblewrap is given:
    read-only system, Python and course library, the scratch folders read-write, a fresh /proc and
    /dev; :func:`autograder.sandbox.mounts.mount_plan`), pivots into it, sets the hostname, brings
-   up the loopback device, forks the kernel and reaps every orphan until the kernel exits;
+   up the loopback device, forks the kernel and reaps every orphan until the kernel exits; its
+   command line (``/proc/1/cmdline`` inside) says ``sandbox-init``, nothing of the host's paths;
 3. the **kernel** (pid 2) hands the scratch folders to the throwaway uid, drops every group and
    becomes that uid (so it holds no capability), sets no_new_privs and the rlimits (the
    launcher's own routines, ``_launch.py``, loaded by path), dies with the init, takes exactly the
@@ -62,6 +63,7 @@ import traceback
 
 FAILED = 97
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
+PR_SET_MM, PR_SET_MM_ARG_END = 35, 9
 CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS = 0x00020000, 0x02000000, 0x04000000
 CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
@@ -298,9 +300,29 @@ def _monitor(req, fds, server_pid):
         _exit_like(status)
 
 
+def _set_cmdline(argv):
+    """Make this process's ``/proc/PID/cmdline`` say ``argv`` (cut to fit): what ``ps`` and learner code
+    read of it. A forked process keeps the server's command line (this file's path in the checkout,
+    the server's socket); its bytes lie between ``arg_start`` and ``arg_end`` (fields 48 and 49 of
+    ``/proc/self/stat``, proc(5)) in our own memory, overwritten here as setproctitle does. Python's
+    ``sys.argv`` is a copy, untouched. The area ends in a NUL, so the kernel reads no further; where
+    we may (root: CAP_SYS_RESOURCE), ``arg_end`` moves to the new end, else NULs pad it.
+    """
+    with open("/proc/self/stat", "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()   # fields[0] is field 3 (state)
+    start, end = int(fields[48 - 3]), int(fields[49 - 3])
+    if end <= start:
+        return
+    data = b"\0".join(str(a).encode() for a in argv)[:end - start - 1] + b"\0"
+    ctypes.memset(start, 0, end - start)
+    ctypes.memmove(start, data, len(data))
+    _libc.prctl(PR_SET_MM, PR_SET_MM_ARG_END, ctypes.c_ulong(start + len(data)), 0, 0)   # best effort
+
+
 def _init(req, alive_r):
     """Step 2: pid 1 of the new pid namespace; the file system; the kernel; reaps until it exits."""
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    _set_cmdline(["sandbox-init"])   # learner code reads /proc/1/cmdline: nothing of the host's paths
     import select
     if select.select([alive_r], [], [], 0)[0]:   # readable = end of file: the monitor is already gone
         os._exit(FAILED)
@@ -335,6 +357,8 @@ def _kernel(req):
         os._exit(FAILED)
     uid = req.get("uid")
     _oom_score_adj(0)                   # as any process; the learner cannot lower it again
+    if req.get("mode") != "exec":       # what an exec'd kernel's /proc/self/cmdline says (exec replaces it)
+        _set_cmdline([sys.executable, "-P", "-s", "-m", "ipykernel_launcher", *req["argv"]])
     if uid is not None:
         _launch.drop_privileges(uid, req.get("chown", []))
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")

@@ -27,7 +27,7 @@ from .forkserver import ForkedProcess, ForkServerError
 from .isolation import DiskCap, Isolation, KernelStart, Network
 from .kernel_env import kernel_env, make_ipython_dir, seed_matplotlib_cache
 from .limits import Limits
-from .mounts import INNER_LAUNCHER, LAUNCHER, REPO, bwrap_command, mount_plan
+from .mounts import INNER_LAUNCHER, INNER_PYTHON, LAUNCHER, REPO, bwrap_command, mount_plan
 from .scratch import mount_tmpfs, unmount
 from .servers import fork_server
 
@@ -36,7 +36,7 @@ class Sandbox:
     """A scratch directory, a uid, a cgroup and a command wrapper for one submission.
 
     Layout under ``root``: ``work/`` (the learner's files; the cwd), ``home/`` ($HOME),
-    ``run/`` (kernel connection file and sockets), ``log/`` (kernel stderr; not visible inside),
+    ``run/`` (kernel connection file and sockets; sealed while learner code runs: :meth:`seal_sockets`), ``log/`` (kernel stderr; not visible inside),
     ``tmp/`` (/tmp under bubblewrap), ``ipython/`` ($IPYTHONDIR: the grader's, read-only inside, so
     no learner file there, a startup file or a config, can run in a fresh kernel), ``mnt/`` (where
     the kernel fork server builds the sandbox's file system). Where the grader can mount, ``root``
@@ -78,6 +78,7 @@ class Sandbox:
         make_ipython_dir(self.ipython_dir)
         os.chmod(self.root, 0o711)
         shutil.copyfile(LAUNCHER, self.launcher_dir / "launch.py")
+        (self.launcher_dir / "python").symlink_to(sys.executable)   # INNER_PYTHON
         os.chmod(self.launcher_dir, 0o700)  # root only: the learner's uid cannot list or read it
         os.chmod(self.log_dir, 0o700)
         os.chmod(self.tmp, 0o1777)
@@ -110,6 +111,24 @@ class Sandbox:
             self.cgroup.kill_all()
         elif self.uid is not None:
             kill_uid(self.uid)
+
+    def seal_sockets(self) -> None:
+        """Hand ``run/`` (the kernel's connection file and ZeroMQ sockets) back to the grader, read-only
+        for learner code: called once the kernel has bound its sockets and answered, before any cell.
+
+        The grader connects to those sockets by path, as root, and again whenever IOPub drops a message
+        over the size limit; it writes the connection file there at every kernel start. While ``run/``
+        is the learner's, a cell can replace a socket by a link to any socket of the host (the grader
+        then connects there, each reconnection) or the connection file by a link to any file (the grader
+        then writes through it). Sealed, nothing in it can be renamed, replaced or added. Each kernel's
+        start hands it to the throwaway uid again (the launcher's ``--chown``, the fork server's
+        ``chown``) so the fresh kernel can bind: by then every process of the sandbox is killed
+        (``_Run._close_kernel``), and no learner code runs until the kernel has answered and the folder
+        is sealed again. Without a throwaway uid (``--insecure``) learner code is the grader's uid anyway.
+        """
+        if self.uid is not None:
+            os.chown(self.run_dir, os.geteuid(), os.getegid())   # root/ is the grader's: run/ is no link
+            os.chmod(self.run_dir, 0o755)
 
     def counters(self) -> dict[str, int]:
         """The cgroup's cumulative ``oom_kill`` and ``pids_max`` events and its ``pids`` (zeros without one)."""
@@ -164,7 +183,7 @@ class Sandbox:
         iso, lim = self.isolation, self.limits
         cwd = Path(cwd or self.work)
         launch = [sys.executable, "-I", str(LAUNCHER)]
-        inner = [sys.executable, "-I", INNER_LAUNCHER] if iso.bubblewrap else list(launch)
+        inner = [INNER_PYTHON, "-I", INNER_LAUNCHER] if iso.bubblewrap else list(launch)
         if not iso.bubblewrap and iso.network == Network.UNSHARE:
             inner.append("--unshare-net")
         if self.uid is not None:
@@ -189,7 +208,8 @@ class Sandbox:
         bw += ["--chdir", str(cwd), "--"]
         # bwrap's --die-with-parent ties the sandbox to bwrap, not bwrap to us: the outer
         # launcher sets PDEATHSIG (kept across exec) so that bwrap dies with the grader.
-        outer = launch + join + ["--pdeathsig", str(os.getpid()), "--"]
+        # --hide-args: bubblewrap's options and the inner launcher's go by memfd, not in /proc/1/cmdline.
+        outer = launch + join + ["--pdeathsig", str(os.getpid()), "--hide-args", "3", "--"]
         return outer + bw + inner
 
     def rlimits(self) -> dict[str, int]:

@@ -37,6 +37,9 @@ LAUNCHER = Path(__file__).resolve().with_name("_launch.py")
 #: uid), from a root-only folder, so learner code cannot read even this file of the grader.
 INNER_LAUNCHER_DIR = "/run/course-grade"
 INNER_LAUNCHER = f"{INNER_LAUNCHER_DIR}/launch.py"
+#: The interpreter that runs it there: a link to the grader's Python in the same folder, so that
+#: bubblewrap's command line (``/proc/1/cmdline`` inside) names no path of the host's.
+INNER_PYTHON = f"{INNER_LAUNCHER_DIR}/python"
 #: What learner code may import from the course: the library, which learners install anyway.
 TRUSTED_DIRS = (REPO / "course_lib",)
 #: The grader and the lessons beside it: never readable from the sandbox. Hidden tests carry their

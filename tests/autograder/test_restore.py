@@ -74,6 +74,23 @@ def test_the_reader_takes_a_plain_file_and_says_absent_for_none(tmp_path):
     assert read_handed_in(tmp_path / "submitted" / "bob" / hostile.ASSIGNMENT, hostile.NOTEBOOK, 100) is None
 
 
+def test_the_victim_of_a_hard_link_is_graded_and_the_linker_refused(tmp_path):
+    """Mallory links Alice's notebook into her own folder: Alice's hand-in is still hers (owned by her,
+    in her folder) and is read; Mallory's is Alice's file, owned by Alice, and is refused."""
+    if os.geteuid() != 0:
+        pytest.skip("two learners' uids need root")
+    alice, mallory = (tmp_path / "submitted" / sid / hostile.ASSIGNMENT for sid in ("alice", "mallory"))
+    for uid, folder in ((5001, alice), (5002, mallory)):
+        folder.mkdir(parents=True)
+        os.chown(folder, uid, uid)
+    (alice / hostile.NOTEBOOK).write_bytes(b'{"alice": 1}')
+    os.chown(alice / hostile.NOTEBOOK, 5001, 5001)
+    os.link(alice / hostile.NOTEBOOK, mallory / hostile.NOTEBOOK)
+    assert read_handed_in(alice, hostile.NOTEBOOK, 100) == b'{"alice": 1}'
+    with pytest.raises(Refused, match="owned by uid 5001, not by the owner of its folder"):
+        read_handed_in(mallory, hostile.NOTEBOOK, 100)
+
+
 @pytest.mark.parametrize("how, why", [
     ("hardlink", "2 hard links"), ("symlink", "is a link"), ("fifo", "not a regular file"),
     ("folder", "not a regular file"), ("big", "over the"), ("owner", "owned by uid 4242"),
