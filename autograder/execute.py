@@ -29,6 +29,10 @@ never answers a request the kernel failed on     replaced by a fresh kernel as a
 prints past the output cap                       keeps the first bytes, notes the cut (on stdout:
                                                  it costs no points), and drops the rest unparsed
                                                  (a flood costs the grader ~0)
+sends a message nested deeper than               reads none of it (:mod:`autograder.jsonshape`
+:data:`MAX_MESSAGE_DEPTH` levels or holding more  reads its shape from the bytes first) and fails
+than :data:`MAX_MESSAGE_CONTAINERS` objects and  the cell with an error output saying so
+arrays (on its own IOPub socket)
 ===============================================  ===============================================
 
 Each such cell becomes a :class:`CellEvent`; the notebook's status names the
@@ -60,6 +64,7 @@ from course_lib.units import KiB, MiB
 
 from .answers import ANSWER_MIME
 from .cells import grade_id
+from .jsonshape import TooLarge, shape
 from .results import DISK_LIMIT, KERNEL_DIED, MEMORY_LIMIT, PROCESS_LIMIT, SEVERITY, TIMEOUT
 from .sandbox import Sandbox, fork_server
 from .sandbox.forkserver import ForkedProcess, ForkServerError
@@ -86,6 +91,12 @@ POLL_S = 0.25
 #: Seconds a cell's reply may trail the kernel's idle status after it; past that, the kernel failed on the
 #: request and will never answer (ipykernel's handler raised: it logs the error, publishes idle, and no reply).
 REPLY_GRACE_S = 2.0
+#: The deepest nesting a kernel message's parts (header, parent, metadata, content) may have, and the most
+#: objects and arrays each may hold: past either, the grader parses none of it (``json.loads`` recursed into
+#: a RecursionError in the grader on a header 200,000 deep; 32 MiB of ``{}`` would be 16 million dicts), and
+#: an IOPub message sent while a cell runs fails that cell. A figure's or a widget's JSON is ~10 deep.
+MAX_MESSAGE_DEPTH = 100
+MAX_MESSAGE_CONTAINERS = 100_000
 log = logging.getLogger(__name__)
 
 
@@ -592,6 +603,8 @@ class _Run:
         self.completed: list[int] = []
         """Cells that ran to a reply in some kernel (errors included): what a fresh kernel replays."""
         self.restarts = 0
+        self.refused_cells: set[int] = set()
+        """Cells already failed for a message the grader would not parse (one error output each)."""
         self.kernel: Kernel | None = None
         self.notebook: Budget | None = None
         """The notebook's time, from its first cell (:class:`Budget`)."""
@@ -893,7 +906,7 @@ class _Run:
                         break
                     try:
                         _, parts = kernel.kc.session.feed_identities(frames, copy=False)
-                        if json.loads(parts[2].bytes).get("msg_id") == request:
+                        if _unparsable(parts[2:3]) is None and json.loads(parts[2].bytes).get("msg_id") == request:
                             return True
                     except (ValueError, IndexError, TypeError, AttributeError):
                         continue
@@ -922,6 +935,10 @@ class _Run:
         """
         try:
             _, parts = session.feed_identities(frames, copy=False)
+            why = _unparsable(parts[1:3])
+            if why is not None:   # whose it is cannot be read: the cell running now (learner code sent it)
+                self._refuse(cell, index, record, why)
+                return False
             header = json.loads(parts[1].bytes)
             parent = json.loads(parts[2].bytes)
         except (ValueError, IndexError, TypeError):
@@ -942,7 +959,11 @@ class _Run:
             if not may_keep:
                 client.note_cap(cell.outputs, index)
                 return False
-        msg = _deserialize(session, frames)
+        why = _unparsable(parts[3:5])
+        if why is not None:
+            self._refuse(cell, index, record, why)
+            return False
+        msg = _deserialize(session, frames, scanned=True)
         if msg is None:
             return False
         if msg_type == "status":
@@ -957,6 +978,16 @@ class _Run:
         finally:
             client.incoming_bytes = 0
         return False
+
+    def _refuse(self, cell, index: int, record: bool, why: str) -> None:
+        """Fail cell ``index`` for a message the grader would not parse (``why``): one error output, so
+        nbgrader's rule gives a test cell 0; the rest of the run goes on."""
+        if not record or index in self.refused_cells:
+            return
+        self.refused_cells.add(index)
+        evalue = f"{why}; the grader read none of it, and this cell fails"
+        cell.outputs.append(nbformat.v4.new_output("error", ename="MalformedKernelMessage", evalue=evalue,
+                                                   traceback=[f"MalformedKernelMessage: {evalue}"]))
 
     # -- the result
     def _stop(self, index: int, status: str, message: str) -> None:
@@ -1003,13 +1034,31 @@ def _gone(kernel: Kernel, within: float) -> bool:
     return True
 
 
-def _deserialize(session, frames) -> dict | None:
-    """A verified message, or None for one that is not (a forged or torn message is dropped)."""
+def _deserialize(session, frames, scanned: bool = False) -> dict | None:
+    """A verified message, or None for one that is not (a forged or torn message is dropped, and so is
+    one past the bounds of :func:`_unparsable`, unless ``scanned``: the caller has checked them)."""
     try:
         _, parts = session.feed_identities(frames, copy=False)
+        if not scanned and _unparsable(parts[1:5]) is not None:
+            return None
         return session.deserialize(parts, content=True, copy=False)
     except Exception:  # noqa: BLE001 - ValueError("Invalid Signature"), TypeError, JSON errors...
         return None
+
+
+def _unparsable(parts) -> str | None:
+    """Why the grader will not parse these JSON parts of a message (too deep, too many objects and
+    arrays: :data:`MAX_MESSAGE_DEPTH`, :data:`MAX_MESSAGE_CONTAINERS`), or None; read from the bytes.
+
+    >>> _unparsable([b'{"msg_id": "1"}', b"[" * 101 + b"]" * 101])
+    'a message from the kernel nests deeper than 100 levels'
+    """
+    for part in parts:
+        try:
+            shape(getattr(part, "bytes", part), max_depth=MAX_MESSAGE_DEPTH, max_containers=MAX_MESSAGE_CONTAINERS)
+        except TooLarge as e:
+            return f"a message from the kernel {e}"
+    return None
 
 
 def _limit_hit(cell, before: dict, after: dict, *, with_cgroup: bool) -> str | None:

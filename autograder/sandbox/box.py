@@ -28,7 +28,7 @@ from .isolation import DiskCap, Isolation, KernelStart, Network
 from .kernel_env import kernel_env, make_ipython_dir, seed_matplotlib_cache
 from .limits import Limits
 from .mounts import INNER_LAUNCHER, INNER_PYTHON, LAUNCHER, REPO, bwrap_command, mount_plan
-from .scratch import mount_tmpfs, unmount
+from .scratch import mount_tmpfs, remove_tree, unmount
 from .servers import fork_server
 
 
@@ -103,7 +103,7 @@ class Sandbox:
         if self.disk_capped:
             unmount(self.root)
             self.disk_capped = False
-        shutil.rmtree(self.root, ignore_errors=True)
+        remove_tree(self.root)   # iterative: whatever learner code left there (shutil.rmtree recurses)
 
     def kill_all(self) -> None:
         """Kill every process of this sandbox: the cgroup's, else those of its throwaway uid."""

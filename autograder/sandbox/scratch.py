@@ -6,7 +6,6 @@ from __future__ import annotations
 import ctypes
 import os
 import re
-import shutil
 import signal
 import tempfile
 from pathlib import Path
@@ -35,6 +34,94 @@ def scratch_dir(kind: str = "") -> Path:
     if kind and kind not in KINDS:
         raise ValueError(f"scratch kind {kind!r} is not one the sweep knows: {KINDS}")
     return Path(tempfile.mkdtemp(prefix=f"cg-{kind + '-' if kind else ''}{os.getpid()}-"))
+
+
+def remove_tree(path: Path) -> None:
+    """Remove ``path`` and all under it, as ``rm -rf`` does, whatever learner code left there; never raises.
+
+    :func:`shutil.rmtree` recurses once per level (Python 3.11: a 1,500-deep chain of folders left in
+    the working folder ended in RecursionError in the grader), and a path longer than ``PATH_MAX``
+    cannot be named at all. Here one loop goes down by descriptor (``O_NOFOLLOW``: a link is removed,
+    never followed), holding one open folder and the names of those above it, and back up through
+    ``..``; a folder that cannot be read (mode 000) is given its owner's rights first. Fifos, sockets
+    and device nodes are unlinked unopened. What cannot be removed is left, as ``ignore_errors`` does.
+
+    >>> top = Path(tempfile.mkdtemp()); chain = top
+    >>> for _ in range(1500):
+    ...     chain = chain / "d"; os.mkdir(chain)
+    >>> os.mkfifo(chain / "fifo"); os.chmod(top / "d", 0)
+    >>> remove_tree(top); top.exists()
+    False
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return
+    except OSError:
+        try:
+            os.unlink(path)   # a link or a file, not a folder
+        except OSError:
+            pass
+        return
+    above: list[tuple[str, set[str]]] = []   # the folders above: each one's name in its parent, and the parent's `stuck`
+    stuck: set[str] = set()                  # what could not be removed in the folder open now
+    try:
+        while True:
+            down = None
+            try:
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        if entry.name in stuck:
+                            continue
+                        if entry.is_dir(follow_symlinks=False):
+                            down = entry.name
+                            break
+                        try:
+                            os.unlink(entry.name, dir_fd=fd)
+                        except FileNotFoundError:
+                            pass
+                        except OSError:
+                            stuck.add(entry.name)
+            except OSError:
+                pass
+            if down is not None:
+                try:
+                    child = _open_dir(down, fd, flags)
+                except OSError:
+                    stuck.add(down)
+                    continue
+                os.close(fd)
+                above.append((down, stuck))
+                fd, stuck = child, set()
+                continue
+            if not above:
+                break
+            name, stuck = above.pop()
+            parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            try:
+                os.rmdir(name, dir_fd=fd)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                stuck.add(name)
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
+def _open_dir(name: str, dir_fd: int, flags: int) -> int:
+    """Open folder ``name`` in ``dir_fd``; one its mode keeps us out of (000) is given u+rwx first."""
+    try:
+        return os.open(name, flags, dir_fd=dir_fd)
+    except PermissionError:
+        os.chmod(name, 0o700, dir_fd=dir_fd)   # the entry was a folder, not a link: nothing is followed
+        return os.open(name, flags, dir_fd=dir_fd)
 
 
 def mount_tmpfs(target: Path, size_bytes: int, max_files: int) -> None:
@@ -87,7 +174,7 @@ def sweep_leftovers() -> None:
     for d in scratch.glob("cg-*-*"):
         m = _SCRATCH.fullmatch(d.name)
         if m and _dead(int(m.group(1))):
-            shutil.rmtree(d, ignore_errors=True)
+            remove_tree(d)
     for root in (d for parent in cgroup_parents() for d in parent.glob("course-grade-*")):
         m = re.match(r"course-grade-(\d+)-", root.name)
         if m and _dead(int(m.group(1))) and root.is_dir():
