@@ -370,7 +370,7 @@ def _parse(path: str, raw: bytes, checks: frozenset[str], has_checks: bool, wher
         if grade or task:
             pts = cell_points(cell)
             if pts is None:
-                raise AutograderError(f"{'grade' if grade else 'task'} cell {gid!r} in {path} needs positive points, "
+                raise AutograderError(f"{'grade' if grade else 'task'} cell {gid!r} in {path} needs points (a number, 0 or more), "
                                       f"has {meta.get('points')!r}")
             if grade and solution:
                 if answers is None:

@@ -72,9 +72,16 @@ def is_manual(cell: Mapping[str, Any]) -> bool:
 
 
 def points(cell: Mapping[str, Any]) -> float | None:
-    """The cell's points when they are a positive number, else None."""
+    """The cell's points when they are a number, 0 or more, else None.
+
+    0 is nbgrader's own value for a cell whose points were left empty (its v1 metadata upgrade,
+    nbgrader/nbgraderformat/v1.py in 0.9.6, writes 0.0), and stock nbgrader grades such a test: 0 of 0.
+
+    >>> points({"metadata": {"nbgrader": {"points": 0}}}), points({"metadata": {"nbgrader": {"points": -1}}})
+    (0.0, None)
+    """
     value = nbgrader_meta(cell).get("points")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         return None
     return float(value)
 

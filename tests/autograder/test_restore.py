@@ -149,8 +149,9 @@ def test_the_cell_count_and_source_size_are_bounded_before_nbformat_sees_them():
 
 
 @pytest.mark.parametrize("flags, refusal", [
-    ({"points": True}, "needs positive points"),        # a bool is not a number of points
-    ({"points": "2"}, "needs positive points"),
+    ({"points": True}, "needs points"),        # a bool is not a number of points
+    ({"points": "2"}, "needs points"),
+    ({"points": -1}, "needs points"),
 ])
 def test_instructor_metadata_is_read_by_the_same_rules_as_a_submission(tmp_path, flags, refusal):
     from autograder.errors import AutograderError
