@@ -29,6 +29,7 @@ from typing import Any
 from .bounds import MAX_DEVICE_BYTES
 from .errors import CourseInputError
 from .runtimes.versions import parse_version
+from .runtimes.vllm_releases import HISTORY as _VLLM_HISTORY
 from .units import GiB
 
 #: Bytes of one unit in the last printed digit of a two-decimal GiB figure.
@@ -249,7 +250,8 @@ def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[s
     note("vllm_version", m, m.group(1) if m else None)
     inferred = infer_vllm_version(text)
     release = parse_version(launch.get("vllm_version")) or parse_version((inferred or (None,))[0])
-    v1_only = release is not None and release >= (0, 11, 0)      # V0 was removed in 0.11
+    v1_only = (release is not None and _VLLM_HISTORY.is_known(release)       # V0 was removed in 0.11: a row of
+               and not _VLLM_HISTORY.at(release).v0_available)            # the release table, not a comparison
     if inferred and ("vllm_version" not in launch or parse_version(launch["vllm_version"]) is None):
         launch["vllm_version_inferred"], ev["vllm_version_inferred"] = inferred
     if re.search(r"V1 LLM engine|EngineCore|gpu_worker\.py|gpu_model_runner\.py", text):

@@ -36,8 +36,7 @@ from ..presets import DEFAULT_MODEL, get_model
 from ..report import comparison_table, offload_report, rollout_report, simulation_report
 from ..scenario import (LESSON_GPU, LESSON_KV_BYTES_PER_TOKEN, LESSON_KV_SOURCE, LESSON_RESERVE, LESSON_WEIGHTS,
                         LESSON_WORKSPACE)
-from ..runtimes.versions import version_arg
-from ..runtimes.vllm_sched import CPU, ENTRYPOINTS, SCHEDULER_RELEASES, vllm_v1_config
+from ..runtimes.vllm_sched import CPU, ENTRYPOINTS, SCHEDULER_RELEASES, scheduler_release, vllm_v1_config
 from ..simulate import simulate
 from ..trace import read_trace, synthetic_trace, to_json_line, write_trace
 from .args import (add_model_args, device_size, dtype_name, model_from_args, number, print_json, renamed, reserve,
@@ -121,7 +120,7 @@ def vllm_config_from_args(args: argparse.Namespace) -> tuple[Any, str, str]:
         if getattr(args, name):
             raise CourseInputError(f"{flag} is for the reserve-max/paged runs; --runtime vllm schedules as vLLM V1 "
                                    f"does (no watermark, its own KV cache): drop {flag} or --runtime")
-    version = version_arg("--vllm-version", args.vllm_version or str(SCHEDULER_RELEASES[-1]), SCHEDULER_RELEASES)
+    version = scheduler_release(args.vllm_version)
     if args.kv_cache_memory_bytes is None:
         raise CourseInputError("--runtime vllm needs --kv-cache-memory-bytes (vLLM's own flag, e.g. 12MiB): the KV "
                                "cache the scheduler hands out; `course-memory estimate --runtime vllm` tells what a "

@@ -65,8 +65,9 @@ HISTORY = History("sglang", (
 ), known=("0.3", "0.4", *(f"0.5.{p}" for p in range(24))))
 KNOWN_VERSIONS = HISTORY.known
 LATEST = HISTORY.latest
-#: PR #10975 replaced the TP-keyed mem_fraction_static with the reserved-memory heuristic (SGLang v0.5.3).
-RESERVED_HEURISTIC_SINCE = Version(0, 5, 3)
+#: PR #10975 replaced the TP-keyed mem_fraction_static with the reserved-memory heuristic (SGLang v0.5.3): the
+#: first release whose ``mem_fraction`` rule is "reserved" in :data:`HISTORY` (read from the table, not restated).
+RESERVED_HEURISTIC_SINCE = next(c.version for c in HISTORY.changes if c.sets.get("mem_fraction") == "reserved")
 
 #: Memory in use before the weights load, per GPU: the CUDA context (fitted on the visible L4 log: 22.03 GiB
 #: total, 21.63 free at "Load weight begin", of which 0.13 GB is "Init torch distributed ends. mem usage=0.13 GB").
@@ -136,7 +137,7 @@ def default_mem_fraction_static(version: Version, gpu_total_bytes: int, tp: int,
     >>> default_mem_fraction_static(Version(0, 5, 5), round(79.18 * 2**30), 1, 1, 8192, 256)   # H100: 13,440 MiB kept
     0.834
     """
-    if version < RESERVED_HEURISTIC_SINCE:      # HISTORY's mem_fraction rule: "by-tp" before 0.5.3
+    if HISTORY.at(version).mem_fraction == "by-tp":      # the release table's row, not a comparison
         return 0.79 if tp >= 16 else 0.81 if tp >= 8 else 0.85 if tp >= 4 else 0.87 if tp >= 2 else 0.88
     gpu_mib = gpu_total_bytes / MiB
     reserved = (512 + max(chunked_prefill_size, 2048) * 1.5 + cuda_graph_max_bs * 2 + tp * pp / 8 * 1024

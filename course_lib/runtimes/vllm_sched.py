@@ -33,48 +33,52 @@ from __future__ import annotations
 from ..admission import VLLM_V1, AdmissionConfig
 from ..errors import CourseInputError
 from ..spec import ModelSpec
-from ..units import GiB
+from .platforms import get_platform
 from .versions import Version
+from .vllm import batch_defaults as _batch_defaults
+from .vllm_releases import HISTORY
 
-#: The releases whose scheduler this policy follows, read from each one's source. 0.33.0 against 0.32.0
-#: (vllm/v1/core/, config/scheduler.py, engine/arg_utils.py, platforms/cpu.py diffed): the modelled rules are
-#: unchanged; its new local ``--prefill-schedule-interval`` (default 1: off) is not modelled, and
-#: ``get_batch_defaults`` keeps a GB10 (DGX Spark) on the small tier (:func:`batch_defaults`).
-SCHEDULER_RELEASES = (Version(0, 32, 0), Version(0, 33, 0))
-#: GPUs 0.33's ``get_batch_defaults`` keeps on the small tier ("GB10 (DGX Spark, cc 12.1) has the memory but not
-#: the compute of a large discrete GPU").
-GB10_NAMES = ("gb10", "dgx-spark")
+#: The releases whose scheduler this policy follows: the rows of :data:`.vllm_releases.HISTORY` whose
+#: ``v1_scheduler`` rule is set (0.32.0, and 0.33.0 whose vllm/v1/core/, config/scheduler.py, engine/arg_utils.py
+#: and platforms/cpu.py, diffed against 0.32.0, leave the modelled rules unchanged; its new local
+#: ``--prefill-schedule-interval``, default 1: off, is not modelled).
+SCHEDULER_RELEASES = tuple(k for k in HISTORY.known if HISTORY.at(k).v1_scheduler)
 CPU = "cpu"
 ENTRYPOINTS = ("serve", "llm")
 
 
 def default_block_size(platform: str) -> int:
-    """The block size vLLM picks when none is given: 128 on CPU (``platforms/cpu.py``), 16 on CUDA."""
-    return 128 if platform == CPU else 16
+    """The block size vLLM picks when none is given: the platform's (:mod:`.platforms`: 128 on CPU, 16 on CUDA)."""
+    return get_platform(platform, platform).default_block_size
+
+
+def scheduler_release(text: str | Version | None) -> Version:
+    """``--vllm-version`` for ``simulate --runtime vllm``: the one parser (``HISTORY.check``, an unknown release refused
+    with the same line as on every path), then a release whose scheduler this policy does not follow refused.
+
+    >>> scheduler_release(None), scheduler_release("0.32.1")
+    (Version(major=0, minor=33, patch=0), Version(major=0, minor=32, patch=1))
+    """
+    version = HISTORY.check(text, "--vllm-version")
+    if not HISTORY.at(version).v1_scheduler:
+        raise CourseInputError(f"--vllm-version={text} with --runtime vllm: the V1 scheduler is modelled for vLLM "
+                               f"{', '.join(str(v) for v in SCHEDULER_RELEASES)} only; use one of them")
+    return version
 
 
 def batch_defaults(platform: str, device_bytes: int = 0, device_name: str = "",
                    entrypoint: str = "serve", version: Version = SCHEDULER_RELEASES[0]) -> tuple[int, int]:
-    """``(max_num_batched_tokens, max_num_seqs)`` vLLM 0.32.0 takes when neither is given.
-
-    From ``EngineArgs.get_batch_defaults`` (``vllm/engine/arg_utils.py``), world size 1; from 0.33.0 a GB10
-    stays on the small tier whatever its memory.
+    """``(max_num_batched_tokens, max_num_seqs)`` vLLM takes when neither is given: the one rule
+    (:func:`.vllm.batch_defaults`, ``EngineArgs.get_batch_defaults``) for ``version``'s row, world size 1.
 
     >>> batch_defaults("cpu", entrypoint="llm"), batch_defaults("cuda", 80 * 2**30, "h100-80gb")
     ((4096, 256), (8192, 1024))
     >>> batch_defaults("cuda", 80 * 2**30, "a100-80gb"), batch_defaults("cuda", 24 * 2**30, "l4", "llm")
     ((2048, 256), (8192, 256))
     """
-    llm = entrypoint == "llm"
-    if platform == CPU:
-        return (4096, 256) if llm else (2048, 128)
-    if version >= Version(0, 33, 0) and device_name.strip().lower() in GB10_NAMES:
-        return (8192 if llm else 2048), 256
-    if device_bytes >= 160 * GiB:
-        return 16384, 1024
-    if device_bytes >= 70 * GiB and "a100" not in device_name.lower():
-        return (16384 if llm else 8192), 1024
-    return (8192 if llm else 2048), 256
+    tokens, seqs, _ = _batch_defaults(HISTORY.at(version), device_name or platform, device_bytes, entrypoint,
+                                      platform)
+    return tokens, seqs
 
 
 def v1_num_blocks(kv_cache_memory_bytes: int, block_size: int, kv_bytes_per_token: int,

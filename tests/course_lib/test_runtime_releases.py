@@ -84,8 +84,9 @@ def test_capture_sizes_follow_each_release():
 
 def test_rocm_graphs_are_estimated_in_the_budget_only_from_026():
     # gpu_worker.py determine_available_memory: 0.21-0.25 only `current_platform.is_cuda()` ("Skip on ROCm/HIP/XPU"),
-    # 0.26 `is_cuda_alike()` ("ROCm is included: #44825")
-    spec = get_model("llama-3.1-8b")
+    # 0.26 `is_cuda_alike()` ("ROCm is included: #44825"). A MoE model: the V1 model runner serves it in both (a dense
+    # one runs the V2 runner from 0.25, whose estimate was a stub returning 0 until 0.29).
+    spec = get_model("qwen3-30b-a3b")
     signs = {}
     for version in ("0.23.0", "0.26.0"):
         est = estimate_vllm(spec, gpu="mi300x", launch=VllmLaunch(version=version, max_model_len=8192))
@@ -96,12 +97,13 @@ def test_rocm_graphs_are_estimated_in_the_budget_only_from_026():
 
 
 def test_the_v2_model_runner_by_release_and_architecture():
-    # vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES: Llama in 0.23-0.24, out in 0.25; every
-    # architecture from 0.29
+    # vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES: Llama in 0.23-0.24, out of the list in 0.25, but
+    # 0.25.0's _is_default_v2_model_runner_model (:571-573) adds 'or not model_config.is_moe': a dense model stays
+    # on V2 (review 3's M2); every architecture from 0.29
     spec = get_model("llama-3.1-8b")
     runner = {v: estimate_vllm(spec, gpu="h100-80gb", launch=VllmLaunch(version=v, max_model_len=8192))
               .launch["model_runner"] for v in ("0.22.0", "0.23.0", "0.25.0", "0.29.0")}
-    assert runner == {"0.22.0": "V1", "0.23.0": "V2", "0.25.0": "V1", "0.29.0": "V2"}
+    assert runner == {"0.22.0": "V1", "0.23.0": "V2", "0.25.0": "V2", "0.29.0": "V2"}
 
 
 def test_a_history_refuses_rules_its_first_row_does_not_define():
@@ -161,7 +163,24 @@ def test_each_step_of_the_estimate_reads_alone():
     available = kv_available(ctx, terms)
     assert abs(available / 2**30 - 5.01) < 0.1
     layout = kv_layouts(ctx, stage_list)[0]
-    assert layout.block_bytes == 16 * 2 * 4 * 128 * 2 * 28          # a page of 16 tokens in each of 28 layers
-    assert abs(available // layout.block_bytes - 5867) < 5867 * 0.02
+    assert layout.bytes_per_block == 16 * 2 * 4 * 128 * 2 * 28          # a page of 16 tokens in each of 28 layers
+    assert abs(available // layout.bytes_per_block - 5867) < 5867 * 0.02
     assert refusal(ctx, stage_list, 0, available, 0) is None
     assert "max seq len (16384)" in refusal(ctx, stage_list, 0, 10 * 2**20, 0)
+
+
+def test_the_v2_runner_subtracts_no_graph_estimate_in_025_to_028():
+    # Review 3's M2. vllm/config/vllm.py (0.25.0:571-573, 0.28.0:712): '... or not model_config.is_moe', so every dense
+    # model runs the V2 model runner, whose profile_cudagraph_memory is 'return 0' (vllm/v1/worker/gpu/model_runner.py
+    # 0.25.0:680-682, 0.28.0:843-845; a measured capture from 0.29.0:896-898). Llama-3.1-8B on an RTX 4090 at 8k:
+    # the reviewer's hand figure is "about 6.17 GiB" with nothing taken for graphs (5.29 GiB with the V1 runner's 0.88).
+    spec = get_model("llama-3.1-8b")
+    kv = {}
+    for version in ("0.24.0", "0.25.0", "0.28.0", "0.29.0"):
+        est = estimate_vllm(spec, gpu="rtx-4090", launch=VllmLaunch(version=version, max_model_len=8192))
+        graph = next(t for t in est.terms if t.name == "cuda_graph")
+        kv[version] = (graph.sign, round(est.runtime_kv_cache_bytes / 2**30, 2), est.launch["model_runner"])
+    assert kv["0.25.0"][0] == kv["0.28.0"][0] == 0 and kv["0.29.0"][0] == -1, kv
+    assert {v[2] for v in kv.values()} == {"V2"}, kv
+    assert abs(kv["0.25.0"][1] - 6.17) < 0.03, kv
+    assert kv["0.29.0"][1] < kv["0.28.0"][1] - 0.5, kv

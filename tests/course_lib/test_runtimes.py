@@ -86,8 +86,8 @@ def test_v1_hybrid_groups_of_gemma3_match_the_log():
     # 5 full + 29 sliding layers: groups of 5, 6 sliding groups with one padding layer ("Add 1 padding layers");
     # from the logged 162.84 GiB: 1,217,591 tokens and 148.63x for 8,192-token requests
     layout = kv_layout(get_model("gemma-3-4b"), kv_bytes=2, block_size=16, max_model_len=8192,
-                       max_num_batched_tokens=8192)
-    assert (layout.groups, layout.padding_layers) == (7, 1)
+                       max_in_flight_tokens=8192)     # v0.23: one batch in flight (max_num_batched_tokens)
+    assert (len(layout.groups), layout.padding_layers) == (7, 1)
     pool = kv_pool(get_model("gemma-3-4b"), available_bytes=round(162.84 * GiB), kv_bytes=2, block_size=16,
                    max_model_len=8192, max_num_batched_tokens=8192)
     assert round(pool.max_concurrency, 2) == 148.63

@@ -113,8 +113,11 @@ def test_cli_runtime_vllm_json(capsys):
 
 @pytest.mark.parametrize("argv, words", [
     (["--runtime", "vllm", "--gpu", "cpu"], "needs --kv-cache-memory-bytes"),
-    (["--runtime", "vllm", "--kv-cache-memory-bytes", "12MiB", "--vllm-version", "0.31"], "outside the releases"),
-    (["--runtime", "vllm", "--kv-cache-memory-bytes", "12MiB", "--vllm-version", "0.34"], "outside the releases"),
+    (["--runtime", "vllm", "--kv-cache-memory-bytes", "12MiB", "--vllm-version", "0.31"],
+     "the V1 scheduler is modelled for vLLM 0.32.0, 0.33.0 only"),
+    # an unknown release: the one line every path gives (estimate, given pool, explorer, simulate)
+    (["--runtime", "vllm", "--kv-cache-memory-bytes", "12MiB", "--vllm-version", "0.34"],
+     "--vllm-version='0.34' is not a vllm release modelled here; use one of 0.5, "),
     (["--runtime", "vllm", "--kv-cache-memory-bytes", "12MiB", "--compare"], "--compare is for"),
     (["--runtime", "vllm", "--kv-cache-memory-bytes", "12MiB", "--watermark", "0.01"], "--watermark is for"),
     (["--kv-cache-memory-bytes", "12MiB"], "add --runtime vllm"),
@@ -183,3 +186,23 @@ def test_0_33_schedules_as_0_32_except_gb10_defaults(capsys):
     assert batch_defaults("cuda", 128 * 2**30, "gb10", "serve", Version(0, 32, 0)) == (8192, 1024)
     assert batch_defaults("cuda", 128 * 2**30, "gb10", "serve", Version(0, 33, 0)) == (2048, 256)
     assert batch_defaults("cuda", 80 * 2**30, "h100-80gb", "serve", Version(0, 33, 0)) == (8192, 1024)
+
+
+@pytest.mark.parametrize("verb", [
+    ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-80gb", "--runtime", "vllm"],
+    ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-80gb", "--runtime", "vllm", "--kv-cache-memory-bytes", "20GB"],
+    ["estimate", "--model", "llama-3.1-8b", "--gpu", "cpu", "--runtime", "vllm", "--kv-cache-memory-bytes", "1GB"],
+    ["simulate", "--trace", TWELVE, "--runtime", "vllm", "--kv-cache-memory-bytes", "12MiB"],
+])
+def test_an_unknown_release_is_refused_the_same_way_on_every_path(capsys, verb):
+    # Issue 40: '--vllm-version 0.99 --kv-cache-memory-bytes 20GB' printed "vllm 0.99.0's own sizing rule" (exit 0)
+    code, out, err = run_cli(capsys, *verb, "--vllm-version", "0.99")
+    assert code == 2 and out == "", (out, err)
+    assert err.strip().splitlines() == ["course-memory: error: --vllm-version='0.99' is not a vllm release modelled "
+                                        "here; use one of " + ", ".join(f"0.{m}" for m in range(5, 34))], err
+
+
+def test_the_explorer_refuses_an_unknown_release_with_the_same_line():
+    from course_lib.vllm_explorer import plan_launch
+    plan = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, vllm_version="0.99")
+    assert not plan.starts and "--vllm-version='0.99' is not a vllm release modelled here" in plan.refusal

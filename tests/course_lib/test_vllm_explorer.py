@@ -30,8 +30,15 @@ def test_a_request_longer_than_the_pool_is_refused_with_vllms_advice():
     # 131,072 tokens x 131,072 B = 16 GiB for one request; the pool after 15 GiB of bf16 weights is a few GiB.
     plan = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=131072)
     assert not plan.starts and plan.concurrent_requests == 0 and not plan.serves(1)
-    assert "16.00 GiB KV cache is needed" in plan.refusal and "max_model_len" in plan.refusal
+    # vLLM 0.33 prints format_gib (round(x, 2)): "16.0 GiB" (kv_cache_planning.py _check_enough_kv_cache_memory)
+    assert "16.0 GiB KV cache is needed" in plan.refusal and "max_model_len" in plan.refusal
     assert plan.verdict(1).startswith("vLLM does not start: vLLM would refuse")
+    # Review 3's M4: the length named is vLLM's own binary search (_estimate_max_model_len_from_groups) over the pool
+    # less its null block: 5.29 GiB is 2,709 blocks of 16 tokens (2 MiB each); one held back leaves
+    # 2,708 x 16 = 43,328 tokens (the reviewer's figure), not the halving 32,768
+    n = plan.estimate.num_gpu_blocks
+    assert f"the estimated maximum model length is {(n - 1) * 16}." in plan.refusal
+    assert "estimated maximum model length is 43328." in plan.refusal
 
 
 def test_bad_input_is_a_refusal_not_a_traceback():
