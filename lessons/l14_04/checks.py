@@ -29,11 +29,13 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from course_lib.lessons.l14_04.practice import (admission_slip, blocks_slip, close, concurrency_slip, decision_form_slip,
-                                 decision_parts, fit_slip, fp8_slip,
+from course_lib.lessons.l14_04.practice import (DECISION_GPU, DECISION_MODEL, DECISION_VLLM_VERSION, MIN_LEN, USERS,
+                                 admission_slip, blocks_slip, close, concurrency_slip, decision_form_slip,
+                                 fit_slip, fp8_slip,
                                  gb_figure_slip, gqa_ratio_slip, kv_per_token_slip, kv_total_slip, letter_slip,
-                                 log_kv_slip, plannable_slip, reason_slip, request_budget_slip, safe_requests_slip,
-                                 units_slip, weight_bytes_slip, whole)
+                                 log_kv_slip, plannable_slip, reason_form_slip, request_budget_slip,
+                                 requirement_slip, safe_requests_slip, slots_slip, units_slip, weight_bytes_slip,
+                                 whole)
 
 from autograder.answers import ERROR, NOT_PLAIN
 
@@ -258,11 +260,15 @@ def _score_request_budget(v: dict) -> Result:
 
 # --------------------------------------------------------- 2. weight bytes
 
+# WEIGHT_CASES' bytes, worked by hand: 8,030,261,248 x 2 ; x 0.5 ; 124,439,808 x 4 ; 6,738,415,616 x 2 ; x 1
+WEIGHT_EXPECTED = [16_060_522_496, 4_015_130_624, 497_759_232, 13_476_831_232, 6_738_415_616]
+
+
 def _score_weight_bytes(v: dict) -> Result:
     problem = _first_problem(v)
     if problem:
         return Result(False, problem)
-    function = _first(*(weight_bytes_slip(c, g) for c, g in zip(WEIGHT_CASES, v["bytes"])))
+    function = _first(*(weight_bytes_slip(c, g, e) for c, g, e in zip(WEIGHT_CASES, v["bytes"], WEIGHT_EXPECTED)))
     own = v["bytes"][0] if type(v["bytes"][0]) in (int, float) and v["bytes"][0] > 0 and _depends(*v["bytes"]) \
         else None
     units = units_slip(v["gb"], v["gib"], 8_030_261_248 * 2, "llama3_weights_gb", "llama3_weights_gib")
@@ -315,13 +321,14 @@ def _score_kv_total(v: dict) -> Result:
     carried, function = False, None
     for i, ((name, b, t, s), got) in enumerate(zip(KV_TOTAL_CASES, v["bytes"])):
         right = KV_EXPECTED[name] // 2 * b
-        if kv_total_slip((b, t, s), got, right) is None:
+        if kv_total_slip((b, t, s), got, right * t * s, right) is None:
             continue
         mine = _own_int(own[i]) if i < len(own) else None          # carried from Task 3
-        if mine is not None and mine != right and kv_total_slip((b, t, s), got, mine) is None:
+        if mine is not None and mine != right and kv_total_slip((b, t, s), got, mine * t * s, mine) is None:
             carried = True
             continue
-        function = kv_total_slip((b, t, s), got, mine or right, f"a {name}")
+        held = mine or right
+        function = kv_total_slip((b, t, s), got, held * t * s, held, f"a {name}")
         break
     # Llama-2-7B, 1024 tokens, 8 sequences: 524,288 x 1024 x 8 = 4,294,967,296 B = 4.295 GB
     own_lab = v["bytes"][0] / GB if type(v["bytes"][0]) in (int, float) and _depends(*v["bytes"]) else None  # the lab's
@@ -647,9 +654,16 @@ def _score_unready(v: dict) -> Result:
 
 # -------------------------------------------------- 13-15. read the real log
 
+def _log_kv_rule(total: float, utilization: float, weights: float, activation: float, non_torch: float,
+                 graphs: float = 0.0) -> float:
+    """vLLM's rule, in GiB: total x gpu_memory_utilization - weights - activation peak - non-torch [- graphs]
+    (v0.10-v0.33 ``gpu_worker.py`` ``determine_available_memory``). Grader only: the expected value of R3."""
+    return total * utilization - weights - activation - non_torch - graphs
+
+
 def _score_log_kv(v: dict) -> Result:
     problem = _first_problem({"kv": v.get("kv")})
-    function = problem or _first(*(log_kv_slip(c, g) for c, g in zip(LOG_KV_CASES, v["kv"])))
+    function = problem or _first(*(log_kv_slip(c, g, _log_kv_rule(*c)) for c, g in zip(LOG_KV_CASES, v["kv"])))
     # the A100 log: 79.25 x 0.25 - 14.2488 (weights) - 5.01 (KV) = 0.5537 GiB of activation peak and non-torch
     rest = v.get("rest")
     rest_msg = _problem(rest, "a100_activation_and_non_torch_gib")
@@ -666,8 +680,10 @@ def _score_log_kv(v: dict) -> Result:
 
 def _score_log_blocks(v: dict) -> Result:
     problem = _first_problem({"blocks": v.get("blocks"), "concurrency": v.get("concurrency")})
-    functions = problem or _first(*(blocks_slip(c, g) for c, g in zip(BLOCK_CASES, v["blocks"])),
-                                  *(concurrency_slip(c, g) for c, g in zip(CONCURRENCY_CASES, v["concurrency"])))
+    # whole blocks: KV bytes // (bytes per token x block); V0's concurrency: blocks x block / max_model_len
+    functions = problem or _first(*(blocks_slip(c, g, c[0] // (c[1] * c[2])) for c, g in zip(BLOCK_CASES, v["blocks"])),
+                                  *(concurrency_slip(c, g, c[0] * c[1] / c[2])
+                                    for c, g in zip(CONCURRENCY_CASES, v["concurrency"])))
     # Llama-3.1-8B at TP 8: 8 KV heads / 8 GPUs = 1 head per GPU: 2 x 32 x 1 x 128 x 2 B = 16,384 B per token
     per_gpu = v.get("per_gpu")
     own = _own_int(v.get("own_full")) if _depends(v.get("own_full"), v.get("own_full_other")) else None
@@ -727,12 +743,110 @@ def _score_log_predict(v: dict) -> Result:
 
 # ---------------------------------------------------------- 16. the decision
 
+#: Words that name each lever a launch can pull, for the one-line reason.
+LEVER_WORDS = {
+    "weights": ("weight", "int4", "int8", "fp8", "quant", "awq", "gptq"),
+    "kv_cache_dtype": ("kv", "cache", "fp8"),
+    "max_num_seqs": ("seq", "slot", "sampler", "graph", "activation", "profile"),
+    "gpu_memory_utilization": ("util", "share", "budget"),
+    "max_model_len": ("len", "context"),
+    "enforce_eager": ("eager", "graph"),
+    "max_num_batched_tokens": ("batch", "token", "activation", "profile", "forward"),
+}
+#: course_lib's estimate of vLLM's KV pool is within 10% of the logged one on published start-up logs: a launch
+#: serves the users only with that margin to spare (12 / 0.9 = 13.33x); within it the answer is "measure it".
+DECISION_MARGIN = 0.10
+
+
+def _levers(decision: dict) -> list[str]:
+    """The levers a decision pulls, compared with vLLM's defaults for the lesson's launch."""
+    pulled = []
+    if decision.get("weights") not in (None, "checkpoint", "bf16", "fp16"):
+        pulled.append("weights")
+    if decision.get("kv_cache_dtype") not in (None, "auto"):
+        pulled.append("kv_cache_dtype")
+    if decision.get("max_num_seqs") not in (None, 256):
+        pulled.append("max_num_seqs")
+    if decision.get("gpu_memory_utilization") not in (None, 0.92):
+        pulled.append("gpu_memory_utilization")
+    if decision.get("enforce_eager"):
+        pulled.append("enforce_eager")
+    if decision.get("max_num_batched_tokens") is not None:
+        pulled.append("max_num_batched_tokens")
+    return pulled
+
+
+def _reason_slip(reason: Any, decision: dict) -> str | None:
+    form = reason_form_slip(reason)
+    if form:
+        return form
+    pulled = _levers(decision) or ["max_model_len"]
+    text = reason.lower()
+    if not any(word in text for lever in pulled for word in LEVER_WORDS[lever]):
+        return ("decision_reason: say what your change does to memory: which pool it shrinks or frees "
+                f"(you changed {', '.join(pulled)})")
+    return None
+
+
+def _decision_estimate(decision: dict):
+    """course_lib's estimate of vLLM 0.32's sizing of the decision's launch (a LaunchPlan; form checked)."""
+    from course_lib.vllm_explorer import plan_launch
+
+    return plan_launch(model=DECISION_MODEL, gpu=DECISION_GPU, vllm_version=DECISION_VLLM_VERSION,
+                       weights=decision["weights"], kv_cache_dtype=decision["kv_cache_dtype"],
+                       max_model_len=decision["max_model_len"], max_num_seqs=decision["max_num_seqs"],
+                       tensor_parallel=decision["tensor_parallel"],
+                       gpu_memory_utilization=decision["gpu_memory_utilization"],
+                       enforce_eager=decision.get("enforce_eager", False),
+                       max_num_batched_tokens=decision.get("max_num_batched_tokens"))
+
+
+def _decision_parts(decision: dict) -> tuple[str | None, str | None]:
+    """(what keeps the launch from taking the users' 8k requests, what keeps it from serving 12 of them), each
+    None when that part holds; the form already checked. The rule, worked here from the estimate's own figures
+    (the learner's cell prints the same figures, never this verdict):
+
+    - takes the requests: one card and max_model_len >= 8,192 (the stated requirements, in the words of the
+      visible check), and vLLM starts it (no refusal);
+    - serves 12: a slot for each (max_num_seqs >= 12), and the maximum concurrency for 8,192-token requests
+      (the estimate's, for its max_model_len, x max_model_len / 8,192) clears 12 with the estimate's 10% margin
+      to spare: >= 13.33x. Within 10% of 12 the answer is "measure it", which the task counts as not serving.
+    """
+    stated = requirement_slip(decision)
+    plan = None if decision["tensor_parallel"] != 1 else _decision_estimate(decision)
+    if stated is None and not plan.starts:
+        stated = f"decision: vLLM does not start: {plan.refusal}"[:300]
+    if stated:
+        # what follows for the users, in words that agree with the start-up line the learner's cell printed
+        if plan is not None and plan.starts and decision["max_model_len"] < MIN_LEN:
+            then = (f"decision: vLLM starts it, but requests of {MIN_LEN:,} tokens do not fit a max_model_len of "
+                    f"{decision['max_model_len']:,}, so none of the users is served")
+        elif decision["tensor_parallel"] != 1:
+            then = "decision: it does not run on the one card, so it serves nobody"
+        else:
+            then = "decision: it does not start, so it serves nobody"
+        return stated, then
+    slots = slots_slip(decision)
+    if slots:
+        return None, slots
+    e = plan.estimate
+    concurrency = e.max_concurrency * e.launch["max_model_len"] / MIN_LEN
+    estimate = (f"course_lib's estimate of vLLM's rule (within {DECISION_MARGIN:.0%} on published logs) gives "
+                f"{concurrency:.2f}x for {MIN_LEN:,}-token requests")
+    if concurrency * (1 - DECISION_MARGIN) >= USERS:
+        return None, None
+    if concurrency * (1 + DECISION_MARGIN) >= USERS:
+        return None, (f"decision: {estimate}, within {DECISION_MARGIN:.0%} of {USERS}: too close to promise; start "
+                      "it and read vLLM's 'Maximum concurrency' line, or leave more headroom")[:400]
+    return None, (f"decision: vLLM would run {min(int(concurrency), decision['max_num_seqs'])} requests of "
+                  f"{MIN_LEN:,} tokens at once, not {USERS} ({estimate})")[:400]
+
+
 def _score_decision(v: dict) -> Result:
     """Three parts: the launch takes 8k requests (it starts, one card, max_model_len >= 8,192), it serves 12 of
     them at once with the estimate's 10% margin to spare (course_lib's estimate of vLLM's rule for the pinned
     release, within 10% on published logs; a launch within the margin is answered "measure it"), and the reason.
-    The rule is :func:`course_lib.lessons.l14_04.practice.decision_parts`, the one the visible check and the
-    task's own cell use."""
+    The rule is :func:`_decision_parts`, here in the grader's package only (issue 41)."""
     decision, reason = v.get("decision"), v.get("reason")
     problem = _problem(decision, "decision")
     if problem:
@@ -740,11 +854,10 @@ def _score_decision(v: dict) -> Result:
     form = decision_form_slip(decision)
     if form:
         return Result(False, form)
-    starts, serves = decision_parts(decision)
-    if starts:   # a launch that does not start serves nobody; that follows from the first part, not charged again
-        serves = Follows("decision: it does not start, so it serves nobody (this part is not charged again: fix the "
-                         "launch first)")
-    return _parts((1, starts), (1, serves), (1, reason_slip(reason, decision)))
+    starts, serves = _decision_parts(decision)
+    if starts:   # what follows for the users is listed, not charged again (one slip costs once)
+        serves = Follows(f"{serves} (this part is not charged again: fix the launch first)")
+    return _parts((1, starts), (1, serves), (1, _reason_slip(reason, decision)))
 
 
 # ------------------------------------------------------------ 19. Quick Check

@@ -1132,7 +1132,7 @@ decision = {"weights": "fp8", "kv_cache_dtype": "fp8", "max_model_len": 8192, "m
 decision_reason = ("an fp8 checkpoint halves the weights and an fp8 KV cache halves every request's cache, so the "
                    "pool holds 12 requests of 8k with room to spare")
 ### END SOLUTION
-print(practice.decision_verdict(decision))
+print(practice.show_launch(decision))   # the estimate of your launch; compare it with what the 12 users need
 """)
 
 test("test_decision", 3, "Task R7 · a launch that serves 12 users", """

@@ -271,7 +271,7 @@ def test_a_decision_that_cannot_start_or_lacks_context():
     # one slip, one point: "it serves nobody" follows from "it does not start" and is listed, not charged
     # (issue 33: it cost 2 of 3 and its message was shown nowhere)
     assert not r.passed and "8,192" in r.message and r.fraction == pytest.approx(2 / 3)
-    assert "serves nobody" in r.message.split("\n")[1] and "not charged" in r.message
+    assert "none of the users is served" in r.message.split("\n")[1] and "not charged" in r.message
     huge = dict(REFERENCE["test_decision"]["decision"], max_model_len=131072, kv_cache_dtype="auto",
                 max_num_seqs=256)
     r = with_("test_decision", decision=huge, decision_reason="longer context")
@@ -386,7 +386,7 @@ def test_the_hidden_logs_follow_the_rule_they_test():
     (Llama-3.1-8B fp8 KV on an H100, v0.19: 58.11 GiB; Gemma-2-27B: 20.59 GiB). The T4 bnb log prints its
     utilization rounded (0.59; Unsloth passes more digits, as in the lesson's T4 log), so there the rule on the
     printed terms lands 0.06 GiB under the printed 2.39."""
-    from course_lib.lessons.l14_04.practice import log_kv_expected
+    from lessons.l14_04.checks import _log_kv_rule as log_kv_expected
     from lessons.l14_04.collect import LOG_KV_CASES
     for i, kv in {0: 58.11, 1: 20.59}.items():
         assert log_kv_expected(*LOG_KV_CASES[i]) == pytest.approx(kv, abs=0.02)
@@ -593,11 +593,15 @@ FP8_KV_16_SLOTS = {"weights": "checkpoint", "kv_cache_dtype": "fp8", "max_model_
 def test_a_decision_cut_to_4k_context_serves_nobody():
     """The issue's slip: max_model_len cut to 4,096 starts and holds 25 requests of 4k, but the users need 8k:
     it loses the context part; the serving part follows from it and is said, not charged again (issue 33
-    item 4), and no message calls it served."""
-    r = with_("test_decision", decision=dict(FP8_KV_16_SLOTS, max_model_len=4096),
-              decision_reason="an fp8 KV cache halves every request's cache")
+    item 4), and no message calls it served. The launch starts (its cell prints "vLLM starts: KV pool ..."), so
+    the feedback must not say it "does not start" (issue 41)."""
+    from course_lib.lessons.l14_04 import practice
+    decision = dict(FP8_KV_16_SLOTS, max_model_len=4096)
+    r = with_("test_decision", decision=decision, decision_reason="an fp8 KV cache halves every request's cache")
     assert not r.passed and r.fraction == pytest.approx(2 / 3), r
-    assert "8k context" in r.message and "serves nobody" in r.message and "served:" not in r.message
+    assert "8k context" in r.message and "none of the users is served" in r.message and "served:" not in r.message
+    assert practice.show_launch(decision).startswith("vLLM starts: KV pool")
+    assert "does not start" not in r.message, r.message
 
 
 def test_a_launch_within_the_estimates_margin_is_answered_measure_it():
@@ -620,7 +624,10 @@ def test_enforce_eager_is_a_lever_the_grader_takes():
 @pytest.mark.parametrize("change", [dict(max_model_len=4096), dict(), dict(kv_cache_dtype="auto"),
                                     dict(max_num_seqs=8, gpu_memory_utilization=0.95), dict(tensor_parallel=2),
                                     dict(weights="int4", kv_cache_dtype="auto", max_num_seqs=256)])
-def test_the_visible_check_fails_exactly_when_the_grader_takes_a_launch_point(change, monkeypatch):
+def test_the_visible_check_names_a_stated_requirement_as_the_grader_does(change, monkeypatch):
+    """The visible check holds a launch to the task's stated requirements only (8k, one card, 12 slots); it
+    fails only where the grader takes a point, with the grader's own words. Whether the launch serves the 12
+    (the estimate against 13.33x) is the grader's alone (issue 41): the visible check passes such a launch."""
     from course_lib.lessons.l14_04 import practice
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
     decision, reason = dict(FP8_KV_16_SLOTS, **change), "an fp8 KV cache and int4 weights shrink the pools"
@@ -630,6 +637,7 @@ def test_the_visible_check_fails_exactly_when_the_grader_takes_a_launch_point(ch
         visible = None
     except practice.CheckFailed as exc:
         visible = str(exc)
-    assert (visible is None) == graded.passed, (visible, graded)
     if visible:
-        assert visible in graded.message, (visible, graded.message)
+        assert not graded.passed and visible in graded.message, (visible, graded.message)
+    stated = decision["max_model_len"] < 8192 or decision["tensor_parallel"] != 1 or decision["max_num_seqs"] < 12
+    assert (visible is not None) == stated, (visible, graded)

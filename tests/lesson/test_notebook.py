@@ -162,7 +162,9 @@ def _env(shadow: Path | None = None):
     """nbgrader's environment; with ``shadow``, a learner's: ``autograder`` and ``lessons`` cannot be imported."""
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # nbgrader runs `alembic`
-    env["PYTHONPATH"] = str(REPO) if shadow is None else str(shadow)
+    # a learner's: the shadow first (no grader), then this checkout for course_lib (not whichever checkout the
+    # venv's editable install points at)
+    env["PYTHONPATH"] = str(REPO) if shadow is None else os.pathsep.join([str(shadow), str(REPO)])
     return env
 
 

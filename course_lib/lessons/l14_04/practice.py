@@ -1,8 +1,11 @@
 """What a wrong answer to one of the L14.4 notebook's tasks most likely got wrong, in words: the slips.
 
 The notebook's visible checks (what *Validate* runs) and the grader's hidden checks name a slip
-with the same functions, so a learner who validates reads the same kind of message the grader
-would write. The visible checks try the learner's code on inputs of their own, never the graded
+with the same functions, so a learner who validates reads the same message the grader would write.
+No function here computes a graded expected value or scores a graded decision (issue 41): each
+``*_slip`` is *given* the right value, and the visible checks carry their own inputs with their
+right values worked by hand beside them; the formulas of the graded values, and the rule that scores
+the launch decision, live in the grader's package (``lessons/l14_04/checks.py``) only. The visible checks try the learner's code on inputs of their own, never the graded
 ones, with the same edge cases (a boundary that ``<`` or ``<=`` decides, a quotient that does not
 come out whole, a block only partly filled); single-value answers and predictions are the
 grader's alone (a visible check on them would let a learner try values until one passes), so
@@ -134,13 +137,9 @@ def check_request_budget(request_budget_gb: Callable, requests_that_fit: Callabl
 
 # ------------------------------------------------------------------ Task 2: weight bytes
 
-DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "int4": 0.5}
-
-
-def weight_bytes_slip(case: tuple, got: Any) -> str | None:
-    """case = (parameters, dtype)."""
+def weight_bytes_slip(case: tuple, got: Any, expected: int) -> str | None:
+    """case = (parameters, dtype); ``expected`` its bytes."""
     params, dt = case
-    expected = int(params * DTYPE_BYTES[dt])
     if close(got, expected, rel=1e-12):
         return None if whole(got) else "weight_bytes must return a whole number of bytes"
     if close(got, expected * 8, rel=1e-12):
@@ -160,11 +159,16 @@ def units_slip(gb: Any, gib: Any, n_bytes: int, gb_name: str, gib_name: str) -> 
     return None
 
 
+#: (parameters, dtype) -> bytes, worked by hand from the lesson's table: every dtype, a small count each.
+VISIBLE_WEIGHTS = (((1000, "fp32"), 4000), ((10, "fp16"), 20), ((6, "bf16"), 12), ((7, "int8"), 7),
+                   ((1000, "int4"), 500))
+
+
 def check_weight_bytes(weight_bytes: Callable, llama3_weights_gb: Any, llama3_weights_gib: Any) -> None:
     """Small counts of every dtype; the GB and GiB figures against the learner's own ``weight_bytes``
     (their units, not their value: the value is the grader's)."""
-    for case in ((1000, "fp32"), (10, "fp16"), (6, "bf16"), (7, "int8"), (1000, "int4")):
-        _require(weight_bytes_slip(case, _call(weight_bytes, *case)))
+    for case, expected in VISIBLE_WEIGHTS:
+        _require(weight_bytes_slip(case, _call(weight_bytes, *case), expected))
     own = _call(weight_bytes, 8_030_261_248, "fp16")
     if type(own) in (int, float) and math.isfinite(own) and own > 0:
         _require(units_slip(llama3_weights_gb, llama3_weights_gib, own, "llama3_weights_gb", "llama3_weights_gib"))
@@ -174,14 +178,6 @@ def check_weight_bytes(weight_bytes: Callable, llama3_weights_gb: Any, llama3_we
 
 
 # ------------------------------------------------------------------ Task 3: KV bytes per token
-
-def kv_per_token_expected(config: dict, bytes_per_value: float) -> int:
-    """2 x layers x KV heads x head_dim x bytes (the formula the lesson gives, worked the way it says)."""
-    heads = config["num_attention_heads"]
-    kv = config.get("num_key_value_heads", heads)
-    head_dim = config.get("head_dim", config["hidden_size"] // heads)
-    return int(2 * config["num_hidden_layers"] * kv * head_dim * bytes_per_value)
-
 
 def kv_per_token_slip(config: dict, got: Any, expected: int) -> str | None:
     if close(got, expected, rel=1e-12):
@@ -205,30 +201,36 @@ def kv_per_token_slip(config: dict, got: Any, expected: int) -> str | None:
     return "kv_bytes_per_token is off; it is 2 x layers x KV heads x head_dim x bytes"
 
 
-#: The visible shapes, tiny ones of each kind the grader tries: multi-head, grouped-query, one KV head,
-#: a stated head_dim.
+#: The visible shapes, tiny ones of each kind the grader tries (multi-head, grouped-query, one KV head, a
+#: stated head_dim), with their bytes per token worked by hand. Each known slip gives each shape its own
+#: figure: the stated head_dim (24) is neither hidden / heads (16) nor twice it, so ignoring it reads as
+#: ignoring head_dim, never as a missing factor 2 (issue 41).
 VISIBLE_KV_CONFIGS = (
-    ({"hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2}, 1),
-    ({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2}, 2),
-    ({"hidden_size": 48, "num_hidden_layers": 3, "num_attention_heads": 6, "num_key_value_heads": 1}, 2),
+    # 2 x 1 layer x 2 KV heads (none stated: multi-head) x 8 / 2 = 4 dims x 1 B = 16
+    ({"hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2}, 1, 16),
+    # 2 x 2 layers x 2 KV heads x 64 / 8 = 8 dims x 2 B = 128
+    ({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2}, 2, 128),
+    # 2 x 3 layers x 1 KV head x 48 / 6 = 8 dims x 2 B = 96
+    ({"hidden_size": 48, "num_hidden_layers": 3, "num_attention_heads": 6, "num_key_value_heads": 1}, 2, 96),
+    # 2 x 1 layer x 4 KV heads x head_dim 24 (stated; 64 / 4 = 16 is not it) x 4 B = 768
     ({"hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 4,
-      "head_dim": 32}, 4),
+      "head_dim": 24}, 4, 768),
 )
 
 
 def check_kv_per_token(kv_bytes_per_token: Callable) -> None:
-    for config, b in VISIBLE_KV_CONFIGS:
-        _require(kv_per_token_slip(config, _call(kv_bytes_per_token, dict(config), b),
-                                   kv_per_token_expected(config, b)))
+    for config, b, expected in VISIBLE_KV_CONFIGS:
+        _require(kv_per_token_slip(config, _call(kv_bytes_per_token, dict(config), b), expected))
     passed("kv_bytes_per_token")
 
 
 # ------------------------------------------------------------------ Task 4: the KV cache of many sequences
 
-def kv_total_slip(case: tuple, got: Any, per_token: int, name: str = "a") -> str | None:
-    """case = (bytes per value, tokens, sequences); ``per_token`` the bytes per token to hold it to."""
+def kv_total_slip(case: tuple, got: Any, expected: int, per_token: int, name: str = "a") -> str | None:
+    """case = (bytes per value, tokens, sequences); ``expected`` the cache's bytes, ``per_token`` the bytes
+    per token it is held to (the right one, or the learner's own: then ``expected`` is worked from it)."""
     _, t, s = case
-    if close(got, per_token * t * s, rel=1e-12):
+    if close(got, expected, rel=1e-12):
         return None
     if close(got, per_token * t, rel=1e-12) and s != 1:
         return "kv_cache_bytes does not grow with active_sequences: every active sequence keeps its own cache"
@@ -256,10 +258,13 @@ def check_kv_cache_total(kv_cache_bytes: Callable, kv_bytes_per_token: Callable,
     """A small grouped-query shape (held to the learner's own ``kv_bytes_per_token``); ``lab_kv_gb`` against
     the learner's own ``kv_cache_bytes`` on the lab's setting (its unit, not its value: that is the grader's)."""
     config = {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2}
+    # worked by hand: 2 x 4 layers x 2 KV heads x 256 / 8 = 32 dims = 512 B per token per byte of value
+    right = {1: 512, 2: 1024}
     for b, t, s in ((2, 3, 1), (2, 1, 3), (2, 5, 7), (1, 4, 2)):
         own = _call(kv_bytes_per_token, dict(config), b)
-        per_token = own if type(own) is int and own > 0 else kv_per_token_expected(config, b)
-        _require(kv_total_slip((b, t, s), _call(kv_cache_bytes, dict(config), b, t, s), per_token, "a small"))
+        per_token = own if type(own) is int and own > 0 else right[b]
+        _require(kv_total_slip((b, t, s), _call(kv_cache_bytes, dict(config), b, t, s), per_token * t * s,
+                               per_token, "a small"))
     expect(type(lab_kv_gb) in (int, float), "lab_kv_gb should be a number of GB")
     own_lab = _call(kv_cache_bytes, dict(LAB_CONFIG), *LAB_SETTING)
     if type(own_lab) in (int, float) and own_lab > 0:
@@ -500,15 +505,10 @@ def check_admission(admission_decision: Callable) -> None:
 
 # ------------------------------------------------------------------ Tasks 13-14: read the real log
 
-def log_kv_expected(total: float, utilization: float, weights: float, activation: float, non_torch: float,
-                    graphs: float = 0.0) -> float:
-    """vLLM's rule, in GiB: total x gpu_memory_utilization - weights - activation peak - non-torch [- graphs]."""
-    return total * utilization - weights - activation - non_torch - graphs
-
-
-def log_kv_slip(case: tuple, got: Any) -> str | None:
+def log_kv_slip(case: tuple, got: Any, expected: float) -> str | None:
+    """case = (total, utilization, weights, activation peak, non-torch, CUDA graphs) in GiB; ``expected`` the
+    KV cache vLLM's rule gives for it."""
     total, util, weights, act, nt, graphs = case
-    expected = log_kv_expected(*case)
     if close(got, expected, rel=1e-6, abs_=1e-6):
         return None
     if close(got, total - weights - act - nt - graphs, rel=1e-6):
@@ -526,30 +526,30 @@ def log_kv_slip(case: tuple, got: Any) -> str | None:
 def check_log_kv(kv_from_log: Callable) -> None:
     """The T4 log's own terms (the task works them), and a launch of the visible check's own with a CUDA-graph
     term. (Only the function is checked here; the A100 figure is the grader's.)"""
-    _require(log_kv_slip((14.74, 0.89, 6.02, 0.90, 0.05, 0.0), _call(kv_from_log, 14.74, 0.89, 6.02, 0.90, 0.05)))
-    _require(log_kv_slip((10.0, 0.9, 5.0, 1.0, 0.5, 0.5), _call(kv_from_log, 10.0, 0.9, 5.0, 1.0, 0.5, 0.5)))
+    # by hand: 14.74 x 0.89 = 13.1186; - 6.02 - 0.90 - 0.05 = 6.1486 | 10 x 0.9 = 9; - 5 - 1 - 0.5 - 0.5 = 2
+    _require(log_kv_slip((14.74, 0.89, 6.02, 0.90, 0.05, 0.0), _call(kv_from_log, 14.74, 0.89, 6.02, 0.90, 0.05),
+                         6.1486))
+    _require(log_kv_slip((10.0, 0.9, 5.0, 1.0, 0.5, 0.5), _call(kv_from_log, 10.0, 0.9, 5.0, 1.0, 0.5, 0.5), 2.0))
     passed("kv_from_log")
 
 
-def blocks_slip(case: tuple, got: Any) -> str | None:
-    """case = (KV bytes, KV bytes per token, tokens per block)."""
+def blocks_slip(case: tuple, got: Any, expected: int) -> str | None:
+    """case = (KV bytes, KV bytes per token, tokens per block); ``expected`` its whole blocks."""
     kv, per_token, block = case
-    expected = kv // (per_token * block)
     if not whole(got):
         return "gpu_blocks must return a whole number of blocks (a part of a block holds nothing)"
     if int(got) == expected:
         return None
     if int(got) == kv // per_token:
         return "gpu_blocks counts tokens: a block holds block_size tokens"
-    if int(got) == math.ceil(kv / (per_token * block)):
+    if int(got) == expected + 1 and kv % (per_token * block):
         return "gpu_blocks rounds up: a block that does not fit whole is not there"
     return "gpu_blocks is off: KV bytes // (bytes per token x tokens per block)"
 
 
-def concurrency_slip(case: tuple, got: Any) -> str | None:
-    """case = (blocks, tokens per block, max_model_len)."""
+def concurrency_slip(case: tuple, got: Any, expected: float) -> str | None:
+    """case = (blocks, tokens per block, max_model_len); ``expected`` the concurrency vLLM prints for it."""
     blocks, block, length = case
-    expected = blocks * block / length
     if close(got, expected, rel=1e-6):
         return None
     if whole(got) and int(got) == int(expected) and expected != int(expected):
@@ -563,30 +563,25 @@ def check_log_blocks(gpu_blocks: Callable, max_concurrency: Callable) -> None:
     """The T4 log's blocks (whole, and with a partly filled block more), a block of 32 tokens, and its maximum
     concurrency. (Only the functions are checked here; the per-GPU figure is the grader's.)"""
     kv = 3637 * 16 * 114_688
-    for case in ((kv, 114_688, 16), (kv + 12 * 114_688, 114_688, 16), (100 * 32 * 1024 + 1, 1024, 32)):
-        _require(blocks_slip(case, _call(gpu_blocks, *case)))
-    for case in ((3637, 16, 2048), (100, 32, 1024)):
-        _require(concurrency_slip(case, _call(max_concurrency, *case)))
+    # by hand: 3,637 whole blocks; 12 tokens more fill no block; one byte more than 100 blocks of 32 x 1,024 B
+    for case, expected in (((kv, 114_688, 16), 3637), ((kv + 12 * 114_688, 114_688, 16), 3637),
+                           ((100 * 32 * 1024 + 1, 1024, 32), 100)):
+        _require(blocks_slip(case, _call(gpu_blocks, *case), expected))
+    # by hand: 3,637 x 16 / 2,048 = 28.4140625; 100 x 32 / 1,024 = 3.125
+    for case, expected in (((3637, 16, 2048), 28.4140625), ((100, 32, 1024), 3.125)):
+        _require(concurrency_slip(case, _call(max_concurrency, *case), expected))
     passed("gpu_blocks and max_concurrency")
 
 
 # ------------------------------------------------------------------ the decision: a launch for 12 users
-
-#: Words that name each lever a launch can pull, for the one-line reason.
-LEVER_WORDS = {
-    "weights": ("weight", "int4", "int8", "fp8", "quant", "awq", "gptq"),
-    "kv_cache_dtype": ("kv", "cache", "fp8"),
-    "max_num_seqs": ("seq", "slot", "sampler", "graph", "activation", "profile"),
-    "gpu_memory_utilization": ("util", "share", "budget"),
-    "max_model_len": ("len", "context"),
-    "enforce_eager": ("eager", "graph"),
-    "max_num_batched_tokens": ("batch", "token", "activation", "profile", "forward"),
-}
+# What the learner needs for Task R7: the task's stated launch and requirements, the form of a decision,
+# and the estimate of one launch (the measurement the learner reasons from). Whether a launch serves the
+# 12 users, and whether the reason names its lever, is the grader's (lessons/l14_04/checks.py, issue 41).
 
 #: The decision task's stated launch and requirements: Llama-3.1-8B on one RTX 4090, 12 users at once with
 #: 8,192 tokens of context each.
 DECISION_MODEL, DECISION_GPU, USERS, MIN_LEN = "llama-3.1-8b", "rtx-4090", 12, 8192
-#: The release the decision is graded against (the course's pinned vLLM: the CPU build its oracle runs, 0.32).
+#: The release the decision is estimated on (the course's pinned vLLM: the CPU build its oracle runs, 0.32).
 DECISION_VLLM_VERSION = "0.32"
 #: The keys every decision has, and the levers it may add.
 DECISION_KEYS = ("weights", "kv_cache_dtype", "max_model_len", "max_num_seqs", "gpu_memory_utilization",
@@ -595,7 +590,11 @@ OPTIONAL_DECISION_KEYS = ("enforce_eager", "max_num_batched_tokens")
 
 
 def decision_form_slip(decision: Any) -> str | None:
-    """What keeps ``decision`` from being a launch at all (not a dict, a key missing or of the wrong kind)."""
+    """What keeps ``decision`` from being a launch at all (not a dict, a key missing or of the wrong kind).
+
+    >>> decision_form_slip({"weights": "checkpoint", "kv_cache_dtype": "auto"})
+    'decision lacks max_model_len, max_num_seqs, gpu_memory_utilization, tensor_parallel'
+    """
     if type(decision) is not dict:
         return "decision must be a dict (see the template)"
     missing = [k for k in DECISION_KEYS if k not in decision]
@@ -617,87 +616,68 @@ def decision_form_slip(decision: Any) -> str | None:
     return None
 
 
-def decision_plan(decision: dict):
-    """The :class:`course_lib.vllm_explorer.LaunchPlan` of a decision (its form already checked)."""
-    from course_lib.vllm_explorer import plan_launch
+def requirement_slip(decision: dict) -> str | None:
+    """Which of the task's *stated* requirements for taking the users' requests a decision (its form already
+    checked) misses: one card, 8k context. (Read off the task's text; no estimate is involved. Whether the
+    launch starts and serves the 12 is the grader's, from the estimate.)
 
-    return plan_launch(model=DECISION_MODEL, gpu=DECISION_GPU, vllm_version=DECISION_VLLM_VERSION,
-                       weights=decision["weights"],
-                       kv_cache_dtype=decision["kv_cache_dtype"], max_model_len=decision["max_model_len"],
-                       max_num_seqs=decision["max_num_seqs"], tensor_parallel=decision["tensor_parallel"],
-                       gpu_memory_utilization=decision["gpu_memory_utilization"],
-                       enforce_eager=decision.get("enforce_eager", False),
-                       max_num_batched_tokens=decision.get("max_num_batched_tokens"))
-
-
-def decision_parts(decision: Any) -> tuple[str | None, str | None]:
-    """(what keeps the launch from taking the users' 8k requests, what keeps it from serving 12 of them),
-    each None when that part holds. The one rule the grader, the visible check and the task's own cell use
-    (through :meth:`course_lib.vllm_explorer.LaunchPlan.assess`): a launch that misses a stated requirement
-    is never served, and one within the estimate's margin of 12 is answered "measure it".
-
-    >>> decision_parts({"weights": "checkpoint", "kv_cache_dtype": "auto"})[0]
-    'decision lacks max_model_len, max_num_seqs, gpu_memory_utilization, tensor_parallel'
+    >>> requirement_slip({"tensor_parallel": 1, "max_model_len": 4096, "max_num_seqs": 16})
+    'decision: the users need 8k context: max_model_len of at least 8,192'
     """
-    form = decision_form_slip(decision)
-    if form:
-        return form, "decision: it is not a launch yet, so it serves nobody"
     if decision["tensor_parallel"] != 1:
-        return "decision: one card means tensor_parallel 1", "decision: it does not start, so it serves nobody"
-    assessment = decision_plan(decision).assess(USERS, MIN_LEN)
-    start = None
-    if assessment.start_problem:
-        start = ("decision: the users need 8k context: max_model_len of at least 8,192"
-                 if decision["max_model_len"] < MIN_LEN else f"decision: {assessment.start_problem}")
-    serve = f"decision: {assessment.serve_problem}" if assessment.serve_problem else None
-    return start and start[:300], serve and serve[:400]
+        return "decision: one card means tensor_parallel 1"
+    if decision["max_model_len"] < MIN_LEN:
+        return f"decision: the users need 8k context: max_model_len of at least {MIN_LEN:,}"
+    return None
 
 
-def decision_verdict(decision: Any) -> str:
-    """The line the decision task's cell prints: the launch as vLLM would start it, and whether it serves
-    12 users at 8,192 tokens."""
-    form = decision_form_slip(decision)
-    if form:
-        return form
-    return decision_plan(decision).verdict(USERS, MIN_LEN)
+def slots_slip(decision: dict) -> str | None:
+    """The stated requirement of a slot for each of the 12 users (``max_num_seqs``), form already checked.
+
+    >>> slots_slip({"max_num_seqs": 8})
+    'decision: max_num_seqs 8 gives the 12 users only 8 slots'
+    """
+    if decision["max_num_seqs"] < USERS:
+        return f"decision: max_num_seqs {decision['max_num_seqs']:,} gives the {USERS} users only " \
+               f"{decision['max_num_seqs']} slots"
+    return None
 
 
-def check_decision(decision: Any, decision_reason: Any) -> None:
-    """The visible check of the decision: the same rule as the grader's (every stated requirement)."""
-    start, serve = decision_parts(decision)
-    _require(start)
-    _require(serve)
-    _require(reason_slip(decision_reason, decision))
-    passed("decision and decision_reason", "the launch starts with 8k context and serves 12 users with the "
-           "estimate's margin to spare")
-
-
-def levers(decision: dict) -> list[str]:
-    """The levers a decision pulls, compared with vLLM's defaults for the lesson's launch."""
-    pulled = []
-    if decision.get("weights") not in (None, "checkpoint", "bf16", "fp16"):
-        pulled.append("weights")
-    if decision.get("kv_cache_dtype") not in (None, "auto"):
-        pulled.append("kv_cache_dtype")
-    if decision.get("max_num_seqs") not in (None, 256):
-        pulled.append("max_num_seqs")
-    if decision.get("gpu_memory_utilization") not in (None, 0.92):
-        pulled.append("gpu_memory_utilization")
-    if decision.get("enforce_eager"):
-        pulled.append("enforce_eager")
-    if decision.get("max_num_batched_tokens") is not None:
-        pulled.append("max_num_batched_tokens")
-    return pulled
-
-
-def reason_slip(reason: Any, decision: dict) -> str | None:
+def reason_form_slip(reason: Any) -> str | None:
+    """What keeps ``reason`` from being one line of text (its content is the grader's)."""
     if type(reason) is not str or not reason.strip():
         return "decision_reason must be one line of text saying why your launch serves the users"
     if "\n" in reason.strip() or len(reason) > 300:
         return "decision_reason: one line (under 300 characters), please"
-    pulled = levers(decision) or ["max_model_len"]
-    text = reason.lower()
-    if not any(word in text for lever in pulled for word in LEVER_WORDS[lever]):
-        return ("decision_reason: say what your change does to memory: which pool it shrinks or frees "
-                f"(you changed {', '.join(pulled)})")
     return None
+
+
+def show_launch(decision: Any) -> str:
+    """The line the decision task's cell prints: the launch as course_lib's estimate of vLLM's rule sizes it
+    (the KV pool, the maximum concurrency for its max_model_len, the slots), or why vLLM would not start it.
+    It says nothing about the 12 users: comparing the concurrency with what they need is the task."""
+    form = decision_form_slip(decision)
+    if form:
+        return form
+    from course_lib.vllm_explorer import plan_launch
+
+    return plan_launch(model=DECISION_MODEL, gpu=DECISION_GPU, vllm_version=DECISION_VLLM_VERSION,
+                       weights=decision["weights"], kv_cache_dtype=decision["kv_cache_dtype"],
+                       max_model_len=decision["max_model_len"], max_num_seqs=decision["max_num_seqs"],
+                       tensor_parallel=decision["tensor_parallel"],
+                       gpu_memory_utilization=decision["gpu_memory_utilization"],
+                       enforce_eager=decision.get("enforce_eager", False),
+                       max_num_batched_tokens=decision.get("max_num_batched_tokens")).verdict()
+
+
+def check_decision(decision: Any, decision_reason: Any) -> None:
+    """The visible check of the decision: its form, the task's stated requirements and a one-line reason.
+    Whether it serves the 12 users is the grader's (the cell above prints the estimate to judge it by)."""
+    form = decision_form_slip(decision)
+    _require(form)
+    if not form:
+        _require(requirement_slip(decision))
+        _require(slots_slip(decision))
+    _require(reason_form_slip(decision_reason))
+    passed("decision and decision_reason", "a launch of the right form that meets the stated requirements; "
+           "whether it serves 12 users with the estimate's margin is the grader's")
