@@ -34,7 +34,7 @@ from typing import Any, Mapping
 
 from .architectures import listed_architectures, resolve_family
 from .bounds import MAX_CONFIG_FILE_BYTES, MAX_PARAMS, check_int
-from .checkpoint import read_checkpoint
+from .checkpoint import Checkpoint, read_checkpoint
 from . import meta_model
 from .dtypes import DType, get_dtype
 from .errors import CourseInputError, check_count
@@ -151,10 +151,11 @@ def load_config(source: Mapping[str, Any] | str | Path) -> dict[str, Any]:
 
 
 def from_hf_config(source: Mapping[str, Any] | str | Path, *, name: str | None = None,
-                   params_total: int | None = None) -> ModelSpec:
+                   params_total: int | None = None, checkpoint: Checkpoint | None = None) -> ModelSpec:
     """Build a :class:`ModelSpec` from a Hugging Face config (a dict, a path, or a model folder).
 
-    ``params_total`` overrides the count. A folder's safetensors (their
+    ``params_total`` overrides the count; ``checkpoint`` gives the weights' bytes read elsewhere (a Hub
+    repo's headers, :mod:`course_lib.hub`). A folder's safetensors (their
     headers only) give the exact bytes of the weights (see
     :mod:`course_lib.checkpoint`); with them, a family without a formula still
     gets an estimate, marked approximate. Without either, an unknown family is
@@ -175,8 +176,7 @@ def from_hf_config(source: Mapping[str, Any] | str | Path, *, name: str | None =
     course_lib.errors.CourseInputError: model_type='brandnew' is not supported: no formula here, and ... (or give the parameter count explicitly: params_total=... / --params N, or a model folder with its safetensors)
     """
     cfg = load_config(source)
-    checkpoint = None
-    if not isinstance(source, Mapping) and Path(source).is_dir():
+    if checkpoint is None and not isinstance(source, Mapping) and Path(source).is_dir():
         checkpoint = read_checkpoint(Path(source))
     model_type = cfg.get("model_type")
     label = name or str(cfg.get("_name_or_path") or model_type or "model")

@@ -36,11 +36,17 @@ def model_names() -> list[str]:
 
 
 def get_model(name: str) -> ModelSpec:
-    """A preset model's :class:`ModelSpec` (names are case-insensitive)."""
+    """A preset model's :class:`ModelSpec` (names are case-insensitive), or a Hugging Face Hub id's
+    (``ORG/NAME[@REVISION]``, read through huggingface_hub and cached: :mod:`course_lib.hub`)."""
+    from .hub import hub_spec, is_hub_id
+
+    if is_hub_id(name):
+        return hub_spec(str(name).strip())
     key = str(name).strip().lower()
     if key not in MODEL_CONFIGS:
         raise CourseInputError(
-            f"model={name!r} is not a preset; use one of {', '.join(model_names())}, or --config PATH"
+            f"model={name!r} is not a preset; use one of {', '.join(model_names())}, a Hub id "
+            f"such as Qwen/Qwen3-8B, or --config PATH"
         )
     return from_hf_config(MODEL_CONFIGS[key], name=key)
 

@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping
 from ..bounds import MAX_PARAMS, parse_int_text, parse_number_text
 from ..errors import CourseInputError
 from ..models import ModelSpec, _override_params, from_hf_config
+from ..hub import hub_spec, is_hub_id
 from ..presets import MODEL_CONFIGS, get_model, model_names
 from ..units import SIZE_LIKE, parse_bytes
 
@@ -204,7 +205,10 @@ def add_model_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     g.add_argument("--config", metavar="PATH",
                    help="a Hugging Face config.json, or a model folder (config.json beside its safetensors, "
                         "whose headers give the exact weight bytes)")
-    g.add_argument("--model", metavar="PRESET", help="a preset model (see `course-memory presets`)")
+    g.add_argument("--model", metavar="PRESET|ORG/NAME[@REV]",
+                   help="a preset model (see `course-memory presets`), or a Hugging Face Hub id: its config.json "
+                        "and safetensors headers are read (no weights) and cached; HF_HUB_OFFLINE=1 reads the "
+                        "cache only")
     p.add_argument("--params", type=whole("--params", 1, MAX_PARAMS), metavar="N",
                    help="parameter count, for a model_type course_lib does not know")
 
@@ -223,9 +227,14 @@ def model_from_args(args: argparse.Namespace) -> ModelSpec:
             return from_hf_config(args.config, name=_config_name(Path(args.config)), params_total=args.params)
         except CourseInputError as exc:   # the reader names config=...; the user typed --config
             raise renamed(exc, "config", "--config") from None
+    if args.model is not None and is_hub_id(args.model):
+        try:
+            return hub_spec(str(args.model).strip(), params_total=args.params)
+        except CourseInputError as exc:   # the reader names model=...; the user typed --model
+            raise renamed(exc, "model", "--model") from None
     if args.model is not None and str(args.model).strip().lower() not in MODEL_CONFIGS:
         raise CourseInputError(f"--model={args.model!r} is not a preset; use one of {', '.join(model_names())}, "
-                               f"or --config PATH")
+                               f"a Hub id such as Qwen/Qwen3-8B, or --config PATH")
     spec = get_model(args.model)
     if args.params is not None:
         spec = _override_params(spec, args.params)

@@ -1,0 +1,223 @@
+"""``--model ORG/NAME[@REVISION]``: a Hugging Face Hub id read through huggingface_hub's own cache.
+
+No test touches the network. Each lays down a real huggingface_hub cache in tmp, in the layout
+huggingface_hub 2.4's file_download.py writes (``models--ORG--NAME/blobs/<git sha1 of the file>``,
+``snapshots/<commit>/config.json`` a relative link to that blob, ``refs/main`` holding the commit), and
+checks with the library's own ``try_to_load_from_cache`` that it is what the library reads. Refusals
+come from a local HTTP server that answers as the Hub does (``X-Error-Code`` headers, read by
+huggingface_hub's ``hf_raise_for_status``), or from a closed port.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import os
+import struct
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.cli_support import run_cli
+
+FILES = Path(__file__).resolve().parents[1] / "files" / "hub"
+SHA = "5e1c0de5e1c0de5e1c0de5e1c0de5e1c0de5e1c0"
+MINIMAX = "MiniMaxAI/MiniMax-M2.7"
+TINY = "course-test/tiny-llama"
+TINY_CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 8,
+               "intermediate_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
+               "vocab_size": 4, "torch_dtype": "float16", "tie_word_embeddings": False}
+
+
+def lay_cache(hub: Path, repo_id: str, files: dict[str, bytes], commit: str = SHA, ref: str | None = "main") -> Path:
+    """A huggingface_hub cache entry for ``repo_id`` at ``commit``, as ``hf_hub_download`` leaves it."""
+    folder = hub / ("models--" + repo_id.replace("/", "--"))
+    snapshot = folder / "snapshots" / commit
+    (folder / "blobs").mkdir(parents=True, exist_ok=True)
+    snapshot.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        etag = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()   # a non-LFS file's etag: its git blob id
+        (folder / "blobs" / etag).write_bytes(data)
+        os.symlink(f"../../blobs/{etag}", snapshot / name)
+    if ref is not None:
+        (folder / "refs").mkdir(exist_ok=True)
+        (folder / "refs" / ref).write_text(commit)    # no newline, as _cache_commit_hash_for_specific_revision
+    return snapshot
+
+
+@pytest.fixture
+def hf_home(tmp_path, monkeypatch):
+    home = tmp_path / "hf"
+    monkeypatch.setenv("HF_HOME", str(home))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")    # a closed port: nothing can leave the machine
+    return home
+
+
+def test_the_laid_cache_is_what_huggingface_hub_reads(hf_home):
+    from huggingface_hub import try_to_load_from_cache
+
+    snapshot = lay_cache(hf_home / "hub", MINIMAX, {"config.json": (FILES / "MiniMax-M2.7.config.json").read_bytes()})
+    found = try_to_load_from_cache(MINIMAX, "config.json", cache_dir=str(hf_home / "hub"))
+    assert found == str(snapshot / "config.json")
+
+
+def test_a_2026_hub_id_offline_is_built_on_the_meta_device_and_names_its_commit(hf_home, capsys):
+    lay_cache(hf_home / "hub", MINIMAX, {"config.json": (FILES / "MiniMax-M2.7.config.json").read_bytes()})
+    code, out, err = run_cli(capsys, "estimate", "--model", MINIMAX, "--gpu", "h200", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["model"] == f"{MINIMAX}@{SHA}", "the output names the repo and the commit it read"
+    # MiniMax-M2 by hand: embeddings 2 x 200,064 x 3,072 (untied); per layer q/o 2 x 3,072 x 6,144, k/v
+    # 2 x 3,072 x 1,024, q/k norms 6,144 + 1,024, two RMSNorms 2 x 3,072, router 3,072 x 256, 256 experts of
+    # 3 x 3,072 x 1,536; 62 layers; a final norm. The published card says "230B total".
+    layer = 2 * 3072 * 6144 + 2 * 3072 * 1024 + 6144 + 1024 + 2 * 3072 + 3072 * 256 + 256 * 3 * 3072 * 1536
+    assert data["params_total"] == 2 * 200_064 * 3072 + 62 * layer + 3072 == 228_689_748_992
+    assert data["kv_cache_bytes_per_token"] == 62 * 2 * 8 * 128 * 2     # bf16 K and V, 8 KV heads of 128
+    assert any("HF_HUB_OFFLINE" in n and "formula" in n for n in data["notes"])
+
+
+def _tiny_safetensors(path: Path) -> bytes:
+    """A real safetensors file: F16 [4, 8], F32 [3], I8 [5]; returns its header bytes as the Hub's range
+    request reads them."""
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    save_file({"w": np.zeros((4, 8), np.float16), "s": np.zeros(3, np.float32), "q": np.zeros(5, np.int8)},
+              str(path))
+    raw = path.read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    return raw[8:8 + n]
+
+
+def test_weight_bytes_come_from_the_safetensors_headers_and_are_cached_by_commit(hf_home, tmp_path, monkeypatch,
+                                                                                   capsys):
+    from huggingface_hub import HfApi
+    from huggingface_hub.hf_api import _parse_safetensors_header
+    from huggingface_hub.utils import SafetensorsRepoMetadata
+
+    lay_cache(hf_home / "hub", TINY, {"config.json": json.dumps(TINY_CONFIG).encode()})
+    header = _tiny_safetensors(tmp_path / "model.safetensors")
+    asked = []
+
+    def from_the_hub(self, repo_id, *, revision=None, **kw):   # the range request, answered by a real header
+        asked.append((repo_id, revision))
+        meta = _parse_safetensors_header(header, "model.safetensors", repo_id)
+        return SafetensorsRepoMetadata(metadata=None, sharded=False,
+                                       weight_map=dict.fromkeys(meta.tensors, "model.safetensors"),
+                                       files_metadata={"model.safetensors": meta})
+
+    monkeypatch.setattr(HfApi, "get_safetensors_metadata", from_the_hub)
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    # Online, by commit sha: the config comes from the cache without a request (hf_hub_download's shortcut).
+    code, out, err = run_cli(capsys, "estimate", "--model", f"{TINY}@{SHA}", "--gpu", "24GB", "--json")
+    assert code == 0, err
+    assert asked == [(TINY, SHA)], "the headers are read at the commit the config came from"
+    first = json.loads(out)
+    # Stored: 32 x 2 B + 3 x 4 B + 5 x 1 B = 81 B; served in fp16 (torch_dtype): the floats cast to 2 B,
+    # the int8 kept: 35 x 2 + 5 = 75 B.
+    assert first["checkpoint_stored_bytes"] == 81
+    assert first["weights_bytes"] == 75
+    summary = hf_home / "course-memory" / "safetensors" / "models--course-test--tiny-llama" / f"{SHA}.json"
+    assert json.loads(summary.read_text())["bytes_by_dtype"] == {"F16": 64, "F32": 12, "I8": 5}
+
+    # Offline, by branch: refs/main gives the commit, the summary gives the bytes; the Hub is not asked.
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code, out, err = run_cli(capsys, "estimate", "--model", TINY, "--gpu", "24GB", "--json")
+    assert code == 0, err
+    again = json.loads(out)
+    assert (again["checkpoint_stored_bytes"], again["weights_bytes"]) == (81, 75)
+    assert again["model"] == f"{TINY}@{SHA}" and len(asked) == 1
+
+
+def test_a_damaged_summary_is_one_line_saying_to_delete_it(hf_home, capsys):
+    lay_cache(hf_home / "hub", TINY, {"config.json": json.dumps(TINY_CONFIG).encode()})
+    summary = hf_home / "course-memory" / "safetensors" / "models--course-test--tiny-llama" / f"{SHA}.json"
+    summary.parent.mkdir(parents=True)
+    summary.write_text(json.dumps({"format": "course-memory safetensors summary 1", "repo_id": TINY,
+                                   "commit_sha": SHA, "files": 1, "total_bytes": 10,
+                                   "bytes_by_dtype": {"F16": 10}, "elements_by_dtype": {"F16": 3}}))
+    code, out, err = run_cli(capsys, "estimate", "--model", TINY)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "delete it" in err and "3 values" in err
+
+
+def test_other_verbs_take_a_hub_id(hf_home, capsys):
+    lay_cache(hf_home / "hub", TINY, {"config.json": json.dumps(TINY_CONFIG).encode()})
+    code, out, err = run_cli(capsys, "estimate", "--runtime", "vllm", "--model", TINY, "--gpu", "24GB", "--json")
+    assert code == 0, err
+    assert json.loads(out)["model"] == f"{TINY}@{SHA}"
+    trace = Path(__file__).resolve().parents[2] / "examples" / "traces" / "ten_eleven.jsonl"
+    code, out, err = run_cli(capsys, "simulate", "--trace", trace, "--model", TINY, "--json")
+    assert code == 0, err
+    assert json.loads(out)["summary"]["kv_bytes_per_token"] == 1 * 2 * 1 * 4 * 2   # 1 layer, K+V, 1 head of 4, fp16
+    from course_lib.presets import get_model      # the explorers' path
+    assert get_model(TINY).name == f"{TINY}@{SHA}"
+
+
+class _Hub(http.server.BaseHTTPRequestHandler):
+    """Answers as huggingface.co does for a missing repo, a gated one, a missing revision."""
+
+    def _answer(self) -> None:
+        repo = self.path.strip("/").split("/")[1]
+        status, code = {"missing": (404, "RepoNotFound"), "gated": (403, "GatedRepo")}.get(
+            repo, (404, "RevisionNotFound"))
+        self.send_response(status)
+        self.send_header("X-Error-Code", code)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_HEAD = do_GET = _answer
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def fake_hub(monkeypatch):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+    yield
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("model, words", [
+    ("org/missing", "does not exist on the Hub, or it is private"),
+    ("org/gated", "is a gated repo and no token"),
+    ("org/model@v9.9", "revision 'v9.9' does not exist"),
+])
+def test_hub_refusals_are_one_line_naming_the_case(hf_home, fake_hub, monkeypatch, capsys, model, words):
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    code, out, err = run_cli(capsys, "estimate", "--model", model)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and words in err, err
+
+
+def test_offline_with_nothing_cached_and_no_network_are_one_line_each(hf_home, monkeypatch, capsys):
+    code, _, err = run_cli(capsys, "estimate", "--model", "org/model")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "HF_HUB_OFFLINE is set" in err and "not in the Hub cache" in err
+    import huggingface_hub.utils._http as http_utils
+    monkeypatch.setattr(http_utils.time, "sleep", lambda seconds: None)   # its retries, without the waiting
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    code, _, err = run_cli(capsys, "estimate", "--model", "org/model")    # HF_ENDPOINT is a closed port
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "could not be reached" in err
+
+
+@pytest.mark.parametrize("model", ["org/a b", "org/x--y", "org/"])
+def test_a_malformed_hub_id_is_refused_before_any_read(hf_home, capsys, model):
+    code, _, err = run_cli(capsys, "estimate", "--model", model)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "is not a Hub id" in err
+
+
+def test_a_preset_name_stays_a_preset(hf_home, capsys):
+    code, out, err = run_cli(capsys, "estimate", "--model", "llama-3-8b", "--json")
+    assert code == 0 and json.loads(out)["model"] == "llama-3-8b"
