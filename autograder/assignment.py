@@ -32,6 +32,7 @@ import functools
 import hashlib
 import importlib
 import importlib.util
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -269,6 +270,8 @@ class GradedCell:
     """A test scored by the lesson's trusted check from the answer its hidden part records."""
     released: str | None = None
     """An answer's text as released: handed back unchanged, it is nbgrader's "no response" (0 points)."""
+    label: str = ""
+    """A test's name for people, unique in the assignment (:func:`test_labels`); "" for other cells."""
 
 
 @dataclass(frozen=True)
@@ -420,6 +423,8 @@ def _load_cached(assignment: Assignment, stamps: tuple) -> AssignmentSpec:
         return replace(nb, tests=tuple(map(key, nb.tests)), manual=tuple(map(key, nb.manual)))
 
     notebooks = tuple(keyed(nb) for nb in notebooks)
+    labels = test_labels(notebooks)
+    notebooks = tuple(replace(nb, tests=tuple(replace(t, label=labels[t.key]) for t in nb.tests)) for nb in notebooks)
     side = lesson.side_questions()
     taken = {c.key for nb in notebooks for c in (*nb.tests, *nb.manual)}
     for gid in side:
@@ -434,6 +439,74 @@ def _load_cached(assignment: Assignment, stamps: tuple) -> AssignmentSpec:
     for name, path in sorted(assignment.instructor_files().items()):
         h.update(name.encode() + b"\0" + hashlib.sha256(Path(path).read_bytes()).digest())
     return AssignmentSpec(name=assignment.name, notebooks=notebooks, side=side, sha256=h.hexdigest())
+
+
+_TASK = re.compile(r"\*\*(Task \d+[^*.]*)")
+_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
+_HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?(?:^[ \t]*### END HIDDEN TESTS[^\n]*$|\Z)", re.S | re.M)
+#: The longest label, in characters.
+LABEL_CHARS = 80
+
+
+def _own_comment(source: str) -> str:
+    """The first comment line of a test's visible part (never of its hidden tests), or ""."""
+    for line in _HIDDEN.sub("", source).splitlines():
+        text = line.strip()
+        if text.startswith("#") and not text.startswith("###"):
+            text = text.lstrip("#").strip()
+            if text:
+                return text
+    return ""
+
+
+def test_labels(notebooks) -> dict[str, str]:
+    """Each test's label for people, by key, unique across the assignment's notebooks: the instructor's
+    ``metadata.course.title``, else the heading (or "**Task N") above it, else its own first comment line,
+    else its grade_id; a label several tests share gets their position, "Homework summary (test 2 of 6)".
+
+    >>> import nbformat
+    >>> v4 = nbformat.v4
+    >>> nb = v4.new_notebook(cells=[v4.new_markdown_cell("## Homework summary"), v4.new_code_cell("assert a"),
+    ...                             v4.new_code_cell("assert b"), v4.new_code_cell("# the mean is 2\\nassert c")])
+    >>> tests = tuple(GradedCell(g, 1.0, i, manual=False, key=g) for g, i in (("t1", 1), ("t2", 2), ("t3", 3)))
+    >>> test_labels([NotebookSpec("hw.ipynb", nb, tests, (), (), frozenset())])
+    {'t1': 'Homework summary (test 1 of 3)', 't2': 'Homework summary (test 2 of 3)', 't3': 'Homework summary (test 3 of 3)'}
+    >>> nb.cells[0].source = "Some text"
+    >>> test_labels([NotebookSpec("hw.ipynb", nb, tests, (), (), frozenset())])["t3"]
+    'the mean is 2'
+    """
+    from .text import one_line
+
+    base: dict[str, str] = {}
+    for nb in notebooks:
+        at = {t.index: t for t in nb.tests}
+        heading = ""
+        for i, cell in enumerate(nb.nb.cells):
+            source = cell.get("source", "")
+            source = "".join(source) if isinstance(source, list) else str(source)
+            if cell.get("cell_type") == "markdown":
+                found = _TASK.findall(source) or _HEADING.findall(source)
+                heading = found[-1].strip() if found else heading
+            test = at.get(i)
+            if test is None:
+                continue
+            course = (cell.get("metadata") or {}).get("course")
+            title = course.get("title") if isinstance(course, dict) else None
+            label = title if isinstance(title, str) and title.strip() else (heading or _own_comment(source)
+                                                                              or test.grade_id)
+            base[test.key] = one_line(label, LABEL_CHARS)
+    counts: dict[str, int] = {}
+    for label in base.values():
+        counts[label] = counts.get(label, 0) + 1
+    seen: dict[str, int] = {}
+    labels: dict[str, str] = {}
+    for key, label in base.items():
+        if counts[label] > 1:
+            seen[label] = seen.get(label, 0) + 1
+            label = f"{label} (test {seen[label]} of {counts[label]})"
+        labels[key] = label
+    taken = list(labels.values())
+    return {key: label if taken.count(label) == 1 else f"{label} [{key}]" for key, label in labels.items()}
 
 
 def load_source(assignment: Assignment) -> AssignmentSpec:
