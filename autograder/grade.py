@@ -37,6 +37,7 @@ from .restore import (MAX_NOTEBOOK_BYTES, Refused, read_handed_in, read_submissi
 from .results import (GRADED, GRADER_ERROR, INVALID, MISSING, NOT_RUN, PASSED, SEVERITY, QuestionResult,
                       StudentResult, write_atomic, write_json)
 from .sandbox import Sandbox, probe, require_minimum, scratch_dir
+from .sandbox.python_env import course_python
 from .text import one_line
 from .settings import Settings
 
@@ -143,7 +144,8 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
 
     notes: list[str] = []
     executions: dict[str, Execution] = {}
-    with Sandbox(scratch_dir(), settings.limits, isolation, preload=lesson.preload) as sandbox:
+    python = course_python(settings.python) if settings.python else None
+    with Sandbox(scratch_dir(), settings.limits, isolation, preload=lesson.preload, python=python) as sandbox:
         # The scratch copy holds only what the release holds: nothing else of the submission.
         for name, content in sidecheck.beside(a, lesson, files).items():
             target = sandbox.work / name
