@@ -42,6 +42,7 @@ from course_lib.errors import CourseInputError
 from . import sidecheck
 from .assignment import Assignment, default_assignment, lesson_folder, load_lesson, load_source
 from .course import build_gradebook, copy_gradebook, template_path, write_course_files
+from .course_env import requirements_python
 from .dask_tls import TlsFiles
 from .distributed import Cluster
 from .environment import PACKAGES, tree_digest
@@ -258,7 +259,7 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
          memory_limit: str | int = Limits.memory_bytes, disk_limit: str | int = Limits.disk_bytes,
          regrade: bool = False, progress: bool | None = None, scheduler: str | None = None,
          assignment: Assignment | None = None, insecure: bool = False, tls: TlsFiles = TlsFiles(),
-         python: str | None = None) -> BatchResult:
+         python: str | None = None, requirements: str | None = None) -> BatchResult:
     """Grade every ``SUBMITTED_DIR/<student>/<assignment>/`` into ``out``; returns the batch result.
 
     ``assignment``: what to grade (:class:`~autograder.assignment.Assignment`: an nbgrader source
@@ -271,7 +272,8 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     Dask's configuration); ``local:N`` makes one for the batch.
     ``insecure``: grade even where this machine cannot isolate learner code (else refused, in one line).
     ``python``: the course's Python, which runs the notebooks in the sandbox (default: the grader's own);
-    before grading, the notebooks' imports are checked there (autograder.imports).
+    before grading, the notebooks' imports are checked there (autograder.imports). ``requirements``: a
+    requirements file, built once into a kept environment that is used the same way (autograder.course_env).
 
     Raises AutograderError only when the grader itself cannot run (bad paths or options, a broken
     instructor source, no isolation); whatever a submission does becomes its status.
@@ -288,6 +290,10 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
         cell_timeout, notebook_timeout, default_workers() if workers is None else workers)
     if results_dir == submitted_dir or submitted_dir in results_dir.parents:
         raise AutograderError("RESULTS_DIR must not be inside SUBMITTED_DIR (it would look like a student)")
+    if python is not None and requirements is not None:
+        raise AutograderError("--python and --requirements both name the course's environment; give one")
+    if requirements is not None:
+        python = requirements_python(requirements, results_dir)
     course_env = course_python(str(python)) if python is not None else None
     settings = Settings(cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
                         limits=Limits(memory_bytes=memory_limit_bytes(memory_limit),
@@ -308,7 +314,7 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     try:   # a package the notebooks import that their Python lacks: one line now, not one error per student
         if python_notebooks:
             check_imports(python_notebooks, kernel_python, original.root or original.notebooks[0].parent,
-                          str(REPO), given=course_env is not None)
+                          str(REPO), requirements=requirements, given=course_env is not None)
     except AutograderError:
         stop_fork_servers()
         raise

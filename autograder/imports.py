@@ -131,19 +131,24 @@ def missing_modules(python: str, modules: Iterable[str], folder: Path, pythonpat
 
 
 def check_imports(notebooks: Mapping[str, Iterable[str]], python: str, folder: Path, pythonpath: str,
-                  given: bool) -> None:
+                  requirements: str | None = None, given: bool = False) -> None:
     """Refuse, in one line, a batch whose notebooks import a module the kernels' Python cannot find, or
-    whose Python has no ipykernel. ``notebooks``: each Python notebook's code cells, by name; ``given``:
-    whether ``python`` is the course's (``--python``) or the grader's own."""
+    whose Python has no ipykernel. ``notebooks``: each Python notebook's code cells, by name; ``python``:
+    the grader's own, the course's (``given``, from ``--python``), or the one built from ``requirements``."""
     imports = notebook_imports(notebooks)
     missing = missing_modules(python, [*imports, *KERNEL_MODULES], folder, pythonpath)
     if not missing:
         return
-    whose = f"the course's Python ({python})" if given else f"the grader's own Python ({python})"
+    if requirements is not None:
+        whose, fix = f"the environment built from {requirements} ({python})", f"add it to {requirements}"
+    elif given:
+        whose, fix = f"the course's Python ({python})", f"install it there (`{python} -m pip install ...`)"
+    else:
+        whose = f"the grader's own Python ({python})"
+        fix = "give the course's environment with --python PATH or --requirements FILE"
     kernel = [m for m in missing if m in KERNEL_MODULES and m not in imports]
     if kernel:
-        raise AutograderError(f"{whose} has no {', '.join(kernel)}, which runs the notebooks; install it there "
-                              f"(`{python} -m pip install ipykernel`)")
+        raise AutograderError(f"{whose} has no {', '.join(kernel)}, which runs the notebooks; "
+                              f"{fix.replace('...', 'ipykernel').replace('add it', 'add ipykernel')}")
     shown = ", ".join(f"{m} ({', '.join(imports[m][:3])})" for m in missing[:8]) + (", ..." if len(missing) > 8 else "")
-    raise AutograderError(f"the notebooks import {shown}, which {whose} cannot import; give the course's "
-                          f"environment with --python PATH (a Python that has {'it' if len(missing) == 1 else 'them'})")
+    raise AutograderError(f"the notebooks import {shown}, which {whose} cannot import; {fix}")

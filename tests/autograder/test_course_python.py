@@ -97,3 +97,26 @@ def test_the_notebooks_run_in_the_course_python_inside_the_sandbox(tmp_path, ker
     assert "fresh Python" not in proc.stderr, proc.stderr   # the fork server started with the course's Python
     q = json.loads((tmp_path / "out" / "grades.json").read_text())["students"]["s1"]["questions"]["test_env"]
     assert q["score"] == 1.0, q["message"]
+
+
+def test_requirements_are_built_once_into_a_kept_environment_that_is_checked(tmp_path, capsys, monkeypatch):
+    """Offline: a requirements file that names nothing builds (a venv of the base Python, pip installs
+    nothing), and the import check then runs in that environment, not the grader's: no ipykernel there."""
+    monkeypatch.setenv("COURSE_GRADE_CACHE", str(tmp_path / "cache"))
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("# the course's packages, one a line\n")
+    source, submitted = _course(tmp_path / "c", "pass")
+    args = ("autograde", submitted, "--out", tmp_path / "out", "--source", source, "--requirements", requirements)
+    code, err = _cli(capsys, *args)
+    built = list((tmp_path / "cache" / "envs").glob("*/bin/python"))
+    assert len(built) == 1 and (built[0].parents[1] / ".course-grade-built").is_file()
+    assert code == 2 and err.count("\n") == 2 and "building the course's environment" in err, err
+    assert f"the environment built from {requirements} ({built[0]}) has no ipykernel" in err, err
+    assert f"add ipykernel to {requirements}" in err, err
+    code, err = _cli(capsys, *args)
+    assert code == 2 and err.count("\n") == 1 and "has no ipykernel" in err, "kept, not built again: " + err
+    requirements.write_text("not a requirement ===\n")
+    code, err = _cli(capsys, *args)
+    assert code == 2 and err.splitlines()[-1].count("Invalid requirement") == 1, err
+    assert "could not build the environment" in err and "--python PATH" in err
+    assert len(list((tmp_path / "cache" / "envs").glob("*/bin/python"))) == 1, "a failed build leaves nothing"
