@@ -68,6 +68,11 @@ class Assignment:
     root: Path | None = None
     """The folder the files lie in (they are released under their path relative to it); None: under
     their own file names."""
+    header: Path | None = None
+    """The course's header notebook (nbgrader's ``IncludeHeaderFooter.header``, from its nbgrader_config.py):
+    ``release`` puts its cells first in every notebook, as ``nbgrader generate_assignment`` does."""
+    footer: Path | None = None
+    """The course's footer notebook (``IncludeHeaderFooter.footer``): its cells go last."""
 
     def __post_init__(self):
         object.__setattr__(self, "notebooks", tuple(Path(p) for p in self.notebooks))
@@ -98,7 +103,8 @@ class Assignment:
         return {**{p.name: p for p in self.notebooks}, **{self.file_name(p): p for p in self.files}}
 
     @classmethod
-    def from_source(cls, folder: str | Path, lesson: str | None = None) -> Assignment:
+    def from_source(cls, folder: str | Path, lesson: str | None = None, header: Path | None = None,
+                    footer: Path | None = None) -> Assignment:
         """An nbgrader ``source/<assignment>/`` folder: its ``*.ipynb`` notebooks and every other file in it."""
         folder = Path(folder).resolve()
         if not folder.is_dir():
@@ -111,7 +117,8 @@ class Assignment:
         files = tuple(sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix != ".ipynb"
                              and not any(part.startswith(".") for part in p.relative_to(folder).parts)
                              and ".ipynb_checkpoints" not in p.parts and "__pycache__" not in p.parts))
-        return cls(name=folder.name, notebooks=notebooks, files=files, lesson=lesson, root=folder)
+        return cls(name=folder.name, notebooks=notebooks, files=files, lesson=lesson, root=folder, header=header,
+                   footer=footer)
 
 
 # ---- lessons -----------------------------------------------------------------------------------
@@ -199,8 +206,10 @@ def default_assignment(name: str | None = None, source: str | Path | None = None
     name, or the only one, or the one the submissions' folders name."""
     if source is not None:
         source = Path(source)
+        course_root = source if (source / "source").is_dir() else source.parent if source.name == "source" else None
         if (source / "source").is_dir():     # a course root: its source/ folder
             source = source / "source"
+        header, footer = header_footer(course_root) if course_root is not None else (None, None)
         found = assignment_folders(source)
         if name is None and found:   # a course's source/: its own notebooks are headers and footers, not assignments
             beside = sorted(p.name for p in source.glob("*.ipynb"))
@@ -208,7 +217,7 @@ def default_assignment(name: str | None = None, source: str | Path | None = None
                         f"; {', '.join(beside)} beside them {'is' if len(beside) == 1 else 'are'} nbgrader "
                         f"header/footer notebook{'s' * (len(beside) != 1)}, not assignments" if beside else "")
         folder = source if name is None or source.name == name and any(source.glob("*.ipynb")) else source / name
-        return Assignment.from_source(folder, lesson=lesson)
+        return Assignment.from_source(folder, lesson=lesson, header=header, footer=footer)
     if lesson is not None:
         return lesson_assignment(lesson)
     lessons = installed_lessons()
@@ -218,6 +227,33 @@ def default_assignment(name: str | None = None, source: str | Path | None = None
         raise AutograderError(f"--assignment {name!r} is not an installed lesson ({', '.join(sorted(lessons)) or 'none'}); "
                               f"give --source DIR for an nbgrader assignment, or --lesson for a lesson of your own")
     return lesson_assignment(lessons[name])
+
+
+def header_footer(root: Path) -> tuple[Path | None, Path | None]:
+    """The header and footer notebooks a course's ``nbgrader_config.py`` names (``IncludeHeaderFooter``; paths
+    relative to the course root, as nbgrader runs there), or None. The file is run as nbgrader runs it
+    (traitlets' PyFileConfigLoader)."""
+    if not (Path(root) / "nbgrader_config.py").is_file():
+        return None, None
+    from traitlets.config.loader import PyFileConfigLoader
+
+    try:
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    except Exception as e:  # noqa: BLE001 - the instructor's file: say what went wrong, in one line
+        raise AutograderError(f"{root}/nbgrader_config.py cannot be read ({type(e).__name__}: {e}); fix it") from None
+    section = config.get("IncludeHeaderFooter") or {}
+    found = []
+    for what in ("header", "footer"):
+        value = section.get(what) if hasattr(section, "get") else None
+        if not isinstance(value, str) or not value:
+            found.append(None)
+            continue
+        path = (Path(root) / value).resolve()
+        if not path.is_file():
+            raise AutograderError(f"{root}/nbgrader_config.py names the {what} notebook {value!r} "
+                                  f"(IncludeHeaderFooter.{what}), which is not there; fix the path")
+        found.append(path)
+    return found[0], found[1]
 
 
 def assignment_folders(source: Path) -> list[str]:

@@ -196,3 +196,21 @@ def test_a_batch_in_which_nobody_handed_in_the_assignment_is_refused(tmp_path, c
                               root / "source", "--assignment", "ps1")
     assert code == 2 and err.count("\n") == 1, err
     assert "none of the 2 students" in err and "ps1/" in err and "'ps0'" in err
+
+
+def test_release_puts_the_header_first_as_stock_generate_assignment_does(graded, tmp_path):
+    """nbgrader's IncludeHeaderFooter runs in generate_assignment only: course-grade's release reads the course's
+    nbgrader_config.py for it, and releases the notebook stock nbgrader released, cell for cell."""
+    from autograder.assignment import default_assignment
+    from autograder.course import build_course   # what `course-grade release` runs (without the learner's wheel)
+
+    root = graded["root"]
+    released = build_course(tmp_path / "course", default_assignment(source=root / "source"))
+
+    def shown(path: Path) -> list[tuple[str, str]]:
+        return [(c.cell_type, c.source) for c in nbformat.read(path, as_version=4).cells]
+
+    ours, theirs = shown(released / "problem1.ipynb"), shown(root / "release" / "ps1" / "problem1.ipynb")
+    assert ours[0] == ("markdown", "# Course header\nName: ...")
+    assert ours == theirs
+    assert (released / "markposition.py").is_file()
