@@ -273,7 +273,8 @@ def _start_kernel(sandbox: Sandbox, *, startup_timeout: float, max_message_bytes
     offset = log_file.tell()
     if kernel_argv is not None:
         return _start_exec(sandbox, context, offset, startup_timeout, log_file, kernel_argv)
-    server = fork_server(sandbox.pythonpath, sandbox.preload) if sandbox.isolation.kernels == "fork" else None
+    server = fork_server(sandbox.pythonpath, sandbox.preload, sandbox.python) \
+        if sandbox.isolation.kernels == "fork" else None
     if server is not None:
         km = KernelManager(context=context, transport="ipc", ip=str(sandbox.run_dir / "k"),
                            connection_file=str(sandbox.run_dir / "kernel.json"))
@@ -304,7 +305,7 @@ def _start_exec(sandbox: Sandbox, context, offset: int, startup_timeout: float, 
     if not (spec_dir / "kernel.json").is_file():
         spec_dir.mkdir(parents=True, exist_ok=True)
         argv = sandbox.command(list(kernel_argv) if kernel_argv is not None else [
-            sys.executable, "-P", "-s", "-c", KERNEL_MAIN, *kernel_args(sandbox), "-f", "{connection_file}"])
+            sandbox.python, "-P", "-s", "-c", KERNEL_MAIN, *kernel_args(sandbox), "-f", "{connection_file}"])
         (spec_dir / "kernel.json").write_text(json.dumps({
             "argv": argv, "display_name": "Python 3 (sandboxed grader)", "language": "python",
             "interrupt_mode": "message", "metadata": {"debugger": False}}))

@@ -77,6 +77,10 @@ class QuestionResult:
     parts: list[str] = field(default_factory=list)
     """Each failed part's message, one per part, when the question has several (else empty): what the
     feedback page, grades.json, grades.csv and Gradescope list one by one."""
+    label: str = ""
+    """Its name for people, unique in the assignment (autograder.assignment.test_labels; a side check's
+    title): the same on the feedback page, in grades.json and grades.csv, on Gradescope and in the
+    terminal's table. "" in a record written before labels: its key stands in."""
 
 
 @dataclass
@@ -127,8 +131,9 @@ class StudentResult:
             "total_score": self.score + (manual_score or 0.0),
             "total_max_score": self.max_score + self.manual_max_score,
             "comments": dict(comments or {}),
-            "questions": {gid: {"score": q.score, "max_score": q.max_score, "status": q.status,
-                                "message": q.message, "parts": list(q.parts)} for gid, q in self.questions.items()},
+            "questions": {gid: {"label": q.label or gid, "score": q.score, "max_score": q.max_score,
+                                "status": q.status, "message": q.message, "parts": list(q.parts)}
+                          for gid, q in self.questions.items()},
         }
 
     def to_json(self) -> dict[str, Any]:

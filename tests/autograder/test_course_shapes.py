@@ -10,6 +10,9 @@ One small course, built in a temporary folder the way public courses are laid ou
   as in a kernel started in the assignment's folder;
 - a test cell that prints 1.2 MB, past course-grade's 1 MiB output cap, and passes: the cap's note is not
   stderr, so it costs no points (nbgrader's rule gives 0 to a test cell with stderr).
+- three tests under one heading, "Homework summary": each is labelled with the heading and its position
+  (issue 39, item 5), the same on the feedback page, in grades.json, grades.csv, Gradescope's JSON and the
+  terminal's table.
 
 Stock ``nbgrader generate_assignment`` makes the release (header cells included) and stock ``nbgrader
 autograde`` grades the hand-ins; course-grade must give every cell the same score.
@@ -17,6 +20,8 @@ autograde`` grades the hand-ins; course-grade must give every cell the same scor
 
 from __future__ import annotations
 
+import csv
+import html
 import json
 import os
 import shutil
@@ -50,7 +55,8 @@ def write_course(root: Path) -> Path:
     header = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Course header\nName: ...")])
     nbformat.write(header, root / "source" / "header.ipynb")
     cells = [nbformat.v4.new_markdown_cell("Write `double`."),
-             nbformat.v4.new_code_cell(SOLUTION, metadata=_meta("double", solution=True))]
+             nbformat.v4.new_code_cell(SOLUTION, metadata=_meta("double", solution=True)),
+             nbformat.v4.new_markdown_cell("## Homework summary\nThe checks of `double`.")]
     for gid, (points, source) in TESTS.items():
         cells.append(nbformat.v4.new_code_cell(source, metadata=_meta(gid, grade=True, locked=True, points=points)))
     nb = nbformat.v4.new_notebook(cells=cells, metadata={
@@ -111,6 +117,21 @@ def graded(tmp_path_factory):
                            str(results), "--source", str(root / "source"), "--no-progress"],
                           cwd=REPO, capture_output=True, text=True, timeout=600)
     return {"root": root, "results": results, "proc": proc}
+
+
+def test_every_test_has_one_unique_label_in_every_output(graded):
+    assert graded["proc"].returncode == 0, graded["proc"].stderr[-3000:]
+    results = graded["results"]
+    labels = [f"Homework summary (test {i} of 3)" for i in (1, 2, 3)]
+    questions = json.loads((results / "grades.json").read_text())["students"]["blank"]["questions"]
+    assert [questions[gid]["label"] for gid in TESTS] == labels
+    with (results / "grades.csv").open(newline="") as f:
+        assert next(csv.reader(f))[-3:] == labels
+    assert [t["name"] for t in json.loads((results / "gradescope" / "blank.json").read_text())["tests"]] == labels
+    page = (results / "feedback" / "blank" / "ps1" / "problem1.html").read_text()
+    for label in labels:   # in the score table and above the test's verdict
+        assert page.count(html.escape(label)) == 2, label
+    assert "Homework summary (test 1 of 3): the test failed" in graded["proc"].stdout, graded["proc"].stdout
 
 
 def test_a_header_notebook_is_not_an_assignment(graded):
@@ -175,3 +196,21 @@ def test_a_batch_in_which_nobody_handed_in_the_assignment_is_refused(tmp_path, c
                               root / "source", "--assignment", "ps1")
     assert code == 2 and err.count("\n") == 1, err
     assert "none of the 2 students" in err and "ps1/" in err and "'ps0'" in err
+
+
+def test_release_puts_the_header_first_as_stock_generate_assignment_does(graded, tmp_path):
+    """nbgrader's IncludeHeaderFooter runs in generate_assignment only: course-grade's release reads the course's
+    nbgrader_config.py for it, and releases the notebook stock nbgrader released, cell for cell."""
+    from autograder.assignment import default_assignment
+    from autograder.course import build_course   # what `course-grade release` runs (without the learner's wheel)
+
+    root = graded["root"]
+    released = build_course(tmp_path / "course", default_assignment(source=root / "source"))
+
+    def shown(path: Path) -> list[tuple[str, str]]:
+        return [(c.cell_type, c.source) for c in nbformat.read(path, as_version=4).cells]
+
+    ours, theirs = shown(released / "problem1.ipynb"), shown(root / "release" / "ps1" / "problem1.ipynb")
+    assert ours[0] == ("markdown", "# Course header\nName: ...")
+    assert ours == theirs
+    assert (released / "markposition.py").is_file()
