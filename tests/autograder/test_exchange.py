@@ -86,11 +86,17 @@ def class_run(tmp_path_factory):
     out = _run([sys.executable, "-m", "autograder", "autograde", str(course / "submitted"), "--out", str(results),
                 "--source", str(course / "source"), "--assignment", "ps1", "--no-progress"],
                REPO, {**teacher, "PYTHONPATH": str(REPO)})
+    # course-grade's own pages can go out as they are...
+    pages = {p.read_bytes() for p in results.glob("feedback/*/ps1/*.html")}
+    _nbgrader("release_feedback", "ps1", cwd=results, env=teacher)
+    own = {p.read_bytes() for p in (exchange / COURSE_ID / "feedback").glob("*.html")}
+    # ...or nbgrader's, made from course-grade's gradebook and autograded notebooks, in their place
     _nbgrader("generate_feedback", "ps1", "--force", cwd=results, env=teacher)
     released = _nbgrader("release_feedback", "ps1", cwd=results, env=teacher)
     fetched = {learner: _nbgrader("fetch_feedback", "ps1", cwd=home / "work", env=env)
                for learner, (home, env) in learners.items()}
     return {"course": course, "results": results, "learners": learners, "grading": out, "released": released,
+            "own_pages": own, "pages": pages,
             "fetched": fetched, "exchange": exchange}
 
 
@@ -106,6 +112,11 @@ def test_course_grade_grades_the_collected_class_with_stock_scores(class_run):
     for learner, (_, score) in LEARNERS.items():
         assert grades[learner]["status"] == "graded", grades[learner]
         assert grades[learner]["score"] == score, learner
+
+
+def test_course_grade_pages_release_as_they_are(class_run):
+    pages = class_run["pages"]
+    assert len(pages) == 4 and class_run["own_pages"] == pages, "release_feedback took course-grade's four pages"
 
 
 def test_each_learner_fetches_their_own_feedback(class_run):
