@@ -53,7 +53,7 @@ from .imports import check_imports, code_cells
 from .kernels import grading_kernels, instructor_metadata
 from .gradebook import NOT_IN_GRADEBOOK, add_side_cells, hand_grades, merge, open_gradebook
 from .layout import (autograded_path, batch_assignment, load_records, remove_student_files, remove_submitted,
-                     write_batch, write_submitted)
+                     write_batch, write_exchange_files, write_submitted)
 from .results import GRADER_ERROR, RAN, BatchResult, StudentResult, write_json
 from .student_ids import refusal, shown
 from .sandbox import (REPO, Limits, disk_limit_bytes, fork_server_early, memory_limit_bytes, probe, require_minimum,
@@ -386,6 +386,7 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
             remove_submitted(results_dir, sid, assignment)
         else:
             write_submitted(results_dir, sid, assignment, read_files(submitted_dir / sid / assignment.name, assignment))
+            write_exchange_files(results_dir, sid, assignment, submitted_dir / sid / assignment.name)
     hand = hand_grades(results_dir, assignment, spec)   # kept in the gradebook where the hand-in is unchanged
     write_json(results_dir / "grades.json", grades_json(assignment.name, batch.students, hand))
     write_exports(results_dir, batch.students, {sid: h.score for sid, h in hand.items()},

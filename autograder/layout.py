@@ -69,6 +69,56 @@ def write_submitted(results_dir: str | Path, student_id: str, assignment: Assign
     return folder
 
 
+#: What ``nbgrader submit`` puts beside the notebooks and ``nbgrader collect`` keeps: the submission's
+#: time and its secret. ``nbgrader release_feedback`` reads both from ``feedback/<id>/<assignment>/``
+#: (nbgrader/exchange/default/release_feedback.py, 0.9.6), where ``nbgrader generate_feedback`` copies
+#: every file of ``autograded/<id>/<assignment>/``; without them it cannot name the page it releases.
+EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")
+#: Either file is one short line (a timestamp, a hex secret); anything larger is not nbgrader's.
+EXCHANGE_FILE_MAX_BYTES = 256
+
+
+def write_exchange_files(results_dir: str | Path, student_id: str, assignment: Assignment, hand_in: Path) -> list[str]:
+    """Copy the hand-in's :data:`EXCHANGE_FILES` into its ``autograded/`` and ``feedback/`` folders, as stock
+    ``nbgrader autograde`` and ``generate_feedback`` carry them, so that ``nbgrader release_feedback``
+    releases the feedback of a class collected through nbgrader's exchange. A file that is absent, a link,
+    not a regular file, too large or not one line of printable ASCII is left out (the learner wrote it).
+    Returns the names copied.
+
+    >>> import tempfile
+    >>> from autograder.assignment import Assignment
+    >>> root = Path(tempfile.mkdtemp())
+    >>> (root / "in").mkdir()
+    >>> _ = (root / "in" / "timestamp.txt").write_text("2026-12-05 18:00:00.000000 UTC")
+    >>> write_exchange_files(root / "out", "amy", Assignment("ps1", (Path("problem1.ipynb"),)), root / "in")
+    ['timestamp.txt']
+    >>> (root / "out" / "feedback" / "amy" / "ps1" / "timestamp.txt").read_text()
+    '2026-12-05 18:00:00.000000 UTC'
+    """
+    import os
+    import stat
+
+    copied = []
+    for name in EXCHANGE_FILES:
+        try:
+            fd = os.open(Path(hand_in) / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            data = os.read(fd, EXCHANGE_FILE_MAX_BYTES + 1) if stat.S_ISREG(st.st_mode) else b""
+        finally:
+            os.close(fd)
+        text = data.decode("ascii", "replace").strip()
+        if not data or len(data) > EXCHANGE_FILE_MAX_BYTES or not text.isprintable():
+            continue
+        for folder in (Path(results_dir) / "autograded" / student_id / assignment.name,
+                       Path(results_dir) / "feedback" / student_id / assignment.name):
+            write_atomic(folder / name, data)
+        copied.append(name)
+    return copied
+
+
 def feedback_path(results_dir: str | Path, student_id: str, assignment_name: str, notebook_name: str) -> Path:
     return Path(results_dir) / "feedback" / student_id / assignment_name / f"{Path(notebook_name).stem}.html"
 
