@@ -78,6 +78,7 @@ class Sandbox:
         make_ipython_dir(self.ipython_dir)
         os.chmod(self.root, 0o711)
         shutil.copyfile(LAUNCHER, self.launcher_dir / "launch.py")
+        shutil.copyfile(LAUNCHER.with_name("_seccomp.py"), self.launcher_dir / "_seccomp.py")   # its --seccomp
         (self.launcher_dir / "python").symlink_to(sys.executable)   # INNER_PYTHON
         os.chmod(self.launcher_dir, 0o700)  # root only: the learner's uid cannot list or read it
         os.chmod(self.log_dir, 0o700)
@@ -195,7 +196,8 @@ class Sandbox:
         for key, value in self.env().items():
             inner += ["--env", f"{key}={value}"]
         # Inside bubblewrap our parent is its pid-1 (pid numbers differ): only set the signal (0).
-        inner += ["--chdir", str(cwd), "--pdeathsig", "0" if iso.bubblewrap else str(os.getpid()), "--"] + list(argv)
+        inner += ["--chdir", str(cwd), "--pdeathsig", "0" if iso.bubblewrap else str(os.getpid()), "--seccomp",
+                  "--"] + list(argv)
 
         join = []
         if self.cgroup is not None:

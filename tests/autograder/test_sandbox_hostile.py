@@ -142,3 +142,73 @@ def test_the_sandboxs_first_process_names_no_path_of_the_host(kernels):
     assert set(seen) == {"1"}, seen   # the kernel's parent is the sandbox's pid 1
     leaks = [path for path in host if path in seen["1"]]
     assert not leaks and "zygote" not in seen["1"], seen["1"]
+
+
+# ---- item 1: a seccomp filter on learner code -----------------------------------------------------
+
+#: System-call numbers from the kernel's headers (asm/unistd_64.h, asm-generic/unistd.h), not the filter's table.
+SYSCALLS = {"x86_64": {"io_uring_setup": 425, "keyctl": 250, "add_key": 248, "request_key": 249},
+            "aarch64": {"io_uring_setup": 425, "keyctl": 219, "add_key": 217, "request_key": 218}}
+
+ATTEMPTS = r"""# attempts
+import ctypes, json, os, socket, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+nr = %r
+def call(name, *args):
+    ctypes.set_errno(0)
+    got = libc.syscall(nr[name], *args)
+    if got >= 0:
+        os.close(got) if name == 'io_uring_setup' else None
+        return 'allowed'
+    return ctypes.get_errno()
+def try_(fn):
+    try:
+        fn()
+        return 'allowed'
+    except OSError as e:
+        return e.errno
+params = ctypes.create_string_buffer(120)   # struct io_uring_params, zeroed
+out = {
+    'unshare': 'allowed' if libc.unshare(0x10000000 | 0x00020000) == 0 else ctypes.get_errno(),   # NEWUSER | NEWNS
+    'unshare -Urm': subprocess.run(['unshare', '-Urm', 'true'], capture_output=True, text=True).stderr.strip(),
+    'io_uring_setup': call('io_uring_setup', 8, params),
+    'keyctl': call('keyctl', 0, ctypes.c_long(-3), 0),            # KEYCTL_GET_KEYRING_ID of the session keyring
+    'add_key': call('add_key', b'user', b'k', b'v', 1, ctypes.c_long(-2)),
+    'request_key': call('request_key', b'user', b'k', None, 0),
+    'vsock': try_(lambda: socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM).close()),   # created, never connected
+    'packet': try_(lambda: socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM).close()),
+    'unix': try_(lambda: [s.close() for s in socket.socketpair()]),
+    'inet': try_(lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()),
+    'thread_and_fork': subprocess.run(['true']).returncode,
+}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("kernels", ["fork", "exec"])
+def test_learner_code_cannot_make_namespaces_rings_keys_or_vsock_sockets(kernels):
+    """Every escape the sandbox refuses already (files, processes, the network) stays refused; these
+    reached the host kernel's less guarded corners: now EPERM (1), from learner code, in both kinds of kernel."""
+    import dataclasses
+    import errno
+    import platform
+
+    from autograder.execute import execute_notebook
+    from autograder.sandbox import Limits, Sandbox, probe, scratch_dir
+
+    iso = probe()
+    if not iso.bubblewrap or (kernels == "fork" and iso.kernels != "fork"):
+        pytest.skip(f"no {kernels}ed kernels here (the probe says why)")
+    if platform.machine() not in SYSCALLS:
+        pytest.skip(f"the filter refuses {platform.machine()} (tested elsewhere)")
+    cells = [ATTEMPTS % SYSCALLS[platform.machine()], "print('graded', 6 * 7)"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    with Sandbox(scratch_dir(), Limits(), dataclasses.replace(iso, kernels=kernels)) as box:
+        ex = execute_notebook(nb, box, cell_timeout=30)
+    got = json.loads(_stdout(ex.nb, "# attempts"))
+    assert {k: got[k] for k in ("unshare", "io_uring_setup", "keyctl", "add_key", "request_key", "vsock", "packet")} \
+        == dict.fromkeys(("unshare", "io_uring_setup", "keyctl", "add_key", "request_key", "vsock", "packet"),
+                         errno.EPERM), got
+    assert "Operation not permitted" in got["unshare -Urm"], got
+    assert (got["unix"], got["inet"], got["thread_and_fork"]) == ("allowed", "allowed", 0), "what a notebook needs works"
+    assert _stdout(ex.nb, "graded") == "graded 42\n" and ex.status == "completed"
