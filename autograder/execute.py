@@ -20,10 +20,11 @@ SIG_IGN, a long C call), or kills the kernel     same sandbox (:func:`start_kern
 leaves the process cap exhausted                 discarded: the first run's stand), and goes on
                                                  after it; at most ``max_restarts`` times
 runs past the notebook's time limit              stops: later cells are not run
-waits (sleeps, blocks on a read) past the        stops: later cells are not run, and the record
-notebook's idle allowance (``idle_factor`` times  says so (waiting is not free: a worker is held)
-its time limit of wall-clock time not spent on
-the CPU)
+waits (sleeps, blocks on a read, for most of     stops: later cells are not run, and the record
+the time, working or not) past the hand-in's idle says so (waiting is not free: a worker is held)
+allowance (``idle_factor`` times the time limit;
+:class:`Budget`), or past its wall-clock backstop
+(one for all the hand-in's notebooks: :class:`Clock`)
 never answers a request the kernel failed on     replaced by a fresh kernel as above, told from
 (ipykernel only logs the handler's error)        the kernel's idle status without a reply
 prints past the output cap                       keeps the first bytes, notes the cut (on stdout:
@@ -489,13 +490,35 @@ OUTPUTS = ("stream", "display_data", "execute_result", "error")
 
 # ---- the clock -----------------------------------------------------------------------------
 
+@dataclass
+class Clock:
+    """The wall clock and the idle time of one hand-in, shared by the budgets of all its notebooks, so
+    that the wall-clock backstop and the idle allowance bound the hand-in as a whole (one notebook's
+    worth), not each notebook anew (a hand-in whose notebooks each wait to their own backstop would
+    hold a worker for their sum). A budget made without one has a clock of its own."""
+
+    wall0: float = field(default_factory=time.monotonic)
+    """When the hand-in's first notebook started."""
+    idle_s: float = 0.0
+    """Wall-clock seconds the hand-in's notebooks have spent waiting so far (:meth:`Budget.account`)."""
+    notebooks: int = 1
+    """How many notebooks share it (what the messages say)."""
+
+
 class Budget:
     """A time limit in CPU seconds of the sandbox, with a wall-clock backstop ``wall_factor`` times larger,
     and (``idle_factor``, for the notebook) an idle allowance: wall-clock seconds in which the sandbox
-    used (next to) no CPU. Idle is counted in windows of at least :attr:`IDLE_WINDOW_S`: a window in
-    which the sandbox's processes used under :attr:`IDLE_SHARE` of one core counts whole. A kernel
-    starved by a busy host still gets its share of a core, so it is not idle; one that sleeps or waits
-    on a read is.
+    waited. The backstop and the allowance run on a :class:`Clock`, the hand-in's where one is given.
+
+    Waiting is judged in windows of :meth:`idle_window_s` (5 s at the default limits). In each, the
+    sandbox's processes were busy (running, or ready to run and queued for a core: their CPU time plus
+    ``run_delay`` of ``/proc/PID/task/TID/schedstat``, Sandbox.runqueue_seconds) or asleep (a ``sleep``,
+    a blocked read) the rest of the time; when they slept for most of the window (busy under
+    :attr:`IDLE_SHARE` of it) the time they slept counts as waiting. A cell that works 40 ms in every
+    240 ms (17% of a core) mostly waits, and 83% of its time counts; a kernel starved by a busy host is
+    queued for a core when it is not running, so it is busy, not waiting. Where the queue time cannot be
+    read, a starved kernel cannot be told from a waiting one, and only windows under
+    :attr:`CPU_ONLY_IDLE_SHARE` of a core count (whole).
 
     CPU time is what a cell costs whatever else the machine runs (a busy grading host gives the kernel
     less of a core, not less work done per CPU second); the backstop ends what uses no CPU at all (a
@@ -510,35 +533,66 @@ class Budget:
     'cpu'
 
     Waiting is not free: a notebook that sleeps holds a grading worker. With an idle allowance of 1 times
-    a 5 s limit, 3 s of work (2 CPU seconds) then 6 s of sleep (no CPU) is over it; the work is not idle:
+    a 5 s limit (windows of 1.25 s), 3 s of work (3 CPU seconds) then 6 s of sleep (no CPU) is over it;
+    the work is not waiting, and neither is a window of 1 CPU second with 2 s queued for a core, while
+    one of 0.5 CPU seconds in 3 s waited 2.5 s:
 
     >>> class Sleeper:
     ...     def cpu_seconds(self): return 0.0
     >>> budget = Budget(Sleeper(), 5, wall_factor=4, idle_factor=1)
-    >>> budget.account(budget.wall0 + 3, 2.0); budget.idle_used()
+    >>> budget.account(budget.wall0 + 3, 3.0); budget.idle_used()
     0.0
-    >>> budget.account(budget.wall0 + 9, 2.0); budget.idle_used(), budget.over()
+    >>> budget.account(budget.wall0 + 9, 3.0); budget.idle_used(), budget.over()
     (6.0, 'idle')
+    >>> budget.account(budget.wall0 + 12, 4.0, queued=2.0); budget.idle_used()
+    6.0
+    >>> budget.account(budget.wall0 + 15, 4.5, queued=2.0); budget.idle_used()
+    8.5
+
+    Two notebooks on one clock share one backstop and one allowance:
+
+    >>> clock = Clock(notebooks=2)
+    >>> first = Budget(Sleeper(), 5, wall_factor=4, idle_factor=1, clock=clock)
+    >>> first.account(first.wall0 + 4, 0.0)
+    >>> second = Budget(Sleeper(), 5, wall_factor=4, idle_factor=1, clock=clock)
+    >>> second.idle_used(), second.wall_s
+    (4.0, 20)
     """
 
     #: Seconds a CPU reading is reused (the uid fallback walks /proc).
     READ_EVERY_S = 0.05
-    #: The shortest window idle time is judged over (the uid fallback's clock ticks are 10 ms).
-    IDLE_WINDOW_S = 1.0
-    #: A window in which the sandbox used less than this share of one core counts as idle.
-    IDLE_SHARE = 0.02
+    #: The longest window waiting is judged over, and the shortest (the uid fallback's clock ticks are 10 ms).
+    IDLE_WINDOW_S, MIN_IDLE_WINDOW_S = 5.0, 1.0
+    #: A window in which the sandbox ran or was queued to run for less than this share of it mostly waited.
+    IDLE_SHARE = 0.5
+    #: The same where the queue time cannot be read: a window under this share of a core counts whole.
+    CPU_ONLY_IDLE_SHARE = 0.02
 
-    def __init__(self, sandbox, cpu_s: float, wall_factor: float, idle_factor: float | None = None):
+    def __init__(self, sandbox, cpu_s: float, wall_factor: float, idle_factor: float | None = None,
+                 clock: Clock | None = None):
         self.sandbox, self.cpu_s, self.wall_s = sandbox, cpu_s, cpu_s * wall_factor
         self.idle_s = None if idle_factor is None else cpu_s * idle_factor
-        """Wall-clock seconds the sandbox may spend not using the CPU (None: no idle allowance)."""
+        """Wall-clock seconds the sandbox may spend waiting (None: no idle allowance)."""
+        self.clock = clock or Clock()
         self.wall0 = time.monotonic()
         self.cpu0 = sandbox.cpu_seconds()
         self.measured = self.cpu0 is not None
         if not self.measured:
             self.wall_s = cpu_s
+            self.clock = Clock(self.wall0, self.clock.idle_s, self.clock.notebooks)   # its own: wall time is its limit
         self._read_at, self._cpu = self.wall0, self.cpu0
-        self._idle, self._window = 0.0, (self.wall0, self.cpu0)
+        self._window = (self.wall0, self.cpu0, self._queued())
+
+    def idle_window_s(self) -> float:
+        """A quarter of the idle allowance, within [MIN_IDLE_WINDOW_S, IDLE_WINDOW_S]: a short allowance
+        (a test's) is judged in short windows."""
+        return min(self.IDLE_WINDOW_S, max(self.MIN_IDLE_WINDOW_S, (self.idle_s or 0) / 4))
+
+    def _queued(self) -> float | None:
+        if self.idle_s is None:
+            return None
+        read = getattr(self.sandbox, "runqueue_seconds", None)
+        return read() if read is not None else None
 
     def cpu_used(self) -> float:
         if not self.measured:
@@ -551,21 +605,29 @@ class Budget:
                 self.account(now, cpu)
         return self._cpu - self.cpu0
 
-    def account(self, now: float, cpu: float) -> None:
-        """Count the window since the last one as idle if the sandbox used under IDLE_SHARE of a core in it."""
-        start, cpu_then = self._window
-        if self.idle_s is None or now - start < self.IDLE_WINDOW_S:
+    def account(self, now: float, cpu: float, queued: float | None = None) -> None:
+        """Count the time the sandbox slept in the window since the last one as waiting (on the clock), if it
+        slept for most of it. ``queued``: the sandbox's queue time now (None: read it)."""
+        start, cpu_then, queued_then = self._window
+        if self.idle_s is None or now - start < self.idle_window_s():
             return
-        if cpu - cpu_then < self.IDLE_SHARE * (now - start):
-            self._idle += now - start
-        self._window = (now, cpu)
+        queued = self._queued() if queued is None else queued
+        window, busy = now - start, cpu - cpu_then
+        if queued is not None and queued_then is not None:
+            busy += max(0.0, queued - queued_then)   # a thread that exited takes its queue time with it
+            if busy < self.IDLE_SHARE * window:
+                self.clock.idle_s += window - busy
+        elif busy < self.CPU_ONLY_IDLE_SHARE * window:
+            self.clock.idle_s += window
+        self._window = (now, cpu, queued)
 
     def wall_used(self) -> float:
-        return time.monotonic() - self.wall0
+        return time.monotonic() - self.clock.wall0
 
     def idle_used(self) -> float:
-        """Wall-clock seconds in which the sandbox used (next to) no CPU: sleeping, blocked on a read."""
-        return self._idle
+        """Wall-clock seconds in which the sandbox (the hand-in, on a shared clock) waited: slept or blocked
+        on a read, in windows where it did so most of the time."""
+        return self.clock.idle_s
 
     def over(self) -> str | None:
         """"cpu" once the CPU seconds are used, "wall" once the backstop has passed, "idle" once the idle
@@ -591,8 +653,11 @@ class Budget:
 class _Run:
     def __init__(self, nb, sandbox: Sandbox, *, cell_timeout: float, notebook_timeout: float,
                  max_output_bytes: int, max_message_bytes: int, startup_timeout: float, max_restarts: int,
-                 wall_factor: float, idle_factor: float | None, kernel_argv: tuple[str, ...] | None = None):
+                 wall_factor: float, idle_factor: float | None, clock: Clock | None = None,
+                 kernel_argv: tuple[str, ...] | None = None):
         self.nb, self.sandbox, self.kernel_argv = nb, sandbox, kernel_argv
+        self.clock = clock
+        """The hand-in's clock, shared with its other notebooks (None: this notebook's own)."""
         self.cell_timeout, self.notebook_timeout, self.wall_factor = cell_timeout, notebook_timeout, wall_factor
         self.idle_factor = idle_factor
         self.max_message_bytes, self.startup_timeout, self.max_restarts = max_message_bytes, startup_timeout, max_restarts
@@ -628,13 +693,18 @@ class _Run:
     def _out_of_time(self, where: str) -> str:
         nb = self.notebook
         over = nb.over() if nb is not None and nb.measured else None
+        shared = nb is not None and nb.clock.notebooks > 1
+        whose, theirs, limit = ((f"the hand-in's {nb.clock.notebooks} notebooks", "their shared", "a notebook's")
+                                if shared else ("the notebook", "its", "its"))
         if over == "idle":
-            return (f"the notebook waited (slept or blocked, using no CPU) for more than its {nb.idle_s:g} s idle "
-                    f"allowance ({self.idle_factor:g} times its {self.notebook_timeout:g} s time limit) {where}, "
-                    f"having used {nb.cpu_used():.1f} s of CPU in {nb.wall_used():.0f} s: later cells were not run")
+            return (f"{whose} waited (slept or blocked for most of the time, working or not) for more "
+                    f"than {theirs} {nb.idle_s:g} s idle allowance ({self.idle_factor:g} times {limit} "
+                    f"{self.notebook_timeout:g} s time limit) {where}, having used {nb.cpu_used():.1f} s of CPU "
+                    + (f"in this notebook, {nb.wall_used():.0f} s into the hand-in" if shared
+                       else f"in {nb.wall_used():.0f} s") + ": later cells were not run")
         if over == "wall":
-            return (f"the notebook ran out of its {nb.wall_s:g} s wall-clock backstop ({self.wall_factor:g} times "
-                    f"its {self.notebook_timeout:g} s time limit of CPU time) {where}")
+            return (f"{whose} ran out of {theirs} {nb.wall_s:g} s wall-clock backstop ({self.wall_factor:g} times "
+                    f"{limit} {self.notebook_timeout:g} s time limit of CPU time) {where}")
         return f"the notebook ran out of its {self.notebook_timeout:g} s time limit {where}"
 
     def _cell_limit(self) -> str:
@@ -647,13 +717,21 @@ class _Run:
     # -- the loop over cells
     def run(self) -> Execution:
         try:
+            if self.clock is not None:   # the hand-in's backstop or allowance may be spent by the notebooks before
+                self.notebook = Budget(self.sandbox, self.notebook_timeout, self.wall_factor, self.idle_factor,
+                                       clock=self.clock)
+                if self.notebook.measured and self.notebook.over() in ("wall", "idle"):
+                    first = next((i for i, c in enumerate(self.nb.cells) if c.cell_type == "code"), 0)
+                    self._stop(first, TIMEOUT, self._out_of_time("before this notebook started"))
+                    return self._result(self.stopped)
+                self.notebook = None
             try:
                 self.kernel = self._start(self.startup_timeout)
             except Exception as e:  # noqa: BLE001 - nothing of the learner has run yet: the grader's failure
                 return self._result(None, status="grader_error",
                                     message=f"the sandboxed kernel did not start: {_one_line(e)}")
             self.notebook = Budget(self.sandbox, self.notebook_timeout, self.wall_factor,
-                                   self.idle_factor)  # from the first cell
+                                   self.idle_factor, clock=self.clock)  # from the first cell
             for index, cell in enumerate(self.nb.cells):
                 if cell.cell_type != "code" or not cell.source.strip():
                     continue
@@ -1009,18 +1087,19 @@ def execute_notebook(nb: nbformat.NotebookNode, sandbox: Sandbox, *, cell_timeou
                      max_output_bytes: int = Settings.max_output_bytes, max_message_bytes: int = 32 * MiB,
                      startup_timeout: float = 60, max_restarts: int = Settings.max_restarts,
                      wall_factor: float = Settings.wall_factor,
-                     idle_factor: float | None = Settings.idle_factor,
+                     idle_factor: float | None = Settings.idle_factor, clock: Clock | None = None,
                      kernel_argv: tuple[str, ...] | None = None) -> Execution:
     """Execute every code cell of ``nb`` (in place) in sandboxed kernels, errors allowed (see the module).
     ``kernel_argv``: another language's installed kernel (None: course-grade's Python kernel).
 
     ``cell_timeout`` and ``notebook_timeout`` are CPU seconds of the sandbox, each with a wall-clock
     backstop ``wall_factor`` times larger (:class:`Budget`); the notebook may also spend at most
-    ``idle_factor`` times its limit of wall-clock time not using the CPU (None: no such allowance)."""
+    ``idle_factor`` times its limit of wall-clock time waiting (None: no such allowance). ``clock``: the
+    hand-in's :class:`Clock`, when its notebooks share one backstop and one allowance."""
     return _Run(nb, sandbox, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
                 max_output_bytes=max_output_bytes, max_message_bytes=max_message_bytes,
                 startup_timeout=startup_timeout, max_restarts=max_restarts, wall_factor=wall_factor,
-                idle_factor=idle_factor, kernel_argv=kernel_argv).run()
+                idle_factor=idle_factor, clock=clock, kernel_argv=kernel_argv).run()
 
 
 # ---- helpers -------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from . import sidecheck
 from .assignment import ANSWER, TASK, Assignment, AssignmentSpec, load_lesson, load_source
 from .cells import grade_id
 from .errors import AutograderError
-from .execute import Execution, execute_notebook
+from .execute import Clock, Execution, execute_notebook
 from .feedback import Redactor, assignment_titles, write_feedback, write_feedback_within
 from .inert import instructor_copy
 from .kernels import grading_kernels
@@ -160,13 +160,14 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
                 # the restored copy (hidden tests in) exists only in the grader, never where a cell can read it.
                 (sandbox.work / nb_spec.name).write_bytes(files[nb_spec.name])
         kernels = grading_kernels({nb_spec.name: nb_spec.nb.metadata for nb_spec in spec.notebooks})
+        clock = Clock(notebooks=len(restored))   # one wall-clock backstop and one idle allowance for the hand-in
         for name, nb in restored.items():
             executions[name] = execute_notebook(nb, sandbox, kernel_argv=kernels[name].argv,
                                                 cell_timeout=settings.cell_timeout,
                                                 notebook_timeout=settings.notebook_timeout,
                                                 max_output_bytes=settings.max_output_bytes,
                                                 max_restarts=settings.max_restarts, wall_factor=settings.wall_factor,
-                                                idle_factor=settings.idle_factor)
+                                                idle_factor=settings.idle_factor, clock=clock)
             log.debug("%s %s executed: %s in %.2f s", job.student_id, name, executions[name].status,
                       executions[name].seconds)
 

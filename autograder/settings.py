@@ -25,11 +25,13 @@ class Settings:
     wall_factor: float = 4
     """The wall-clock backstop of every time limit, as a multiple of it (a cell that sleeps uses no CPU)."""
     idle_factor: float = 1
-    """Wall-clock time a notebook may spend not using the CPU (sleeping, blocked on a read), as a multiple of
-    its time limit: waiting holds a grading worker, so it is bounded too (300 s by default), and a notebook
-    stopped for it says so in its record. A side check's program gets ``1 + idle_factor`` times its limit
-    of wall-clock time. Idle means the sandbox used under 2% of a core (autograder.execute.Budget): a kernel
-    that waits for a core of a busy host is not idle."""
+    """Wall-clock time a hand-in's notebooks together may spend waiting (sleeping, blocked on a read), as a
+    multiple of the notebook time limit: waiting holds a grading worker, so it is bounded too (300 s by
+    default), and a notebook stopped for it says so in its record. A side check's program gets
+    ``1 + idle_factor`` times its limit of wall-clock time. Waiting is time asleep in windows where the
+    sandbox slept most of the time, working a little or not at all (autograder.execute.Budget): a kernel
+    queued for a core of a busy host is not waiting. The wall-clock backstop (``wall_factor``) is one for
+    the hand-in's notebooks together too (autograder.execute.Clock)."""
     limits: Limits = field(default_factory=Limits)
     """OS-enforced limits: memory, processes, file size, CPU (their defaults are Limits')."""
     max_output_bytes: int = 1 * MiB

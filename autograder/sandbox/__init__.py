@@ -14,7 +14,8 @@ Each file holds one idea:
 ``servers.py``     this process's kernel fork servers
 ``forkserver.py``  the grader's side of one fork server
 ``_zygote.py``     the fork server itself (run as root, imports nothing of the grader)
-``_launch.py``     the launcher: cgroup, namespace, the one privilege drop, rlimits, exec
+``_launch.py``     the launcher: cgroup, namespace, the one privilege drop, rlimits, seccomp, exec
+``_seccomp.py``    the seccomp filter on learner code (classic BPF, written by hand)
 ``kernel_tweaks``  the kernel's two shortcuts, each checked against IPython
 =================  ===================================================================
 

@@ -5,7 +5,8 @@ bubblewrap, so it imports only the standard library and never the package.
 
     python -I _launch.py [--cgroup-procs FILE]... [--unshare-net] [--chown PATH]...
                          [--uid N] [--rlimit NAME=VALUE]... [--env KEY=VALUE]...
-                         [--chdir DIR] [--pdeathsig PARENT_PID] [--hide-args N] -- PROGRAM [ARGS...]
+                         [--chdir DIR] [--pdeathsig PARENT_PID] [--seccomp] [--hide-args N]
+                         -- PROGRAM [ARGS...]
     python -I _launch.py --args-fd FD
 
 ``--args-fd FD``: the options and the program come NUL-separated from the file FD (closed once read),
@@ -23,7 +24,9 @@ Steps run in this order (each one optional):
 6. ``--pdeathsig PARENT_PID``: SIGKILL us when our parent dies (set after the uid
    change, which would clear it); if the parent is already gone (it died before
    this line), exit at once instead of running orphaned.
-7. exec PROGRAM with exactly the ``--env`` variables (nothing inherited); with ``--hide-args N``,
+7. ``--seccomp``: ``no_new_privs`` and the seccomp filter of ``_seccomp.py`` (loaded by path from
+   this file's folder), the last step before the program; if it cannot be installed, exit 97.
+8. exec PROGRAM with exactly the ``--env`` variables (nothing inherited); with ``--hide-args N``,
    PROGRAM is bubblewrap and learner code must not read its command line in ``/proc/1/cmdline``
    (bubblewrap's init keeps it: the sandbox's mount plan, the checkout's paths): its options go
    through a memfd (bubblewrap's ``--args FD``, which it closes), and of the command after its
@@ -35,7 +38,8 @@ Steps run in this order (each one optional):
 Exit status 97 means a step failed before the program started.
 
 Steps 3 to 5 are :func:`drop_privileges` and :func:`set_rlimits`, which the kernel fork server
-(``_zygote.py``) loads from this file by path and runs too: the one privilege drop of the grader.
+(``_zygote.py``) loads from this file by path and runs too: the one privilege drop of the grader;
+it installs the same seccomp filter (step 7) in every kernel.
 """
 
 import ctypes
@@ -68,6 +72,36 @@ def _chown_tree(path, uid):
         for root, dirs, files in os.walk(path):
             for name in dirs + files:
                 os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
+
+
+def load_sibling(name):
+    """A module of this file's folder, loaded by path (nothing of the package is importable here)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_course_grade_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: ``_seccomp.py``, once loaded (the fork server loads it before its kernels' file system hides it).
+seccomp = None
+
+
+def load_seccomp():
+    """``_seccomp.py``, loaded once."""
+    global seccomp
+    if seccomp is None:
+        seccomp = load_sibling("_seccomp")
+    return seccomp
+
+
+def install_seccomp():
+    """Step 7: the seccomp filter of ``_seccomp.py`` (with ``no_new_privs``); exit 97 if it cannot be."""
+    try:
+        load_seccomp().install()
+    except Exception as e:  # noqa: BLE001 - no filter, no learner code
+        _fail(f"could not install the seccomp filter: {e}")
 
 
 def drop_privileges(uid, chown=()):
@@ -140,11 +174,13 @@ def main(argv):
     parent = None
     hide = None
     unshare_net = False
+    filtered = False
     i = 0
     while i < len(opts):
         opt = opts[i]
-        if opt == "--unshare-net":
-            unshare_net = True
+        if opt in ("--unshare-net", "--seccomp"):
+            unshare_net |= opt == "--unshare-net"
+            filtered |= opt == "--seccomp"
             i += 1
             continue
         if i + 1 >= len(opts):
@@ -172,6 +208,11 @@ def main(argv):
         else:
             _fail(f"unknown option {opt}")
 
+    if filtered:   # read now, as root: the launcher's folder is root-only
+        try:
+            load_seccomp()
+        except Exception as e:  # noqa: BLE001
+            _fail(f"could not load the seccomp filter: {e}")
     try:
         for procs in cgroups:
             with open(procs, "w") as f:
@@ -202,6 +243,8 @@ def main(argv):
             program = hide_args(program, hide)
         except (OSError, ValueError) as e:
             _fail(f"could not pass the options by memfd: {e}")
+    if filtered:
+        install_seccomp()
     try:
         os.execve(program[0], program, env)
     except OSError as e:

@@ -29,7 +29,8 @@ step bubblewrap and ``_launch.py`` take is taken again here, before any learner 
    command line (``/proc/1/cmdline`` inside) says ``sandbox-init``, nothing of the host's paths;
 3. the **kernel** (pid 2) hands the scratch folders to the throwaway uid, drops every group and
    becomes that uid (so it holds no capability), sets no_new_privs and the rlimits (the
-   launcher's own routines, ``_launch.py``, loaded by path), dies with the init, takes exactly the
+   launcher's own routines, ``_launch.py``, loaded by path), dies with the init, installs the
+   seccomp filter (``_seccomp.py``, as the launcher's ``--seccomp``), takes exactly the
    request's environment and working folder, and runs ipykernel in this process (``mode:
    kernel``, with ``kernel_tweaks.py``'s two shortcuts) or execs a program (``mode: exec``).
 
@@ -116,6 +117,7 @@ def _sibling(name):
 #: The launcher's privilege drop and rlimits (the one routine for both ways a kernel starts), and the
 #: kernel's shortcuts that are checked against IPython itself.
 _launch = _sibling("_launch")
+_launch.seccomp = _sibling("_seccomp")   # loaded here: inside a kernel's file system the grader's files are hidden
 _tweaks = _sibling("kernel_tweaks")
 _fail = _launch._fail
 
@@ -366,6 +368,7 @@ def _kernel(req):
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)   # the uid change cleared it
     if os.getppid() != 1:
         os._exit(FAILED)
+    _launch.install_seccomp()           # the launcher's step 7: the last before learner code
     os.umask(0o077)
     try:
         os.chdir(req["cwd"])

@@ -82,6 +82,7 @@ class Sandbox:
         make_ipython_dir(self.ipython_dir)
         os.chmod(self.root, 0o711)
         shutil.copyfile(LAUNCHER, self.launcher_dir / "launch.py")
+        shutil.copyfile(LAUNCHER.with_name("_seccomp.py"), self.launcher_dir / "_seccomp.py")   # its --seccomp
         (self.launcher_dir / "python").symlink_to(sys.executable)   # INNER_PYTHON
         os.chmod(self.launcher_dir, 0o700)  # root only: the learner's uid cannot list or read it
         os.chmod(self.log_dir, 0o700)
@@ -150,6 +151,32 @@ class Sandbox:
             return uid_cpu_seconds(self.uid)
         return None
 
+    def runqueue_seconds(self) -> float | None:
+        """Seconds the sandbox's live threads have spent ready to run but queued for a core (``run_delay``,
+        the second field of ``/proc/PID/task/TID/schedstat``): what tells a kernel starved by a busy host
+        from one that waits (autograder.execute.Budget). Its cgroup's processes, else its uid's; None
+        where the kernel keeps no such count or the sandbox has neither."""
+        if self.cgroup is not None:
+            pids = self.cgroup.pids()
+        elif self.uid is not None:
+            pids = [int(e) for e in os.listdir("/proc") if e.isdigit() and _owned_by(int(e), self.uid)]
+        else:
+            return None
+        total, seen = 0, False
+        for pid in pids:
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                try:
+                    with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
+                        total += int(f.read().split()[1])
+                    seen = True
+                except (OSError, ValueError, IndexError):
+                    continue
+        return total / 1e9 if seen else None
+
     def disk_used(self) -> tuple[int, int]:
         """(bytes, files) the notebook has written under ``root``: the tmpfs's own count when capped,
         else a walk that stops counting files past ``limits.max_files``."""
@@ -200,7 +227,8 @@ class Sandbox:
         for key, value in self.env().items():
             inner += ["--env", f"{key}={value}"]
         # Inside bubblewrap our parent is its pid-1 (pid numbers differ): only set the signal (0).
-        inner += ["--chdir", str(cwd), "--pdeathsig", "0" if iso.bubblewrap else str(os.getpid()), "--"] + list(argv)
+        inner += ["--chdir", str(cwd), "--pdeathsig", "0" if iso.bubblewrap else str(os.getpid()), "--seccomp",
+                  "--"] + list(argv)
 
         join = []
         if self.cgroup is not None:
@@ -333,6 +361,13 @@ def uid_cpu_seconds(uid: int) -> float:
         except (OSError, ValueError, IndexError):
             continue
     return total / _TICKS
+
+
+def _owned_by(pid: int, uid: int) -> bool:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid == uid
+    except OSError:
+        return False
 
 
 def kill_uid(uid: int, wait_s: float = 5.0) -> None:

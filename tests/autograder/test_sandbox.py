@@ -225,7 +225,7 @@ def test_a_forked_kernel_runs_in_the_same_sandbox_as_one_under_bubblewrap():
     forked, execd = _kernel_view("fork"), _kernel_view("exec")
     assert forked["status"] == {"CapInh": "0000000000000000", "CapPrm": "0000000000000000",
                                 "CapEff": "0000000000000000", "CapAmb": "0000000000000000", "NoNewPrivs": "1",
-                                "Seccomp": "0"}, forked["status"]
+                                "Seccomp": "2"}, forked["status"]   # mode 2: the filter (sandbox/_seccomp.py)
     assert forked["grader"] == [] and execd["grader"] == [], "nothing of the grader is importable or imported"
     # Where the fork server is stricter: the launcher's folder is not there at all (no launcher
     # runs inside), the root folder is read-only, and so is /proc/sys.

@@ -142,3 +142,131 @@ def test_the_sandboxs_first_process_names_no_path_of_the_host(kernels):
     assert set(seen) == {"1"}, seen   # the kernel's parent is the sandbox's pid 1
     leaks = [path for path in host if path in seen["1"]]
     assert not leaks and "zygote" not in seen["1"], seen["1"]
+
+
+# ---- item 1: a seccomp filter on learner code -----------------------------------------------------
+
+#: System-call numbers from the kernel's headers (asm/unistd_64.h, asm-generic/unistd.h), not the filter's table.
+SYSCALLS = {"x86_64": {"io_uring_setup": 425, "keyctl": 250, "add_key": 248, "request_key": 249},
+            "aarch64": {"io_uring_setup": 425, "keyctl": 219, "add_key": 217, "request_key": 218}}
+
+ATTEMPTS = r"""# attempts
+import ctypes, json, os, socket, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+nr = %r
+def call(name, *args):
+    ctypes.set_errno(0)
+    got = libc.syscall(nr[name], *args)
+    if got >= 0:
+        os.close(got) if name == 'io_uring_setup' else None
+        return 'allowed'
+    return ctypes.get_errno()
+def try_(fn):
+    try:
+        fn()
+        return 'allowed'
+    except OSError as e:
+        return e.errno
+params = ctypes.create_string_buffer(120)   # struct io_uring_params, zeroed
+out = {
+    'unshare': 'allowed' if libc.unshare(0x10000000 | 0x00020000) == 0 else ctypes.get_errno(),   # NEWUSER | NEWNS
+    'unshare -Urm': subprocess.run(['unshare', '-Urm', 'true'], capture_output=True, text=True).stderr.strip(),
+    'io_uring_setup': call('io_uring_setup', 8, params),
+    'keyctl': call('keyctl', 0, ctypes.c_long(-3), 0),            # KEYCTL_GET_KEYRING_ID of the session keyring
+    'add_key': call('add_key', b'user', b'k', b'v', 1, ctypes.c_long(-2)),
+    'request_key': call('request_key', b'user', b'k', None, 0),
+    'vsock': try_(lambda: socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM).close()),   # created, never connected
+    'packet': try_(lambda: socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM).close()),
+    'unix': try_(lambda: [s.close() for s in socket.socketpair()]),
+    'inet': try_(lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()),
+    'thread_and_fork': subprocess.run(['true']).returncode,
+}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("kernels", ["fork", "exec"])
+def test_learner_code_cannot_make_namespaces_rings_keys_or_vsock_sockets(kernels):
+    """Every escape the sandbox refuses already (files, processes, the network) stays refused; these
+    reached the host kernel's less guarded corners: now EPERM (1), from learner code, in both kinds of kernel."""
+    import dataclasses
+    import errno
+    import platform
+
+    from autograder.execute import execute_notebook
+    from autograder.sandbox import Limits, Sandbox, probe, scratch_dir
+
+    iso = probe()
+    if not iso.bubblewrap or (kernels == "fork" and iso.kernels != "fork"):
+        pytest.skip(f"no {kernels}ed kernels here (the probe says why)")
+    if platform.machine() not in SYSCALLS:
+        pytest.skip(f"the filter refuses {platform.machine()} (tested elsewhere)")
+    cells = [ATTEMPTS % SYSCALLS[platform.machine()], "print('graded', 6 * 7)"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    with Sandbox(scratch_dir(), Limits(), dataclasses.replace(iso, kernels=kernels)) as box:
+        ex = execute_notebook(nb, box, cell_timeout=30)
+    got = json.loads(_stdout(ex.nb, "# attempts"))
+    assert {k: got[k] for k in ("unshare", "io_uring_setup", "keyctl", "add_key", "request_key", "vsock", "packet")} \
+        == dict.fromkeys(("unshare", "io_uring_setup", "keyctl", "add_key", "request_key", "vsock", "packet"),
+                         errno.EPERM), got
+    assert "Operation not permitted" in got["unshare -Urm"], got
+    assert (got["unix"], got["inet"], got["thread_and_fork"]) == ("allowed", "allowed", 0), "what a notebook needs works"
+    assert _stdout(ex.nb, "graded") == "graded 42\n" and ex.status == "completed"
+
+
+# ---- item 4: waiting at a few percent of a core is waiting; the hand-in has one wall clock ------------
+
+#: Works 20 ms in every 220 ms (9% of a core) for 8 s: over the old 2%-of-a-core rule for "idle", and asleep
+#: most of the time even where a loaded host keeps each burst queued for a core several times as long.
+DRIP = """# drip
+import time
+end = time.monotonic() + 8
+while time.monotonic() < end:
+    t = time.process_time()
+    while time.process_time() - t < 0.02:
+        pass
+    time.sleep(0.2)
+"""
+
+
+def _run_notebook(box, *sources, **kw):
+    from autograder.execute import execute_notebook
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    return execute_notebook(nb, box, **{"cell_timeout": 5, "notebook_timeout": 2, "idle_factor": 1, **kw})
+
+
+def test_a_cell_that_mostly_waits_is_waiting():
+    """Before, such a cell was never idle: it ran to the cell's wall-clock backstop (4 x 5 s) and the
+    notebook went on. Now its windows count as waiting and the notebook stops at its 2 s allowance."""
+    import time
+
+    from autograder.sandbox import Limits, Sandbox, probe, scratch_dir
+
+    with Sandbox(scratch_dir(), Limits(), probe()) as box:
+        start = time.monotonic()
+        ex = _run_notebook(box, DRIP, "print('never')")
+        took = time.monotonic() - start
+    assert ex.status == "timeout" and "waited" in ex.message and "idle allowance" in ex.message, ex.message
+    assert _stdout(ex.nb, "never") == "" and took < 7.5, (took, ex.message)
+
+
+def test_an_assignments_notebooks_share_one_wall_clock_and_one_allowance():
+    """Two notebooks that each wait: the first spends the hand-in's idle allowance, the second is not
+    started anew with an allowance of its own, and its record says why it did not run."""
+    import time
+
+    from autograder.execute import Clock
+    from autograder.sandbox import Limits, Sandbox, probe, scratch_dir
+
+    sleep = "import time\ntime.sleep(1.5)"
+    with Sandbox(scratch_dir(), Limits(), probe()) as box:
+        clock = Clock(notebooks=2)
+        start = time.monotonic()
+        first = _run_notebook(box, sleep, sleep, sleep, clock=clock)
+        second = _run_notebook(box, "print('second ran')", sleep, clock=clock)
+        took = time.monotonic() - start
+    assert first.status == "timeout" and "the hand-in's 2 notebooks waited" in first.message, first.message
+    assert second.status == "timeout" and second.stopped_at == 0, second.message
+    assert "before this notebook started" in second.message and "their shared 2 s idle allowance" in second.message
+    assert _stdout(second.nb, "second ran") == "" and took < 7, took
