@@ -17,6 +17,9 @@ are the instructor's, restored)            (:func:`without_math`), attachments a
                                            metadata other than nbgrader's dropped
 a raw cell the learner could edit          its text escaped, in a ``<pre>``, with no math in it
 an output's ``text/html``, ``text/markdown``  sanitised HTML (``text/html``), with no math in it
+any of these, once rendered, more than     its text escaped, in a ``<pre>``; past that size too,
+twice its own size (:func:`bounded`)       cut there, with a note (a hand-in of ``$`` and ``\\``
+                                           became an instructor's copy 12 times its size)
 ``text/plain``, a PNG or JPEG (base64)     kept (nbconvert escapes text; the image must be base64)
 a widget (its view and its repr)           the feedback page's note (``feedback.WIDGET_NOTE``), as text
 any other type: JavaScript, SVG, LaTeX,    removed, with a ``text/plain`` note naming the type
@@ -36,9 +39,11 @@ returns it too; ``course-grade feedback`` re-renders from it and finds the same 
 ...         "application/javascript": "alert(1)", "text/html": "<b onclick=x()>b</b>"})])])
 >>> copy = instructor_copy(nb)
 >>> copy.cells[0].source
-'<div class="course-grade-learner-markdown tex2jax_ignore"><p><strong>hi</strong> <img></p>&#10;</div>'
->>> dict(copy.cells[1].outputs[0].data)
-{'text/html': '<b>b</b>', 'text/plain': '[an output of type application/javascript was removed: it could run in a browser]'}
+'<div class="course-grade-learner-markdown tex2jax_ignore mathjax_ignore"><p><strong>hi</strong> <img></p>&#10;</div>'
+>>> copy.cells[1].outputs[0].data["text/html"]
+'<div class="tex2jax_ignore mathjax_ignore"><b>b</b></div>'
+>>> copy.cells[1].outputs[0].data["text/plain"]
+'[an output of type application/javascript was removed: it could run in a browser]'
 """
 
 from __future__ import annotations
@@ -57,10 +62,18 @@ from .feedback import WIDGET_MIME, WIDGET_NOTE, markdown_html, sanitize
 TEXT_MIMES = ("text/plain",)
 IMAGE_MIMES = ("image/png", "image/jpeg")
 BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
+#: The classes of the element around learner HTML that tell math renderers to leave it as text, so a
+#: ``\\href{javascript:...}`` or a ``\\unicode[FONT]`` (learner CSS) in a learner's formula stays text:
+#: ``tex2jax_ignore`` for MathJax 2 (formgrader's pages), ``mathjax_ignore`` for MathJax 3 (JupyterLab: its
+#: default ``ignoreHtmlClass``, which JupyterLab 4.6.6's ``mathjax.document(...)`` keeps; MathJax 3 skips
+#: every element inside). The sanitiser keeps no class of the learner's, so none inside turns it back on.
+IGNORE_MATH_CLASS = "tex2jax_ignore mathjax_ignore"
 #: The wrapper of a learner's markdown in the instructor's copy.
-#: ``tex2jax_ignore``: MathJax (which formgrader loads) leaves the text alone, so a ``\\href{javascript:...}``
-#: in a learner's formula stays text.
-MARKDOWN_CLASS = "course-grade-learner-markdown tex2jax_ignore"
+MARKDOWN_CLASS = "course-grade-learner-markdown " + IGNORE_MATH_CLASS
+#: What learner text may grow to once rendered: ``GROWTH_FACTOR`` times its own size (as JSON, as the
+#: notebook file holds it) and ``GROWTH_SLACK_CHARS`` (the wrapper and a note): see :func:`bounded`.
+GROWTH_FACTOR = 2
+GROWTH_SLACK_CHARS = 256
 
 
 #: What a math renderer starts math at: ``$`` (``$...$``, ``$$...$$``) and ``\\`` (``\\(``, ``\\[``,
@@ -73,49 +86,90 @@ def without_math(fragment: str) -> str:
 
     Opened in JupyterLab (formgrader's "Open live notebook", or ``jupyter lab`` in the results), a
     learner's ``$...$`` was typeset by MathJax 3, whose ``\\unicode[FONT]{...}`` writes FONT into a
-    ``style`` attribute: learner CSS (an outside image, a click-anywhere overlay). MathJax 3 does not
-    read ``tex2jax_ignore``, and JupyterLab looks for math in the markdown's source text before it
-    renders it. So every ``$`` and ``\\`` of the learner's text becomes a character reference in an
-    element of its own (MathJax finds math only inside one text run), and in attribute values a
-    character reference: the source holds neither character, the page shows both.
+    ``style`` attribute: learner CSS (an outside image, a click-anywhere overlay). JupyterLab looks for
+    math in the markdown's source text before it renders it, so every ``$`` and ``\\`` becomes a character
+    reference, in text and in attribute values alike: the source holds neither character, the page
+    shows both; in the page, the element around it (:data:`IGNORE_MATH_CLASS`) keeps MathJax out. One
+    reference per character (5 characters for 1; each was its own ``<span>`` before, 19 for 1). The
+    fragment is the sanitiser's output: tag and attribute names hold neither character.
 
     >>> without_math('<p>a $x$ and \\(y\\) <a href="https://e.org/$1" title="&quot;$">z</a></p>')
-    '<p>a <span>&#36;</span>x<span>&#36;</span> and <span>&#92;</span>(y<span>&#92;</span>) <a href="https://e.org/&#36;1" title="&quot;&#36;">z</a></p>'
+    '<p>a &#36;x&#36; and &#92;(y&#92;) <a href="https://e.org/&#36;1" title="&quot;&#36;">z</a></p>'
     """
-    if "$" not in fragment and "\\" not in fragment:
-        return fragment
-    from html.parser import HTMLParser
+    return fragment.replace("$", MATH_CHARS["$"]).replace("\\", MATH_CHARS["\\"])
 
-    def attr(value: str) -> str:
-        value = html.escape(value, quote=True).replace("&#x27;", "'")
-        return "".join(MATH_CHARS.get(ch, ch) for ch in value)
 
-    class Rewriter(HTMLParser):
-        def __init__(self):
-            super().__init__(convert_charrefs=True)
-            self.out: list[str] = []
+def _escaped(text: str) -> str:
+    """Plain text as inert HTML: escaped, and with no math (:func:`without_math`)."""
+    return without_math(html.escape(text, quote=False))
 
-        def tag(self, name, attrs, end=""):
-            shown = "".join(f" {k}" if v is None else f' {k}="{attr(v)}"' for k, v in attrs)
-            self.out.append(f"<{name}{shown}{end}>")
 
-        def handle_starttag(self, name, attrs):
-            self.tag(name, attrs)
+def bounded(rendered: str, text: str, what: str = "this answer") -> str:
+    """``rendered`` (learner ``text`` made HTML) if it is at most :data:`GROWTH_FACTOR` times the size of
+    ``text`` and :data:`GROWTH_SLACK_CHARS`, sizes as JSON (the notebook file's); else ``text`` escaped in a
+    ``<pre>`` (:func:`pre`), and if that is past the bound too, cut there with a note. So the instructor's
+    copy of a hand-in of ``$`` and ``\\`` is at most about twice its size (each is 5 characters once
+    escaped), and nbconvert (formgrader) renders it in seconds; a table in markdown (6 times its source
+    as HTML) shows as its source.
 
-        def handle_startendtag(self, name, attrs):
-            self.tag(name, attrs, " /")
+    >>> bounded("<p>fine</p>", "fine")
+    '<p>fine</p>'
+    >>> text = "$" * 1000
+    >>> out = bounded(without_math(text), text)   # 5,000 characters for 1,000
+    >>> out.startswith("<pre><span>&#36;&#36;") and "is cut here" in out, _json_chars(out) <= 2 * _json_chars(text) + 256
+    (True, True)
+    """
+    budget = GROWTH_FACTOR * _json_chars(text) + GROWTH_SLACK_CHARS
+    if _json_chars(rendered) <= budget:
+        return rendered
+    escaped = _escaped(text)
+    whole = pre(escaped)
+    if _json_chars(whole) <= budget:
+        return whole
+    note = (f"<p>[{what} is cut here: shown whole it would be more than {GROWTH_FACTOR} times its size "
+            f"in the hand-in; the submitted notebook holds all of it]</p>")
+    room = max(0, budget - _json_chars(note))
+    shown = escaped[:room]
+    while shown and _json_chars(pre(shown)) > room:   # the pieces' tags and JSON's escapes count: a little less
+        shown = shown[:len(shown) - max(16, _json_chars(pre(shown)) - room)]
+    return pre(shown) + note
 
-        def handle_endtag(self, name):
-            self.out.append(f"</{name}>")
 
-        def handle_data(self, data):
-            text = html.escape(data, quote=False)
-            self.out.append("".join(f"<span>{MATH_CHARS[ch]}</span>" if ch in MATH_CHARS else ch for ch in text))
+#: The longest run of text :func:`pre` leaves without a tag: nbconvert's ``clean_html`` (bleach, on raw
+#: cells: formgrader's template) copies a text node once for each character reference in it, so one long
+#: run of ``&#36;`` costs the square of its length (6.3 s for 160,000 characters; 0.1 s in pieces).
+PIECE_CHARS = 1024
 
-    rewriter = Rewriter()
-    rewriter.feed(fragment)
-    rewriter.close()
-    return "".join(rewriter.out)
+
+def pre(escaped: str) -> str:
+    """Escaped text in a ``<pre>``, in ``<span>`` pieces of at most :data:`PIECE_CHARS` characters, never
+    cut inside a character reference.
+
+    >>> pre("a &amp; b")
+    '<pre><span>a &amp; b</span></pre>'
+    >>> [len(p) for p in pre("&#36;" * 300).split("<span>")[1:]]   # 204 references and </span>; 96 and </span></pre>
+    [1027, 493]
+    """
+    pieces, at = [], 0
+    while at < len(escaped):
+        end = at + PIECE_CHARS
+        amp = escaped.rfind("&", max(at + 1, end - 10), end)
+        if end < len(escaped) and amp >= 0 and escaped.find(";", amp, end) < 0:
+            end = amp
+        pieces.append(escaped[at:end])
+        at = end
+    return "<pre>" + "".join(f"<span>{p}</span>" for p in pieces) + "</pre>"
+
+
+def _json_chars(text: str) -> int:
+    """Characters ``text`` takes as a JSON string in a notebook file (nbformat writes non-ASCII as is).
+
+    >>> _json_chars('a"')
+    5
+    """
+    import json
+
+    return len(json.dumps(text, ensure_ascii=False))
 
 
 def _one_line_html(fragment: str) -> str:
@@ -123,6 +177,10 @@ def _one_line_html(fragment: str) -> str:
     block up to the next blank line, so with no newline at all nothing of it is parsed as markdown again
     (a ``&#10;`` is a newline to the browser, also inside ``<pre>``)."""
     return f'<div class="{MARKDOWN_CLASS}">' + fragment.replace("\r", "").replace("\n", "&#10;") + "</div>"
+
+
+def _ignore_math(fragment: str) -> str:
+    return f'<div class="{IGNORE_MATH_CLASS}">{fragment}</div>'
 
 
 def _text(value) -> str:
@@ -154,9 +212,10 @@ def inert_output(out) -> nbformat.NotebookNode:
         elif mime in IMAGE_MIMES and isinstance(value, str) and BASE64.fullmatch(value):
             kept[mime] = value
         elif mime == "text/html":
-            kept[mime] = without_math(sanitize(_text(value)))
+            kept[mime] = _ignore_math(bounded(without_math(sanitize(_text(value))), _text(value), "this output"))
         elif mime == "text/markdown":
-            kept["text/html"] = without_math(markdown_html(_text(value)))
+            kept["text/html"] = _ignore_math(bounded(without_math(markdown_html(_text(value))), _text(value),
+                                                     "this output"))
         else:
             removed.append(mime)
     if removed:
@@ -178,10 +237,11 @@ def instructor_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             meta = cell.get("metadata") or {}
             cell["metadata"] = nbformat.NotebookNode({"nbgrader": meta["nbgrader"]} if "nbgrader" in meta else {})
             cell.pop("attachments", None)
+            text = _text(cell.get("source", ""))
             if cell.get("cell_type") == "markdown":
-                cell["source"] = _one_line_html(without_math(markdown_html(_text(cell.get("source", "")))))
+                cell["source"] = _one_line_html(bounded(without_math(markdown_html(text)), text))
             elif cell.get("cell_type") == "raw":
-                cell["source"] = _one_line_html(without_math(f"<pre>{html.escape(_text(cell.get('source', '')))}</pre>"))
+                cell["source"] = _one_line_html(bounded(pre(_escaped(text)), text))
         if cell.get("cell_type") == "code":
             cell["outputs"] = [inert_output(o) for o in cell.get("outputs", [])]
         if is_test(cell):
