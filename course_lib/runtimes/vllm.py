@@ -61,7 +61,7 @@ from ..units import GiB, MiB
 from .profile import (Stage, cuda_graph_bytes, forward_peak_bytes, offloaded_bytes, rotary_cache_bytes, sampler_peak_bytes, stage_weight_bytes,
                       stages)
 from .result import RuntimeEstimate, Term
-from .releases import Rules
+from .vllm_releases import VllmRules as Rules
 from .versions import Version
 from .vllm_releases import HISTORY, MULTIMODAL_RULES
 from .vllm_kv_groups import kv_layout
@@ -102,7 +102,7 @@ def default_sampler(rules: Rules, engine: str, platform: str) -> str:
     """
     if engine == "V0":
         return "native"
-    return rules.sampler.get(platform, rules.sampler["cuda"])
+    return str(rules.sampler.get(platform, rules.sampler["cuda"]))
 
 
 #: Non-torch memory that grows during the profile on one GPU (cuBLAS workspaces, allocator slack): fitted, 0.13 GiB on
@@ -364,7 +364,7 @@ def resolve_launch(spec: ModelSpec, gpu: str | int, launch: VllmLaunch | None = 
         raise CourseInputError(f"Total number of attention heads ({heads}) must be divisible by tensor parallel size "
                                f"({tp}) (vLLM's check); use a --tensor-parallel that divides {heads}")
     name = str(gpu).strip().lower()
-    engine = "V1" if cpu else (launch.engine or rules.engine)
+    engine = "V1" if cpu else (launch.engine or str(rules.engine))
     if launch.engine is None and not cpu:
         defaults["engine"] = (engine, f"{engine}: the default engine of {version}")
     util = launch.gpu_memory_utilization
@@ -700,7 +700,11 @@ def refusal(ctx: Context, stage_list: list[Stage], binding: int, available: int,
     (``_estimate_max_model_len_from_groups``; 0.33: ``vllm/v1/core/kv_cache_planning.py``).
     """
     refused = kv_layouts(ctx, stage_list)[binding].refusal(available)
-    return None if refused is None else f"vLLM would refuse this launch: {refused.message()}"
+    return None if refused is None else _refusal_line(refused)
+
+
+def _refusal_line(refused) -> str:
+    return f"vLLM would refuse this launch: {replace(refused, pool_note='left after weights and the profile').message()}"
 
 
 #: The rules each engine reads (a rule the launch's engine never reads is left out of its "not checked by a log";
@@ -741,7 +745,7 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     pool = layouts[binding].capacity(max(0, stage_available[binding]), blocks)
     notes: list[str] = []
     # ... and each rank checks its own pool (get_kv_cache_configs: _check_enough_kv_cache_memory per worker)
-    refused = next((f"vLLM would refuse this launch: {r.message()}" for r in
+    refused = next((_refusal_line(r) for r in
                     (lay.refusal(a) for lay, a in zip(layouts, stage_available)) if r is not None), None)
     if refused is not None:
         if refuse:
@@ -788,6 +792,8 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
         used = [n for n in used if n not in ("v2_runner_architectures", "v2_runner_dense", "v2_graph_estimate")]
     if not any(layer.window is not None for layer in spec.layers):
         used = [n for n in used if n != "sliding_in_flight"]
+    if refused is None:         # how the refusal is checked and worded matters only to a refused launch
+        used = [n for n in used if n not in ("refusal_null_block", "refusal_gib")]
     unchecked = rules.unchecked(tuple(used))
     return RuntimeEstimate(
         runtime="vllm", version=str(version), launch=launch_dict, defaults=why, terms=tuple(stage_terms[0]),

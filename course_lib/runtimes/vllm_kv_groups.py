@@ -131,6 +131,8 @@ class KVRefusal:
     engine: str = "V1"
     kv_tokens: int = 0
     gib_format: str = "round"
+    pool_bytes: int = 0          # the pool before the null block (what the profile left, or what was given)
+    pool_note: str = ""          # where it came from, e.g. "left after weights and the profile"
 
     def _gib(self, n: int) -> str:
         """``format_gib`` (0.19-0.33: ``round(n / GiB, 2)``) or the older ``f"{n / GiB:.2f}"`` (0.10-0.11)."""
@@ -141,8 +143,9 @@ class KVRefusal:
         ``kv_cache_planning.py``) without its CPU-backend aside and documentation link; V0's
         ``raise_if_cache_size_invalid`` (``vllm/worker/worker.py``) for the V0 engine."""
         if self.available_bytes <= 0:
-            return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` (or "
-                    "--kv-cache-memory-bytes) when initializing the engine")
+            where = f" ({self.pool_bytes / GiB:.2f} GiB {self.pool_note})" if self.pool_note else ""
+            return (f"No available memory for the cache blocks{where}. Try increasing `gpu_memory_utilization` "
+                    f"when initializing the engine")
         if self.engine == "V0":
             return (f"The model's max seq len ({self.max_model_len}) is larger than the maximum number of tokens "
                     f"that can be stored in KV cache ({self.kv_tokens}). Try increasing `gpu_memory_utilization` "
@@ -283,14 +286,14 @@ class KVLayout:
         if self.engine == "V0":
             blocks = max(0, memory_bytes) // per_block
             if blocks <= 0:
-                return KVRefusal(0, 0, length, 0, "V0")
+                return KVRefusal(0, 0, length, 0, "V0", pool_bytes=memory_bytes)
             if blocks * self.block_size < length:
                 return KVRefusal(per_block * cdiv(length, self.block_size), blocks * per_block, length,
                                  blocks * self.block_size, "V0", blocks * self.block_size)
             return None
         check = memory_bytes - (per_block if self.null_block else 0)
         if check <= 0:
-            return KVRefusal(0, check, length, 0, gib_format=self.gib_format)
+            return KVRefusal(0, check, length, 0, gib_format=self.gib_format, pool_bytes=memory_bytes)
         if per_block * self.blocks_per_request > check:
             return KVRefusal(per_block * self.blocks_per_request, check, length,
                              _estimate_max_model_len(lambda n: per_block * self.blocks_needed(n) <= check, length),
