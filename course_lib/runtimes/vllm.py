@@ -330,7 +330,8 @@ class ResolvedLaunch:
                          max_model_len=launch.max_model_len, max_in_flight_tokens=self.max_in_flight_tokens,
                          engine=launch.engine, tensor_parallel=launch.tensor_parallel, layers=layers,
                          hybrid_allocator=self.rules.hybrid_allocator, tokens_rule=self.rules.tokens_rule,
-                         null_block=self.rules.refusal_null_block, gib_format=self.rules.refusal_gib)
+                         null_block=self.rules.refusal_null_block, gib_format=self.rules.refusal_gib,
+                         kernel_block_multiple=self.platform.kernel_block_multiple)
 
 
 def resolve_launch(spec: ModelSpec, gpu: str | int, launch: VllmLaunch | None = None) -> ResolvedLaunch:

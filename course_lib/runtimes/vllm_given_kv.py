@@ -86,9 +86,10 @@ def estimate_given_kv(spec: ModelSpec, resolved: "ResolvedLaunch", *, refuse: bo
     if spec.states:
         notes.append(f"{len(spec.states)} linear-attention (Mamba/DeltaNet) layers are left out: their state pages "
                      f"(vLLM's MambaSpec, padded to the attention page) are not modelled")
-    if len({s.page_bytes for s in layout.specs}) > 1:
-        notes.append("layers of different page sizes: vLLM pads or packs them (unify_kv_cache_spec_page_size, "
-                     "_get_packed_kv_cache_groups); modelled as padded to the largest page, not checked by the oracle")
+    if any(s.block_size != block for s in layout.specs):
+        notes.append(f"some layers hold {sorted({s.block_size for s in layout.specs} - {block})} tokens a block: a "
+                     f"window layer takes the attention kernel's unit, and unify_kv_cache_spec_page_size scales a "
+                     f"smaller page's block up to the largest page")
     if platform.name != "cpu":
         notes.append(f"{platform.name}: vLLM 0.32's KV layout rules with the pool given (read from source; the CPU "
                      f"build checks them to the token, no {platform.name} log does)")

@@ -36,6 +36,7 @@ from ..spec import ModelSpec
 from .platforms import get_platform
 from .versions import Version
 from .vllm import batch_defaults as _batch_defaults
+from .vllm_kv_groups import KVGroup, KVLayout, LayerSpec
 from .vllm_releases import HISTORY
 
 #: The releases whose scheduler this policy follows: the rows of :data:`.vllm_releases.HISTORY` whose
@@ -104,6 +105,25 @@ def v1_num_blocks(kv_cache_memory_bytes: int, block_size: int, kv_bytes_per_toke
     return blocks
 
 
+def full_attention_refusal(kv_cache_memory_bytes: int, block_size: int, kv_bytes_per_token: int,
+                           max_model_len: int, version: Version = SCHEDULER_RELEASES[-1]):
+    """vLLM's refusal of a full-attention pool (the one rule, :meth:`.vllm_kv_groups.KVLayout.refusal`), or None.
+
+    A full-attention model is one KV group whose block costs ``block_size x kv_bytes_per_token``; vLLM holds back
+    its null block and names the longest length the rest holds: 12 MiB of 2,048 B tokens in 128-token blocks is
+    48 blocks, 47 usable, so 8,192 tokens are refused and 6,016 named.
+
+    >>> full_attention_refusal(12 * 2**20, 128, 2048, 8192).estimated_max_model_len
+    6016
+    """
+    rules = HISTORY.at(version)
+    page = LayerSpec("full", block_size * kv_bytes_per_token, block_size)
+    group = KVGroup("full", None, (0,), (page.page_bytes,))
+    layout = KVLayout("V1", (page,), (group,), page.page_bytes, 0, block_size, max_model_len, 0,
+                      null_block=rules.refusal_null_block, gib_format=rules.refusal_gib)
+    return layout.refusal(int(kv_cache_memory_bytes))
+
+
 def vllm_v1_config(*, kv_cache_memory_bytes: int, kv_bytes_per_token: int, platform: str = CPU,
                    device_bytes: int = 0, device_name: str = "", entrypoint: str = "serve",
                    block_size: int | None = None, max_num_seqs: int | None = None,
@@ -115,9 +135,14 @@ def vllm_v1_config(*, kv_cache_memory_bytes: int, kv_bytes_per_token: int, platf
         raise CourseInputError(f"entrypoint={entrypoint!r} is unknown; use serve or llm")
     block = block_size if block_size is not None else default_block_size(platform)
     tokens, seqs = batch_defaults(platform, device_bytes, device_name, entrypoint, version)
+    num_blocks = v1_num_blocks(kv_cache_memory_bytes, block, kv_bytes_per_token, spec)   # windows refused first
+    if max_model_len is not None:
+        refused = full_attention_refusal(kv_cache_memory_bytes, block, kv_bytes_per_token, max_model_len, version)
+        if refused is not None:
+            raise CourseInputError(f"vLLM would refuse this launch: {refused.message()}")
     return AdmissionConfig(
         kv_budget_bytes=kv_cache_memory_bytes, kv_bytes_per_token=kv_bytes_per_token, policy=VLLM_V1,
         block_size_tokens=block, max_num_seqs=max_num_seqs if max_num_seqs is not None else seqs,
         max_num_batched_tokens=max_num_batched_tokens if max_num_batched_tokens is not None else tokens,
         max_model_len=max_model_len, enable_prefix_caching=enable_prefix_caching,
-        kv_num_blocks=v1_num_blocks(kv_cache_memory_bytes, block, kv_bytes_per_token, spec))
+        kv_num_blocks=num_blocks)
