@@ -323,6 +323,26 @@ class ResolvedLaunch:
         """knob -> why its default was taken (the estimate's ``defaults``)."""
         return {k: why for k, (_, why) in self.defaults.items()}
 
+    def to_dict(self) -> dict[str, Any]:
+        """The launch as ``--json`` prints it (both paths start from this; each adds its pool's figures)."""
+        launch = self.launch
+        return {
+            "runtime": "vllm", "vllm_version": str(self.version), "engine": launch.engine,
+            "entrypoint": launch.entrypoint, "gpu": str(self.gpu), "gpu_total_bytes": self.total_bytes,
+            "platform": self.platform.name, "gpu_memory_utilization": launch.gpu_memory_utilization,
+            "max_model_len": launch.max_model_len, "max_num_seqs": launch.max_num_seqs,
+            "max_num_batched_tokens": launch.max_num_batched_tokens,
+            "enable_chunked_prefill": launch.enable_chunked_prefill, "kv_cache_dtype": launch.kv_cache_dtype,
+            "kv_dtype": self.kv_dtype, "weights_format": self.weights_format.name,
+            "enforce_eager": launch.enforce_eager, "tensor_parallel": launch.tensor_parallel,
+            "pipeline_parallel": launch.pipeline_parallel, "block_size": launch.block_size, "sampler": launch.sampler,
+            "interconnect": launch.interconnect, "cpu_offload_gb": launch.cpu_offload_gb,
+            "skip_mm_profiling": launch.skip_mm_profiling, "model_runner": self.runner,
+            "max_in_flight_tokens": self.max_in_flight_tokens,
+            "limit_mm_per_prompt": dict(launch.limit_mm_per_prompt) if launch.limit_mm_per_prompt else None,
+            "mm_max_pixels": launch.mm_max_pixels, "kv_cache_memory_bytes": launch.kv_cache_memory_bytes,
+        }
+
     def kv_layout(self, layers=None):
         """The launch's KV layout (:mod:`.vllm_kv_groups`) over ``layers`` (default: every layer)."""
         launch = self.launch
@@ -758,24 +778,7 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     if pp > 1:
         notes.append("per-stage figures differ: every stage keeps the fewest blocks any stage can hold")
     per_token = kv_cache_bytes_per_token(spec, get_dtype(ctx.kv_name), tp)
-    launch_dict = {
-        "runtime": "vllm", "vllm_version": str(version), "engine": launch.engine, "entrypoint": launch.entrypoint,
-        "gpu": str(gpu), "gpu_total_bytes": ctx.total, "gpu_memory_utilization": launch.gpu_memory_utilization,
-        "max_model_len": launch.max_model_len, "max_num_seqs": launch.max_num_seqs,
-        "max_num_batched_tokens": launch.max_num_batched_tokens, "enable_chunked_prefill": launch.enable_chunked_prefill,
-        "kv_cache_dtype": launch.kv_cache_dtype, "kv_dtype": ctx.kv_name, "weights_format": fmt.name,
-        "enforce_eager": launch.enforce_eager, "tensor_parallel": tp, "pipeline_parallel": pp,
-        "block_size": launch.block_size, "sampler": launch.sampler, "platform": launch.platform,
-        "interconnect": launch.interconnect, "cpu_offload_gb": launch.cpu_offload_gb,
-        "skip_mm_profiling": launch.skip_mm_profiling, "model_runner": runner,
-        "max_in_flight_tokens": resolved.max_in_flight_tokens, "kv_cache_groups": len(pool.groups),
-        "padding_layers": pool.padding_layers, "bytes_per_block": pool.bytes_per_block,
-        "blocks_per_request": pool.blocks_per_request,
-        "estimated_max_model_len": (lambda r: r.estimated_max_model_len if r else None)(
-            layouts[binding].refusal(stage_available[binding])),
-        "limit_mm_per_prompt": dict(launch.limit_mm_per_prompt) if launch.limit_mm_per_prompt else None,
-        "mm_max_pixels": launch.mm_max_pixels,
-    }
+    launch_dict = {**resolved.to_dict(), **pool.to_dict()}
     encoder = _encoder_json(spec, launch, ctx.v0, ctx.rules)
     if encoder is not None:
         launch_dict["encoder_profile"] = encoder

@@ -100,18 +100,7 @@ def estimate_given_kv(spec: ModelSpec, resolved: "ResolvedLaunch", *, refuse: bo
         if refuse:
             raise CourseInputError(line)
         notes.append(line)
-    launch_dict = {
-        "runtime": "vllm", "vllm_version": str(resolved.version), "engine": "V1", "entrypoint": launch.entrypoint,
-        "gpu": str(resolved.gpu), "platform": platform.name, "kv_cache_memory_bytes": kv_total,
-        "max_model_len": max_len, "max_num_seqs": launch.max_num_seqs, "max_num_batched_tokens": batched,
-        "max_in_flight_tokens": in_flight, "kv_cache_dtype": launch.kv_cache_dtype, "kv_dtype": resolved.kv_dtype,
-        "weights_format": resolved.weights_format.name, "tensor_parallel": launch.tensor_parallel,
-        "pipeline_parallel": 1, "block_size": block, "model_runner": resolved.runner,
-        "kv_cache_groups": len(cap.groups), "padding_layers": cap.padding_layers,
-        "bytes_per_block": cap.bytes_per_block, "blocks_per_request": cap.blocks_per_request,
-        "gpu_memory_utilization": launch.gpu_memory_utilization,
-        "estimated_max_model_len": cap.refusal.estimated_max_model_len if cap.refusal else None,
-    }
+    launch_dict = {**resolved.to_dict(), "kv_cache_memory_bytes": kv_total, **cap.to_dict()}
     why = {k: v for k, v in resolved.why.items() if k not in ("gpu_memory_utilization", "sampler", "engine")}
     term = Term("kv_cache_memory", kv_total, kv_note, +1)
     per_token = kv_cache_bytes_per_token(spec, get_dtype(resolved.kv_dtype), launch.tensor_parallel)

@@ -183,6 +183,12 @@ class KVCapacity:
     padding_layers: int
     refusal: KVRefusal | None
 
+    def to_dict(self) -> dict:
+        """The layout's figures as ``--json`` prints them beside the launch."""
+        return {"kv_cache_groups": len(self.groups), "padding_layers": self.padding_layers,
+                "bytes_per_block": self.bytes_per_block, "blocks_per_request": self.blocks_per_request,
+                "estimated_max_model_len": self.refusal.estimated_max_model_len if self.refusal else None}
+
 
 def _gib(n: int) -> str:
     """vllm.utils.mem_utils.format_gib: GiB to two decimals."""
