@@ -140,7 +140,7 @@ class LaunchPlan:
         Measure it: every stated requirement holds but the concurrency is within the margin of ``users``.
         NOT served: anything else; a launch that misses a stated requirement is never served.
         The concurrency is vLLM's "Maximum concurrency" (``get_max_concurrency_for_kv_cache_config`` in
-        vllm/v1/core/kv_cache_utils.py, v0.10-v0.11) as :func:`course_lib.runtimes.estimate_vllm` estimates it.
+        vllm/v1/core/kv_cache_utils.py, v0.10-v0.33) as :func:`course_lib.runtimes.estimate_vllm` estimates it.
         """
         if not self.starts:
             problem = f"vLLM does not start: {self.refusal}"

@@ -34,7 +34,8 @@ from ``vllm/v1/core/kv_cache_utils.py`` to ``vllm/v1/core/kv_cache_planning.py``
    Before the hybrid allocator (0.9.2) windows are allocated as full attention.
 3. **Blocks** (``get_kv_cache_config_from_groups``): one block id spans one page of every layer of a
    group, so ``bytes_per_block`` is the largest group's pages, and ``num_blocks = memory // bytes_per_block``.
-4. **Concurrency** (``kv_cache_utils.get_max_concurrency_for_kv_cache_config``): every group draws from the
+4. **Concurrency** (``kv_cache_utils.get_max_concurrency_for_kv_cache_config``, still in ``kv_cache_utils.py`` in
+   0.33, :1061-1093): every group draws from the
    one pool, so ``max_concurrency = num_blocks / sum over groups of the pages one request holds``. The logged
    tokens are ``int(max_concurrency x max_model_len)`` from 0.11 (``get_kv_cache_capacity``), ``num_blocks
    // groups x block_size`` before.

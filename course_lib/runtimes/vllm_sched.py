@@ -5,18 +5,21 @@ The scheduling itself is the ``vllm-v1`` policy of :mod:`course_lib.simulate`
 ``vllm/v1/core/sched/scheduler.py``). This module turns a launch into its
 :class:`~course_lib.admission.AdmissionConfig`:
 
-* **Defaults** (vLLM 0.32.0, ``vllm/engine/arg_utils.py`` ``get_batch_defaults``, and
-  ``vllm/platforms/cpu.py``): the CPU platform's block is 128 tokens when none is given
+* **Defaults**: the one rule of :func:`course_lib.runtimes.vllm.batch_defaults` for the release's row
+  (vLLM 0.32.0, ``vllm/engine/arg_utils.py`` ``get_batch_defaults``) and the platform's block
+  (:mod:`.platforms`, ``vllm/platforms/cpu.py``): 128 tokens on the CPU when none is given
   (CUDA's 16); ``max_num_batched_tokens`` / ``max_num_seqs`` are 4096 / 256 for ``LLM()`` and
   2048 / 128 for ``vllm serve`` on CPU; on a GPU, 16384 / 1024 (both entrypoints) from 160 GiB,
   16384 (``LLM``) or 8192 (serve) / 1024 from 70 GiB unless it is an A100, else 8192 (``LLM``)
   or 2048 (serve) / 256. Chunked prefill and prefix caching are on for decoder models.
-* **Blocks** (``vllm/v1/core/kv_cache_utils.py``): ``kv_cache_memory_bytes // (page x
+* **Refusal**: the one rule of :mod:`.vllm_kv_groups` (:func:`full_attention_refusal`): the null
+  block held back, the length vLLM's binary search names.
+* **Blocks** (0.32 ``vllm/v1/core/kv_cache_utils.py``; 0.33 ``kv_cache_planning.py``): ``kv_cache_memory_bytes // (page x
   layers)``, a page being ``2 x block_size x kv_heads x head_dim x bytes`` per layer. For a model
   with one KV group (full attention everywhere) that is ``kv_cache_memory_bytes // (block_size x
   kv_bytes_per_token)``. The pool keeps one block back (its null block), which the simulator
   subtracts. :func:`v1_num_blocks` is kept apart so the exact per-group accounting
-  (:mod:`course_lib.runtimes.vllm_kv`) can take its place.
+  (:mod:`course_lib.runtimes.vllm_kv_groups`) can take its place.
 
 The issue's case by hand: a 4-layer Llama with 2 KV heads of 64 dims in bf16 caches 2 x 4 x 2 x
 64 x 2 = 2,048 B per token; a 128-token block is 262,144 B, so 12 MiB = 12,582,912 B holds 48
