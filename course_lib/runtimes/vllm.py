@@ -143,7 +143,7 @@ class VllmLaunch:
 
     version: the vLLM release ("0.10.1"); its defaults decide everything left None.
     engine: "V0" or "V1" (default: V1 from 0.8.0). entrypoint: "serve" (the OpenAI server) or "llm" (``LLM()``).
-    gpu_memory_utilization: the share of the *total* memory vLLM may use (0.9; 0.92 from v0.21).
+    gpu_memory_utilization: the share of the *total* memory vLLM may use (0.9; 0.92 from v0.20).
     max_model_len: tokens of one request (default: the config's max_position_embeddings).
     max_num_seqs / max_num_batched_tokens: the batch limits the profile runs at.
     enable_chunked_prefill: V0 only (V1 always chunks); default on for V0 above 32k context.
@@ -790,7 +790,8 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
         notes.extend(encoder["caveats"])
     if GPUS.get(str(gpu).strip().lower()) is not None and GPUS[str(gpu).strip().lower()].estimated:
         notes.append(f"the CUDA total of {gpu} is estimated from nvidia-smi's (no published figure found)")
-    used = [n for n in ENGINE_RULES[launch.engine] if n in rules.values
+    declared = set(rules.rule_names())
+    used = [n for n in ENGINE_RULES[launch.engine] if n in declared
             and (spec.vision_config or n not in MULTIMODAL_RULES)]
     if runner != "V2":          # the runner's table decides nothing for a model the V1 runner serves
         used = [n for n in used if n not in ("v2_runner_architectures", "v2_runner_dense", "v2_graph_estimate")]

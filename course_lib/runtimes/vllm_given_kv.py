@@ -91,8 +91,8 @@ def estimate_given_kv(spec: ModelSpec, resolved: "ResolvedLaunch", *, refuse: bo
                      f"window layer takes the attention kernel's unit, and unify_kv_cache_spec_page_size scales a "
                      f"smaller page's block up to the largest page")
     if platform.name != "cpu":
-        notes.append(f"{platform.name}: vLLM 0.32's KV layout rules with the pool given (read from source; the CPU "
-                     f"build checks them to the token, no {platform.name} log does)")
+        notes.append(f"{platform.name}: vLLM {resolved.version}'s KV layout rules with the pool given (read from "
+                     f"source; vLLM 0.32's CPU build checks them to the token, no {platform.name} log does)")
     if cap.padding_layers:
         notes.append(f"{cap.padding_layers} padding layer(s) even out the {len(cap.groups)} KV cache groups")
     if cap.refusal is not None:
