@@ -25,7 +25,7 @@ process knows.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..dtypes import get_dtype
 from ..errors import CourseInputError
@@ -34,9 +34,7 @@ from ..spec import ModelSpec
 from ..units import GiB
 from .platforms import get_platform
 from .result import RuntimeEstimate, Term
-
-if TYPE_CHECKING:      # the resolved launch is built by vllm.py, which imports this module
-    from .vllm import ResolvedLaunch
+from .vllm_launch import ResolvedLaunch
 
 
 def _kv_bytes_given(launch: Any, platform: str) -> tuple[int, str]:
@@ -58,7 +56,7 @@ def _kv_bytes_given(launch: Any, platform: str) -> tuple[int, str]:
                            "memory, which only the running process knows")
 
 
-def estimate_given_kv(spec: ModelSpec, resolved: "ResolvedLaunch", *, refuse: bool = True) -> RuntimeEstimate:
+def estimate_given_kv(spec: ModelSpec, resolved: ResolvedLaunch, *, refuse: bool = True) -> RuntimeEstimate:
     """vLLM's pool when its size is given (or on the CPU platform): blocks, tokens, concurrency, refusal.
 
     ``resolved`` is :func:`.vllm.resolve_launch`'s: the release (checked against the release table like every
