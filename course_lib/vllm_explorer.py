@@ -19,25 +19,26 @@ concurrency clears N with that margin; one that misses N by less than the margin
 it" (start it and read vLLM's own line), and one that misses it by more is not served.
 
 Worked example: Mistral-7B in bf16 on an L4 (22.0 GiB CUDA total) with vLLM's defaults has room for
-seven 8k requests; an fp8 KV cache doubles that, and 16 sequence slots instead of 256 shrink the
-sampler's profile and the CUDA graphs (the slots then cap the count):
+five 8k requests (its 4,096-token window saves nothing at 8k: vLLM 0.33 keeps the window plus two batches of
+2,048 tokens in flight, 8,191 tokens); an fp8 KV cache doubles that, and 16 sequence slots instead of 256 shrink
+the sampler's profile and the CUDA graphs:
 
 >>> plan = plan_launch(model="mistral-7b", gpu="l4", max_model_len=8192)
 >>> round(plan.estimate.max_concurrency, 2), plan.concurrent_requests
-(7.38, 7)
+(5.54, 5)
 >>> plan_launch(model="mistral-7b", gpu="l4", max_model_len=8192, kv_cache_dtype="fp8").concurrent_requests
-14
+11
 >>> plan = plan_launch(model="mistral-7b", gpu="l4", max_model_len=8192, kv_cache_dtype="fp8", max_num_seqs=16)
->>> round(plan.estimate.max_concurrency, 2), plan.concurrent_requests, plan.serves(16)
-(16.77, 16, True)
+>>> round(plan.estimate.max_concurrency, 2), plan.concurrent_requests, plan.serves(12)
+(12.59, 12, True)
 
-16 running at once is not a promise to 16 users: 16.77x is inside the estimate's 10% of 16. And a
+12 running at once is not a promise to 12 users: 12.59x is inside the estimate's 10% of 12. And a
 launch whose requests are cut below the context the users need serves none of them at that context:
 
->>> plan.assess(16, context_tokens=8192).outcome
+>>> plan.assess(12, context_tokens=8192).outcome
 'measure it'
->>> plan_launch(model="mistral-7b", gpu="l4", max_model_len=4096).assess(16, context_tokens=8192).line
-'16 users at 8,192 tokens: NOT served: max_model_len 4,096 is below the 8,192 tokens each user needs'
+>>> plan_launch(model="mistral-7b", gpu="l4", max_model_len=4096).assess(12, context_tokens=8192).line
+'12 users at 8,192 tokens: NOT served: max_model_len 4,096 is below the 8,192 tokens each user needs'
 """
 
 from __future__ import annotations
@@ -139,7 +140,7 @@ class LaunchPlan:
         Measure it: every stated requirement holds but the concurrency is within the margin of ``users``.
         NOT served: anything else; a launch that misses a stated requirement is never served.
         The concurrency is vLLM's "Maximum concurrency" (``get_max_concurrency_for_kv_cache_config`` in
-        vllm/v1/core/kv_cache_utils.py, v0.10-v0.11) as :func:`course_lib.runtimes.estimate_vllm` estimates it.
+        vllm/v1/core/kv_cache_utils.py, v0.10-v0.33) as :func:`course_lib.runtimes.estimate_vllm` estimates it.
         """
         if not self.starts:
             problem = f"vLLM does not start: {self.refusal}"

@@ -21,9 +21,9 @@ from __future__ import annotations
 from .result import RuntimeEstimate, Term
 from .sglang import SglangLaunch, estimate_sglang
 from .trtllm import TrtllmLaunch, estimate_trtllm
-from .vllm import VllmLaunch, estimate_vllm
+from .vllm import ResolvedLaunch, VllmLaunch, estimate_vllm, resolve_launch
 
 RUNTIMES = {"vllm": estimate_vllm, "sglang": estimate_sglang, "trtllm": estimate_trtllm}
 
-__all__ = ["RUNTIMES", "RuntimeEstimate", "SglangLaunch", "Term", "TrtllmLaunch", "VllmLaunch", "estimate_sglang",
-           "estimate_trtllm", "estimate_vllm"]
+__all__ = ["RUNTIMES", "ResolvedLaunch", "RuntimeEstimate", "SglangLaunch", "Term", "TrtllmLaunch", "VllmLaunch",
+           "estimate_sglang", "estimate_trtllm", "estimate_vllm", "resolve_launch"]

@@ -150,7 +150,7 @@ def run_cases(cases: list[dict[str, Any]], *, python: str | Path | None = None, 
     """Start one vLLM engine per case in a child ``python``; return the child's whole log text.
 
     A case: ``{"id": ..., "arch": ..., "overrides": {...}, "kv_cache_memory_bytes": N, "max_model_len": L,
-    "block_size": B or None, "env": {...}}``. Each engine's lines follow a ``=== oracle case ID ===`` line;
+    "block_size": B or None, "env": {...}, "engine_args": {...}}`` (``engine_args``: more ``LLM()`` arguments). Each engine's lines follow a ``=== oracle case ID ===`` line;
     a refusal is printed as ``ORACLE-REFUSED ID: <vLLM's message>``. ``in_process=True`` runs vLLM's engine
     core and worker inside the child (``VLLM_ENABLE_V1_MULTIPROCESSING=0``): no process spawns, so a start takes
     ~12 s instead of ~60 s on a busy 2-core machine; several cases then run one child each, since a second
@@ -227,6 +227,7 @@ def _child(spec_path: str) -> int:   # pragma: no cover - runs in the oracle's P
                       max_model_len=int(case["max_model_len"]), disable_log_stats=True)
         if case.get("block_size"):
             kwargs["block_size"] = int(case["block_size"])
+        kwargs.update(case.get("engine_args") or {})     # e.g. max_num_batched_tokens, so that a window matters
         for k, v in (case.get("env") or {}).items():
             os.environ[k] = str(v)
         llm = None

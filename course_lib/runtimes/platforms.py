@@ -7,7 +7,8 @@ config (``check_and_update_config``). What differs for the KV pool, read in vLLM
   platform (``vllm/platforms/cpu.py``) sets 128 when the user gave none, forces 16 for MLA models on the
   reference CPU MLA kernel (no AMX; "CPU MLA backend requires block_size=16") and 256 for DeepSeek-V4; its
   attention backend (``vllm/v1/attention/backends/cpu_attn.py``) computes in kernel blocks of a multiple of
-  32 tokens (``get_supported_kernel_block_sizes() == [MultipleOf(32)]``).
+  32 tokens (``get_supported_kernel_block_sizes() == [MultipleOf(32)]``; CUDA's FlashAttention and Triton
+  backends, and ROCm's, multiples of 16), and a sliding-window layer takes its block from that unit.
 * **where the pool's size comes from.** On a GPU the profile's budget (``gpu_worker.py``,
   ``determine_available_memory``) unless ``--kv-cache-memory-bytes`` is given. On the CPU
   (``vllm/v1/worker/cpu_worker.py``) ``--kv-cache-memory-bytes`` when given ("Explicitly set (x/y) GiB for
@@ -78,8 +79,8 @@ class Platform:
         return None
 
 
-CUDA = Platform("cuda", "GPU", 16)
-ROCM = Platform("rocm", "GPU", 16)
+CUDA = Platform("cuda", "GPU", 16, kernel_block_multiple=16)     # FlashAttention / Triton: MultipleOf(16)
+ROCM = Platform("rocm", "GPU", 16, kernel_block_multiple=16)     # rocm_attn: any multiple of 16 (Triton path)
 CPU = Platform("cpu", "CPU", 128, kernel_block_multiple=32, mla_block_size=16, max_concurrent_batches=1,
                batch_defaults=(("llm", 4096, 256), ("serve", 2048, 128)), mla_chunked_prefill=False)
 PLATFORMS = {"cuda": CUDA, "rocm": ROCM, "cpu": CPU}

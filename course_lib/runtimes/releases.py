@@ -23,7 +23,10 @@ course_lib.errors.CourseInputError: --demo-version='0.4' is not a demo release m
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Mapping
 
 from ..errors import CourseInputError
@@ -82,18 +85,81 @@ class Rules:
         return out
 
 
-class History:
-    """A runtime's release table: rows oldest first, the releases it models, and the newest (the default)."""
+@dataclass(frozen=True)
+class TypedRules:
+    """The base of a runtime's typed rules: a frozen dataclass whose fields are the rules (enums where a rule is one
+    of a few words), filled by :meth:`History.at` from the table; ``version`` and ``origins`` as in :class:`Rules`.
 
-    def __init__(self, runtime: str, changes: tuple[Change, ...], known: tuple[str, ...]):
+    A subclass declares one field per rule; a row setting a rule the class does not declare fails at import.
+    """
+
+    version: Version
+    origins: Mapping[str, Change] = field(repr=False, compare=False)
+
+    @classmethod
+    def rule_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("version", "origins"))
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """rule name -> value (for tables and ``--json``)."""
+        return {name: getattr(self, name) for name in self.rule_names()}
+
+    def origin(self, name: str) -> Change:
+        """The release row that set rule ``name``."""
+        return self.origins[name]
+
+    def unchecked(self, names: tuple[str, ...] | None = None) -> list[str]:
+        """Rules (of ``names``, default all) read from source that no published log checks, with their release."""
+        out = []
+        for name in (names or self.rule_names()):
+            row = self.origins.get(name)
+            if row is not None and not row.checked_by:
+                out.append(f"{name} ({row.since}, {row.source})")
+        return out
+
+
+def _coerce(hint: Any, value: Any) -> Any:
+    """A table value as the rule's declared type: an enum member, or a mapping of them."""
+    origin = typing.get_origin(hint)
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        return hint(value)
+    if origin is typing.Union or str(origin) == "<class 'types.UnionType'>":
+        for arg in typing.get_args(hint):
+            if isinstance(arg, type) and issubclass(arg, Enum):
+                try:
+                    return arg(value)
+                except ValueError:
+                    continue
+        return value
+    if origin in (Mapping, dict, typing.Mapping) or (origin is not None and getattr(origin, "__name__", "") == "Mapping"):
+        _, item = typing.get_args(hint)
+        return {k: _coerce(item, v) for k, v in value.items()}
+    return value
+
+
+class History:
+    """A runtime's release table: rows oldest first, the releases it models, and the newest (the default).
+
+    ``rules_type``: a :class:`TypedRules` subclass that :meth:`at` fills (its fields must be the first row's rules);
+    without it :meth:`at` returns the untyped :class:`Rules`.
+    """
+
+    def __init__(self, runtime: str, changes: tuple[Change, ...], known: tuple[str, ...],
+                 rules_type: type[TypedRules] | None = None):
         self.runtime = runtime
         self.changes = tuple(sorted(changes, key=lambda c: c.version))
         self.known = tuple(parse_version(k) for k in known)      # releases modelled, as major.minor[.patch]
         self._known_text = tuple(known)
+        self.rules_type = rules_type
         names = set(self.changes[0].sets)      # the first row defines every rule; later rows only change them
         for row in self.changes[1:]:
             extra = set(row.sets) - names
             assert not extra, f"{runtime} {row.since} sets {extra}, which the first row does not define"
+        if rules_type is not None:
+            declared = set(rules_type.rule_names())
+            assert declared == names, f"{runtime}: {rules_type.__name__} declares {declared ^ names} differently"
+            self._hints = typing.get_type_hints(rules_type)
 
     @property
     def latest(self) -> Version:
@@ -124,7 +190,7 @@ class History:
             raise CourseInputError(f"{flag}={str(text)!r} is not {what}; use one of {self.known_line()}")
         return version
 
-    def at(self, version: str | Version) -> Rules:
+    def at(self, version: str | Version) -> Any:
         """The rules of ``version``: every row up to it folded, oldest first (refused when not modelled)."""
         v = self.check(version)
         values: dict[str, Any] = {}
@@ -135,6 +201,9 @@ class History:
             for name, value in row.sets.items():
                 values[name] = value
                 origins[name] = row
+        if self.rules_type is not None:
+            return self.rules_type(version=v, origins=origins,
+                                   **{k: _coerce(self._hints[k], val) for k, val in values.items()})
         return Rules(v, values, origins)
 
     def table(self) -> list[dict[str, Any]]:

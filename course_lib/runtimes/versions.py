@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ..errors import CourseInputError
 
 
 class Version(NamedTuple):
@@ -45,15 +44,3 @@ def parse_version(text: str | Version | None) -> Version | None:
     if (major, minor) == (0, 1) and ".dev" in str(text)[:12]:
         return None
     return Version(major, minor, patch)
-
-
-def version_arg(flag: str, text: str, known: tuple[Version, ...]) -> Version:
-    """A ``--vllm-version``-style flag: a release such as 0.10.1 (refused with the range this library models)."""
-    version = parse_version(text)
-    if version is None:
-        raise CourseInputError(f"{flag}={text!r} is not a release number; use one such as 0.10.1 "
-                               f"(modelled: {known[0]} to {known[-1]})")
-    if not known[0] <= version <= Version(known[-1].major, known[-1].minor, 999):
-        raise CourseInputError(f"{flag}={text!r} is outside the releases modelled here ({known[0]} to {known[-1]}); "
-                               f"give one of them")
-    return version

@@ -61,10 +61,11 @@ from ..units import GiB, MiB
 from .profile import (Stage, cuda_graph_bytes, forward_peak_bytes, offloaded_bytes, rotary_cache_bytes, sampler_peak_bytes, stage_weight_bytes,
                       stages)
 from .result import RuntimeEstimate, Term
-from .releases import Rules
+from .vllm_releases import VllmRules as Rules
 from .versions import Version
 from .vllm_releases import HISTORY, MULTIMODAL_RULES
-from .vllm_kv_groups import kv_layout
+from .vllm_kv_groups import kv_layout  # noqa: F401  (re-exported)
+from .vllm_launch import ResolvedLaunch
 from .platforms import Platform, get_platform
 from .vllm_given_kv import estimate_given_kv, uses_given_kv
 from .vllm_mm import encoder_budget, encoder_profile
@@ -102,7 +103,7 @@ def default_sampler(rules: Rules, engine: str, platform: str) -> str:
     """
     if engine == "V0":
         return "native"
-    return rules.sampler.get(platform, rules.sampler["cuda"])
+    return str(rules.sampler.get(platform, rules.sampler["cuda"]))
 
 
 #: Non-torch memory that grows during the profile on one GPU (cuBLAS workspaces, allocator slack): fitted, 0.13 GiB on
@@ -143,7 +144,7 @@ class VllmLaunch:
 
     version: the vLLM release ("0.10.1"); its defaults decide everything left None.
     engine: "V0" or "V1" (default: V1 from 0.8.0). entrypoint: "serve" (the OpenAI server) or "llm" (``LLM()``).
-    gpu_memory_utilization: the share of the *total* memory vLLM may use (0.9; 0.92 from v0.21).
+    gpu_memory_utilization: the share of the *total* memory vLLM may use (0.9; 0.92 from v0.20).
     max_model_len: tokens of one request (default: the config's max_position_embeddings).
     max_num_seqs / max_num_batched_tokens: the batch limits the profile runs at.
     enable_chunked_prefill: V0 only (V1 always chunks); default on for V0 above 32k context.
@@ -290,49 +291,6 @@ def in_flight_batches(rules: Rules, platform: Platform, runner: str, pipeline_pa
     return pp, f"{pp} batches: the V1 model runner turns async scheduling off under pipeline parallelism"
 
 
-@dataclass(frozen=True)
-class ResolvedLaunch:
-    """One vLLM launch with every default concrete: what the profile, the given pool, the scheduler policy, the
-    explorer and ``from-log`` read (:func:`resolve_launch` builds it; nothing else resolves a default).
-
-    launch: the :class:`VllmLaunch` with no None left (version a :class:`Version`, platform its name).
-    rules: the release's rules. platform: vLLM's platform. gpu / total_bytes: the device and its CUDA total
-    (0 on the CPU). weights_format / kv_dtype: the served formats. runner: "V0", "V1" or "V2" (the model runner).
-    max_in_flight_tokens: what a sliding window holds beyond itself. defaults: knob -> (value, why it was taken),
-    for every knob the user left to vLLM.
-    """
-
-    spec: ModelSpec
-    launch: VllmLaunch
-    rules: Rules
-    platform: Platform
-    gpu: str | int
-    total_bytes: int
-    weights_format: Any
-    kv_dtype: str
-    runner: str
-    max_in_flight_tokens: int
-    defaults: Mapping[str, tuple[Any, str]]
-
-    @property
-    def version(self) -> Version:
-        return self.launch.version      # type: ignore[return-value]
-
-    @property
-    def why(self) -> dict[str, str]:
-        """knob -> why its default was taken (the estimate's ``defaults``)."""
-        return {k: why for k, (_, why) in self.defaults.items()}
-
-    def kv_layout(self, layers=None):
-        """The launch's KV layout (:mod:`.vllm_kv_groups`) over ``layers`` (default: every layer)."""
-        launch = self.launch
-        return kv_layout(self.spec, kv_bytes=get_dtype(self.kv_dtype).bytes_per_value, block_size=launch.block_size,
-                         max_model_len=launch.max_model_len, max_in_flight_tokens=self.max_in_flight_tokens,
-                         engine=launch.engine, tensor_parallel=launch.tensor_parallel, layers=layers,
-                         hybrid_allocator=self.rules.hybrid_allocator, tokens_rule=self.rules.tokens_rule,
-                         null_block=self.rules.refusal_null_block, gib_format=self.rules.refusal_gib)
-
-
 def resolve_launch(spec: ModelSpec, gpu: str | int, launch: VllmLaunch | None = None) -> ResolvedLaunch:
     """A vLLM launch resolved once: the release (refused the same way on every path), the platform, every default
     and why it was taken.
@@ -364,7 +322,7 @@ def resolve_launch(spec: ModelSpec, gpu: str | int, launch: VllmLaunch | None = 
         raise CourseInputError(f"Total number of attention heads ({heads}) must be divisible by tensor parallel size "
                                f"({tp}) (vLLM's check); use a --tensor-parallel that divides {heads}")
     name = str(gpu).strip().lower()
-    engine = "V1" if cpu else (launch.engine or rules.engine)
+    engine = "V1" if cpu else (launch.engine or str(rules.engine))
     if launch.engine is None and not cpu:
         defaults["engine"] = (engine, f"{engine}: the default engine of {version}")
     util = launch.gpu_memory_utilization
@@ -700,7 +658,11 @@ def refusal(ctx: Context, stage_list: list[Stage], binding: int, available: int,
     (``_estimate_max_model_len_from_groups``; 0.33: ``vllm/v1/core/kv_cache_planning.py``).
     """
     refused = kv_layouts(ctx, stage_list)[binding].refusal(available)
-    return None if refused is None else f"vLLM would refuse this launch: {refused.message()}"
+    return None if refused is None else _refusal_line(refused)
+
+
+def _refusal_line(refused) -> str:
+    return f"vLLM would refuse this launch: {replace(refused, pool_note='left after weights and the profile').message()}"
 
 
 #: The rules each engine reads (a rule the launch's engine never reads is left out of its "not checked by a log";
@@ -741,7 +703,7 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     pool = layouts[binding].capacity(max(0, stage_available[binding]), blocks)
     notes: list[str] = []
     # ... and each rank checks its own pool (get_kv_cache_configs: _check_enough_kv_cache_memory per worker)
-    refused = next((f"vLLM would refuse this launch: {r.message()}" for r in
+    refused = next((_refusal_line(r) for r in
                     (lay.refusal(a) for lay, a in zip(layouts, stage_available)) if r is not None), None)
     if refused is not None:
         if refuse:
@@ -753,24 +715,7 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     if pp > 1:
         notes.append("per-stage figures differ: every stage keeps the fewest blocks any stage can hold")
     per_token = kv_cache_bytes_per_token(spec, get_dtype(ctx.kv_name), tp)
-    launch_dict = {
-        "runtime": "vllm", "vllm_version": str(version), "engine": launch.engine, "entrypoint": launch.entrypoint,
-        "gpu": str(gpu), "gpu_total_bytes": ctx.total, "gpu_memory_utilization": launch.gpu_memory_utilization,
-        "max_model_len": launch.max_model_len, "max_num_seqs": launch.max_num_seqs,
-        "max_num_batched_tokens": launch.max_num_batched_tokens, "enable_chunked_prefill": launch.enable_chunked_prefill,
-        "kv_cache_dtype": launch.kv_cache_dtype, "kv_dtype": ctx.kv_name, "weights_format": fmt.name,
-        "enforce_eager": launch.enforce_eager, "tensor_parallel": tp, "pipeline_parallel": pp,
-        "block_size": launch.block_size, "sampler": launch.sampler, "platform": launch.platform,
-        "interconnect": launch.interconnect, "cpu_offload_gb": launch.cpu_offload_gb,
-        "skip_mm_profiling": launch.skip_mm_profiling, "model_runner": runner,
-        "max_in_flight_tokens": resolved.max_in_flight_tokens, "kv_cache_groups": len(pool.groups),
-        "padding_layers": pool.padding_layers, "bytes_per_block": pool.bytes_per_block,
-        "blocks_per_request": pool.blocks_per_request,
-        "estimated_max_model_len": (lambda r: r.estimated_max_model_len if r else None)(
-            layouts[binding].refusal(stage_available[binding])),
-        "limit_mm_per_prompt": dict(launch.limit_mm_per_prompt) if launch.limit_mm_per_prompt else None,
-        "mm_max_pixels": launch.mm_max_pixels,
-    }
+    launch_dict = {**resolved.to_dict(), **pool.to_dict()}
     encoder = _encoder_json(spec, launch, ctx.v0, ctx.rules)
     if encoder is not None:
         launch_dict["encoder_profile"] = encoder
@@ -782,12 +727,15 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
         notes.extend(encoder["caveats"])
     if GPUS.get(str(gpu).strip().lower()) is not None and GPUS[str(gpu).strip().lower()].estimated:
         notes.append(f"the CUDA total of {gpu} is estimated from nvidia-smi's (no published figure found)")
-    used = [n for n in ENGINE_RULES[launch.engine] if n in rules.values
+    declared = set(rules.rule_names())
+    used = [n for n in ENGINE_RULES[launch.engine] if n in declared
             and (spec.vision_config or n not in MULTIMODAL_RULES)]
     if runner != "V2":          # the runner's table decides nothing for a model the V1 runner serves
         used = [n for n in used if n not in ("v2_runner_architectures", "v2_runner_dense", "v2_graph_estimate")]
     if not any(layer.window is not None for layer in spec.layers):
         used = [n for n in used if n != "sliding_in_flight"]
+    if refused is None:         # how the refusal is checked and worded matters only to a refused launch
+        used = [n for n in used if n not in ("refusal_null_block", "refusal_gib")]
     unchecked = rules.unchecked(tuple(used))
     return RuntimeEstimate(
         runtime="vllm", version=str(version), launch=launch_dict, defaults=why, terms=tuple(stage_terms[0]),

@@ -25,7 +25,7 @@ process knows.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..dtypes import get_dtype
 from ..errors import CourseInputError
@@ -34,9 +34,7 @@ from ..spec import ModelSpec
 from ..units import GiB
 from .platforms import get_platform
 from .result import RuntimeEstimate, Term
-
-if TYPE_CHECKING:      # the resolved launch is built by vllm.py, which imports this module
-    from .vllm import ResolvedLaunch
+from .vllm_launch import ResolvedLaunch
 
 
 def _kv_bytes_given(launch: Any, platform: str) -> tuple[int, str]:
@@ -58,7 +56,7 @@ def _kv_bytes_given(launch: Any, platform: str) -> tuple[int, str]:
                            "memory, which only the running process knows")
 
 
-def estimate_given_kv(spec: ModelSpec, resolved: "ResolvedLaunch", *, refuse: bool = True) -> RuntimeEstimate:
+def estimate_given_kv(spec: ModelSpec, resolved: ResolvedLaunch, *, refuse: bool = True) -> RuntimeEstimate:
     """vLLM's pool when its size is given (or on the CPU platform): blocks, tokens, concurrency, refusal.
 
     ``resolved`` is :func:`.vllm.resolve_launch`'s: the release (checked against the release table like every
@@ -86,12 +84,13 @@ def estimate_given_kv(spec: ModelSpec, resolved: "ResolvedLaunch", *, refuse: bo
     if spec.states:
         notes.append(f"{len(spec.states)} linear-attention (Mamba/DeltaNet) layers are left out: their state pages "
                      f"(vLLM's MambaSpec, padded to the attention page) are not modelled")
-    if len({s.page_bytes for s in layout.specs}) > 1:
-        notes.append("layers of different page sizes: vLLM pads or packs them (unify_kv_cache_spec_page_size, "
-                     "_get_packed_kv_cache_groups); modelled as padded to the largest page, not checked by the oracle")
+    if any(s.block_size != block for s in layout.specs):
+        notes.append(f"some layers hold {sorted({s.block_size for s in layout.specs} - {block})} tokens a block: a "
+                     f"window layer takes the attention kernel's unit, and unify_kv_cache_spec_page_size scales a "
+                     f"smaller page's block up to the largest page")
     if platform.name != "cpu":
-        notes.append(f"{platform.name}: vLLM 0.32's KV layout rules with the pool given (read from source; the CPU "
-                     f"build checks them to the token, no {platform.name} log does)")
+        notes.append(f"{platform.name}: vLLM {resolved.version}'s KV layout rules with the pool given (read from "
+                     f"source; vLLM 0.32's CPU build checks them to the token, no {platform.name} log does)")
     if cap.padding_layers:
         notes.append(f"{cap.padding_layers} padding layer(s) even out the {len(cap.groups)} KV cache groups")
     if cap.refusal is not None:
@@ -99,18 +98,7 @@ def estimate_given_kv(spec: ModelSpec, resolved: "ResolvedLaunch", *, refuse: bo
         if refuse:
             raise CourseInputError(line)
         notes.append(line)
-    launch_dict = {
-        "runtime": "vllm", "vllm_version": str(resolved.version), "engine": "V1", "entrypoint": launch.entrypoint,
-        "gpu": str(resolved.gpu), "platform": platform.name, "kv_cache_memory_bytes": kv_total,
-        "max_model_len": max_len, "max_num_seqs": launch.max_num_seqs, "max_num_batched_tokens": batched,
-        "max_in_flight_tokens": in_flight, "kv_cache_dtype": launch.kv_cache_dtype, "kv_dtype": resolved.kv_dtype,
-        "weights_format": resolved.weights_format.name, "tensor_parallel": launch.tensor_parallel,
-        "pipeline_parallel": 1, "block_size": block, "model_runner": resolved.runner,
-        "kv_cache_groups": len(cap.groups), "padding_layers": cap.padding_layers,
-        "bytes_per_block": cap.bytes_per_block, "blocks_per_request": cap.blocks_per_request,
-        "gpu_memory_utilization": launch.gpu_memory_utilization,
-        "estimated_max_model_len": cap.refusal.estimated_max_model_len if cap.refusal else None,
-    }
+    launch_dict = {**resolved.to_dict(), "kv_cache_memory_bytes": kv_total, **cap.to_dict()}
     why = {k: v for k, v in resolved.why.items() if k not in ("gpu_memory_utilization", "sampler", "engine")}
     term = Term("kv_cache_memory", kv_total, kv_note, +1)
     per_token = kv_cache_bytes_per_token(spec, get_dtype(resolved.kv_dtype), launch.tensor_parallel)

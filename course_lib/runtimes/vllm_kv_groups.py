@@ -21,14 +21,21 @@ from ``vllm/v1/core/kv_cache_utils.py`` to ``vllm/v1/core/kv_cache_planning.py``
    from 0.26.0 (two batches under CUDA's default async scheduling); up to 0.25.0 it is
    ``max_num_batched_tokens`` (0.25.0 ``kv_cache_interface.py`` ``SlidingWindowSpec.max_memory_usage_bytes``).
    Linear-attention (Mamba) state pages are not modelled here (the estimates say so).
+   A sliding-window layer picks its own block (``Attention.get_kv_cache_spec``, 0.32/0.33
+   ``vllm/model_executor/layers/attention/attention.py``: "SW chooses its own block_size"): the largest block
+   the attention kernel runs within the user's page (``_largest_kernel_block_within``), so on the CPU, whose
+   kernel runs multiples of 32 tokens, ``--block-size 16`` gives the window layers 32-token blocks.
 2. **Groups** (``get_kv_cache_groups``): all layers alike make one group; all full attention of different
    widths one group (``UniformTypeKVCacheSpecs``); otherwise layers of one kind are bucketed and split into
    groups of ``min(count per kind)`` layers (or the largest count when it is under 1.5x the smallest), the
-   last group of a kind padded (``_get_kv_cache_groups_uniform_page_size``: "Add 1 padding layers ...").
+   last group of a kind padded (``_get_kv_cache_groups_uniform_page_size``: "Add 1 padding layers ..."). Pages
+   of different sizes are unified first (``unify_kv_cache_spec_page_size``): a smaller page that divides the
+   largest scales its block size up by the ratio, any other is padded to the largest page.
    Before the hybrid allocator (0.9.2) windows are allocated as full attention.
 3. **Blocks** (``get_kv_cache_config_from_groups``): one block id spans one page of every layer of a
    group, so ``bytes_per_block`` is the largest group's pages, and ``num_blocks = memory // bytes_per_block``.
-4. **Concurrency** (``kv_cache_utils.get_max_concurrency_for_kv_cache_config``): every group draws from the
+4. **Concurrency** (``kv_cache_utils.get_max_concurrency_for_kv_cache_config``, still in ``kv_cache_utils.py`` in
+   0.33, :1061-1093): every group draws from the
    one pool, so ``max_concurrency = num_blocks / sum over groups of the pages one request holds``. The logged
    tokens are ``int(max_concurrency x max_model_len)`` from 0.11 (``get_kv_cache_capacity``), ``num_blocks
    // groups x block_size`` before.
@@ -131,6 +138,8 @@ class KVRefusal:
     engine: str = "V1"
     kv_tokens: int = 0
     gib_format: str = "round"
+    pool_bytes: int = 0          # the pool before the null block (what the profile left, or what was given)
+    pool_note: str = ""          # where it came from, e.g. "left after weights and the profile"
 
     def _gib(self, n: int) -> str:
         """``format_gib`` (0.19-0.33: ``round(n / GiB, 2)``) or the older ``f"{n / GiB:.2f}"`` (0.10-0.11)."""
@@ -141,8 +150,9 @@ class KVRefusal:
         ``kv_cache_planning.py``) without its CPU-backend aside and documentation link; V0's
         ``raise_if_cache_size_invalid`` (``vllm/worker/worker.py``) for the V0 engine."""
         if self.available_bytes <= 0:
-            return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` (or "
-                    "--kv-cache-memory-bytes) when initializing the engine")
+            where = f" ({self.pool_bytes / GiB:.2f} GiB {self.pool_note})" if self.pool_note else ""
+            return (f"No available memory for the cache blocks{where}. Try increasing `gpu_memory_utilization` "
+                    f"when initializing the engine")
         if self.engine == "V0":
             return (f"The model's max seq len ({self.max_model_len}) is larger than the maximum number of tokens "
                     f"that can be stored in KV cache ({self.kv_tokens}). Try increasing `gpu_memory_utilization` "
@@ -174,25 +184,77 @@ class KVCapacity:
     padding_layers: int
     refusal: KVRefusal | None
 
+    def to_dict(self) -> dict:
+        """The layout's figures as ``--json`` prints them beside the launch."""
+        return {"kv_cache_groups": len(self.groups), "padding_layers": self.padding_layers,
+                "bytes_per_block": self.bytes_per_block, "blocks_per_request": self.blocks_per_request,
+                "estimated_max_model_len": self.refusal.estimated_max_model_len if self.refusal else None}
+
 
 def _gib(n: int) -> str:
     """vllm.utils.mem_utils.format_gib: GiB to two decimals."""
     return f"{round(n / GiB, 2)}"
 
 
+def window_block_size(block_size: int, kernel_block_multiple: int | None) -> int:
+    """The block a sliding-window layer takes (``_largest_kernel_block_within``): the largest multiple of the
+    kernel's block unit within ``block_size`` tokens, or the unit itself when ``block_size`` is smaller.
+
+    >>> window_block_size(16, 32), window_block_size(128, 32), window_block_size(16, 16), window_block_size(48, None)
+    (32, 128, 16, 48)
+    """
+    if not kernel_block_multiple:
+        return block_size
+    return max(kernel_block_multiple, block_size // kernel_block_multiple * kernel_block_multiple)
+
+
 def layer_specs(spec: ModelSpec, *, kv_bytes: Fraction | int, block_size: int, tensor_parallel: int = 1,
-                layers: tuple[LayerCache, ...] | None = None, hybrid_allocator: bool = True) -> list[LayerSpec]:
-    """vLLM's spec of each attention layer (``hybrid_allocator=False``: windows allocated as full attention)."""
+                layers: tuple[LayerCache, ...] | None = None, hybrid_allocator: bool = True,
+                kernel_block_multiple: int | None = None) -> list[LayerSpec]:
+    """vLLM's spec of each attention layer (``hybrid_allocator=False``: windows allocated as full attention;
+    ``kernel_block_multiple``: the attention kernel's block unit, which a sliding window's block follows)."""
     out = []
     chunked = spec.model_type in CHUNKED_MODEL_TYPES
     for layer in (spec.layers if layers is None else layers):
-        page = math.ceil(layer.values_per_token_per_gpu(tensor_parallel) * Fraction(kv_bytes) * block_size)
+        per_token = layer.values_per_token_per_gpu(tensor_parallel) * Fraction(kv_bytes)
+        page = math.ceil(per_token * block_size)
         if layer.kv_heads == 0 and spec.attention == "mla":
             out.append(LayerSpec("mla", page, block_size))
+        elif layer.window is not None and hybrid_allocator and chunked:
+            out.append(LayerSpec("chunked", page, block_size, layer.window))
         elif layer.window is not None and hybrid_allocator:
-            out.append(LayerSpec("chunked" if chunked else "sliding", page, block_size, layer.window))
+            own = window_block_size(block_size, kernel_block_multiple)
+            out.append(LayerSpec("sliding", math.ceil(per_token * own), own, layer.window))
         else:
             out.append(LayerSpec("full", page, block_size))
+    return out
+
+
+def _uniform(specs: list[LayerSpec]) -> bool:
+    """is_kv_cache_spec_uniform, or one UniformTypeKVCacheSpecs (one kind and window, pages may differ)."""
+    kinds = {s.kind if s.kind != "mla" else "full" for s in specs}
+    return (len({s.key for s in specs}) == 1 or kinds == {"full"}
+            or (len({s.kind for s in specs}) == 1 and len({s.window for s in specs}) == 1))
+
+
+def unify_page_sizes(specs: list[LayerSpec]) -> list[LayerSpec]:
+    """unify_kv_cache_spec_page_size: a page that divides the largest scales its block up; another is padded.
+
+    >>> [(s.block_size, s.page_bytes) for s in unify_page_sizes([LayerSpec("full", 4096, 16),
+    ...                                                          LayerSpec("sliding", 8192, 32, 256)])]
+    [(32, 8192), (32, 8192)]
+    """
+    if _uniform(specs):
+        return specs
+    largest = max(s.page_bytes for s in specs)
+    out = []
+    for s in specs:
+        if s.page_bytes == largest:
+            out.append(s)
+        elif largest % s.page_bytes == 0:
+            out.append(LayerSpec(s.kind, largest, s.block_size * (largest // s.page_bytes), s.window))
+        else:
+            out.append(LayerSpec(s.kind, largest, s.block_size, s.window))       # page_size_padded
     return out
 
 
@@ -200,6 +262,7 @@ def kv_groups(specs: list[LayerSpec]) -> list[KVGroup]:
     """get_kv_cache_groups for the attention kinds here (full, sliding window, chunked, MLA)."""
     if not specs:
         return []
+    specs = unify_page_sizes(specs)
     kinds = {s.kind if s.kind != "mla" else "full" for s in specs}
     if len({s.key for s in specs}) == 1 or kinds == {"full"}:
         # is_kv_cache_spec_uniform, or UniformTypeKVCacheSpecs (all full attention, pages may differ)
@@ -283,14 +346,14 @@ class KVLayout:
         if self.engine == "V0":
             blocks = max(0, memory_bytes) // per_block
             if blocks <= 0:
-                return KVRefusal(0, 0, length, 0, "V0")
+                return KVRefusal(0, 0, length, 0, "V0", pool_bytes=memory_bytes)
             if blocks * self.block_size < length:
                 return KVRefusal(per_block * cdiv(length, self.block_size), blocks * per_block, length,
                                  blocks * self.block_size, "V0", blocks * self.block_size)
             return None
         check = memory_bytes - (per_block if self.null_block else 0)
         if check <= 0:
-            return KVRefusal(0, check, length, 0, gib_format=self.gib_format)
+            return KVRefusal(0, check, length, 0, gib_format=self.gib_format, pool_bytes=memory_bytes)
         if per_block * self.blocks_per_request > check:
             return KVRefusal(per_block * self.blocks_per_request, check, length,
                              _estimate_max_model_len(lambda n: per_block * self.blocks_needed(n) <= check, length),
@@ -301,7 +364,8 @@ class KVLayout:
 def kv_layout(spec: ModelSpec, *, kv_bytes: Fraction | int, block_size: int, max_model_len: int,
               max_in_flight_tokens: int, engine: str = "V1", tensor_parallel: int = 1,
               layers: tuple[LayerCache, ...] | None = None, hybrid_allocator: bool = True,
-              tokens_rule: str = "concurrency", null_block: bool = True, gib_format: str = "round") -> KVLayout:
+              tokens_rule: str = "concurrency", null_block: bool = True, gib_format: str = "round",
+              kernel_block_multiple: int | None = None) -> KVLayout:
     """The :class:`KVLayout` of ``layers`` (default: all of ``spec``'s attention layers) on one GPU.
 
     Gemma-3-4B (5 full and 29 sliding layers): groups of 5, the sliding ones 6 groups with 1 padding layer; a
@@ -316,11 +380,13 @@ def kv_layout(spec: ModelSpec, *, kv_bytes: Fraction | int, block_size: int, max
     """
     v0 = engine == "V0"
     specs = tuple(layer_specs(spec, kv_bytes=kv_bytes, block_size=block_size, tensor_parallel=tensor_parallel,
-                              layers=layers, hybrid_allocator=hybrid_allocator and not v0))
+                              layers=layers, hybrid_allocator=hybrid_allocator and not v0,
+                              kernel_block_multiple=None if v0 else kernel_block_multiple))
     if v0 and specs:     # V0: one block spans every layer; windows are ignored
         specs = tuple(LayerSpec("full", s.page_bytes, block_size) for s in specs)
         groups = (KVGroup("full", None, tuple(range(len(specs))), tuple(s.page_bytes for s in specs)),)
     else:
+        specs = tuple(unify_page_sizes(list(specs)))
         groups = tuple(kv_groups(list(specs)))
     per_block = max((sum(g.page_bytes) for g in groups), default=0)     # _get_kv_cache_bytes_per_block
     padding = sum(1 for g in groups for i in g.layers if i is None)
@@ -331,15 +397,16 @@ def kv_layout(spec: ModelSpec, *, kv_bytes: Fraction | int, block_size: int, max
 def kv_capacity(spec: ModelSpec, *, kv_cache_memory_bytes: int, kv_bytes: Fraction | int, block_size: int,
                 max_model_len: int, max_in_flight_tokens: int, tensor_parallel: int = 1,
                 layers: tuple[LayerCache, ...] | None = None, hybrid_allocator: bool = True,
-                engine: str = "V1", tokens_rule: str = "concurrency") -> KVCapacity:
+                engine: str = "V1", tokens_rule: str = "concurrency",
+                kernel_block_multiple: int | None = None) -> KVCapacity:
     """The pool vLLM cuts from ``kv_cache_memory_bytes`` (see the module's steps 1-5).
 
     ``max_in_flight_tokens``: what a sliding window holds beyond itself (see step 1).
     """
     return kv_layout(spec, kv_bytes=kv_bytes, block_size=block_size, max_model_len=max_model_len,
                      max_in_flight_tokens=max_in_flight_tokens, engine=engine, tensor_parallel=tensor_parallel,
-                     layers=layers, hybrid_allocator=hybrid_allocator,
-                     tokens_rule=tokens_rule).capacity(kv_cache_memory_bytes)
+                     layers=layers, hybrid_allocator=hybrid_allocator, tokens_rule=tokens_rule,
+                     kernel_block_multiple=kernel_block_multiple).capacity(kv_cache_memory_bytes)
 
 
 def _estimate_max_model_len(fits: Callable[[int], bool], max_model_len: int) -> int:

@@ -41,14 +41,120 @@ qwen3_vl_video             how Qwen3-VL sizes its largest video: "x12.5" (frames
 =========================  ==============================================================================
 
 >>> HISTORY.at("0.10.1").sampler["cuda"], HISTORY.at("0.23.0").gpu_memory_utilization
-('flashinfer', 0.92)
+(<Sampler.FLASHINFER: 'flashinfer'>, 0.92)
+>>> HISTORY.at("0.19.0").gpu_memory_utilization, HISTORY.at("0.20.0").gpu_memory_utilization
+(0.9, 0.92)
 >>> HISTORY.at("0.23.0").origin("graphs_in_budget").since
 '0.21.0'
 """
 
 from __future__ import annotations
 
-from .releases import Change, History
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Mapping
+
+from .releases import Change, History, TypedRules
+
+
+class _Word(str, Enum):
+    """A rule that is one of a few words: compares, prints and serialises as its word."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+class Engine(_Word):
+    """vLLM's engine: V0 (``vllm/worker/``) or V1 (``vllm/v1/``)."""
+    V0 = "V0"
+    V1 = "V1"
+
+
+class BatchTier(_Word):
+    """How ``EngineArgs.get_batch_defaults`` picks the GPU class."""
+    H100_H200 = "h100-h200"                      # by name, only the token budget grows
+    BY_MEMORY = "by-memory"                      # >= 70 GiB and not an A100
+    BY_MEMORY_160 = "by-memory-160"              # ... and a >= 160 GiB tier above it
+    BY_MEMORY_160_NO_GB10 = "by-memory-160-no-gb10"   # ... with GB10 kept on the small tier
+
+
+class Sampler(_Word):
+    """The profile's sampling path: PyTorch's sort, or a kernel without one (FlashInfer's 14 B a logit)."""
+    NATIVE = "native"
+    FLASHINFER = "flashinfer"
+
+
+class TokensRule(_Word):
+    """How "GPU KV cache size: N tokens" is printed."""
+    BLOCKS = "blocks"                  # num_blocks // groups x block_size
+    CONCURRENCY = "concurrency"        # int(max_concurrency x max_model_len)
+
+
+class GraphEstimate(_Word):
+    """The V2 model runner's CUDA-graph estimate."""
+    NO_V2_RUNNER = "no-v2-runner"
+    STUB_0 = "stub-0"                  # 'return 0'
+    PROFILED = "profiled"              # a capture into a throwaway pool
+
+
+class InFlight(_Word):
+    """What a sliding window holds beyond itself."""
+    ONE_BATCH = "one-batch"            # max_num_batched_tokens
+    MAX_IN_FLIGHT = "max-in-flight"    # max_concurrent_batches x max_num_batched_tokens
+
+
+class MmTie(_Word):
+    """The modality a multimodal profile runs when image and video tie."""
+    IMAGE = "image"
+    SET_ORDER = "set-order"
+    VIDEO = "video"
+
+
+class Qwen3VlVideo(_Word):
+    """How Qwen3-VL sizes its largest video."""
+    X12_5 = "x12.5"
+    FRAMES = "frames"
+    TWO_FRAMES = "two-frames"
+
+
+class GibFormat(_Word):
+    """How the refusal prints GiB."""
+    FIXED_2 = ".2f"
+    ROUND = "round"                    # format_gib: round(x, 2)
+
+
+@dataclass(frozen=True)
+class VllmRules(TypedRules):
+    """The rules one vLLM release follows, one typed field per rule (the table above says what each means);
+    :meth:`History.at` fills it from :data:`CHANGES`, so a rule's name is checked where it is read."""
+
+    engine: Engine
+    gpu_memory_utilization: float
+    batch_defaults: BatchTier
+    v0_chunk_tokens: int | str
+    baseline_snapshot: tuple[str, ...]
+    sampler: Mapping[str, Sampler]
+    rotary_value_bytes: int
+    hybrid_allocator: bool
+    capture_sizes: Mapping[str, Any]
+    graph_mib: Mapping[str, float]
+    graphs_in_budget: Mapping[str, bool]
+    tokens_rule: TokensRule
+    v2_runner_architectures: tuple[str, ...] | str
+    mm_tie: MmTie
+    qwen3_vl_video: Qwen3VlVideo
+    v2_runner_dense: bool
+    v2_graph_estimate: GraphEstimate
+    sliding_in_flight: InFlight
+    cpu_platform: bool
+    v1_scheduler: bool
+    refusal_null_block: bool
+    refusal_gib: GibFormat
+    v0_available: bool
+
 
 _V = "vllm/v1/worker/gpu_worker.py"
 
@@ -169,13 +275,15 @@ CHANGES = (
            "vllm/engine/arg_utils.py get_batch_defaults (0.28.0): '>= 160GB memory [B200/B300], use the largest "
            "defaults' (16,384 tokens and 1,024 sequences for both entry points); vllm/config/vllm.py "
            "_set_cudagraph_sizes (0.28.0): 'default_max_graph_size = 1024 if is_data_center_blackwell else 512'"),
-    Change("0.29.0", {"v2_runner_architectures": "all", "v2_graph_estimate": "profiled", "refusal_null_block": True},
+    Change("0.29.0", {"refusal_null_block": True},
+           "vllm/v1/core/kv_cache_utils.py get_kv_cache_configs (0.29.0:975): 'Reserve the null block BlockPool "
+           "permanently holds back' before _check_enough_kv_cache_memory (0.28.0:2190-2198 checks the whole pool)",
+           checked_by="vLLM 0.32's CPU build: every refused oracle case names the length left after the null block"),
+    Change("0.29.0", {"v2_runner_architectures": "all", "v2_graph_estimate": "profiled"},
            "vllm/config/vllm.py use_v2_model_runner (0.29.0): the V2 model runner by default for every architecture "
            "(ROCm keeps V1 for DeepseekV32/V4: ROCM_DEFAULT_MRV1_ARCHITECTURES); vllm/v1/worker/gpu/model_runner.py "
            "profile_cudagraph_memory (0.29.0:896-898) '_profile_cudagraph_memory(self)', a capture into a throwaway "
-           "pool, where 0.25.0 (:680-682), 0.26.0, 0.27.0 and 0.28.0 (:843-845) 'return 0'; "
-           "vllm/v1/core/kv_cache_utils.py get_kv_cache_configs (0.29.0:975): 'Reserve the null block BlockPool "
-           "permanently holds back' before _check_enough_kv_cache_memory (0.28.0:2190-2198 checks the whole pool)"),
+           "pool, where 0.22.0 (:620-622), 0.25.0 (:680-682), 0.26.0, 0.27.0 and 0.28.0 (:843-845) 'return 0'"),
     Change("0.31.0", {"capture_sizes": {"grid": "2x-max-num-seqs", "cap": 512, "cap_sm100": 1024, "exact": True}},
            "vllm/config/vllm.py _set_cudagraph_sizes (0.31.0): max_num_seqs itself is captured as a uniform decode "
            "size ('elif max_num_seqs <= max_cudagraph_capture_size'); the grid stops at max_num_batched_tokens, which "
@@ -211,4 +319,4 @@ MULTIMODAL_RULES = ("mm_tie", "qwen3_vl_video")
 #: Every release modelled here (a patch of each minor, e.g. 0.10.1.1, is that minor); the last is the default.
 KNOWN = tuple(f"0.{m}" for m in range(5, 34))
 
-HISTORY = History("vllm", CHANGES, KNOWN)
+HISTORY = History("vllm", CHANGES, KNOWN, rules_type=VllmRules)

@@ -5,18 +5,21 @@ The scheduling itself is the ``vllm-v1`` policy of :mod:`course_lib.simulate`
 ``vllm/v1/core/sched/scheduler.py``). This module turns a launch into its
 :class:`~course_lib.admission.AdmissionConfig`:
 
-* **Defaults** (vLLM 0.32.0, ``vllm/engine/arg_utils.py`` ``get_batch_defaults``, and
-  ``vllm/platforms/cpu.py``): the CPU platform's block is 128 tokens when none is given
+* **Defaults**: the one rule of :func:`course_lib.runtimes.vllm.batch_defaults` for the release's row
+  (vLLM 0.32.0, ``vllm/engine/arg_utils.py`` ``get_batch_defaults``) and the platform's block
+  (:mod:`.platforms`, ``vllm/platforms/cpu.py``): 128 tokens on the CPU when none is given
   (CUDA's 16); ``max_num_batched_tokens`` / ``max_num_seqs`` are 4096 / 256 for ``LLM()`` and
   2048 / 128 for ``vllm serve`` on CPU; on a GPU, 16384 / 1024 (both entrypoints) from 160 GiB,
   16384 (``LLM``) or 8192 (serve) / 1024 from 70 GiB unless it is an A100, else 8192 (``LLM``)
   or 2048 (serve) / 256. Chunked prefill and prefix caching are on for decoder models.
-* **Blocks** (``vllm/v1/core/kv_cache_utils.py``): ``kv_cache_memory_bytes // (page x
+* **Refusal**: the one rule of :mod:`.vllm_kv_groups` (:func:`full_attention_refusal`): the null
+  block held back, the length vLLM's binary search names.
+* **Blocks** (0.32 ``vllm/v1/core/kv_cache_utils.py``; 0.33 ``kv_cache_planning.py``): ``kv_cache_memory_bytes // (page x
   layers)``, a page being ``2 x block_size x kv_heads x head_dim x bytes`` per layer. For a model
   with one KV group (full attention everywhere) that is ``kv_cache_memory_bytes // (block_size x
   kv_bytes_per_token)``. The pool keeps one block back (its null block), which the simulator
   subtracts. :func:`v1_num_blocks` is kept apart so the exact per-group accounting
-  (:mod:`course_lib.runtimes.vllm_kv`) can take its place.
+  (:mod:`course_lib.runtimes.vllm_kv_groups`) can take its place.
 
 The issue's case by hand: a 4-layer Llama with 2 KV heads of 64 dims in bf16 caches 2 x 4 x 2 x
 64 x 2 = 2,048 B per token; a 128-token block is 262,144 B, so 12 MiB = 12,582,912 B holds 48
@@ -36,6 +39,7 @@ from ..spec import ModelSpec
 from .platforms import get_platform
 from .versions import Version
 from .vllm import batch_defaults as _batch_defaults
+from .vllm_kv_groups import KVGroup, KVLayout, LayerSpec
 from .vllm_releases import HISTORY
 
 #: The releases whose scheduler this policy follows: the rows of :data:`.vllm_releases.HISTORY` whose
@@ -104,6 +108,25 @@ def v1_num_blocks(kv_cache_memory_bytes: int, block_size: int, kv_bytes_per_toke
     return blocks
 
 
+def full_attention_refusal(kv_cache_memory_bytes: int, block_size: int, kv_bytes_per_token: int,
+                           max_model_len: int, version: Version = SCHEDULER_RELEASES[-1]):
+    """vLLM's refusal of a full-attention pool (the one rule, :meth:`.vllm_kv_groups.KVLayout.refusal`), or None.
+
+    A full-attention model is one KV group whose block costs ``block_size x kv_bytes_per_token``; vLLM holds back
+    its null block and names the longest length the rest holds: 12 MiB of 2,048 B tokens in 128-token blocks is
+    48 blocks, 47 usable, so 8,192 tokens are refused and 6,016 named.
+
+    >>> full_attention_refusal(12 * 2**20, 128, 2048, 8192).estimated_max_model_len
+    6016
+    """
+    rules = HISTORY.at(version)
+    page = LayerSpec("full", block_size * kv_bytes_per_token, block_size)
+    group = KVGroup("full", None, (0,), (page.page_bytes,))
+    layout = KVLayout("V1", (page,), (group,), page.page_bytes, 0, block_size, max_model_len, 0,
+                      null_block=rules.refusal_null_block, gib_format=rules.refusal_gib)
+    return layout.refusal(int(kv_cache_memory_bytes))
+
+
 def vllm_v1_config(*, kv_cache_memory_bytes: int, kv_bytes_per_token: int, platform: str = CPU,
                    device_bytes: int = 0, device_name: str = "", entrypoint: str = "serve",
                    block_size: int | None = None, max_num_seqs: int | None = None,
@@ -115,9 +138,14 @@ def vllm_v1_config(*, kv_cache_memory_bytes: int, kv_bytes_per_token: int, platf
         raise CourseInputError(f"entrypoint={entrypoint!r} is unknown; use serve or llm")
     block = block_size if block_size is not None else default_block_size(platform)
     tokens, seqs = batch_defaults(platform, device_bytes, device_name, entrypoint, version)
+    num_blocks = v1_num_blocks(kv_cache_memory_bytes, block, kv_bytes_per_token, spec)   # windows refused first
+    if max_model_len is not None:
+        refused = full_attention_refusal(kv_cache_memory_bytes, block, kv_bytes_per_token, max_model_len, version)
+        if refused is not None:
+            raise CourseInputError(f"vLLM would refuse this launch: {refused.message()}")
     return AdmissionConfig(
         kv_budget_bytes=kv_cache_memory_bytes, kv_bytes_per_token=kv_bytes_per_token, policy=VLLM_V1,
         block_size_tokens=block, max_num_seqs=max_num_seqs if max_num_seqs is not None else seqs,
         max_num_batched_tokens=max_num_batched_tokens if max_num_batched_tokens is not None else tokens,
         max_model_len=max_model_len, enable_prefix_caching=enable_prefix_caching,
-        kv_num_blocks=v1_num_blocks(kv_cache_memory_bytes, block, kv_bytes_per_token, spec))
+        kv_num_blocks=num_blocks)

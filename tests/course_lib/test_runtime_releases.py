@@ -184,3 +184,40 @@ def test_the_v2_runner_subtracts_no_graph_estimate_in_025_to_028():
     assert {v[2] for v in kv.values()} == {"V2"}, kv
     assert abs(kv["0.25.0"][1] - 6.17) < 0.03, kv
     assert kv["0.29.0"][1] < kv["0.28.0"][1] - 0.5, kv
+
+
+def test_a_releases_rules_are_a_typed_frozen_dataclass():
+    # Issue 40, item 4: rules are fields (a misspelled name fails where it is read), enums where a rule is one of a
+    # few words, filled from the table
+    import dataclasses
+
+    from course_lib.runtimes.vllm_releases import BatchTier, GraphEstimate, InFlight, Sampler, TokensRule, VllmRules
+    r = HISTORY.at("0.33.0")
+    assert isinstance(r, VllmRules) and dataclasses.is_dataclass(r)
+    assert r.batch_defaults is BatchTier.BY_MEMORY_160_NO_GB10 and r.tokens_rule is TokensRule.CONCURRENCY
+    assert r.sampler["cuda"] is Sampler.FLASHINFER and r.sliding_in_flight is InFlight.MAX_IN_FLIGHT
+    assert HISTORY.at("0.25.0").v2_graph_estimate is GraphEstimate.STUB_0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.tokens_rule = TokensRule.BLOCKS
+    with pytest.raises(AttributeError):
+        r.tokens_rul      # noqa: B018
+    assert set(VllmRules.rule_names()) == set(HISTORY.changes[0].sets)
+
+
+def test_no_version_comparison_lives_outside_the_release_tables():
+    # Issue 40: five comparisons lived outside the table (vllm_sched, logs, sglang, CPU_RELEASE, SCHEDULER_RELEASES)
+    import re
+    from pathlib import Path
+
+    import course_lib
+    root = Path(course_lib.__file__).parent
+    found = []
+    for path in root.rglob("*.py"):
+        if path.name == "versions.py":      # the one parser itself (a development build "0.1.devN" says nothing)
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if line.lstrip().startswith(">>>"):
+                continue
+            if re.search(r"(>=|<=|<|>|==|!=)\s*(Version\(|\(\d+, \d+(, \d+)?\))", line):
+                found.append(f"{path.relative_to(root)}:{n}: {line.strip()}")
+    assert found == [], found

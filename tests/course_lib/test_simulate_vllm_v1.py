@@ -95,8 +95,12 @@ def test_launch_defaults_follow_vllm_032():
     assert batch_defaults("cpu", entrypoint="serve") == (2048, 128)
     assert batch_defaults("cuda", 141 * 2**30, "h200") == (8192, 1024)
     assert batch_defaults("cuda", 180 * 2**30, "b200", "serve") == (16384, 1024)
-    with pytest.raises(CourseInputError, match="max_model_len=8,192 needs 64 blocks"):
+    # 8,192 tokens need 64 blocks of 128; 12 MiB holds 48, one held back as the null block: vLLM names 47 x 128
+    with pytest.raises(CourseInputError, match="max seq len \\(8192\\).*the estimated maximum model length is 6016\\."):
         vllm_v1_config(kv_cache_memory_bytes=12 * 2**20, kv_bytes_per_token=2048, max_model_len=8192)
+    # a request of exactly the pool's 48 blocks is refused too (the null block), as the estimate refuses it
+    with pytest.raises(CourseInputError, match="estimated maximum model length is 6016\\."):
+        vllm_v1_config(kv_cache_memory_bytes=12 * 2**20, kv_bytes_per_token=2048, max_model_len=6144)
     with pytest.raises(CourseInputError, match="below max_num_seqs"):
         vllm_v1_config(kv_cache_memory_bytes=12 * 2**20, kv_bytes_per_token=2048, max_num_batched_tokens=100)
 
@@ -122,7 +126,7 @@ def test_cli_runtime_vllm_json(capsys):
     (["--runtime", "vllm", "--kv-cache-memory-bytes", "12MiB", "--watermark", "0.01"], "--watermark is for"),
     (["--kv-cache-memory-bytes", "12MiB"], "add --runtime vllm"),
     (["--runtime", "vllm", "--gpu", "cpu", "--kv-cache-memory-bytes", "12MiB", "--kv-bytes-per-token", "2048",
-      "--max-model-len", "8192"], "estimated maximum model length 6,144"),
+      "--max-model-len", "8192"], "the estimated maximum model length is 6016."),   # 48 blocks, 1 null: 47 x 128
     (["--runtime", "vllm", "--kv-cache-memory-bytes", "1GiB", "--model", "gemma-2-9b"], "sliding-window"),
 ])
 def test_cli_runtime_vllm_refusals(capsys, argv, words):
@@ -191,6 +195,8 @@ def test_0_33_schedules_as_0_32_except_gb10_defaults(capsys):
 @pytest.mark.parametrize("verb", [
     ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-80gb", "--runtime", "vllm"],
     ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-80gb", "--runtime", "vllm", "--kv-cache-memory-bytes", "20GB"],
+    ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-80gb", "--runtime", "vllm", "--kv-cache-memory-bytes", "4GB",
+     "--max-num-seqs", "64", "--max-num-batched-tokens", "2048", "--max-model-len", "8192"],   # exit 0 before: "vllm 0.99.0's own sizing rule"
     ["estimate", "--model", "llama-3.1-8b", "--gpu", "cpu", "--runtime", "vllm", "--kv-cache-memory-bytes", "1GB"],
     ["simulate", "--trace", TWELVE, "--runtime", "vllm", "--kv-cache-memory-bytes", "12MiB"],
 ])
