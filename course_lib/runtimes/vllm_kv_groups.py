@@ -101,7 +101,8 @@ class KVRefusal:
     estimated_max_model_len: int
 
     def message(self) -> str:
-        """vLLM's own line (kv_cache_utils._check_enough_kv_cache_memory), figures as it prints them."""
+        """vLLM's line, abridged (0.32 kv_cache_utils._check_enough_kv_cache_memory, figures as it prints them;
+        vLLM's own adds the CPU-backend remark on gpu_memory_utilization and a link to conserving_memory)."""
         if self.available_bytes <= 0:
             return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` (or "
                     "--kv-cache-memory-bytes) when initializing the engine")
