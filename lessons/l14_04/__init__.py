@@ -4,6 +4,7 @@
 ``collect.py``  what each hidden test collects in the learner's kernel (inputs only)
 ``checks.py``   the trusted check of each test, expected answers included (grader only)
 ``lab.py``      the lab-edit side check: three questions on the learner's edited lab
+``record.py``   the predictions' record, run beside the notebooks (no points of its own)
 ``examples.py`` the example class (examples/submissions/): one learner per misconception
 ==============  ========================================================================
 
@@ -23,6 +24,7 @@ from autograder.lesson import Lesson
 
 from . import checks, collect
 from .lab import LabEdit
+from .record import PredictionRecord
 
 REPO = Path(__file__).resolve().parents[2]
 NAME = "l14-04-model-memory"
@@ -30,13 +32,15 @@ NOTEBOOK = REPO / "notebooks" / "level-14" / f"{NAME}.ipynb"
 #: The second notebook of the assignment: what vLLM will actually allocate.
 RUNTIME_NOTEBOOK = REPO / "notebooks" / "level-14" / "l14-04-runtime-lab.ipynb"
 LAB = REPO / "labs" / "notebooks" / "level-14" / f"{NAME}.py"
+#: Where the reveal cells record each prediction at its first reveal (released empty, handed in with the notebooks).
+PREDICTIONS = REPO / "notebooks" / "level-14" / "l14-04-predictions.json"
 
 LESSON = Lesson(
     name=NAME,
     notebooks=(NOTEBOOK, RUNTIME_NOTEBOOK),
-    files=(LAB,),
+    files=(LAB, PREDICTIONS),
     checks=checks.CHECKS,
-    side_checks=(LabEdit(file=LAB.name),),
+    side_checks=(LabEdit(file=LAB.name), PredictionRecord(file=PREDICTIONS.name)),
     # what the notebook's cells import, beyond numpy and matplotlib: the fork server imports it once a batch
     preload=("course_lib", "course_lib.lessons.l14_04.demos", "course_lib.explorer", "course_lib.lessons.l14_04.labfile",
              "course_lib.report", "course_lib.vllm_explorer"),

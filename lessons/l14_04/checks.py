@@ -197,6 +197,24 @@ def _depends(*values: Any) -> bool:
     return len({v for v in values if type(v) in (int, float)}) > 1
 
 
+# ------------------------------------------------------- predictions, as committed at their first reveal
+
+def _as_committed(v: dict, score: Callable[[dict], Result], name: str) -> Result:
+    """A prediction scored as the learner committed it at its first reveal (collect.committed: the record the
+    reveal cell wrote), and said so where the notebook's value changed after the reveal. A record edited by
+    hand (its checksum does not match) grades nothing: the prediction's first form is lost."""
+    how = v.get("record")
+    if how == "edited":
+        return Result(False, f"{name}: the record of your prediction (l14-04-predictions.json) was changed by hand "
+                             "after the reveal, so there is no committed prediction to grade")
+    result = score(v)
+    if how == "committed" and v.get("changed_after_reveal"):
+        note = (f"{name}: graded as you committed it before its reveal; the value you set after the reveal is "
+                "not graded")
+        return Result(result.passed, "\n".join(m for m in (result.message, note) if m), result.fraction)
+    return result
+
+
 # ------------------------------------------------------- predict first (the lesson's question)
 
 PREDICT_WHY = {
@@ -439,6 +457,10 @@ def _kv_prediction_slip(kv: Any) -> str | None:
 
 
 def _score_predict_measure(v: dict) -> Result:
+    return _as_committed(v, _score_predict_measure_values, "predicted_weights_bytes and predicted_kv_cache_bytes")
+
+
+def _score_predict_measure_values(v: dict) -> Result:
     problem = _first_problem({"weights": v.get("weights"), "kv_cache": v.get("kv_cache")})
     if problem:
         return Result(False, problem)
@@ -550,7 +572,11 @@ CHAT_MORE = "paged"
 
 
 def _score_policy_predict(v: dict) -> Result:
-    problem = _first_problem(v)
+    return _as_committed(v, _score_policy_predict_values, "chat_unused_share and chat_more_running")
+
+
+def _score_policy_predict_values(v: dict) -> Result:
+    problem = _first_problem({"unused": v.get("unused"), "more": v.get("more")})
     if problem:
         return Result(False, problem)
     unused = v["unused"]
@@ -718,6 +744,10 @@ KV_AT_020 = 5.01 - 0.05 * 79.25
 
 
 def _score_log_predict(v: dict) -> Result:
+    return _as_committed(v, _score_log_predict_values, "a100_predictions")
+
+
+def _score_log_predict_values(v: dict) -> Result:
     got = v.get("predictions")
     problem = _problem(got, "a100_predictions")
     if problem or type(got) is not dict:

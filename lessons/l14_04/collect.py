@@ -27,10 +27,40 @@ collector uses is defined in one of the two (``autograder.hidden`` copies the cl
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from autograder.answers import call, var
 
 GB = 10**9
 GiB = 2**30
+
+
+# ------------------------------------------------------------------ predictions committed at their first reveal
+
+#: The record the reveal cells write beside the notebooks at a prediction's first reveal
+#: (course_lib.lessons.l14_04.predictions; the grader runs the notebooks beside the handed-in copy).
+PREDICTION_RECORD = "l14-04-predictions.json"
+
+
+def committed(ns, key, names):
+    """A prediction's values as graded, and how: as committed at its first reveal where the record holds it
+    ("committed"), else as the notebook's variables ("not revealed"); "edited" when the record's entry does
+    not match its SHA-256 (its values are then not used). Also whether the variables now differ."""
+    now = {name: var(ns, name) for name in names}
+    try:
+        with open(PREDICTION_RECORD, encoding="utf-8") as f:
+            entry = json.load(f).get(key)
+    except (OSError, ValueError, AttributeError):
+        entry = None
+    if not isinstance(entry, dict) or not isinstance(entry.get("values"), dict):
+        return now, "not revealed", False
+    values = entry["values"]
+    text = json.dumps({"key": key, "values": values}, sort_keys=True, separators=(",", ":"))
+    if hashlib.sha256(text.encode("utf-8")).hexdigest() != entry.get("sha256"):
+        return {name: None for name in names}, "edited", False
+    graded = {name: values.get(name) for name in names}
+    return graded, "committed", graded != now
 
 
 # ------------------------------------------------------------------ predict first
@@ -126,7 +156,9 @@ TINY_LLAMA = {"model_type": "llama", "hidden_size": 512, "intermediate_size": 14
 
 
 def collect_predict_measure(ns):
-    return {"weights": var(ns, "predicted_weights_bytes"), "kv_cache": var(ns, "predicted_kv_cache_bytes"),
+    values, how, changed = committed(ns, "predict_measure", ("predicted_weights_bytes", "predicted_kv_cache_bytes"))
+    return {"weights": values["predicted_weights_bytes"], "kv_cache": values["predicted_kv_cache_bytes"],
+            "record": how, "changed_after_reveal": changed,
             "own_kv_cache": call(ns, "kv_cache_bytes", dict(TINY_LLAMA), 4, 1024, 4),
             "own_per_token": call(ns, "kv_bytes_per_token", dict(TINY_LLAMA), 4),
             # the same functions on other inputs: does either depend on what it is given?
@@ -183,7 +215,9 @@ def collect_admission_rule(ns):
 
 
 def collect_policy_predict(ns):
-    return {"unused": var(ns, "chat_unused_share"), "more": var(ns, "chat_more_running")}
+    values, how, changed = committed(ns, "policy_predict", ("chat_unused_share", "chat_more_running"))
+    return {"unused": values["chat_unused_share"], "more": values["chat_more_running"], "record": how,
+            "changed_after_reveal": changed}
 
 
 # ------------------------------------------------------------------ 11. loading, offloading
@@ -229,7 +263,8 @@ def collect_log_blocks(ns):
 
 
 def collect_log_predict(ns):
-    return {"predictions": var(ns, "a100_predictions")}
+    values, how, changed = committed(ns, "log_predict", ("a100_predictions",))
+    return {"predictions": values["a100_predictions"], "record": how, "changed_after_reveal": changed}
 
 
 # ------------------------------------------------------------------ 16. the decision

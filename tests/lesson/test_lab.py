@@ -153,3 +153,24 @@ def test_the_docstring_says_how_to_run_it_in_both_places(repo_root):
     doc = ast.get_docstring(ast.parse((repo_root / LAB).read_text(encoding="utf-8")))
     assert "python3 l14-04-model-memory.py" in doc, "the workspace command (the lab beside the notebook)"
     assert f"python3 {LAB.as_posix()}" in doc, "the repository command (from its root)"
+
+
+@pytest.mark.parametrize("typo, error", [
+    ("active_sequences = 16 +", "SyntaxError"),                      # does not parse
+    ("active_sequences = activ_sequences", "NameError: name 'activ_sequences' is not defined"),
+])
+def test_a_typo_in_the_lab_is_one_line_naming_the_learners_own_line(typo, error, tmp_path, repo_root):
+    """Issue 41: a typo showed a traceback through the library (labfile.py:148). Now the notebook shows one
+    line: the lab file's name, the line of the learner's typo (counted here from the file) and the error,
+    and no frame or line of course_lib (IPython renders an exception by its _render_traceback_)."""
+    from course_lib.lessons.l14_04.labfile import LabFailed, run_lab as library_run_lab
+
+    source = (repo_root / LAB).read_text(encoding="utf-8")
+    lab = tmp_path / LAB.name
+    lab.write_text(KNOB.sub(typo, source), encoding="utf-8")
+    line = next(i for i, text in enumerate(source.splitlines(), 1) if KNOB.match(text))
+    with pytest.raises(LabFailed) as failed:
+        library_run_lab(lab)
+    shown = failed.value._render_traceback_()
+    assert len(shown) == 1 and shown[0].startswith(f"LabFailed: {LAB.name}, line {line}: {error}"), shown
+    assert "labfile.py" not in shown[0] and "course_lib" not in shown[0] and "Traceback" not in shown[0]

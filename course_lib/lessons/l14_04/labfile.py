@@ -22,6 +22,7 @@ import ast
 import copy
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,35 @@ KNOB = "active_sequences"
 
 FITS = "verdict: the workload fits"
 DOES_NOT_FIT = "verdict: the workload does not fit"
+
+
+class LabFailed(CourseInputError):
+    """The lab file itself failed (a typo, a bad value): one line naming the learner's own line.
+
+    A notebook shows it as that line alone (IPython asks an exception for ``_render_traceback_``), so no
+    frame of this library reaches the learner: the error is in their file, not here."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"LabFailed: {self}"]
+
+
+def lab_error_line(stderr: str, lab_name: str) -> str:
+    r"""One line from a failed lab's stderr: the lab's own line (the last frame in it) and the error.
+
+    >>> err = ('Traceback (most recent call last):\n  File "/w/l14-04-model-memory.py", line 23, in <module>\n'
+    ...        '    x = active_sequencez\nNameError: name \'active_sequencez\' is not defined\n')
+    >>> lab_error_line(err, "l14-04-model-memory.py")
+    "l14-04-model-memory.py, line 23: NameError: name 'active_sequencez' is not defined"
+    >>> lab_error_line('  File "/w/l14-04-model-memory.py", line 5\n    x = (\n        ^\nSyntaxError: '
+    ...                "'(' was never closed\n", "l14-04-model-memory.py")
+    "l14-04-model-memory.py, line 5: SyntaxError: '(' was never closed"
+    """
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    error = next((line.strip() for line in reversed(lines) if not line.startswith((" ", "\t"))), "(no output)")
+    frames = re.findall(r'File "([^"]+)", line (\d+)', stderr)
+    own = [number for path, number in frames if Path(path).name == lab_name]
+    where = f"{lab_name}, line {own[-1]}" if own else lab_name
+    return f"{where}: {error}"[:300]
 
 
 def find_lab_file(start: str | Path | None = None) -> Path:
@@ -144,8 +174,8 @@ def run_lab(path: str | Path | None = None, timeout_s: float = 60) -> dict:
     proc = subprocess.run([sys.executable, str(lab)], capture_output=True, text=True, env=env,
                           cwd=lab.parent, timeout=timeout_s)
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise CourseInputError(f"the lab {str(lab)!r} failed: {last}")
+        raise LabFailed(f"{lab_error_line(proc.stderr, lab.name)} (the lab file failed: fix that line and run "
+                        "this cell again)") from None
     result = parse_output(proc.stdout)
     result["stdout"] = proc.stdout
     if key is not None:

@@ -159,9 +159,10 @@ def units_slip(gb: Any, gib: Any, n_bytes: int, gb_name: str, gib_name: str) -> 
     return None
 
 
-#: (parameters, dtype) -> bytes, worked by hand from the lesson's table: every dtype, a small count each.
-VISIBLE_WEIGHTS = (((1000, "fp32"), 4000), ((10, "fp16"), 20), ((6, "bf16"), 12), ((7, "int8"), 7),
-                   ((1000, "int4"), 500))
+#: (parameters, dtype) -> bytes, worked by hand from the lesson's table: every dtype, a small count each, in the
+#: grader's order of dtypes (fp16 first), so that a slip is named on the same dtype by both.
+VISIBLE_WEIGHTS = (((10, "fp16"), 20), ((1000, "int4"), 500), ((1000, "fp32"), 4000), ((6, "bf16"), 12),
+                   ((7, "int8"), 7))
 
 
 def check_weight_bytes(weight_bytes: Callable, llama3_weights_gb: Any, llama3_weights_gib: Any) -> None:
@@ -316,12 +317,48 @@ def check_gqa_dtype(mha_over_gqa_ratio: Any, llama3_fp8_kv_bytes_per_token: Any,
 
 # ------------------------------------------------------------------ Task 6: predict the small model
 
+def predict_measure_slip(values: dict) -> str | None:
+    """What keeps Task 4's prediction from being made (its form only; the figures are the grader's)."""
+    for name in ("predicted_weights_bytes", "predicted_kv_cache_bytes"):
+        value = values.get(name)
+        if type(value) is not int:
+            return f"{name} must be an int of bytes (a prediction you can check to the byte)"
+        if value <= 0:
+            return f"{name} must be a positive number of bytes"
+    return None
+
+
+def policy_predict_slip(values: dict) -> str | None:
+    """What keeps R5's prediction from being made (its form only)."""
+    share = values.get("chat_unused_share")
+    if type(share) not in (int, float) or not 0 <= share <= 1:
+        return "chat_unused_share must be a share between 0 and 1"
+    if values.get("chat_more_running") not in ("paged", "reserve-max", "same"):
+        return 'chat_more_running must be one of "paged", "reserve-max" or "same"'
+    return None
+
+
+#: R6's keys: three directions and one figure in GiB.
+LOG_PREDICT_KEYS = ("max_num_seqs=64", "max_num_batched_tokens=8192", "kv_cache_dtype=fp8")
+
+
+def log_predict_slip(values: dict) -> str | None:
+    """What keeps R6's prediction from being made (its form only)."""
+    got = values.get("a100_predictions")
+    if type(got) is not dict:
+        return "a100_predictions must be a dict (see the template)"
+    for key in LOG_PREDICT_KEYS:
+        if got.get(key) not in ("more", "less", "same"):
+            return f'a100_predictions[{key!r}] must be "more", "less" or "same"'
+    if type(got.get("kv_cache_gib_at_utilization_0.20")) not in (int, float):
+        return "a100_predictions['kv_cache_gib_at_utilization_0.20'] must be a number of GiB"
+    return None
+
+
 def check_predict_measure(predicted_weights_bytes: Any, predicted_kv_cache_bytes: Any) -> None:
     """The visible part can only check the kind of answer (the right figures are the task)."""
-    for name, value in (("predicted_weights_bytes", predicted_weights_bytes),
-                        ("predicted_kv_cache_bytes", predicted_kv_cache_bytes)):
-        expect(type(value) is int, f"{name} must be an int of bytes (a prediction you can check to the byte)")
-        expect(type(value) is not int or value > 0, f"{name} must be a positive number of bytes")
+    _require(predict_measure_slip({"predicted_weights_bytes": predicted_weights_bytes,
+                                   "predicted_kv_cache_bytes": predicted_kv_cache_bytes}))
     if type(predicted_weights_bytes) is int and type(predicted_kv_cache_bytes) is int:
         expect(predicted_weights_bytes % 4 == 0,
                "predicted_weights_bytes: every fp32 parameter is 4 bytes, so the total is a multiple of 4")
