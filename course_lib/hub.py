@@ -209,10 +209,11 @@ def _optional_file(repo_id: str, filename: str, commit_sha: str, is_offline: boo
         return None
 
 
-def resolve(text: str) -> HubModel:
-    """Read a Hub id's config (and processor configs) and its weights' bytes, from the cache or the Hub."""
+def resolve(text: str, *, cache_only: bool = False) -> HubModel:
+    """Read a Hub id's config (and processor configs) and its weights' bytes, from the cache or the Hub
+    (the cache alone when ``cache_only`` or ``HF_HUB_OFFLINE``)."""
     repo_id, revision = parse_hub_id(text)
-    is_offline = offline()
+    is_offline = cache_only or offline()
     try:
         import huggingface_hub  # noqa: F401
     except ImportError:   # pragma: no cover - a dependency of the package
@@ -373,13 +374,13 @@ def read_summary_data(data: Any, where: str, repo_id: str, commit_sha: str) -> C
     return Checkpoint(f"{repo_id}@{commit_sha}", total, source, sum(counts.values()), sizes, counts)
 
 
-def hub_spec(text: str, *, params_total: int | None = None):
+def hub_spec(text: str, *, params_total: int | None = None, cache_only: bool = False):
     """The :class:`~course_lib.spec.ModelSpec` of a Hub id, named ``ORG/NAME@<sha>``."""
     from dataclasses import replace
 
     from .models import from_hf_config
 
-    model = resolve(text)
+    model = resolve(text, cache_only=cache_only)
     spec = from_hf_config(model.config_path, name=model.name, params_total=params_total,
                           checkpoint=model.checkpoint)
     notes = (f"read from the Hub: {model.repo_id} revision {model.revision!r} = commit {model.commit_sha}",)

@@ -24,7 +24,7 @@ from ..models import ModelSpec
 from ..report import from_log_table, runtime_table
 from ..runtimes import SglangLaunch, TrtllmLaunch, VllmLaunch, estimate_sglang, estimate_trtllm, estimate_vllm
 from ..runtimes.from_log import compare
-from .args import add_model_args, dtype_name, model_from_args, number, print_json, size, whole
+from .args import add_model_args, dtype_name, model_from_args, number, print_json, renamed, size, whole
 
 #: Each runtime's own flags: (dest, runtime). A flag given with another --runtime is refused.
 RUNTIME_FLAGS = {
@@ -220,15 +220,37 @@ def read_log_file(flag: str, path: str) -> str:
 def cmd_from_log(args: argparse.Namespace) -> int:
     dtype_name("--dtype", args.dtype)
     text = read_log_file("FILE", args.file)
-    log = read_startup_log(text, runtime=args.runtime)
-    spec = model_from_args(args) if (args.model or args.config) else None
+    try:
+        log = read_startup_log(text, runtime=args.runtime, boot=args.boot)
+    except CourseInputError as exc:    # the reader names boot=...; the user typed --boot
+        raise renamed(exc, "boot", "--boot") from None
+    spec = model_from_args(args) if (args.model or args.config) else _cached_hub_spec(log.model)
     result = compare(log, gpu=args.gpu, spec=spec, dtype=args.dtype, tensor_parallel=args.tensor_parallel)
+    boots = {"boot": log.boot, "boots": log.boots}
     if args.json:
         print_json({k: result[k] for k in ("runtime", "model", "launch", "logged", "predicted")
-                    if k in result} | {k: result[k] for k in ("difference", "evidence", "preset") if k in result})
+                    if k in result} | {k: result[k] for k in ("difference", "evidence", "preset") if k in result}
+                   | boots)
     else:
+        if log.boots > 1:
+            which = "the last" if log.boot == log.boots else f"boot {log.boot}"
+            print(f"{log.boots} boots in this file; reading {which} (use --boot N)")
         print(from_log_table(result))
     return 0
+
+
+def _cached_hub_spec(model: str | None):
+    """The log's model when it is a Hub id with no preset that the Hub cache already holds (read offline:
+    a log is never a reason to go online; ``--model ORG/NAME`` fetches it)."""
+    from ..hub import hub_spec, is_hub_id
+    from ..runtimes.from_log import preset_for
+
+    if not model or not is_hub_id(model) or model.startswith(("/", ".", "~")) or preset_for(model) is not None:
+        return None
+    try:
+        return hub_spec(model, cache_only=True)
+    except CourseInputError:
+        return None
 
 
 def register(sub: Any) -> None:
@@ -242,5 +264,8 @@ def register(sub: Any) -> None:
                    help="the weight format served, when the log does not name it (e.g. int8 for an 8-bit engine)")
     p.add_argument("--tensor-parallel", type=whole("--tensor-parallel", 1, 256), default=None, metavar="N",
                    help="GPUs per replica, when the log does not print it (a TensorRT-LLM engine's ranks never do)")
+    p.add_argument("--boot", type=whole("--boot", 1, 10**6), default=None, metavar="N",
+                   help="which launch of a file holding several (a refusal, then a relaunch) to read, from 1 "
+                        "(default: the last)")
     p.add_argument("--json", action="store_true", help="print JSON (integers of bytes, null where the log is silent)")
     p.set_defaults(func=cmd_from_log)
