@@ -50,7 +50,7 @@ SUMMARY_FORMAT = "course-memory safetensors summary 1"
 #: A commit sha as the Hub names it (huggingface_hub's REGEX_COMMIT_HASH).
 COMMIT_SHA = re.compile(r"^[0-9a-f]{40}$")
 #: huggingface_hub's repo-id rule (utils/_validators.py): ``[\w\-.]+`` per part, at most 96 characters.
-_REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+_REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$", re.ASCII)
 _TRUE = {"1", "ON", "YES", "TRUE"}
 
 
