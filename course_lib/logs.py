@@ -586,6 +586,14 @@ def _read_trtllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict
     m = _first(lines, r"device total memory ([0-9.]+) GiB")          # the PyTorch backend's profiling line
     if m and "gpu_total_bytes" not in launch:
         launch["gpu_total_bytes"], ev["gpu_total_bytes"] = _gib(m.group(1)), m.group(0)
+    # The PyTorch backend's profile (tensorrt_llm/_torch/pyexecutor/_util.py): torch's bytes after loading, and
+    # what cudaMemGetInfo counts beyond them (on a unified-memory device: the host's share, page cache included)
+    m = _first(lines, r"Memory used after loading model weights \(inside torch\) in memory usage profiling: ([0-9.]+) GiB")
+    if m:
+        logged["weights_bytes"], ev["weights_bytes"] = _gib(m.group(1)), m.group(0)[:160]
+    m = _first(lines, r"Memory used outside torch \(e\.g\., NCCL and CUDA graphs\) in memory usage profiling: ([0-9.]+) GiB")
+    if m:
+        logged["outside_torch_bytes"], ev["outside_torch_bytes"] = _gib(m.group(1)), m.group(0)[:160]
     m = _first(lines, r"Number of blocks in KV cache primary pool: ([0-9,]+)")
     if m:
         logged["num_gpu_blocks"] = _int(m.group(1))
