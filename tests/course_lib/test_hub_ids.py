@@ -305,3 +305,13 @@ def test_from_log_reads_a_logged_hub_id_from_the_cache(hf_home, capsys):
     assert code == 0, err
     data = json.loads(out)
     assert data["difference"]["kv_cache_tokens"] == 0 and data["difference"]["max_concurrency"] == 0
+
+
+def test_a_downloaded_snapshot_is_read_in_place(hf_home, tmp_path, capsys):
+    """A repo fetched whole (``hf download``): its snapshot's safetensors (links into blobs/) give the bytes."""
+    _tiny_safetensors(tmp_path / "model.safetensors")
+    lay_cache(hf_home / "hub", TINY, {"config.json": json.dumps(TINY_CONFIG).encode(),
+                                      "model.safetensors": (tmp_path / "model.safetensors").read_bytes()})
+    code, out, err = run_cli(capsys, "estimate", "--model", TINY, "--json")
+    assert code == 0, err
+    assert (json.loads(out)["checkpoint_stored_bytes"], json.loads(out)["weights_bytes"]) == (81, 75)
