@@ -17,6 +17,12 @@ of GiB, so it is exact to about 5 MiB). Where no public figure was found the CUD
 *estimated* as nvidia-smi's total minus 0.46 GiB, the median gap of the cited cards, and the
 preset says so (``cuda_source`` starts with "estimated").
 
+Unified-memory devices (:attr:`GPU.unified`: NVIDIA's GB10 in the DGX Spark, AMD's Strix Halo APU)
+have no memory of their own: CUDA / HIP report a share of the system's, and the operating system,
+other processes and the page cache live in the same pool. How each runtime counts them is in
+:mod:`course_lib.runtimes.unified`; :attr:`GPU.host_used_bytes` is the share the host is taken to hold
+when the user does not say (``--host-used``).
+
 >>> GPUS["rtx-4090"].smi_bytes / 2**30, round(GPUS["rtx-4090"].cuda_bytes / 2**30, 2)
 (23.98828125, 23.65)
 >>> GPU_BYTES["rtx-4090"] == GPUS["rtx-4090"].cuda_bytes
@@ -42,6 +48,8 @@ class GPU:
     smi_mib: the total nvidia-smi / rocm-smi shows, in MiB; smi_source: where that figure is from.
     cuda_gib: the total CUDA reports (``torch.cuda.mem_get_info``), in GiB as printed;
     cuda_source: the public log it is from, or "estimated: ..." when none was found.
+    unified: the device shares the system's memory with the host (no memory of its own).
+    host_gib / host_source: on a unified device, what the host holds of the pool by default, and why.
     """
 
     name: str
@@ -50,6 +58,14 @@ class GPU:
     smi_source: str
     cuda_gib: float | None
     cuda_source: str
+    unified: bool = False
+    host_gib: float = 0.0
+    host_source: str = ""
+
+    @property
+    def host_used_bytes(self) -> int:
+        """Bytes of the pool the host holds by default (0 on a card with its own memory)."""
+        return round(self.host_gib * GiB)
 
     @property
     def smi_bytes(self) -> int:
@@ -69,6 +85,11 @@ class GPU:
 
 _REF = "shared/reference/README.md (nvidia-smi MiB of common cards)"
 _LOGS = "shared/reference/runtime-logs"
+#: The host's share of a DGX Spark's pool when the user does not say: ASSUMED 4 GiB, what an idle Ubuntu
+#: desktop (DGX OS 7 is Ubuntu 24.04) shows as ``used`` in ``free -g``; not measured on a GB10, and not fitted
+#: on any log. It leaves out the page cache, which TensorRT-LLM also counts as used there (see
+#: course_lib.runtimes.unified): give ``--host-used`` when the checkpoint was just read.
+GB10_HOST_GIB = 4.0
 
 GPU_LIST: tuple[GPU, ...] = (
     GPU("t4", "16 GB", 15_360, _REF, 14.74,
@@ -107,6 +128,21 @@ GPU_LIST: tuple[GPU, ...] = (
         f"estimated: nvidia-smi total - {ESTIMATED_GAP_GIB} GiB"),
     GPU("mi300x", "192 GB", 196_288, "rocm-smi 'VRAM Total Memory (B): 205822885888'", 191.98,
         f"vLLM 0.6.4 ROCm start-up log, 'total_gpu_memory=191.98GiB' ({_LOGS}/logs/vllm-llama31-8b-tp8-mi300x-v0.txt)"),
+    # Unified memory: no nvidia-smi / rocm-smi total of its own; the CUDA / HIP total stands in for it.
+    GPU("gb10", "128 GB unified (DGX Spark)", 122_573,
+        "nvidia-smi prints no memory total on GB10 (unified memory: NVML_ERROR_NOT_SUPPORTED, NVIDIA developer "
+        "forum thread 358869); the CUDA total stands in", 119.70,
+        "TensorRT-LLM 1.1.0rc3 start-up log on a DGX Spark, 'device total memory 119.70 GiB' (jeansblog/trt_llm "
+        "README; benchmarks/runtime_logs/heldout_d/logs/trtllm-gptoss120b-dgxspark-pytorch-v110rc3.txt)",
+        unified=True, host_gib=GB10_HOST_GIB,
+        host_source=f"ASSUMED {GB10_HOST_GIB:g} GiB: an idle Ubuntu desktop's 'used' (DGX OS 7), page cache left out"),
+    GPU("strix-halo", "128 GB unified (Ryzen AI Max+ 395, Radeon 8060S, gfx1151), 96 GiB GTT", 98_304,
+        "mem_info_gtt_total 103,079,215,104 B = 96.00 GiB with ttm.pages_limit=25165824 (noamsto/nix-amd-ai "
+        "issue #42; the BIOS carve-out at its 512 MB minimum)", 96.00,
+        "HIP's total on that setting, llama.cpp's 'Total VRAM: 98304 MiB' (noamsto/nix-amd-ai issue #42); another "
+        "ttm.pages_limit or carve-out gives another total: use --gpu SIZE",
+        unified=True, host_gib=0.0,
+        host_source="0: the OS lives in the 32 GiB outside the GTT ceiling"),
 )
 GPUS: dict[str, GPU] = {g.name: g for g in GPU_LIST}
 
@@ -127,8 +163,20 @@ _NAME_RULES: tuple[tuple[str, str], ...] = (
     (r"\ba100\b.*\b40 ?gb\b|\ba100-40gb\b", "a100-40gb"), (r"\ba100\b", "a100-80gb"),
     (r"\bh20\b(?!.*\b141 ?gb\b)", "h20"), (r"\bl40s\b", "l40s"), (r"\bl4\b", "l4"), (r"\ba10g\b", "a10g"),
     (r"\ba10\b", "a10"), (r"\bt4\b", "t4"), (r"\b(rtx )?3090\b", "rtx-3090"), (r"\b(rtx )?4090\b", "rtx-4090"),
-    (r"\b(rtx )?5090\b", "rtx-5090"), (r"\bmi300x\b", "mi300x"),
+    (r"\b(rtx )?5090\b", "rtx-5090"), (r"\bmi300x\b", "mi300x"), (r"\bgb10\b|\bdgx ?spark\b", "gb10"),
+    (r"\bgfx1151\b|\bstrix ?halo\b|\b8060s\b", "strix-halo"),
 )
+
+
+def unified_preset_for_total(total_bytes: int | None) -> str | None:
+    """The unified-memory preset whose CUDA total a log printed (to its two decimals of GiB), or None.
+
+    >>> unified_preset_for_total(round(119.70 * 2**30)), unified_preset_for_total(round(79.18 * 2**30))
+    ('gb10', None)
+    """
+    if not total_bytes:
+        return None
+    return next((g.name for g in GPU_LIST if g.unified and abs(g.cuda_bytes - total_bytes) < 0.006 * GiB), None)
 
 
 def gpu_preset_for(name: str | None) -> str | None:

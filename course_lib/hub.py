@@ -50,7 +50,7 @@ SUMMARY_FORMAT = "course-memory safetensors summary 1"
 #: A commit sha as the Hub names it (huggingface_hub's REGEX_COMMIT_HASH).
 COMMIT_SHA = re.compile(r"^[0-9a-f]{40}$")
 #: huggingface_hub's repo-id rule (utils/_validators.py): ``[\w\-.]+`` per part, at most 96 characters.
-_REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+_REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$", re.ASCII)
 _TRUE = {"1", "ON", "YES", "TRUE"}
 
 
@@ -91,7 +91,7 @@ def parse_hub_id(text: str) -> tuple[str, str]:
     >>> parse_hub_id("bad id/x")
     Traceback (most recent call last):
     ...
-    course_lib.errors.CourseInputError: model='bad id/x' is not a Hub id; give ORG/NAME or ORG/NAME@REVISION (letters, digits, '-', '_', '.'), e.g. Qwen/Qwen3-8B, or a preset name
+    course_lib.errors.CourseInputError: model='bad id/x' is not a Hub id; give ORG/NAME or ORG/NAME@REVISION (letters, digits, '-', '_', '.'), e.g. Qwen/Qwen3-8B, a preset name, or --config PATH for a local folder
     """
     repo_id, _, revision = str(text).strip().partition("@")
     revision = revision or "main"
@@ -99,7 +99,8 @@ def parse_hub_id(text: str) -> tuple[str, str]:
            or repo_id.startswith((".", "-")) or not revision.strip() or any(c.isspace() for c in revision))
     if bad:
         raise CourseInputError(f"model={str(text)[:120]!r} is not a Hub id; give ORG/NAME or ORG/NAME@REVISION "
-                               f"(letters, digits, '-', '_', '.'), e.g. Qwen/Qwen3-8B, or a preset name")
+                               f"(letters, digits, '-', '_', '.'), e.g. Qwen/Qwen3-8B, a preset name, or --config PATH for a "
+                               f"local folder")
     return repo_id, revision
 
 
@@ -209,10 +210,11 @@ def _optional_file(repo_id: str, filename: str, commit_sha: str, is_offline: boo
         return None
 
 
-def resolve(text: str) -> HubModel:
-    """Read a Hub id's config (and processor configs) and its weights' bytes, from the cache or the Hub."""
+def resolve(text: str, *, cache_only: bool = False) -> HubModel:
+    """Read a Hub id's config (and processor configs) and its weights' bytes, from the cache or the Hub
+    (the cache alone when ``cache_only`` or ``HF_HUB_OFFLINE``)."""
     repo_id, revision = parse_hub_id(text)
-    is_offline = offline()
+    is_offline = cache_only or offline()
     try:
         import huggingface_hub  # noqa: F401
     except ImportError:   # pragma: no cover - a dependency of the package
@@ -373,13 +375,13 @@ def read_summary_data(data: Any, where: str, repo_id: str, commit_sha: str) -> C
     return Checkpoint(f"{repo_id}@{commit_sha}", total, source, sum(counts.values()), sizes, counts)
 
 
-def hub_spec(text: str, *, params_total: int | None = None):
+def hub_spec(text: str, *, params_total: int | None = None, cache_only: bool = False):
     """The :class:`~course_lib.spec.ModelSpec` of a Hub id, named ``ORG/NAME@<sha>``."""
     from dataclasses import replace
 
     from .models import from_hf_config
 
-    model = resolve(text)
+    model = resolve(text, cache_only=cache_only)
     spec = from_hf_config(model.config_path, name=model.name, params_total=params_total,
                           checkpoint=model.checkpoint)
     notes = (f"read from the Hub: {model.repo_id} revision {model.revision!r} = commit {model.commit_sha}",)

@@ -60,6 +60,7 @@ class StartupLog:
     launch: the knobs the log shows (None where it does not), named as the runtime names them.
     logged: the runtime's own figures, ints of bytes (None where the log does not say).
     evidence: for each launch knob and figure, the text it was read from.
+    boot / boots: which launch of the file this is (1-based), of how many (:func:`split_boots`).
     """
 
     runtime: str
@@ -67,6 +68,8 @@ class StartupLog:
     launch: dict[str, Any]
     logged: dict[str, Any]
     evidence: dict[str, str] = field(default_factory=dict)
+    boot: int = 1
+    boots: int = 1
 
 
 def clean_log(text: str) -> list[str]:
@@ -90,6 +93,61 @@ def clean_log(text: str) -> list[str]:
         else:
             lines.append(line)
     return lines
+
+
+#: The line that opens one launch, most telling first: the first of these a file holds cuts it into boots
+#: (vLLM's API server prints its version and its non-default args once per launch, vllm/entrypoints/utils.py;
+#: an offline ``LLM(...)`` its args in api_utils.py; every engine core "Initializing a V1 LLM engine";
+#: SGLang its ``server_args=ServerArgs(...)``). TensorRT-LLM's ranks each print their version: not cut.
+_BOOT_STARTS = (re.compile(r"vLLM API server version"), re.compile(r"non-default args: \{"),
+                re.compile(r"Initializing a V1 LLM engine|Initializing an LLM engine"),
+                re.compile(r"server_args=ServerArgs\("))
+#: Lines just before a launch's first record that belong to it: the command that started it, a banner.
+_BOOT_PREAMBLE = re.compile(r"^\s*$|^\s*(?:\$ |vllm serve\b|python3? -m |docker run\b|=== )")
+#: What makes a piece of the file a boot: a runtime sizing its KV cache, or refusing to start.
+_BOOT_BODY = re.compile(r"Available KV cache memory|GPU KV cache size|# GPU blocks|# cuda blocks|# CUDA blocks|"
+                        r"reserved for KV Cache|kv_cache_size=|CPU KV cache size|GiB for KV cache on node|"
+                        r"memory for KV Cache|kv cache memory in use|KV Cache is allocated|max_total_num_tokens|"
+                        r"paged KV cache|KV cache primary pool|Error\b|Traceback")
+
+
+def split_boots(lines: list[str]) -> list[list[str]]:
+    """A cleaned log cut into its launches: a refused start, then the relaunch, each its own list of lines.
+
+    Each launch starts at the line that opens one (:data:`_BOOT_STARTS`, with the command just before it);
+    a piece with no KV-cache sizing and no error is part of the launch after it (or, last, before it).
+
+    >>> log = ["$ vllm serve m", "INFO vLLM API server version 0.11.0", "INFO Available KV cache memory: -1.5 GiB",
+    ...        "ERROR ValueError: ... the estimated maximum model length is 9000", "",
+    ...        "$ vllm serve m --max-model-len 8192", "INFO vLLM API server version 0.11.0",
+    ...        "INFO Available KV cache memory: 2.5 GiB"]
+    >>> [len(b) for b in split_boots(log)]
+    [4, 4]
+    """
+    starts: list[int] = []
+    for pattern in _BOOT_STARTS:
+        starts = [i for i, line in enumerate(lines) if pattern.search(line)]
+        if starts:
+            break
+    cuts = []
+    for i in starts[1:]:
+        while i > 0 and _BOOT_PREAMBLE.search(lines[i - 1]) and (not cuts or i - 1 > cuts[-1]):
+            i -= 1
+        cuts.append(i)
+    pieces = [lines[a:b] for a, b in zip([0, *cuts], [*cuts, len(lines)])]
+    boots: list[list[str]] = []
+    carry: list[str] = []
+    for piece in pieces:
+        carry += piece
+        if any(_BOOT_BODY.search(line) for line in piece):
+            boots.append(carry)
+            carry = []
+    if carry:
+        if boots:
+            boots[-1] += carry
+        else:
+            boots.append(carry)
+    return boots
 
 
 def _gib(text: str) -> int:
@@ -134,7 +192,8 @@ def detect_runtime(lines: list[str]) -> str | None:
     key_phrases = {
         "vllm": ("Available KV cache memory", "GPU KV cache size", "# GPU blocks", "# cuda blocks", "# CUDA blocks",
                  "reserved for KV Cache", "kv_cache_size=", "CPU KV cache size", "GiB for KV cache on node",
-                 "the estimated maximum model length is"),
+                 "the estimated maximum model length is", "memory for KV Cache as specified by kv_cache_memory_bytes",
+                 "Current kv cache memory in use is"),
         "sglang": ("KV Cache is allocated", "max_total_num_tokens"),
         "trtllm": ("for max tokens in paged KV cache", "Number of blocks in KV cache primary pool",
                    "Memory usage when calculating max tokens", "tokens in paged KV cache"),
@@ -359,8 +418,11 @@ def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[s
         ("cuda_graph_bytes", r"Graph capturing finished in [0-9.]+ secs?, took ([0-9.]+) GiB|CUDAGraph memory:\*\* "
                              r"(-?[0-9.]+) GiB|Estimated CUDA graph memory: ([0-9.]+) GiB", _gib),
         ("kv_cache_bytes", r"Available KV cache memory:\*?\*? (-?[0-9.]+) GiB|reserved for KV Cache is ([0-9.]+)\s?GiB|"
-                           r"kv_cache_size=([0-9.]+)\s?GiB|(?:Explicitly|Auto) set \(([0-9.]+)/[0-9.]+\) GiB for KV cache",
-         _gib),
+                           r"kv_cache_size=([0-9.]+)\s?GiB|(?:Explicitly|Auto) set \(([0-9.]+)/[0-9.]+\) GiB for KV cache|"
+                           # vllm 0.33 v1/worker/gpu_worker.py determine_available_memory: the kv_cache_memory_bytes
+                           # launch, and the profiled launch's closing advice
+                           r"reserved ([0-9.]+) GiB memory for KV Cache as specified by kv_cache_memory_bytes|"
+                           r"Current kv cache memory in use is ([0-9.]+) GiB", _gib),
         ("kv_cache_tokens", r"(?:GPU|CPU|XPU|TPU) KV cache size: ([0-9,]+) tokens", _int),
         ("num_gpu_blocks", r"# (?:GPU|gpu|cuda|CUDA) blocks: ([0-9,]+)|num_gpu_blocks is: ([0-9,]+)", _int),
         ("max_concurrency", r"Maximum concurrency for [0-9,]+ tokens per request: ([0-9.]+)x", float),
@@ -372,6 +434,10 @@ def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[s
         if m:
             logged[key] = conv(next(g for g in m.groups() if g is not None))
             ev[key] = m.group(0)[:160]
+    given = _first(lines, r"reserved ([0-9.]+) GiB memory for KV Cache as specified by kv_cache_memory_bytes")
+    if given and not launch.get("kv_cache_memory_bytes"):     # the launch's figure, as printed (rounded)
+        launch["kv_cache_memory_bytes"] = _gib(given.group(1))
+        ev["kv_cache_memory_bytes"] = given.group(0)[:160] + " (to the printed GiB)"
     if launch.get("kv_cache_memory_bytes") and logged["kv_cache_bytes"] is not None:
         logged["kv_cache_bytes"] = launch["kv_cache_memory_bytes"]     # the exact figure the GiB line rounds
         ev["kv_cache_bytes"] += " (exact: kv_cache_memory_bytes)"
@@ -522,6 +588,14 @@ def _read_trtllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict
     m = _first(lines, r"device total memory ([0-9.]+) GiB")          # the PyTorch backend's profiling line
     if m and "gpu_total_bytes" not in launch:
         launch["gpu_total_bytes"], ev["gpu_total_bytes"] = _gib(m.group(1)), m.group(0)
+    # The PyTorch backend's profile (tensorrt_llm/_torch/pyexecutor/_util.py): torch's bytes after loading, and
+    # what cudaMemGetInfo counts beyond them (on a unified-memory device: the host's share, page cache included)
+    m = _first(lines, r"Memory used after loading model weights \(inside torch\) in memory usage profiling: ([0-9.]+) GiB")
+    if m:
+        logged["weights_bytes"], ev["weights_bytes"] = _gib(m.group(1)), m.group(0)[:160]
+    m = _first(lines, r"Memory used outside torch \(e\.g\., NCCL and CUDA graphs\) in memory usage profiling: ([0-9.]+) GiB")
+    if m:
+        logged["outside_torch_bytes"], ev["outside_torch_bytes"] = _gib(m.group(1)), m.group(0)[:160]
     m = _first(lines, r"Number of blocks in KV cache primary pool: ([0-9,]+)")
     if m:
         logged["num_gpu_blocks"] = _int(m.group(1))
@@ -540,16 +614,31 @@ LOGGED_KEYS = ("weights_bytes", "activation_bytes", "non_torch_bytes", "cuda_gra
 _READERS = {"vllm": _read_vllm, "sglang": _read_sglang, "trtllm": _read_trtllm}
 
 
-def read_startup_log(text: str, runtime: str | None = None) -> StartupLog:
+def read_startup_log(text: str, runtime: str | None = None, boot: int | None = None) -> StartupLog:
     """Parse a start-up log (as pasted: colours, wrapping, notebook quoting) into a :class:`StartupLog`.
 
     ``runtime`` forces the reader; otherwise it is recognised from the log. A text with none of
-    the runtimes' KV-cache lines is refused with one line.
+    the runtimes' KV-cache lines is refused with one line. A file holding several launches (a
+    refusal, then a relaunch: :func:`split_boots`) is read at its last, or at ``boot`` (1-based).
+
+    >>> two = ("INFO vLLM API server version 0.11.0\\nINFO Available KV cache memory: 1.50 GiB\\n"
+    ...        "INFO vLLM API server version 0.11.0\\nINFO Available KV cache memory: 2.50 GiB\\n")
+    >>> log = read_startup_log(two)
+    >>> log.boot, log.boots, log.logged["kv_cache_bytes"] == round(2.5 * 2**30)
+    (2, 2, True)
+    >>> read_startup_log(two, boot=1).logged["kv_cache_bytes"] == round(1.5 * 2**30)
+    True
     """
     if len(text) > MAX_LOG_BYTES:
         raise CourseInputError(f"log is {len(text):,} characters, more than a start-up log's "
                                f"{MAX_LOG_BYTES:,}; give the lines from the launch to the KV-cache allocation")
-    lines = clean_log(text)
+    boots = split_boots(clean_log(text))
+    if boot is not None and not (isinstance(boot, int) and 1 <= boot <= len(boots)):
+        held = "1" if len(boots) == 1 else f"1 to {len(boots)}"
+        raise CourseInputError(f"boot={boot!r} is not a launch of this log, which holds {len(boots)} "
+                               f"boot{'s' if len(boots) != 1 else ''}; give {held}")
+    number = boot if boot is not None else len(boots)
+    lines = boots[number - 1]
     found = detect_runtime(lines)
     if runtime is None:
         runtime = found
@@ -567,4 +656,4 @@ def read_startup_log(text: str, runtime: str | None = None) -> StartupLog:
         if (isinstance(value, int) and not isinstance(value, bool) and key != "gpu_total_bytes" and value < 1
                 and not (key in MINUS_ONE_MEANS_OFF and value == -1)):
             raise CourseInputError(f"the log's {key}={value} is not a whole number of at least 1")
-    return StartupLog(runtime, launch.pop("model", None), launch, logged, ev)
+    return StartupLog(runtime, launch.pop("model", None), launch, logged, ev, boot=number, boots=len(boots))

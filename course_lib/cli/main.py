@@ -88,7 +88,9 @@ def _cmd_presets(args: argparse.Namespace) -> int:
                      "nvidia_smi_bytes": g.smi_bytes if g else b, "sold_as": g.sold if g else "the lesson's 24 GB",
                      "cuda_total_estimated": g.estimated if g else False,
                      "cuda_source": g.cuda_source if g else "the lesson's simplified device (24 x 10^9 bytes)",
-                     "smi_source": g.smi_source if g else ""})
+                     "smi_source": g.smi_source if g else "",
+                     "unified_memory": g.unified if g else False,
+                     "host_used_bytes": g.host_used_bytes if g else 0})
     if args.json:
         print_json({"models": models, "gpus": gpus})
         return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,10 @@ from ..models import ModelSpec
 from ..report import from_log_table, runtime_table
 from ..runtimes import SglangLaunch, TrtllmLaunch, VllmLaunch, estimate_sglang, estimate_trtllm, estimate_vllm
 from ..runtimes.from_log import compare
-from .args import add_model_args, dtype_name, model_from_args, number, print_json, size, whole
+from ..runtimes.unified import host_used, vllm_start_refusal
+from ..presets import gpu_bytes
+from ..units import GiB
+from .args import add_model_args, dtype_name, model_from_args, number, print_json, renamed, size, whole
 
 #: Each runtime's own flags: (dest, runtime). A flag given with another --runtime is refused.
 RUNTIME_FLAGS = {
@@ -35,6 +39,7 @@ RUNTIME_FLAGS = {
     "cuda_graph_max_bs": "sglang",
     "kv_cache_free_gpu_mem_fraction": "trtllm", "trtllm_version": "trtllm", "max_batch_size": "trtllm",
     "max_num_tokens": "trtllm", "cpu_offload_gb": ("vllm", "sglang"), "kv_cache_memory_bytes": "vllm",
+    "host_used": ("vllm", "sglang", "trtllm"),
 }
 _SHARE = {"vllm": "--gpu-memory-utilization", "sglang": "--mem-fraction-static",
           "trtllm": "--kv-cache-free-gpu-mem-fraction"}
@@ -86,6 +91,12 @@ def add_runtime_args(p: argparse.ArgumentParser) -> None:
                    help="TensorRT-LLM: the engine's max tokens per step (default 8192)")
     g.add_argument("--cpu-offload-gb", type=number("--cpu-offload-gb", 0.0, MAX_OFFLOAD_GIB),
                    help="vLLM / SGLang: GiB (despite the name) of decoder-layer weights kept in CPU memory, per GPU")
+    g.add_argument("--host-used", metavar="SIZE",
+                   help="unified memory (gb10, strix-halo): what the OS, other processes and the page cache hold of "
+                        "the shared pool (default: the preset's, 4 GiB on gb10; 0 on a card with its own memory). "
+                        "TensorRT-LLM takes it off the free memory; vLLM 0.33 refuses to start when it leaves less than "
+                        "total x utilization (vLLM counts the page cache as free: leave it out for vLLM); SGLang "
+                        "starts from what it leaves")
 
 
 MM_MODALITIES = ("image", "video", "audio")
@@ -157,6 +168,8 @@ def estimate_runtime(args: argparse.Namespace, spec: ModelSpec) -> dict[str, Any
     """Run the runtime's estimate for the parsed flags; returns its JSON-ready dict (and prints text unless --json)."""
     tp, pp = args.tensor_parallel, args.pipeline_parallel
     ctx = args.context_tokens
+    host_given = None if args.host_used is None else size("--host-used", args.host_used)
+    host, host_note = host_used(args.gpu, host_given)
     if args.runtime == "vllm":
         kv_given = None if args.kv_cache_memory_bytes is None else size("--kv-cache-memory-bytes",
                                                                          args.kv_cache_memory_bytes)
@@ -169,17 +182,33 @@ def estimate_runtime(args: argparse.Namespace, spec: ModelSpec) -> dict[str, Any
             skip_mm_profiling=args.skip_mm_profiling, kv_cache_memory_bytes=kv_given,
             limit_mm_per_prompt=args.limit_mm_per_prompt,
             mm_max_pixels=(args.mm_processor_kwargs or {}).get("max_pixels")))
+        if host:       # vLLM 0.33's start-up check on a shared pool (course_lib.runtimes.unified)
+            refused = vllm_start_refusal(total_bytes=est.launch["gpu_total_bytes"], host_used_bytes=host,
+                                         utilization=est.launch["gpu_memory_utilization"])
+            if refused:
+                raise CourseInputError(f"vLLM would refuse to start ({host_note}): {refused}")
+            est = replace(est, notes=est.notes + (f"{host_note}: vLLM 0.33 sizes from total x utilization on a "
+                                                  f"shared pool too; the host's share only has to fit beside it",))
     elif args.runtime == "sglang":
+        at_start = None
+        if host:       # SGLang starts from the memory free when the weights load: the host's share is not
+            from ..runtimes.sglang import CONTEXT_BYTES as SGLANG_CONTEXT
+            at_start = gpu_bytes(args.gpu) - SGLANG_CONTEXT - host
+            if at_start <= 0:
+                raise CourseInputError(f"--host-used leaves nothing of {args.gpu}'s memory ({host_note}); give less")
         est = estimate_sglang(spec, gpu=args.gpu, launch=SglangLaunch(
             version=args.sglang_version, mem_fraction_static=args.mem_fraction_static,
             chunked_prefill_size=args.chunked_prefill_size, cuda_graph_max_bs=args.cuda_graph_max_bs,
             kv_cache_dtype=_kv_flag(args), dtype=args.dtype, context_length=ctx, tensor_parallel=tp,
-            pipeline_parallel=pp, cpu_offload_gb=args.cpu_offload_gb or 0.0))
+            pipeline_parallel=pp, cpu_offload_gb=args.cpu_offload_gb or 0.0, free_at_start_bytes=at_start))
+        if host:
+            est = replace(est, notes=est.notes + (f"{host_note}: taken off the memory free at start "
+                                                  f"({at_start / GiB:.2f} GiB)",))
     else:
         est = estimate_trtllm(spec, gpu=args.gpu, launch=TrtllmLaunch(
             version=args.trtllm_version, kv_cache_free_gpu_mem_fraction=args.kv_cache_free_gpu_mem_fraction,
             max_batch_size=args.max_batch_size, max_num_tokens=args.max_num_tokens, max_seq_len=ctx, dtype=args.dtype,
-            kv_cache_dtype=_kv_flag(args), tensor_parallel=tp, pipeline_parallel=pp))
+            kv_cache_dtype=_kv_flag(args), tensor_parallel=tp, pipeline_parallel=pp, host_used_bytes=host_given))
     data = {"estimate_model": f"{est.runtime} {est.version}'s own sizing rule", "model": spec.name,
             "model_type": spec.model_type, "params_total": spec.params_total}
     if spec.resolved_by:
@@ -220,15 +249,37 @@ def read_log_file(flag: str, path: str) -> str:
 def cmd_from_log(args: argparse.Namespace) -> int:
     dtype_name("--dtype", args.dtype)
     text = read_log_file("FILE", args.file)
-    log = read_startup_log(text, runtime=args.runtime)
-    spec = model_from_args(args) if (args.model or args.config) else None
+    try:
+        log = read_startup_log(text, runtime=args.runtime, boot=args.boot)
+    except CourseInputError as exc:    # the reader names boot=...; the user typed --boot
+        raise renamed(exc, "boot", "--boot") from None
+    spec = model_from_args(args) if (args.model or args.config) else _cached_hub_spec(log.model)
     result = compare(log, gpu=args.gpu, spec=spec, dtype=args.dtype, tensor_parallel=args.tensor_parallel)
+    boots = {"boot": log.boot, "boots": log.boots}
     if args.json:
         print_json({k: result[k] for k in ("runtime", "model", "launch", "logged", "predicted")
-                    if k in result} | {k: result[k] for k in ("difference", "evidence", "preset") if k in result})
+                    if k in result} | {k: result[k] for k in ("difference", "evidence", "preset") if k in result}
+                   | boots)
     else:
+        if log.boots > 1:
+            which = "the last" if log.boot == log.boots else f"boot {log.boot}"
+            print(f"{log.boots} boots in this file; reading {which} (use --boot N)")
         print(from_log_table(result))
     return 0
+
+
+def _cached_hub_spec(model: str | None):
+    """The log's model when it is a Hub id with no preset that the Hub cache already holds (read offline:
+    a log is never a reason to go online; ``--model ORG/NAME`` fetches it)."""
+    from ..hub import hub_spec, is_hub_id
+    from ..runtimes.from_log import preset_for
+
+    if not model or not is_hub_id(model) or model.startswith(("/", ".", "~")) or preset_for(model) is not None:
+        return None
+    try:
+        return hub_spec(model, cache_only=True)
+    except CourseInputError:
+        return None
 
 
 def register(sub: Any) -> None:
@@ -242,5 +293,8 @@ def register(sub: Any) -> None:
                    help="the weight format served, when the log does not name it (e.g. int8 for an 8-bit engine)")
     p.add_argument("--tensor-parallel", type=whole("--tensor-parallel", 1, 256), default=None, metavar="N",
                    help="GPUs per replica, when the log does not print it (a TensorRT-LLM engine's ranks never do)")
+    p.add_argument("--boot", type=whole("--boot", 1, 10**6), default=None, metavar="N",
+                   help="which launch of a file holding several (a refusal, then a relaunch) to read, from 1 "
+                        "(default: the last)")
     p.add_argument("--json", action="store_true", help="print JSON (integers of bytes, null where the log is silent)")
     p.set_defaults(func=cmd_from_log)

@@ -151,7 +151,23 @@ def launch_for(log: StartupLog, spec: ModelSpec, gpu: str | int) -> tuple[Any, d
                         max_batch_size=L.get("max_batch_size"), max_num_tokens=L.get("max_num_tokens"),
                         max_seq_len=L.get("max_seq_len"), dtype=None, kv_cache_dtype=kv,
                         tokens_per_block=L.get("tokens_per_block"), tensor_parallel=tp,
-                        pipeline_parallel=pp), from_log
+                        pipeline_parallel=pp, host_used_bytes=_host_used(log, from_log)), from_log
+
+
+def _host_used(log: StartupLog, from_log: dict[str, str]) -> int | None:
+    """On a unified-memory device (the log's total is a unified preset's), the host's share of the pool: the
+    logged "Memory used outside torch" less the CUDA context, else the preset's default; None elsewhere."""
+    from ..gpus import GPUS, unified_preset_for_total
+    from .trtllm import CONTEXT_BYTES
+
+    preset = unified_preset_for_total(log.launch.get("gpu_total_bytes"))
+    if preset is None:
+        return None
+    outside = log.logged.get("outside_torch_bytes")
+    if outside is None:
+        return GPUS[preset].host_used_bytes
+    from_log["host_used_bytes"] = f"{outside:,} B outside torch - {CONTEXT_BYTES:,} B CUDA context ({preset})"
+    return max(0, outside - CONTEXT_BYTES)
 
 
 def estimate_for(log: StartupLog, spec: ModelSpec, gpu: str | int, dtype: str | None = None,

