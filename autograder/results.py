@@ -7,14 +7,16 @@
                             "manual_max_score": 10.0, "needs_manual_grading": false,
                             "manual_score": 8.0, "total_score": 10.5, "total_max_score": 13.0,
                             "comments": {"written answer": "clear, but name the pool"},
-                            "questions": {"correct_squares": {"score": 1.0, "max_score": 1.0,
-                                                              "status": "passed", "message": "correct",
-                                                              "parts": []}}}}}
+                            "questions": {"correct_squares": {"label": "Squares", "score": 1.0,
+                                                              "max_score": 1.0, "status": "passed",
+                                                              "message": "correct", "parts": []}}}}}
 
 ``score`` is the autograded points; ``manual_score`` the points given by hand in formgrader (null, and
 ``needs_manual_grading`` true, until every hand-graded cell has them: ``course-grade export`` or
 ``feedback`` after formgrader rewrites this file), ``total_score`` both. A question of several parts
-lists each failed part's message in ``parts`` (its ``message`` names them all).
+lists each failed part's message in ``parts`` (its ``message`` names them all). ``label`` is the question's
+name for people (unique in the assignment), the one the feedback page, grades.csv, Gradescope and the
+terminal use.
 
 Per-student records (``records/<id>.json``) carry a little more: the message, the
 time taken, and the fingerprint that lets an interrupted batch resume.
