@@ -231,13 +231,13 @@ def read_submission(data: bytes, max_cells: int = MAX_CELLS,
     >>> read_submission(b'{"cells": [], "metadata": {"x": [' + b",".join([b"{}"] * 100_001) + b']}}')
     Traceback (most recent call last):
     ...
-    autograder.restore.Refused: the notebook holds more than 100,000 objects and arrays (a notebook needs a few per cell and output): clear its outputs and extra metadata, save, and hand it in again
+    autograder.restore.Refused: the notebook holds more than 100,000 objects and arrays (a notebook needs a few per cell and output): delete scratch cells, clear its outputs and extra metadata, save, and hand it in again
     """
     try:
         shape(data, max_depth=MAX_JSON_DEPTH, max_containers=MAX_JSON_CONTAINERS, max_values=MAX_JSON_VALUES)
     except TooLarge as e:
-        raise Refused(f"the notebook {e} (a notebook needs a few per cell and output): clear its outputs and extra "
-                      f"metadata, save, and hand it in again") from None
+        raise Refused(f"the notebook {e} (a notebook needs a few per cell and output): delete scratch cells, clear "
+                      f"its outputs and extra metadata, save, and hand it in again") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
