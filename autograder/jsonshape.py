@@ -4,13 +4,17 @@ Everything the grader parses from learner code or a hand-in (a notebook file, a 
 JSON, and Python's ``json.loads`` has no bound but the interpreter's recursion limit (``RecursionError``
 in the grader) and the machine's memory: 19 MiB of empty objects (``{}``, 2 bytes each) is 6.6 million
 dicts, ~4 GB once nbformat has made each a node. :func:`shape` reads the text's structure with a few
-passes of C-speed byte operations and builds nothing:
+passes of C-speed byte operations, a piece at a time, and builds nothing but those pieces:
 
-1. every string is cut out (one regular expression: a JSON string is ``"``, then anything but ``"``
-   and ``\\``, or ``\\`` and any one character, then ``"``); outside strings, ``"`` only ever opens one,
-   so on valid JSON the cut is exact, and the number of cuts is the number of strings;
+1. every string is cut out: first the escaped backslashes and then the escaped quotes are deleted
+   (``bytes.replace`` pairs backslashes from the left, as a JSON parser does), so that every ``"`` left
+   opens or closes a string; the text is cut into pieces of ~256 KiB that each hold whole strings
+   (``bytes.count`` says whether a cut falls inside one), and in each piece the strings are what
+   lies between the 1st and 2nd ``"``, the 3rd and 4th, ... (``bytes.split``); on valid JSON the cut
+   is exact, and half the quotes is the number of strings;
 2. what is left is numbers, ``true``/``false``/``null``, commas, colons, blanks and brackets: the
-   brackets are kept (``bytes.translate``) and the objects and arrays counted;
+   commas are counted (each value in an array or object but its first follows one), then the brackets
+   are kept (``bytes.translate``) and the objects and arrays counted;
 3. the depth is the number of passes that each remove every innermost pair (``[]`` or ``{}`` side by
    side, after the strings are gone), at most ``max_depth + 1`` passes over at most twice
    ``max_containers`` bytes, since the count was bounded first.
@@ -19,7 +23,7 @@ A text that is not JSON may be counted wrongly, but then ``json.loads`` refuses 
 after building what came before the error: that prefix is JSON, and counted right.
 
 >>> shape(b'{"cells": [{"source": "x = [[1]]  # not counted: a string"}], "n": [1, [2, {}]]}')
-Shape(depth=4, containers=6, strings=4)
+Shape(depth=4, containers=6, strings=4, values=10)
 >>> shape(b"[" * 40 + b"]" * 40, max_depth=32)
 Traceback (most recent call last):
 ...
@@ -27,7 +31,7 @@ autograder.jsonshape.TooLarge: nests deeper than 32 levels
 >>> shape(b"[" + b",".join([b"{}"] * 1000) + b"]", max_containers=100)
 Traceback (most recent call last):
 ...
-autograder.jsonshape.TooLarge: holds 1,001 objects and arrays, more than 100
+autograder.jsonshape.TooLarge: holds more than 100 objects and arrays
 """
 
 from __future__ import annotations
@@ -35,8 +39,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-#: One JSON string, escapes included (the "unrolled loop" form: no backtracking).
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+#: The bytes read at a time (more, to the end of a string that a cut would split): what a piece's split costs.
+_PIECE_BYTES = 256 * 1024
 #: Every byte but the four brackets (what bytes.translate deletes).
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 #: An innermost pair: an empty array or object once strings and scalars are gone.
@@ -58,22 +62,44 @@ class Shape:
     """Objects and arrays."""
     strings: int
     """Strings, keys included."""
+    values: int
+    """Values, keys not included, at most: one more than the commas, plus the objects and arrays (exact
+    when no array or object is empty)."""
 
 
-def shape(data: bytes, *, max_depth: int = 1_000_000, max_containers: int = 100_000_000) -> Shape:
+def shape(data: bytes, *, max_depth: int = 1_000_000, max_containers: int = 100_000_000,
+          max_values: int = 1_000_000_000) -> Shape:
     """The depth and counts of the JSON text ``data`` (see the module); :class:`TooLarge` past a bound.
 
     >>> shape(b'"[[["')
-    Shape(depth=0, containers=0, strings=1)
-    >>> shape(b'{"a": {"b": "\\\\"}"}, "c": []}')
-    Shape(depth=2, containers=3, strings=4)
+    Shape(depth=0, containers=0, strings=1, values=1)
+    >>> shape(b'{"a": {"b": "\\\\"}"}, "c": [1, 2.5, null]}')
+    Shape(depth=2, containers=3, strings=4, values=7)
     """
-    skeleton, strings = _STRING.subn(b"", data)
-    brackets = skeleton.translate(None, _NOT_BRACKETS)
-    del skeleton
-    containers = brackets.count(b"[") + brackets.count(b"{")
-    if containers > max_containers:
-        raise TooLarge(f"holds {containers:,} objects and arrays, more than {max_containers:,}")
+    data = data.replace(b"\\\\", b"").replace(b'\\"', b"")   # every quote left opens or closes a string
+    strings = commas = containers = 0
+    kept = []   # the brackets, outside strings
+    start = 0
+    while start < len(data):
+        end = min(len(data), start + _PIECE_BYTES)
+        if data.count(b'"', start, end) % 2:   # the cut is inside a string: cut after it
+            close = data.find(b'"', end)
+            end = len(data) if close < 0 else close + 1
+        pieces = data[start:end].split(b'"')
+        strings += (len(pieces) - 1) // 2
+        skeleton = b"".join(pieces[::2])
+        del pieces
+        commas += skeleton.count(b",")
+        brackets = skeleton.translate(None, _NOT_BRACKETS)
+        containers += len(brackets) - brackets.count(b"]") - brackets.count(b"}")
+        if containers > max_containers:
+            raise TooLarge(f"holds more than {max_containers:,} objects and arrays")
+        if commas + containers + 1 > max_values:
+            raise TooLarge(f"holds more than {max_values:,} values")
+        kept.append(brackets)
+        start = end
+    values = commas + containers + 1
+    brackets = b"".join(kept)
     depth = 0
     while brackets:
         brackets, removed = _INNERMOST.subn(b"", brackets)
@@ -82,4 +108,4 @@ def shape(data: bytes, *, max_depth: int = 1_000_000, max_containers: int = 100_
         depth += 1
         if depth > max_depth:
             raise TooLarge(f"nests deeper than {max_depth:,} levels")
-    return Shape(depth=depth, containers=containers, strings=strings)
+    return Shape(depth=depth, containers=containers, strings=strings, values=values)

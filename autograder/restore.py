@@ -30,6 +30,7 @@ import nbformat.reader
 from .assignment import NotebookSpec
 from .cells import grade_id as _grade_id
 from .cells import has_nbgrader, released_test_source
+from .jsonshape import TooLarge, shape
 
 #: The largest notebook file read (the released notebook is ~50 KB).
 MAX_NOTEBOOK_BYTES = 20 * 2**20
@@ -37,6 +38,15 @@ MAX_NOTEBOOK_BYTES = 20 * 2**20
 MAX_CELLS = 2_000
 #: Characters of source in all cells together (the released notebook has ~26,000).
 MAX_SOURCE_CHARS = 2_000_000
+#: The JSON of a submitted notebook, read from its bytes before anything is built (autograder.jsonshape):
+#: its nesting (nbformat's own is ~6 levels, a kernel message's content at most 100 more), its objects and
+#: arrays (a cell and each of its outputs are a few: the released notebook has ~400), and its values (an
+#: output's data may be a long list of numbers). 19 MiB of empty objects, 6.6 million of them, took a
+#: grading worker to 3.94 GB, and 620,000 attachments 67 s of its CPU; at these bounds a notebook costs the
+#: grader at most ~0.3 GB and a few seconds (benchmarks/results/hand-in-json.md).
+MAX_JSON_DEPTH = 128
+MAX_JSON_CONTAINERS = 100_000
+MAX_JSON_VALUES = 1_000_000
 
 
 class Refused(ValueError):
@@ -238,8 +248,20 @@ def read_submission(data: bytes, max_cells: int = MAX_CELLS,
                     max_source_chars: int = MAX_SOURCE_CHARS) -> nbformat.NotebookNode:
     """Parse and validate a submitted notebook's bytes; raises :class:`Refused` with a reason if it is not one.
 
-    The size of the work is bounded before nbformat sees it: the cell count and the total source.
+    The size of the work is bounded before anything is built: the JSON's depth and counts (from the bytes:
+    :data:`MAX_JSON_DEPTH`, :data:`MAX_JSON_CONTAINERS`, :data:`MAX_JSON_VALUES`), then before nbformat
+    sees it, the cell count and the total source.
+
+    >>> read_submission(b'{"cells": [], "metadata": {"x": [' + b",".join([b"{}"] * 100_001) + b']}}')
+    Traceback (most recent call last):
+    ...
+    autograder.restore.Refused: the notebook holds more than 100,000 objects and arrays (a notebook needs a few per cell and output): delete scratch cells, clear its outputs and extra metadata, save, and hand it in again
     """
+    try:
+        shape(data, max_depth=MAX_JSON_DEPTH, max_containers=MAX_JSON_CONTAINERS, max_values=MAX_JSON_VALUES)
+    except TooLarge as e:
+        raise Refused(f"the notebook {e} (a notebook needs a few per cell and output): delete scratch cells, clear "
+                      f"its outputs and extra metadata, save, and hand it in again") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

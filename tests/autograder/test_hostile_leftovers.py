@@ -13,6 +13,8 @@ instructor solution handed in three times, graded in one batch by one worker, on
   longer than PATH_MAX. Where no tmpfs can be mounted (the disk watchdog: the scratch folder is removed
   file by file), ``shutil.rmtree`` recursed into RecursionError: ``grader_error``. Now: 3 of 3.
 - ``c_next``: the same solution untouched, graded after them by the same worker: 3 of 3.
+- ``d_json``: the solution with 200,000 empty objects in a cell's metadata: refused before any of them is
+  built (``invalid_submission``, 0 points, the message says why), as a hand-in that is not JSON is.
 """
 
 from __future__ import annotations
@@ -94,6 +96,11 @@ def graded(tmp_path_factory):
     for sid, nb in hand_ins.items():
         (submitted / sid / "ps1").mkdir(parents=True)
         nbformat.write(nb, submitted / sid / "ps1" / "problem1.ipynb")
+    wide = _hand_in({})
+    wide.cells[0].metadata["x"] = "WIDE"
+    (submitted / "d_json" / "ps1").mkdir(parents=True)
+    (submitted / "d_json" / "ps1" / "problem1.ipynb").write_bytes(
+        nbformat.writes(wide).encode().replace(b'"WIDE"', b"[" + b",".join([b"{}"] * 200_000) + b"]"))
     # No tmpfs: the scratch folder is removed file by file (what a host without mount rights does).
     watchdog = dataclasses.replace(probe(), disk="watchdog")
     mp = pytest.MonkeyPatch()
@@ -129,7 +136,8 @@ def test_the_next_student_is_unaffected_and_nothing_is_left_behind(graded):
     r = graded["batch"].students["c_next"]
     assert r.status == "graded" and r.score == 3.0, _why(r)
     grades = json.loads((graded["results"] / "grades.json").read_text())["students"]
-    assert {sid: s["status"] for sid, s in grades.items()} == {sid: "graded" for sid in grades}
+    assert {sid: s["status"] for sid, s in grades.items()} == {"a_message": "graded", "b_leftovers": "graded",
+                                                               "c_next": "graded", "d_json": "invalid_submission"}
     mine = [p for p in Path(tempfile.gettempdir()).glob("cg-*") if (p / "work" / "chain").exists()]
     assert mine == [], f"a sandbox's scratch folder was left behind: {mine}"
 
@@ -166,3 +174,9 @@ def test_signed_messages_too_deep_or_too_many_objects_fail_their_cell_and_the_ru
     assert not any(o.output_type == "display_data" or "wide" in o.get("text", "") for o in first), first
     assert "sent\n" in [o.get("text") for o in first]
     assert [o.get("text") for o in ex.nb.cells[1].outputs] == ["next\n"]
+
+
+def test_a_notebook_of_200000_empty_objects_is_refused_with_a_reason(graded):
+    r = graded["batch"].students["d_json"]
+    assert r.status == "invalid_submission" and r.score == 0.0, _why(r)
+    assert "the notebook holds more than 100,000 objects and arrays" in r.message and "clear its outputs" in r.message
