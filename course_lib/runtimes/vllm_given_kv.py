@@ -80,7 +80,8 @@ def estimate_given_kv(spec: ModelSpec, resolved: ResolvedLaunch, *, refuse: bool
         notes.append(f"block_size {block} is not a multiple of {platform.kernel_block_multiple}: vLLM's CPU "
                      f"attention backend prefers multiples of {platform.kernel_block_multiple}")
     if any(g.kind in ("sliding", "chunked") for g in cap.groups):
-        notes.append(f"windows hold their tokens plus {in_flight:,} in flight: {resolved.why['max_in_flight_tokens']}")
+        notes.append(f"a window holds window - 1 + {in_flight:,} tokens in flight (+ 1 block), the chunks of "
+                     f"chunked attention chunk + {in_flight:,}: vLLM's max_admission_blocks_per_request")
     if spec.states:
         notes.append(f"{len(spec.states)} linear-attention (Mamba/DeltaNet) layers are left out: their state pages "
                      f"(vLLM's MambaSpec, padded to the attention page) are not modelled")
