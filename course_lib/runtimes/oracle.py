@@ -66,6 +66,12 @@ TINY_ARCHS: dict[str, tuple[str, str, dict[str, Any]]] = {
         "num_key_value_heads": 4, "rope_scaling": None, "topk_method": "noaux_tc"}),
     "gpt_oss": ("gpt_oss", "GptOssForCausalLM", {"num_local_experts": 4, "num_experts_per_tok": 2,
                                                  "sliding_window": 128, "head_dim": 64, "layer_types": None}),
+    "qwen3_next": ("qwen3_next", "Qwen3NextForCausalLM", {
+        "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
+        "shared_expert_intermediate_size": 64, "decoder_sparse_step": 1, "mlp_only_layers": [],
+        "linear_num_value_heads": 4, "linear_num_key_heads": 2, "linear_key_head_dim": 32,
+        "linear_value_head_dim": 32, "linear_conv_kernel_dim": 4, "full_attention_interval": 4,
+        "layer_types": None, "head_dim": 64, "partial_rotary_factor": 0.25}),
 }
 
 

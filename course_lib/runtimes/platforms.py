@@ -60,6 +60,9 @@ class Platform:
     max_concurrent_batches: int = 2
     batch_defaults: tuple[tuple[str, int, int], ...] = ()
     mla_chunked_prefill: bool = True
+    #: the recurrent (SSM) state's dtype when not the model's: the CPU resets it to float32 (0.32
+    #: ``platforms/cpu.py:300-321``, on a CPU with AVX-512 BF16 as the oracle's; the model dtype otherwise)
+    ssm_state_dtype: str | None = None
 
     def block_size(self, given: int | None, *, mla: bool) -> tuple[int, str]:
         """The block size vLLM uses, and why (``given`` is the user's ``--block-size``)."""
@@ -82,7 +85,8 @@ class Platform:
 CUDA = Platform("cuda", "GPU", 16, kernel_block_multiple=16)     # FlashAttention / Triton: MultipleOf(16)
 ROCM = Platform("rocm", "GPU", 16, kernel_block_multiple=16)     # rocm_attn: any multiple of 16 (Triton path)
 CPU = Platform("cpu", "CPU", 128, kernel_block_multiple=32, mla_block_size=16, max_concurrent_batches=1,
-               batch_defaults=(("llm", 4096, 256), ("serve", 2048, 128)), mla_chunked_prefill=False)
+               batch_defaults=(("llm", 4096, 256), ("serve", 2048, 128)), mla_chunked_prefill=False,
+               ssm_state_dtype="float32")
 PLATFORMS = {"cuda": CUDA, "rocm": ROCM, "cpu": CPU}
 
 

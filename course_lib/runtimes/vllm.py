@@ -64,7 +64,7 @@ from .result import RuntimeEstimate, Term
 from .vllm_releases import VllmRules as Rules
 from .versions import Version
 from .vllm_releases import HISTORY, MULTIMODAL_RULES
-from .vllm_kv_groups import kv_layout  # noqa: F401  (re-exported)
+from .vllm_kv_groups import hybrid_block_size, kv_layout, state_bytes  # noqa: F401  (kv_layout re-exported)
 from .vllm_launch import ResolvedLaunch
 from .platforms import Platform, get_platform
 from .vllm_given_kv import estimate_given_kv, uses_given_kv
@@ -376,13 +376,24 @@ def resolve_launch(spec: ModelSpec, gpu: str | int, launch: VllmLaunch | None = 
         defaults["sampler"] = (sampler, f"{sampler}: the profile's sampling path in {engine} {version} on "
                                         f"{platform.name}")
     block, block_why = platform.block_size(launch.block_size, mla=mla)
+    fmt = weights_format(spec, launch.dtype)
+    kv_name = _kv_dtype(launch.kv_cache_dtype, fmt.compute_dtype)
+    state = 0
+    if spec.states and rules.mamba_state != "left-out" and engine == "V1" and spec.layers:
+        compute = get_dtype(fmt.compute_dtype).bytes_per_value
+        state = state_bytes(spec, conv_bytes=compute, tensor_parallel=tp,
+                            ssm_bytes=get_dtype(platform.ssm_state_dtype).bytes_per_value if platform.ssm_state_dtype
+                            else compute)
+        per_token = math.ceil(spec.layers[0].values_per_token_per_gpu(tp) * get_dtype(kv_name).bytes_per_value)
+        aligned = hybrid_block_size(block, platform.kernel_block_multiple, per_token, state)
+        if aligned != block:
+            block, block_why = aligned, (f"{aligned}: the attention page must hold one linear-attention layer's "
+                                         f"state ({state:,} B; _align_hybrid_block_size)")
     if launch.block_size is None or block != launch.block_size:
         defaults["block_size"] = (block, block_why)
     link = launch.interconnect or ("nvswitch" if name in NVSWITCH_GPUS else "pcie")
     if launch.interconnect is None and tp > 1:
         defaults["interconnect"] = (link, f"{link}: how {name} GPUs are linked in their usual servers")
-    fmt = weights_format(spec, launch.dtype)
-    kv_name = _kv_dtype(launch.kv_cache_dtype, fmt.compute_dtype)
     runner = model_runner(rules, spec, engine, platform.name)
     batches, batches_why = in_flight_batches(rules, platform, runner, launch.pipeline_parallel)
     in_flight = batches * batched
@@ -392,7 +403,8 @@ def resolve_launch(spec: ModelSpec, gpu: str | int, launch: VllmLaunch | None = 
                        max_model_len=max_len, max_num_seqs=seqs, max_num_batched_tokens=batched,
                        enable_chunked_prefill=chunked, sampler=sampler, block_size=block, platform=platform.name,
                        interconnect=link)
-    return ResolvedLaunch(spec, resolved, rules, platform, gpu, total, fmt, kv_name, runner, in_flight, defaults)
+    return ResolvedLaunch(spec, resolved, rules, platform, gpu, total, fmt, kv_name, runner, in_flight, defaults,
+                          state)
 
 
 def resolve(spec: ModelSpec, gpu: str | int, launch: VllmLaunch) -> tuple[VllmLaunch, dict[str, str]]:

@@ -80,10 +80,14 @@ def estimate_given_kv(spec: ModelSpec, resolved: ResolvedLaunch, *, refuse: bool
         notes.append(f"block_size {block} is not a multiple of {platform.kernel_block_multiple}: vLLM's CPU "
                      f"attention backend prefers multiples of {platform.kernel_block_multiple}")
     if any(g.kind in ("sliding", "chunked") for g in cap.groups):
-        notes.append(f"windows hold their tokens plus {in_flight:,} in flight: {resolved.why['max_in_flight_tokens']}")
-    if spec.states:
+        notes.append(f"a window holds window - 1 + {in_flight:,} tokens in flight (+ 1 block), the chunks of "
+                     f"chunked attention chunk + {in_flight:,}: vLLM's max_admission_blocks_per_request")
+    if spec.states and not resolved.state_bytes:
         notes.append(f"{len(spec.states)} linear-attention (Mamba/DeltaNet) layers are left out: their state pages "
-                     f"(vLLM's MambaSpec, padded to the attention page) are not modelled")
+                     f"(vLLM's MambaSpec) are modelled from 0.29 ('align' mode) on one pipeline stage")
+    elif spec.states:
+        notes.append(f"{len(spec.states)} linear-attention layers: a state of {resolved.state_bytes:,} B each, in a "
+                     f"page padded to the attention page, 2 pages a request (mamba_cache_mode 'align')")
     if any(s.block_size != block for s in layout.specs):
         notes.append(f"some layers hold {sorted({s.block_size for s in layout.specs} - {block})} tokens a block: a "
                      f"window layer takes the attention kernel's unit, and unify_kv_cache_spec_page_size scales a "

@@ -20,7 +20,10 @@ from ``vllm/v1/core/kv_cache_utils.py`` to ``vllm/v1/core/kv_cache_planning.py``
    ``in_flight`` is ``VllmConfig.max_in_flight_tokens = max_concurrent_batches x max_num_batched_tokens``
    from 0.26.0 (two batches under CUDA's default async scheduling); up to 0.25.0 it is
    ``max_num_batched_tokens`` (0.25.0 ``kv_cache_interface.py`` ``SlidingWindowSpec.max_memory_usage_bytes``).
-   Linear-attention (Mamba) state pages are not modelled here (the estimates say so).
+   * a linear-attention (Mamba, Gated DeltaNet) layer: its state, in one page padded to the attention page
+     (``MambaSpec``), 2 pages a request under ``mamba_cache_mode='align'`` (prefix caching on, from 0.29); the
+     attention block first grows until its page holds the state (``_align_hybrid_block_size``,
+     :func:`hybrid_block_size`).
    A sliding-window layer picks its own block (``Attention.get_kv_cache_spec``, 0.32/0.33
    ``vllm/model_executor/layers/attention/attention.py``: "SW chooses its own block_size"): the largest block
    the attention kernel runs within the user's page (``_largest_kernel_block_within``), so on the CPU, whose
@@ -87,7 +90,7 @@ def cdiv(a: int, b: int) -> int:
 class LayerSpec:
     """One attention layer's KV spec as vLLM builds it: its kind, page bytes and window (or chunk)."""
 
-    kind: str                 # "full", "sliding", "chunked" or "mla"
+    kind: str                 # "full", "sliding", "chunked", "mla" or "mamba"
     page_bytes: int
     block_size: int
     window: int | None = None
@@ -102,6 +105,8 @@ class LayerSpec:
             return cdiv(min(self.window - 1 + max_in_flight_tokens, max_model_len), self.block_size) + 1
         if self.kind == "chunked":
             return cdiv(min(self.window + max_in_flight_tokens, max_model_len), self.block_size)
+        if self.kind == "mamba":      # MambaSpec.max_memory_usage_bytes, mamba_cache_mode 'align'
+            return 2
         return cdiv(max_model_len, self.block_size)
 
     @property
@@ -228,6 +233,42 @@ def layer_specs(spec: ModelSpec, *, kv_bytes: Fraction | int, block_size: int, t
         else:
             out.append(LayerSpec("full", page, block_size))
     return out
+
+
+def state_bytes(spec: ModelSpec, *, conv_bytes: Fraction | int, ssm_bytes: Fraction | int,
+                tensor_parallel: int = 1) -> int:
+    """One linear-attention layer's state on one GPU (``MambaSpec.page_size_bytes`` before padding): the conv
+    state (``conv_dim x (kernel - 1)``, the model's dtype) and the recurrent state (``v_heads x d_k x d_v``, the
+    SSM dtype), both split over tensor-parallel ranks (``gated_delta_net_state_shape``, 0.32
+    ``model_executor/layers/mamba/mamba_utils.py``); 0 for a model without such layers.
+
+    The tiny Qwen3-Next of the oracle (conv 256 x 3 in bf16, 4 x 32 x 32 in fp32): 1,536 + 16,384 = 17,920 B.
+    """
+    if not spec.states:
+        return 0
+    st = spec.states[0]
+    return math.ceil(st.conv_values * Fraction(conv_bytes) / tensor_parallel
+                     + st.recurrent_values * Fraction(ssm_bytes) / tensor_parallel)
+
+
+def hybrid_block_size(block_size: int, kernel_block_multiple: int | None, attention_bytes_per_token: int,
+                      state_page_bytes: int) -> int:
+    """The attention block of a hybrid model (``_align_hybrid_block_size``, 0.32 ``vllm/platforms/interface.py``):
+    the smallest multiple of ``max(kernel unit, block_size)`` whose page holds one layer's state.
+
+    Qwen3-Next-80B on an H100 (2 KV heads of 256 in bf16: 2,048 B a token; its state 32 x 128 x 128 + 3 x 8,192
+    values in bf16, 1,097,728 B) takes 544-token blocks, the figure vLLM's ROCm backend names for it
+    (``rocm_attn.py``: "qwen3-next with block_size 544"):
+
+    >>> hybrid_block_size(16, 16, 2048, 1_097_728)
+    544
+    """
+    if not state_page_bytes or not attention_bytes_per_token:
+        return block_size
+    unit = kernel_block_multiple or 1
+    align = max(unit, block_size)
+    block = align * cdiv(state_page_bytes, align * attention_bytes_per_token)
+    return max(block_size, unit * cdiv(block, unit))
 
 
 def _uniform(specs: list[LayerSpec]) -> bool:
@@ -365,7 +406,7 @@ def kv_layout(spec: ModelSpec, *, kv_bytes: Fraction | int, block_size: int, max
               max_in_flight_tokens: int, engine: str = "V1", tensor_parallel: int = 1,
               layers: tuple[LayerCache, ...] | None = None, hybrid_allocator: bool = True,
               tokens_rule: str = "concurrency", null_block: bool = True, gib_format: str = "round",
-              kernel_block_multiple: int | None = None) -> KVLayout:
+              kernel_block_multiple: int | None = None, state_layers: int = 0) -> KVLayout:
     """The :class:`KVLayout` of ``layers`` (default: all of ``spec``'s attention layers) on one GPU.
 
     Gemma-3-4B (5 full and 29 sliding layers): groups of 5, the sliding ones 6 groups with 1 padding layer; a
@@ -382,6 +423,9 @@ def kv_layout(spec: ModelSpec, *, kv_bytes: Fraction | int, block_size: int, max
     specs = tuple(layer_specs(spec, kv_bytes=kv_bytes, block_size=block_size, tensor_parallel=tensor_parallel,
                               layers=layers, hybrid_allocator=hybrid_allocator and not v0,
                               kernel_block_multiple=None if v0 else kernel_block_multiple))
+    if state_layers and specs and not v0:    # MambaSpec: one page padded to the attention page (page_size_padded)
+        page = max(s.page_bytes for s in specs)
+        specs = specs + tuple(LayerSpec("mamba", page, block_size) for _ in range(state_layers))
     if v0 and specs:     # V0: one block spans every layer; windows are ignored
         specs = tuple(LayerSpec("full", s.page_bytes, block_size) for s in specs)
         groups = (KVGroup("full", None, tuple(range(len(specs))), tuple(s.page_bytes for s in specs)),)

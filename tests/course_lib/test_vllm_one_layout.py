@@ -9,14 +9,14 @@ model with windowed layers (gpt-oss-20b on an H100 at 128k: 17.51x against 16.53
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from course_lib.errors import CourseInputError
 from course_lib.presets import get_model
 from course_lib.runtimes import VllmLaunch, estimate_vllm
 
 MODELS = ("gpt-oss-20b", "gemma-3-27b", "gemma-2-9b", "mistral-7b", "llama-3.1-8b", "qwen2-7b", "gemma-3-4b",
-          "llama-4-scout", "deepseek-v2-lite")
+          "llama-4-scout", "deepseek-v2-lite", "qwen3-next-80b-a3b")
 #: V1 releases either side of each KV rule's row (hybrid allocator 0.9.2, token rule 0.11, null block 0.29, in-flight
 #: windows 0.26, the V2 runner 0.22-0.29)
 RELEASES = ("0.9.2", "0.10.1", "0.11.0", "0.21.0", "0.25.0", "0.26.0", "0.28.0", "0.29.0", "0.32.0", "0.33.0")
@@ -46,6 +46,12 @@ def _both(model, gpu, version, **knobs):
        max_model_len=st.sampled_from([None, 4096, 8192, 32768, 131072]), block_size=st.sampled_from([None, 16, 32]),
        kv_cache_dtype=st.sampled_from(["auto", "fp8"]), tensor_parallel=st.sampled_from([1, 2, 4]),
        entrypoint=st.sampled_from(["serve", "llm"]), max_num_batched_tokens=st.sampled_from([None, 1024, 8192]))
+@example(model="qwen3-next-80b-a3b", gpu="h100-80gb", version="0.33.0", max_model_len=None, block_size=None,
+         kv_cache_dtype="auto", tensor_parallel=4, entrypoint="serve", max_num_batched_tokens=None)
+@example(model="gpt-oss-20b", gpu="h100-80gb", version="0.33.0", max_model_len=131072, block_size=None,
+         kv_cache_dtype="auto", tensor_parallel=1, entrypoint="serve", max_num_batched_tokens=None)
+@example(model="gemma-3-4b", gpu="l4", version="0.28.0", max_model_len=131072, block_size=16,
+         kv_cache_dtype="fp8", tensor_parallel=1, entrypoint="llm", max_num_batched_tokens=1024)
 def test_the_profile_pool_fed_back_gives_the_same_pool(model, gpu, version, **knobs):
     got = _both(model, gpu, version, **knobs)
     if got is None:
