@@ -88,7 +88,9 @@ def run(path: Path, timeout: int = 900) -> dict:
             os.environ["NBGRADER_EXECUTION"] = env_before
     seconds = time.perf_counter() - start
     printed = figures = errors = 0
-    for cell in nb.cells:
+    by_cell = {}
+    for i, cell in enumerate(nb.cells):
+        before = printed
         for out in cell.get("outputs", []):
             if out.output_type == "stream":
                 printed += words(out.text)
@@ -100,7 +102,11 @@ def run(path: Path, timeout: int = 900) -> dict:
                     printed += words(data["text/plain"])
             elif out.output_type == "error":
                 errors += 1
-    return {"printed_words": printed, "figures": figures, "errors": errors, "run_seconds": round(seconds, 1)}
+        if printed > before:
+            by_cell[cell.get("id") or f"cell-{i}"] = printed - before
+    largest = dict(sorted(by_cell.items(), key=lambda kv: -kv[1])[:6])
+    return {"printed_words": printed, "figures": figures, "errors": errors, "run_seconds": round(seconds, 1),
+            "largest_outputs": largest}
 
 
 def estimate(counts: dict, ran: dict) -> dict:

@@ -98,10 +98,10 @@ notebook("lesson")
 md("""
 # L14.4 — Model Loading and Memory (notebook 1 of 2: the lesson)
 
-Two notebooks, in this order: **this one, the lesson** (at most 90 minutes if you know transformers: the
-lesson text, its lab, questions and explain-it-back; **31 points**: 26 autograded points, 3 for your
+Two notebooks, in this order: **this one, the lesson** (about 80 minutes if you know transformers, by an
+estimate from its word counts: the lesson text, its lab, questions and explain-it-back; **31 points**: 26 autograded points, 3 for your
 written explanation, 2 for the lab edit), then `l14-04-runtime-lab.ipynb`, **the runtime lab** (what vLLM will
-actually allocate; at most 75 minutes; **18 autograded points**). **Total: 49.**
+actually allocate; about 65 minutes by the same estimate; **18 autograded points**). **Total: 49.**
 
 Work top to bottom; cells marked *YOUR CODE HERE* are yours. **GB = 10^9 bytes, GiB = 2^30 bytes.**
 The visible checks (the *Validate* button) try your functions on their own inputs, in the grader's words;
@@ -748,8 +748,8 @@ md("""
 ## What vLLM will actually allocate
 
 The lesson built a budget by hand; this notebook reads the one vLLM makes for itself when it starts:
-its start-up logs, blocks and concurrency, the knobs that move its pools, and a launch decision (at most
-75 minutes; **18 autograded points** of the assignment's 49). Figures that depend on fitted constants
+its start-up logs, blocks and concurrency, the knobs that move its pools, and a launch decision (about 65
+minutes, estimated from word counts; **18 autograded points** of the assignment's 49). Figures that depend on fitted constants
 are **course_lib's estimate of vLLM's rule (within 10% on published logs)**: the rule is vLLM's
 (`gpu_worker.py`, `determine_available_memory`), three of its magnitudes are fitted. Inside that 10%
 the honest answer is *measure it*. Checks and predictions work as in the lesson; hand this notebook in

@@ -206,7 +206,9 @@ def test_every_verb_exits_zero(course):
 
 def test_release_layout_hides_solutions(course):
     folder = course["root"] / "release" / ASSIGNMENT
-    assert sorted(p.name for p in folder.iterdir()) == sorted([*NOTEBOOKS, LAB.name])
+    # the notebooks, the lab file, and the predictions' record (released empty; issue 41)
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*NOTEBOOKS, LAB.name, "l14-04-predictions.json"])
+    assert json.loads((folder / "l14-04-predictions.json").read_text()) == {}
     text = (folder / NOTEBOOK).read_text()
     for secret in ("BEGIN SOLUTION", "HIDDEN TESTS", "_course_hidden", "return device_gb - weights_gb - workspace_gb"):
         assert secret not in text

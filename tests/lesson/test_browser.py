@@ -460,8 +460,8 @@ def _observe_runtime(page, s: Session) -> dict:
     """The runtime lab while it is in front: its tracebacks, its plots for the eye, and the launch explorer
     (Task R7) before and after its KV-cache dtype is set to fp8."""
     observed = {"tracebacks": _stderr_tracebacks(page)}
-    for name, text in (("r08-chat", "show_chat_comparison()"), ("r09-loading-offload", "show_loading_and_offload()"),
-                       ("r10-log-changes", "show_log_changes()")):
+    for name, text in (("r08-chat", "show_chat_comparison("), ("r09-loading-offload", "show_loading_and_offload()"),
+                       ("r10-log-changes", "show_log_changes(")):
         cell = _code_cell(page, text)
         cell.scroll_into_view_if_needed()
         s.shot(name, cell)
@@ -488,7 +488,7 @@ def _observe_runtime(page, s: Session) -> dict:
                            timeout=15_000)
     observed["explorer_text"] = explorer.inner_text()
     s.shot("12-launch-explorer-fp8", explorer)
-    decision = _code_cell(page, "print(practice.decision_verdict(decision))")
+    decision = _code_cell(page, "print(practice.show_launch(decision))")
     decision.scroll_into_view_if_needed()
     s.shot("r13-decision", decision)
     return observed

@@ -84,7 +84,9 @@ def show_simulation(out_dir: str | Path | None = None) -> dict[str, Any]:
     """
     trace = lesson_trace(11)
     runs = {policy: simulate(trace, lesson_config(policy)) for policy in ("reserve-max", VLLM_V1)}
-    print(simulation_report(runs["reserve-max"], lesson_budget(), LESSON_KV_SOURCE, max_listed=1))
+    report = simulation_report(runs["reserve-max"], lesson_budget(), LESSON_KV_SOURCE, max_listed=1).splitlines()
+    # the budget, and the one request that waited (the eleventh): the table below has the rest
+    print("\n".join(line for line in report if line.startswith(("KV budget", "  r"))))
     print()
     print(comparison_table(list(runs.items())))
     path = plot_simulation([("reserve-max: reserve prompt + max_new_tokens", runs["reserve-max"]),

@@ -5,8 +5,8 @@ with the same functions, so a learner who validates reads the same message the g
 No function here computes a graded expected value or scores a graded decision (issue 41): each
 ``*_slip`` is *given* the right value, and the visible checks carry their own inputs with their
 right values worked by hand beside them; the formulas of the graded values, and the rule that scores
-the launch decision, live in the grader's package (``lessons/l14_04/checks.py``) only. The visible checks try the learner's code on inputs of their own, never the graded
-ones, with the same edge cases (a boundary that ``<`` or ``<=`` decides, a quotient that does not
+the launch decision, live in the grader's package (``lessons/l14_04/checks.py``) only. The visible
+checks try the learner's code on inputs of their own, never the graded ones, with the same edge cases (a boundary that ``<`` or ``<=`` decides, a quotient that does not
 come out whole, a block only partly filled); single-value answers and predictions are the
 grader's alone (a visible check on them would let a learner try values until one passes), so
 their visible part checks the form of the answer only, or its agreement with the learner's own

@@ -13,8 +13,9 @@ that forgets it, not a learner set on forging one; it keeps an honest learner's 
 >>> folder = tempfile.mkdtemp()
 >>> commit("demo", {"x": 3}, lambda v: None, folder=folder)
 {'x': 3}
->>> commit("demo", {"x": 4}, lambda v: None, folder=folder)       # revealed already: 3 stands
-prediction 'demo' was committed at its first reveal as {'x': 3}; your notebook now says {'x': 4}: the grader grades {'x': 3}
+>>> commit("demo", {"x": 4}, lambda v: None, folder=folder)       # doctest: +NORMALIZE_WHITESPACE
+prediction 'demo' was committed at its first reveal as {'x': 3}; your notebook now says {'x': 4}:
+the grader grades {'x': 3}
 {'x': 3}
 >>> read_record(folder)["demo"]["values"]
 {'x': 3}
@@ -89,7 +90,7 @@ def commit(key: str, values: dict, slip: Callable[[dict], str | None], folder: s
         committed = entry["values"]
         if committed != json.loads(json.dumps(values)):
             print(f"prediction {key!r} was committed at its first reveal as {committed}; your notebook now says "
-                  f"{values}: the grader grades {committed}")
+                  f"{values}:\nthe grader grades {committed}")
         return committed
     record[key] = {"values": values, "sha256": digest(key, values)}
     try:
