@@ -20,7 +20,8 @@ from course_lib.models import from_hf_config, kv_cache_bytes_per_token  # noqa: 
 ROWS = (("deepseek-ai/DeepSeek-V4-Flash", "deepseek_v4"), ("Qwen/Qwen3.5-9B", "qwen3_5"),
         ("MiniMaxAI/MiniMax-M2.7", "minimax_m2"), ("nvidia/Kimi-K2.5-NVFP4", "kimi_k25"),
         ("LiquidAI/LFM2.5-1.2B-Instruct", "lfm2"), ("unsloth/GLM-4.7-Flash-FP8-Dynamic", "glm4_moe_lite"),
-        ("a Nemotron-H", "nemotron_h"), ("a Gemma-4 12B / 26B-A4B", "gemma4"), ("XiaomiMiMo/MiMo-V2-Flash", "mimo_v2_flash"))
+        ("a Nemotron-H", "nemotron_h"), ("a Gemma-4 12B / 26B-A4B", "gemma4"),
+        ("XiaomiMiMo/MiMo-V2-Flash", "mimo_v2_flash"))
 
 
 def main() -> int:
@@ -36,7 +37,8 @@ def main() -> int:
             print(f"| {repo} | `{model_type}` | refused in one line: {str(exc)[:100]} | - | - |")
             continue
         how = "meta device" if any("meta device" in n for n in spec.notes) else "formula"
-        print(f"| {repo} | `{model_type}` | {how} | {spec.params_total:,} | {kv_cache_bytes_per_token(spec, 'bf16'):,} |")
+        per_token = kv_cache_bytes_per_token(spec, "bf16")
+        print(f"| {repo} | `{model_type}` | {how} | {spec.params_total:,} | {per_token:,} |")
     return 0
 
 

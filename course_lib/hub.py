@@ -155,8 +155,12 @@ def _refusal(exc: BaseException, repo_id: str, revision: str, is_offline: bool) 
     if is_offline:
         return CourseInputError(f"{what}: HF_HUB_OFFLINE is set and config.json of revision {revision!r} is not in "
                                 f"the Hub cache ({hub_cache()}); run once online to cache it, or give --config PATH")
-    if isinstance(exc, hf.HfHubHTTPError) and getattr(getattr(exc, "response", None), "status_code", 0) == 401:
+    status = getattr(getattr(exc, "response", None), "status_code", 0) if isinstance(exc, hf.HfHubHTTPError) else 0
+    if status == 401:
         return CourseInputError(f"{what}: the Hub refused the token (401); set a valid HF_TOKEN")
+    if status:
+        return CourseInputError(f"{what}: the Hub answered {status} ({type(exc).__name__}); check the repo on "
+                                f"huggingface.co/{repo_id}, or give --config PATH")
     return CourseInputError(f"{what}: the Hub could not be reached and nothing is cached "
                             f"({type(exc.__cause__ or exc).__name__}); connect, or set HF_HUB_OFFLINE=1 with "
                             f"a cached copy, or give --config PATH")

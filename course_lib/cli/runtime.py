@@ -94,9 +94,9 @@ def add_runtime_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--host-used", metavar="SIZE",
                    help="unified memory (gb10, strix-halo): what the OS, other processes and the page cache hold of "
                         "the shared pool (default: the preset's, 4 GiB on gb10; 0 on a card with its own memory). "
-                        "TensorRT-LLM takes it off the free memory; vLLM 0.33 refuses to start when it leaves less than "
-                        "total x utilization (vLLM counts the page cache as free: leave it out for vLLM); SGLang "
-                        "starts from what it leaves")
+                        "TensorRT-LLM takes it off the free memory; vLLM 0.33 refuses to start when it leaves less "
+                        "than total x utilization (vLLM counts the page cache as free: leave it out for vLLM); "
+                        "SGLang starts from what it leaves")
 
 
 MM_MODALITIES = ("image", "video", "audio")

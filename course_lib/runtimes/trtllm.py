@@ -42,7 +42,7 @@ from ..units import GiB
 from .profile import forward_peak_bytes, stage_weight_bytes, stages
 from .releases import Change, History
 from .result import RuntimeEstimate, Term
-from .unified import host_used
+from .unified import device, host_used
 from .versions import Version
 
 #: TensorRT-LLM's release history as data (see :mod:`.releases`). 1.2.1 is modelled with 1.2.0's rules: its
@@ -169,10 +169,24 @@ def estimate_trtllm(spec: ModelSpec, *, gpu: str | int, launch: TrtllmLaunch | N
         defaults=why, terms=terms, runtime_kv_cache_bytes=kv, num_gpu_blocks=blocks, kv_cache_tokens=blocks * block,
         max_concurrency=blocks * block / max_seq, kv_cache_bytes_per_token=per_token, block_size=block,
         fitted=("decoder bytes per slot and logit",),
-        notes=("CUDA context assumed 0.55 GiB",) + ((f"TensorRT-LLM {version}'s source was not read "
+        notes=("CUDA context assumed 0.55 GiB",) + _page_cache_note(gpu, launch, free, frac, weights) + ((
+                   f"TensorRT-LLM {version}'s source was not read "
                                                      f"({SOURCE_NOT_READ[version]}): the rules of the release before",)
                                                     if version in SOURCE_NOT_READ else ()),
         unchecked_rules=unchecked)
+
+
+def _page_cache_note(gpu: str | int, launch: TrtllmLaunch, free: int, frac: float, weights: int) -> tuple[str, ...]:
+    """On a unified device with the host's default share: the KV cache if the checkpoint just read stays in the
+    page cache (counted as used there), the other end of the range the default leaves open."""
+    preset = device(gpu)
+    if preset is None or not preset.unified or launch.host_used_bytes is not None:
+        return ()
+    low = int(frac * max(0, free - weights))
+    return (f"unified memory: TensorRT-LLM counts the page cache as used; as much of the {weights / GiB:.2f} GiB "
+            f"checkpoint just read as stays cached comes off, down to a KV cache of {low / GiB:.2f} GiB if all of "
+            f"it does. Give --host-used (a previous launch's logged 'Memory used outside torch' less 0.55 GiB), or "
+            f"drop the page cache before the launch",)
 
 
 def _communicator_bytes(gpu: str | int, launch: TrtllmLaunch, why: dict[str, str]) -> tuple[int, str]:
