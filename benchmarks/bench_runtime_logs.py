@@ -1,6 +1,6 @@
 """Accuracy of the runtime-faithful estimate against real start-up logs, case by case.
 
-    .venv/bin/python benchmarks/bench_runtime_logs.py [--set visible|dev|heldout|heldout_c|heldout_d|all] [--json OUT]
+    .venv/bin/python benchmarks/bench_runtime_logs.py [--set visible|dev|heldout|heldout_c|heldout_d|set_2026|all] [--json OUT]
 
 For every case of a manifest it reads the log with ``course_lib.logs.read_startup_log`` exactly as
 ``course-memory from-log`` does, predicts the KV cache for the launch the log shows (the model
@@ -21,7 +21,13 @@ The sets:
   investigated, run once with the estimator as it was (its first results:
   benchmarks/runtime_logs/results/heldout-c-first-run.json), never fitted on;
 * ``heldout_d``: ``benchmarks/runtime_logs/heldout_d/``, a fourth set (more SGLang/TensorRT-LLM, direct vLLM launches,
-  no Unsloth launches) collected without running the estimator on it, never fitted on.
+  no Unsloth launches) collected without running the estimator on it, never fitted on;
+* ``set_2026``: ``benchmarks/runtime_logs/set_2026/``, start-up logs of 2026 models (vLLM 0.25+, SGLang 0.5.x,
+  TensorRT-LLM 1.x) whose models are given by Hub id only: run it with ``HF_HOME`` at the set's ``hub_cache/`` and
+  ``HF_HUB_OFFLINE=1`` (results: benchmarks/results/logs-2026.md).
+
+A case's model is, in order: the manifest's preset, its Hub id read from the Hugging Face cache (``course_lib.hub``,
+cache only: a benchmark never touches the network), the preset its name matches, the manifest's config.
 """
 
 from __future__ import annotations
@@ -55,17 +61,24 @@ SETS = {
     "heldout": ROOT / "benchmarks" / "runtime_logs" / "heldout",
     "heldout_c": ROOT / "benchmarks" / "runtime_logs" / "heldout_c",
     "heldout_d": ROOT / "benchmarks" / "runtime_logs" / "heldout_d",
+    "set_2026": ROOT / "benchmarks" / "runtime_logs" / "set_2026",
 }
 
 
 def _spec(case):
-    """The manifest's preset, else the preset course-memory from-log finds for the model's id, else its config.
+    """The manifest's preset, else the model's Hub id as the Hugging Face cache holds it, else the preset
+    course-memory from-log finds for the model's id, else the manifest's config.
 
     (A preset holds the published config whole; a manifest's config can be a stand-in, as the visible
     mllama case's text-only one.)
     """
     model = case["model"]
-    preset = model.get("preset") or preset_for(model.get("hf_id"))
+    if model.get("preset"):
+        return get_model(model["preset"])
+    hub = _hub_spec(model.get("hf_id"))
+    if hub is not None:
+        return hub
+    preset = preset_for(model.get("hf_id"))
     if preset:
         return get_model(preset)
     if model.get("config"):
@@ -74,11 +87,28 @@ def _spec(case):
     return None
 
 
+def _hub_spec(hf_id):
+    """The spec of a Hub id from the local Hugging Face cache only (None when it is not cached)."""
+    from course_lib.hub import hub_spec, is_hub_id, resolve
+
+    if not is_hub_id(hf_id):
+        return None
+    try:
+        resolve(hf_id, cache_only=True)
+    except CourseInputError:
+        return None          # not in the cache: the next source, not a refusal
+    return hub_spec(hf_id, cache_only=True)
+
+
 def _with_known_version(log, case):
-    """A release the log does not print but the case's source dates (the manifest's version field, or flags.json)."""
+    """A release the log does not print but the case's source dates (the manifest's version field, or flags.json).
+
+    A release the reader only inferred from the log's format (``vllm_version_inferred``, a lower bound such as
+    "v0.12 and later") gives way to the one the source states; a release the log prints is kept.
+    """
     flags = FLAGS.get(case["id"], {})
     key = {"vllm": "vllm_version", "sglang": "sglang_version", "trtllm": "trtllm_version"}[log.runtime]
-    have = log.launch.get(key) or log.launch.get("vllm_version_inferred")
+    have = log.launch.get(key)
     version = flags.get(key) or parse_version(str(case.get("version") or ""))
     if version and not (have and parse_version(have)):
         log = replace(log, launch=dict(log.launch, **{key: str(version)}))

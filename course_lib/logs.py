@@ -305,7 +305,10 @@ def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[s
             if m is not None:
                 ev[key] = m.group(0)[:160]
 
-    m = re.search(r"(?:vLLM API server version|LLM engine \(v|version|vllm-openai:v|vllm==)\s*v?(\d+\.\d+[\w.+-]*)", text)
+    # vLLM's own version lines first, wherever they stand: a bare "version" also matches the CUDA line before them
+    # ("Using CUDA 13.1 driver version 590.48.01", NVIDIA's NGC banner), so it is the last resort, never a driver's
+    m = (re.search(r"(?:vLLM API server version|LLM engine \(v|vllm-openai:v|vllm==)\s*v?(\d+\.\d+[\w.+-]*)", text)
+         or re.search(r"(?<!driver )(?<!CUDA )(?<!NVIDIA )(?<!Driver )\bversion\s*v?(\d+\.\d+[\w.+-]*)", text))
     note("vllm_version", m, m.group(1) if m else None)
     inferred = infer_vllm_version(text)
     release = parse_version(launch.get("vllm_version")) or parse_version((inferred or (None,))[0])
@@ -524,7 +527,8 @@ def _read_trtllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict
     if m:
         launch["trtllm_version"], ev["trtllm_version"] = m.group(1), m.group(0)
     m = re.search(r'repo_id = "([^"]+)"|--model_dir[= ]+(\S+)|--hf_model_dir[= ]+(\S+)|--tokenizer_dir[= ]+(\S+)|'
-                  r"\bmodel='([^']+)'", text)      # the last: the PyTorch backend's LLM args dump
+                  r"\bmodel='([^']+)'|"      # the PyTorch backend's LLM args dump
+                  r"Starting trtllm-serve for model (\S+?)(?= on port|\.\.\.|\s|$)", text)   # NVIDIA's playbook banner
     if m:
         launch["model"] = next(g for g in m.groups() if g)
     for key, names, conv in (("max_batch_size", ("max_batch_size",), int),

@@ -50,7 +50,8 @@ from .versions import Version
 #: TP >= 4 on GPUs of 20-35 GiB), prefill_graphs (piecewise / prefill CUDA graphs on by default on CUDA, whose
 #: non-torch memory the reserve counts).
 HISTORY = History("sglang", (
-    Change("0.3.0", {"mem_fraction": "by-tp", "small_gpu": (2048, 24, 80), "prefill_graphs": False},
+    Change("0.3.0", {"mem_fraction": "by-tp", "small_gpu": (2048, 24, 80), "prefill_graphs": False,
+                     "vlm_fraction": False, "mm_reserve_mib": 0},
            "python/sglang/srt/server_args.py (0.3.0)", checked_by="visible L4 log (0.4.3)"),
     Change("0.5.3", {"mem_fraction": "reserved"},
            "python/sglang/srt/server_args.py (0.5.3, PR #10975: 'General heuristics for --mem-fraction-static')",
@@ -62,6 +63,14 @@ HISTORY = History("sglang", (
     Change("0.5.20", {"small_gpu": (4096, 48, 160)},
            "python/sglang/srt/arg_groups/memory_hook.py (0.5.20): 'A10, 4090, 5090 (chunked_prefill_size 4k, "
            "max_bs 48 if tp < 4 else 160)'"),
+    # Read in the 0.5.20 and 0.5.23 wheels (identical on this path; releases before 0.5.20 not read for it): a
+    # multimodal model's default share is cut by the vision tower's size, and the KV budget keeps 100 MiB
+    # (SGLANG_VLM_CACHE_SIZE_MB) for the embedding cache. 0.5.23 otherwise sizes the pool as 0.5.20 does:
+    # post-capture KV sizing exists but is opt-in (SGLANG_ENABLE_POST_CAPTURE_KV_SIZING=False by default,
+    # environ.py), and only the DP-attention reserve changed (attn_dp_size; DP attention is not modelled).
+    Change("0.5.20", {"vlm_fraction": True, "mm_reserve_mib": 100},
+           "python/sglang/srt/arg_groups/memory_hook.py adjust_mem_fraction_for_vlm and "
+           "mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb (0.5.20, 0.5.23)"),
 ), known=("0.3", "0.4", *(f"0.5.{p}" for p in range(24))))
 KNOWN_VERSIONS = HISTORY.known
 LATEST = HISTORY.latest
@@ -147,6 +156,23 @@ def default_mem_fraction_static(version: Version, gpu_total_bytes: int, tp: int,
     return round((gpu_mib - reserved) / gpu_mib, 3)
 
 
+def vlm_fraction_factor(vision_config) -> float:
+    """What SGLang multiplies a multimodal model's default ``mem_fraction_static`` by (``adjust_mem_fraction_for_vlm``,
+    memory_hook.py, 0.5.20 and 0.5.23): 0.95, times 1 - 0.1 x (the tower's layers x hidden^2 over ViT-L/14's
+    24 x 1024^2, minus 1), clamped to [0.8, 1.05]. The tower's size is read as SGLang reads it,
+    ``num_hidden_layers`` (default 24) and ``hidden_size`` (default 1024).
+
+    >>> vlm_fraction_factor({"num_hidden_layers": 24, "hidden_size": 1024})       # ViT-L/14 itself: 0.95
+    0.95
+    >>> round(vlm_fraction_factor({"depth": 27, "hidden_size": 1152}), 4)          # a key SGLang does not read: 24
+    0.9248
+    """
+    layers = vision_config.get("num_hidden_layers", 24)
+    hidden = vision_config.get("hidden_size", 1024)
+    ratio = layers * hidden ** 2 / (24 * 1024 ** 2)
+    return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
+
+
 def _capture_sizes(max_bs: int) -> int:
     """SGLang's cuda_graph_bs: [1, 2, 4, 8, 12] + range(16, 257, 8) + range(272, 512, 16) + ..., up to max_bs."""
     sizes = [1, 2, 4, 8, 12] + list(range(16, 257, 8)) + list(range(272, 512, 16)) + list(range(512, max_bs + 1, 32))
@@ -221,6 +247,11 @@ def estimate_sglang(spec: ModelSpec, *, gpu: str | int, launch: SglangLaunch | N
                                       + ("(by TP size)" if rules.mem_fraction == "by-tp"
                                          else "((gpu_mem - reserved) / gpu_mem"
                                          + (f"; reserved includes {prefill_why})" if prefill_mib else ")")))
+        if rules.vlm_fraction and spec.vision_config:
+            used.append("vlm_fraction")
+            factor = vlm_fraction_factor(spec.vision_config)
+            mfs = mfs * factor
+            why["mem_fraction_static"] += f", x {factor:.4f} for the vision tower = {mfs:.4f}"
     context_length = launch.context_length or spec.max_position_embeddings or 4096
     fmt = weights_format(spec, launch.dtype)
     kv_name = fmt.compute_dtype if launch.kv_cache_dtype in ("auto", None) else get_dtype(
@@ -230,7 +261,10 @@ def estimate_sglang(spec: ModelSpec, *, gpu: str | int, launch: SglangLaunch | N
     offloaded = offloaded_bytes(spec, fmt, stage, launch.cpu_offload_gb)
     weights = stage_weight_bytes(spec, fmt, stage) - offloaded + rotary_cache_bytes(spec) + LOAD_OVERHEAD_BYTES
     reserve = math.ceil(at_start * (1 - mfs))
-    available = at_start - weights - reserve
+    mm_reserve = rules.mm_reserve_mib * MiB if spec.vision_config else 0
+    if mm_reserve:
+        used.append("mm_reserve_mib")
+    available = at_start - weights - reserve - mm_reserve
     cell = kv_cache_bytes_per_token(spec, get_dtype(kv_name), tp)
     if pp > 1:
         cell = math.ceil(cell * stage.layer_share)
@@ -246,7 +280,9 @@ def estimate_sglang(spec: ModelSpec, *, gpu: str | int, launch: SglangLaunch | N
              + (" - torch.distributed init" if tp * pp > 1 else "") + " (fitted)", +1),
         Term("weights", weights, f"{fmt.describe()}, + rotary cache + load overhead (fitted)"
              + (f"; {offloaded / GiB:.2f} GiB of layers offloaded to the CPU (--cpu-offload-gb)" if offloaded else "")),
-        Term("reserved", reserve, f"(1 - mem_fraction_static {mfs}) x free_at_start: activations, sampler, CUDA graphs"),
+        Term("reserved", reserve, f"(1 - mem_fraction_static {mfs:.4g}) x free_at_start: activations, sampler, CUDA graphs"),
+        *((Term("mm_reserve", mm_reserve, f"{rules.mm_reserve_mib} MiB of the KV budget kept for the multimodal "
+                                          f"embedding cache (SGLANG_VLM_CACHE_SIZE_MB)"),) if mm_reserve else ()),
         Term("activation_peak", 0, "not profiled by SGLang: it lives in the reserved share", 0),
         Term("non_torch", 0, "counted in free_at_start (context) and the load", 0),
         Term("cuda_graph", graph, f"{graphs} batch sizes up to {max_bs}, captured after the pool (in the reserved share)",
