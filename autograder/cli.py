@@ -10,6 +10,7 @@ grader itself failed, 130 when interrupted.
     course-grade release --out release
     course-grade autograde submitted --out results --workers 2
     course-grade autograde submitted --out results --source course/source --assignment ps1
+    course-grade autograde submitted --out results --source course/source --python /opt/course/.venv/bin/python
     course-grade autograde submitted --out results --scheduler tls://grader0:8786 --tls-ca-file dask.pem --tls-cert dask.pem --tls-key dask.key
     course-grade feedback results
     course-grade formgrader results

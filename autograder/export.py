@@ -183,7 +183,9 @@ def csv_text(results: dict[str, StudentResult], manual: dict[str, float | None],
                 question_ids.append(gid)
             labels[gid] = labels.get(gid) or q.label
     fields = CSV_FIELDS + question_ids
-    lines = [csv_row(CSV_FIELDS + [labels.get(gid) or gid for gid in question_ids])]   # a column per test, by its label
+    # a column per test, headed by its label (its key where that would repeat a fixed column's name)
+    lines = [csv_row(CSV_FIELDS + [gid if labels.get(gid) in (None, "", *CSV_FIELDS) else labels[gid]
+                                   for gid in question_ids])]
     for sid, r in sorted(results.items()):
         m = manual.get(sid)
         row = {"student_id": sid, "status": r.status, "score": r.score, "max_score": r.max_score,

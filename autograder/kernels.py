@@ -9,7 +9,9 @@ the name from the instructor's notebook (a learner cannot pick the kernel) and:
   (``xpython``, ``conda-env-py``): graded in course-grade's own Python kernel (ipykernel, forked into
   the sandbox), with one line to the instructor when the name is not ``python3``;
 - a kernel of **another language** (R, Julia): its installed kernelspec's command, run in the sandbox
-  (a fresh process under bubblewrap, as any kernel the fork server cannot make);
+  (a fresh process under bubblewrap, as any kernel the fork server cannot make). The sandbox shows the
+  system (``/usr``, ``/etc``...) and the Pythons, not ``/opt`` or a home folder: a kernel installed there
+  (a Julia depot in ``~/.julia``) does not start, and its hand-ins say the kernel died;
 - such a kernel that is **not installed**: the batch is refused before anything is graded, in one line
   naming it and the installed kernels.
 
