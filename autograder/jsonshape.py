@@ -20,7 +20,8 @@ passes of C-speed byte operations, a piece at a time, and builds nothing but tho
    ``max_containers`` bytes, since the count was bounded first.
 
 A text that is not JSON may be counted wrongly, but then ``json.loads`` refuses it anyway, and only
-after building what came before the error: that prefix is JSON, and counted right.
+after building what came before the error: that prefix is JSON, and counted right, its brackets left open
+included (each is a level: ``json.loads`` recursed down 30,000 ``[`` before it found no ``]``).
 
 >>> shape(b'{"cells": [{"source": "x = [[1]]  # not counted: a string"}], "n": [1, [2, {}]]}')
 Shape(depth=4, containers=6, strings=4, values=10)
@@ -73,6 +74,10 @@ def shape(data: bytes, *, max_depth: int = 1_000_000, max_containers: int = 100_
 
     >>> shape(b'"[[["')
     Shape(depth=0, containers=0, strings=1, values=1)
+    >>> shape(b"[" * 30_000, max_depth=100)
+    Traceback (most recent call last):
+    ...
+    autograder.jsonshape.TooLarge: nests deeper than 100 levels
     >>> shape(b'{"a": {"b": "\\\\"}"}, "c": [1, 2.5, null]}')
     Shape(depth=2, containers=3, strings=4, values=7)
     """
@@ -104,7 +109,12 @@ def shape(data: bytes, *, max_depth: int = 1_000_000, max_containers: int = 100_
     while brackets:
         brackets, removed = _INNERMOST.subn(b"", brackets)
         if not removed:
-            break   # unbalanced: not JSON, and the parser will say so
+            # Unbalanced: not JSON, and the parser will say so, but only after it has gone down every bracket
+            # opened before the error: each one left is one more level (a prefix of 30,000 "[" is 30,000 deep).
+            depth += len(brackets) - brackets.count(b"]") - brackets.count(b"}")
+            if depth > max_depth:
+                raise TooLarge(f"nests deeper than {max_depth:,} levels")
+            break
         depth += 1
         if depth > max_depth:
             raise TooLarge(f"nests deeper than {max_depth:,} levels")

@@ -37,15 +37,23 @@ from .answers import ANSWER_MIME, check_credit
 from .assignment import GradedCell, NotebookSpec
 from .cells import grade_id
 from .execute import Execution
+from .jsonshape import shape
 from .results import FAILED, NOT_RUN, PASSED, QuestionResult
 from .text import one_line
 
 #: The most characters of learner text (an exception's value, a line on stderr) a message quotes.
 LEARNER_CHARS = 200
+#: The deepest an answer payload given as JSON text may nest (a kernel message's own bound, execute.py).
+MAX_ANSWER_DEPTH = 100
 
 
 def answers_in(cell) -> list[Any]:
-    """The answer payloads displayed by one cell, as plain JSON."""
+    """The answer payloads displayed by one cell, as plain JSON (a payload that is not, or nests deeper than
+    :data:`MAX_ANSWER_DEPTH`, is one without a grade_id).
+
+    >>> answers_in({"outputs": [{"output_type": "display_data", "data": {ANSWER_MIME: "[" * 30_000}}]})
+    [{'grade_id': None, 'values': None}]
+    """
     found = []
     for out in cell.get("outputs", []):
         if out.get("output_type") in ("display_data", "execute_result"):
@@ -53,7 +61,8 @@ def answers_in(cell) -> list[Any]:
             if payload is None:
                 continue
             if isinstance(payload, str):
-                try:
+                try:   # the learner can display this type too: bounded before it is parsed (a RecursionError before)
+                    shape(payload.encode("utf-8", "replace"), max_depth=MAX_ANSWER_DEPTH)
                     payload = json.loads(payload)
                 except ValueError:
                     payload = {"grade_id": None, "values": None}

@@ -127,5 +127,7 @@ def test_shape_refuses_past_each_bound():
     with pytest.raises(TooLarge, match="nests deeper than 3 levels"):
         shape(b'[[[["[[[[[["]]]]', max_depth=3)
     assert shape(b'[[["[[[[[["]]]', max_depth=3).depth == 3
+    with pytest.raises(TooLarge, match="nests deeper than 100 levels"):   # json.loads recursed down it all
+        shape(b"[" * 30_000, max_depth=100)
     with pytest.raises(TooLarge, match="more than 2 values"):
         shape(b"[1, 2, 3]", max_values=2)

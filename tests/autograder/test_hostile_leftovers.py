@@ -152,6 +152,7 @@ kernel.session.send(kernel.iopub_socket, "display_data", {"data": {"text/plain":
                     parent=parent)
 kernel.session.send(kernel.iopub_socket, "stream", {"name": "stdout", "text": "wide\\n"}, parent=parent,
                     metadata={"m": [{} for _ in range(200_000)]})   # 200,000 objects: 2 MB of them
+kernel.iopub_socket.send_multipart([b"stream", b"<IDS|MSG>", b"", b"[" * 50_000, b"{}", b"{}", b"{}"])  # never closed
 import time; time.sleep(0.3)
 print("sent")
 '''
@@ -160,7 +161,9 @@ print("sent")
 def test_signed_messages_too_deep_or_too_many_objects_fail_their_cell_and_the_run_goes_on():
     """Messages signed with the kernel's own key, addressed to the cell: one 500 objects deep (json.loads
     takes it; before, it became an output ~500 deep that every later reader recursed through), one with
-    200,000 objects in its metadata. Neither is read: the cell fails, once, and the next cell runs."""
+    200,000 objects in its metadata; and one whose header opens 50,000 arrays and closes none (json.loads
+    recurses down them all before it finds the error). None is read: the cell fails, once, and the next
+    cell runs."""
     from autograder.execute import execute_notebook
     from autograder.sandbox import Limits, Sandbox, scratch_dir
 
