@@ -204,8 +204,8 @@ def batch_defaults(rules: Rules, gpu: str | int, total: int, entrypoint: str, pl
                    tensor_parallel: int = 1) -> tuple[int, int, str]:
     """(max_num_batched_tokens, max_num_seqs, the GPU class in words): ``EngineArgs.get_batch_defaults``.
 
-    The one place vLLM's batch defaults are decided (the profile, the given pool and the scheduler policy read
-    them through :func:`resolve_launch`). vllm/engine/arg_utils.py: on a GPU of 70 GiB or more that is not an
+    The one place vLLM's batch defaults are decided: :func:`resolve_launch` (the profile, the given pool, the
+    explorer, ``from-log``) and the scheduler policy (:func:`.vllm_sched.batch_defaults`) call it. vllm/engine/arg_utils.py: on a GPU of 70 GiB or more that is not an
     A100 (from 0.9.0; before, only H100/H200, and only the token budget grew), ``vllm serve`` profiles 8,192
     tokens and 1,024 sequences (``LLM``: 16,384), elsewhere 2,048 and 256 (``LLM``: 8,192). From 0.28 a GPU of
     160 GiB or more (B200, MI300X) profiles 16,384 tokens for both entry points; 0.33 keeps GB10 (DGX Spark) on
