@@ -534,8 +534,7 @@ class Budget:
 
     Waiting is not free: a notebook that sleeps holds a grading worker. With an idle allowance of 1 times
     a 5 s limit (windows of 1.25 s), 3 s of work (3 CPU seconds) then 6 s of sleep (no CPU) is over it;
-    the work is not waiting, and neither is a window of 1 CPU second with 2 s queued for a core, while
-    one of 0.5 CPU seconds in 3 s waited 2.5 s:
+    the work is not waiting:
 
     >>> class Sleeper:
     ...     def cpu_seconds(self): return 0.0
@@ -544,10 +543,18 @@ class Budget:
     0.0
     >>> budget.account(budget.wall0 + 9, 3.0); budget.idle_used(), budget.over()
     (6.0, 'idle')
-    >>> budget.account(budget.wall0 + 12, 4.0, queued=2.0); budget.idle_used()
-    6.0
-    >>> budget.account(budget.wall0 + 15, 4.5, queued=2.0); budget.idle_used()
-    8.5
+
+    A window of 1 CPU second and 2 s queued for a core (a starved kernel) is not waiting; one of 0.5 CPU
+    seconds in 3 s (a cell that works a little, then sleeps) waited 2.5 s:
+
+    >>> class Queued:
+    ...     def cpu_seconds(self): return 0.0
+    ...     def runqueue_seconds(self): return 0.0
+    >>> budget = Budget(Queued(), 5, wall_factor=4, idle_factor=1)
+    >>> budget.account(budget.wall0 + 3, 1.0, queued=2.0); budget.idle_used()
+    0.0
+    >>> budget.account(budget.wall0 + 6, 1.5, queued=2.0); budget.idle_used()
+    2.5
 
     Two notebooks on one clock share one backstop and one allowance:
 

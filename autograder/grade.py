@@ -183,7 +183,8 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
         _explain_events(scored, execution, nb_spec)
         questions.update(scored)
     released = {check.file: sidecheck.released(a, check.file) for check in lesson.side_checks}
-    run = sidecheck.runner(settings, isolation, lesson.preload)   # the batch's fork server: the same preload
+    # the batch's fork server (the same preload); the rest of the hand-in's wall clock, not one of its own
+    run = sidecheck.runner(settings, isolation, lesson.preload, clock=clock)
     questions.update(sidecheck.score(lesson, files, released, job.prepared, run))
     log.debug("%s side checks done", job.student_id)
     bound = _bounder(executions.values())

@@ -138,7 +138,7 @@ def _memfd(words):
 
 def hide_args(program, keep):
     """bubblewrap's command line ``program`` with its options and all but ``keep`` words of its command
-    in memfds (see step 7): the command line to exec."""
+    in memfds (see step 8): the command line to exec."""
     split = program.index("--")
     command = program[split + 1:]
     options, rest = _memfd(program[1:split]), _memfd(command[keep:])
