@@ -32,7 +32,7 @@ from .feedback import Redactor, assignment_titles, write_feedback, write_feedbac
 from .inert import instructor_copy
 from .kernels import grading_kernels
 from .layout import autograded_path, feedback_path, record_path
-from .restore import (MAX_NOTEBOOK_BYTES, Refused, read_handed_in, read_submission, refuse_other_coding,
+from .restore import (MAX_NOTEBOOK_BYTES, Refused, read_handed_in, read_submission_limited, refuse_other_coding,
                       restore_cells)
 from .results import (GRADED, GRADER_ERROR, INVALID, MISSING, NOT_RUN, PASSED, SEVERITY, QuestionResult,
                       StudentResult, write_atomic, write_json)
@@ -123,7 +123,7 @@ def _read_notebooks(job: Job, spec: AssignmentSpec, files: dict) -> tuple[dict, 
             problems[nb.name] = (MISSING, f"{nb.name} is not in the submission{extra}")
         else:
             try:
-                readable[nb.name] = read_submission(data)
+                readable[nb.name] = read_submission_limited(data)
             except Refused as e:
                 problems[nb.name] = (INVALID, f"{nb.name} cannot be read: {e}")
     return readable, problems

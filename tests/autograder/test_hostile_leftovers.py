@@ -153,6 +153,8 @@ kernel.session.send(kernel.iopub_socket, "display_data", {"data": {"text/plain":
 kernel.session.send(kernel.iopub_socket, "stream", {"name": "stdout", "text": "wide\\n"}, parent=parent,
                     metadata={"m": [{} for _ in range(200_000)]})   # 200,000 objects: 2 MB of them
 kernel.iopub_socket.send_multipart([b"stream", b"<IDS|MSG>", b"", b"[" * 50_000, b"{}", b"{}", b"{}"])  # never closed
+kernel.session.send(kernel.iopub_socket, "error", {"ename": "Flood", "evalue": "", "traceback": [""] * 2_000_000},
+                    parent=parent)                                    # 2 million values: 6 MB, a cell's first error
 import time; time.sleep(0.3)
 print("sent")
 '''
@@ -161,9 +163,9 @@ print("sent")
 def test_signed_messages_too_deep_or_too_many_objects_fail_their_cell_and_the_run_goes_on():
     """Messages signed with the kernel's own key, addressed to the cell: one 500 objects deep (json.loads
     takes it; before, it became an output ~500 deep that every later reader recursed through), one with
-    200,000 objects in its metadata; and one whose header opens 50,000 arrays and closes none (json.loads
-    recurses down them all before it finds the error). None is read: the cell fails, once, and the next
-    cell runs."""
+    200,000 objects in its metadata; one whose header opens 50,000 arrays and closes none (json.loads
+    recurses down them all before it finds the error); and an error of 2 million values (a cell's first
+    error is read whatever its size). None is read: the cell fails, once, and the next cell runs."""
     from autograder.execute import execute_notebook
     from autograder.sandbox import Limits, Sandbox, scratch_dir
 
@@ -174,7 +176,8 @@ def test_signed_messages_too_deep_or_too_many_objects_fail_their_cell_and_the_ru
     first = ex.nb.cells[0].outputs
     assert [o.get("ename") for o in first if o.output_type == "error"] == ["MalformedKernelMessage"], first
     assert "nests deeper than 100 levels" in first[0].evalue
-    assert not any(o.output_type == "display_data" or "wide" in o.get("text", "") for o in first), first
+    assert not any(o.output_type == "display_data" or "wide" in o.get("text", "") or o.get("ename") == "Flood"
+                   for o in first), first
     assert "sent\n" in [o.get("text") for o in first]
     assert [o.get("text") for o in ex.nb.cells[1].outputs] == ["next\n"]
 
