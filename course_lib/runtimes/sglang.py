@@ -234,6 +234,9 @@ def estimate_sglang(spec: ModelSpec, *, gpu: str | int, launch: SglangLaunch | N
     cell = kv_cache_bytes_per_token(spec, get_dtype(kv_name), tp)
     if pp > 1:
         cell = math.ceil(cell * stage.layer_share)
+    if cell <= 0:
+        raise CourseInputError(f"{spec.name} caches no KV per token (no attention layer): SGLang's token pool is not "
+                               f"modelled for it; use --runtime vllm")
     if available <= 0:
         raise CourseInputError(f"SGLang would refuse this launch: the weights ({weights / GiB:.2f} GiB) leave no "
                                f"room for the KV pool in mem_fraction_static={mfs} of {at_start / GiB:.2f} GiB; "

@@ -75,3 +75,13 @@ def test_the_five_window_launches_of_issue_40_agree(model, gpu, knobs, concurren
     assert profile == given and refused == [False, False]
     est = estimate_vllm(get_model(model), gpu=gpu, launch=VllmLaunch(**knobs))
     assert f"{est.max_concurrency:.2f}" == concurrency
+
+
+def test_a_model_without_attention_layers_has_an_empty_layout_not_a_crash():
+    # a Mamba-only config: no attention layer, so no KV group (its states are modelled only beside attention pages)
+    from course_lib.models import from_hf_config
+    spec = from_hf_config({"model_type": "mamba", "hidden_size": 256, "num_hidden_layers": 2, "vocab_size": 512,
+                           "state_size": 16, "expand": 2, "conv_kernel": 4, "max_position_embeddings": 4096})
+    for launch in (VllmLaunch(), VllmLaunch(kv_cache_memory_bytes=2**30)):
+        est = estimate_vllm(spec, gpu="h100-80gb", launch=launch)
+        assert (est.kv_cache_tokens, est.max_concurrency) == (0, 0.0)
