@@ -684,7 +684,8 @@ ENGINE_RULES = {
     "V0": ("engine", "gpu_memory_utilization", "batch_defaults", "v0_chunk_tokens", "baseline_snapshot",
            "rotary_value_bytes", "graph_mib"),
     "V1": tuple(n for n in HISTORY.changes[0].sets if n not in ("v0_chunk_tokens", "cpu_platform",
-                                                                  "v1_scheduler", "v0_available")),
+                                                                  "v1_scheduler", "v0_available",
+                                                                  "kv_cache_memory_bytes")),
 }
 
 
