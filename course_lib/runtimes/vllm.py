@@ -26,12 +26,13 @@ is not an A100, ``vllm serve`` profiles 8,192 tokens and 1,024 sequences (``LLM`
 elsewhere 2,048 and 256 (``LLM``: 8,192). V0 without chunked prefill profiles
 ``max(max_model_len, 2048)`` tokens.
 
-The estimate runs in steps, each a function that reads and tests alone: :func:`resolve` (the release's
-defaults) -> :func:`profile_terms` per pipeline stage -> :func:`kv_layouts` (KV groups and pages, in
-:mod:`.vllm_kv`) -> :func:`refusal`. What changed in which release is data, not conditions: the rows of
-:data:`.vllm_releases.HISTORY`, each citing that release's file; the platform is picked once
-(:func:`platform_of`), and :func:`kv_available` is where a KV pool given directly would replace the
-subtraction.
+The estimate runs in steps, each a function that reads and tests alone: :func:`resolve_launch` (the release,
+refused in one line when unknown, the platform and every default with its reason: one
+:class:`~.vllm_launch.ResolvedLaunch`) -> :func:`profile_terms` per pipeline stage -> :func:`kv_layouts` (the one
+KV layout, :mod:`.vllm_kv_groups`) -> :func:`refusal` (vLLM's own rule and advice). What changed in which release
+is data, not conditions: the rows of :data:`.vllm_releases.HISTORY`, each citing that release's file, folded into
+a typed :class:`~.vllm_releases.VllmRules`. A pool given directly (``--kv-cache-memory-bytes``, the CPU) skips the
+profile (:mod:`.vllm_given_kv`) and is cut by the same layout, so the two paths agree on the same pool.
 
 Worked example, the visible A100 log (vLLM 0.10.1.1, Qwen2-7B, ``--gpu-memory-utilization
 0.25 --max-model-len 16384``): 79.25 GiB x 0.25 = 19.81 GiB; minus 14.25 GiB of weights, 0.53
@@ -683,7 +684,8 @@ ENGINE_RULES = {
     "V0": ("engine", "gpu_memory_utilization", "batch_defaults", "v0_chunk_tokens", "baseline_snapshot",
            "rotary_value_bytes", "graph_mib"),
     "V1": tuple(n for n in HISTORY.changes[0].sets if n not in ("v0_chunk_tokens", "cpu_platform",
-                                                                  "v1_scheduler", "v0_available")),
+                                                                  "v1_scheduler", "v0_available",
+                                                                  "kv_cache_memory_bytes")),
 }
 
 
