@@ -40,8 +40,8 @@ MAX_CELLS = 2_000
 MAX_SOURCE_CHARS = 2_000_000
 #: The JSON of a submitted notebook, read from its bytes before anything is built (autograder.jsonshape):
 #: its nesting (nbformat's own is ~6 levels, a kernel message's content at most 100 more), its objects and
-#: arrays (a cell and each of its outputs are a few: the released notebook has ~400), and its values (an
-#: output's data may be a long list of numbers). 19 MiB of empty objects, 6.6 million of them, took a
+#: arrays (a cell and each of its outputs are a few: the lesson's notebook, outputs and all, has 262), and its
+#: values (3,738 there; an output's data may be a long list of numbers). 19 MiB of empty objects, 6.6 million of them, took a
 #: grading worker to 3.94 GB, and 620,000 attachments 67 s of its CPU; at these bounds a notebook costs the
 #: grader at most ~0.3 GB and a few seconds (benchmarks/results/hand-in-json.md).
 MAX_JSON_DEPTH = 128
