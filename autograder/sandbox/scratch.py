@@ -122,6 +122,71 @@ def remove_tree(path: Path) -> None:
         pass
 
 
+def tree_usage(path: Path, max_files: int) -> tuple[int, int]:
+    """(bytes, entries) under ``path``: the blocks of every entry, found as :func:`remove_tree` goes (by
+    descriptor, links never followed, back up only into the folder it came from), so a file below a path
+    longer than ``PATH_MAX`` is counted too (``os.scandir(path)`` cannot open one: 48 MiB written there
+    passed a 32 MiB disk watchdog unseen). Stops counting entries past ``max_files``.
+
+    >>> top = Path(tempfile.mkdtemp()); here = os.getcwd(); os.chdir(top)
+    >>> for _ in range(20):   # 20 x 256 characters: no path names what is below
+    ...     os.mkdir("L" * 255); os.chdir("L" * 255)
+    >>> _ = Path("f").write_bytes(b"x" * 2**20); os.chdir(here)
+    >>> used, entries = tree_usage(top, 1000); used >= 2**20, entries
+    (True, 21)
+    >>> remove_tree(top); top.exists()
+    False
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return 0, 0
+    used = entries = 0
+    above: list[tuple[list[str], tuple[int, int]]] = []   # per folder above: its folders still to visit, its id
+    todo: list[str] | None = None                            # the open folder's, once read
+    try:
+        while True:
+            if todo is None:
+                todo = []
+                try:
+                    with os.scandir(fd) as listing:
+                        for entry in listing:
+                            entries += 1
+                            if entries > max_files:
+                                return used, entries
+                            try:
+                                st = entry.stat(follow_symlinks=False)
+                            except OSError:
+                                continue
+                            used += st.st_blocks * 512
+                            if stat.S_ISDIR(st.st_mode):
+                                todo.append(entry.name)
+                except OSError:
+                    pass
+            if todo:
+                try:
+                    child = os.open(todo.pop(), flags, dir_fd=fd)
+                except OSError:
+                    continue
+                here = os.fstat(fd)
+                os.close(fd)
+                above.append((todo, (here.st_dev, here.st_ino)))
+                fd, todo = child, None
+                continue
+            if not above:
+                return used, entries
+            todo, came_from = above.pop()
+            parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != came_from:
+                return used, entries   # moved while we were below: what was counted stands
+    finally:
+        os.close(fd)
+
+
 def _open_dir(name: str, dir_fd: int, flags: int) -> int:
     """Open folder ``name`` in ``dir_fd``; one its mode keeps us out of (000) is given u+rwx first."""
     try:
