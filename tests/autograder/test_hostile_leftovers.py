@@ -186,3 +186,27 @@ def test_a_notebook_of_200000_empty_objects_is_refused_with_a_reason(graded):
     r = graded["batch"].students["d_json"]
     assert r.status == "invalid_submission" and r.score == 0.0, _why(r)
     assert "the notebook holds more than 100,000 objects and arrays" in r.message and "clear its outputs" in r.message
+
+
+BELOW_PATH_MAX = '''
+import os
+for _ in range(20):                       # 20 x 256 characters: no path names what is below
+    os.mkdir("L" * 255); os.chdir("L" * 255)
+for i in range(48):
+    open(f"f{i}", "wb").write(b"x" * 2**20)
+print("wrote 48 MiB")
+'''
+
+
+def test_files_below_a_path_longer_than_path_max_count_against_the_disk_watchdog():
+    """Where no tmpfs can be mounted, a watchdog walks the scratch folder; it walked by path, and
+    ``os.scandir`` cannot open a folder whose path is longer than PATH_MAX (4,096): 48 MiB written below one
+    passed a 32 MiB cap unseen (status "completed"). The walk goes by descriptor now."""
+    from autograder.execute import execute_notebook
+    from autograder.sandbox import Limits, Sandbox, scratch_dir
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(BELOW_PATH_MAX)])
+    watchdog = dataclasses.replace(probe(), disk="watchdog")
+    with Sandbox(scratch_dir(), Limits(disk_bytes=32 * 2**20), watchdog) as box:
+        ex = execute_notebook(nb, box, cell_timeout=10, notebook_timeout=60)
+    assert ex.status == "disk_limit" and "filled the notebook's disk space" in ex.message, (ex.status, ex.message)
