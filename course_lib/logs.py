@@ -392,6 +392,15 @@ def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[s
         pairs = re.findall(r"['\"](image|video|audio)['\"]: ?(\d+)", next(g for g in m.groups() if g is not None))
         if pairs:
             note("limit_mm_per_prompt", m, {k: _int(v) for k, v in pairs})
+    m = re.search(r"'speculative_config': (\{[^{}]*\})|--speculative-config[= ]+'(\{[^{}]*\})'", text)
+    if m:
+        import ast
+        try:
+            value = ast.literal_eval(next(g for g in m.groups() if g)) if m.group(1) else json.loads(m.group(2))
+        except (ValueError, SyntaxError):
+            value = None
+        if isinstance(value, dict):
+            note("speculative_config", m, value)
     m = re.search(r"'mm_processor_kwargs': \{[^{}]*'max_pixels': (\d+)|--mm-processor-kwargs[= ]+'?\{[^{}]*\"max_pixels\": ?"
                   r"(\d+)", text)
     if m:
