@@ -604,9 +604,10 @@ def _cuda_graph(ctx: Context, stage: Stage) -> Term:
     graphs = 0 if launch.enforce_eager else capture_sizes(rules, launch.engine, launch.max_num_seqs,
                                                           launch.max_num_batched_tokens, ctx.gpu)
     sd = launch.speculative_config
-    if graphs and sd is not None and not ctx.v0 and ctx.runner != "V2":    # MRV1 rounds to multiples of 1 + k (see vllm_spec)
+    if graphs and sd is not None and not ctx.v0:    # ceiling x (1 + k); the V1 runner rounds (see vllm_spec)
         graphs = len(spec_capture_sizes(launch.max_num_seqs, sd.num_speculative_tokens,
-                                        launch.max_num_batched_tokens, bool(rules.capture_sizes.get("exact"))))
+                                        launch.max_num_batched_tokens, bool(rules.capture_sizes.get("exact")),
+                                        round_to_query=ctx.runner != "V2"))
     mib = rules.graph_mib["V0" if ctx.v0 else launch.platform if launch.platform in rules.graph_mib else "cuda"]
     graph = cuda_graph_bytes(graphs, stage.layers, mib)
     in_budget = (not ctx.v0 and rules.graphs_in_budget.get(launch.platform, rules.graphs_in_budget["cuda"])

@@ -114,11 +114,14 @@ def _grid(top: int) -> list[int]:
 
 
 def spec_capture_sizes(max_num_seqs: int, num_speculative_tokens: int, max_num_batched_tokens: int | None = None,
-                       exact: bool = False, max_graph_size: int = DEFAULT_MAX_GRAPH_SIZE) -> list[int]:
+                       exact: bool = False, max_graph_size: int = DEFAULT_MAX_GRAPH_SIZE,
+                       round_to_query: bool = True) -> list[int]:
     """The sizes vLLM's V1 runner captures with ``num_speculative_tokens`` draft tokens (FULL decode graphs on).
 
     ``exact`` is the 0.31+ rule (the grid stops at ``max_num_batched_tokens``, which is captured too, and the
-    uniform decode sizes ``n x (1 + k)`` are appended); then every size is rounded up to a multiple of ``1 + k``.
+    uniform decode sizes ``n x (1 + k)`` are appended); then every size is rounded up to a multiple of ``1 + k``
+    (the V1 runner only: ``round_to_query=False`` for the V2 runner, which sizes its graphs in
+    ``vllm/v1/worker/gpu/cudagraph_utils.py``).
     """
     q = 1 + num_speculative_tokens
     cap = min(max_num_seqs * q * 2, max_graph_size)
@@ -133,6 +136,8 @@ def spec_capture_sizes(max_num_seqs: int, num_speculative_tokens: int, max_num_b
         sizes |= {n * q for n in counts if n * q <= cap and n * q <= tokens}
     else:
         sizes = set(_grid(cap))
+    if not round_to_query:
+        return sorted(sizes)
     rounded = sorted({math.ceil(s / q) * q for s in sizes if math.ceil(s / q) * q <= cap})
     return rounded or ([q] if q <= cap else [])
 
