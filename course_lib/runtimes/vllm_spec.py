@@ -169,17 +169,22 @@ def _layer_params(spec: ModelSpec) -> int:
 
 
 def resolve_draft(name: str) -> ModelSpec:
-    """The draft checkpoint's spec: a Hub id (through :mod:`course_lib.hub`) or a preset name."""
+    """The draft checkpoint's spec: a local folder with a ``config.json``, a Hub id (through :mod:`course_lib.hub`)
+    or a preset name."""
     from ..hub import hub_spec, is_hub_id
+    from pathlib import Path
+    from ..models import from_hf_config
     from ..presets import get_model
+    if (Path(name) / "config.json").is_file():        # a local checkpoint folder, as vLLM takes it
+        return from_hf_config(str(Path(name)), name=Path(name).name)
     if is_hub_id(name):
         return hub_spec(name)
     try:
         return get_model(name)
     except (CourseInputError, KeyError):
         pass
-    raise CourseInputError(f"--speculative-config model {name[:60]!r} is neither a Hub id (ORG/NAME) nor a preset; "
-                           f"name the draft checkpoint by its Hub id")
+    raise CourseInputError(f"--speculative-config model {name[:60]!r} is neither a folder with a config.json, a Hub id "
+                           f"(ORG/NAME) nor a preset; name the draft checkpoint by its Hub id")
 
 
 @dataclass(frozen=True)
