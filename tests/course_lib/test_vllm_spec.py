@@ -73,6 +73,11 @@ def test_from_log_reads_the_speculative_config():
             "'num_speculative_tokens': 2}}\n"
             "(EngineCore pid=2) INFO 06-23 10:21:01 [gpu_worker.py:440] Available KV cache memory: 20.5 GiB\n")
     assert read_startup_log(args).launch["speculative_config"]["model"] == "AngelSlim/Qwen3-8B_eagle3"
+    engine = ("(EngineCore pid=2) INFO 12-05 18:57:40 [core.py:133] Initializing a V1 LLM engine (v0.32.0) with "
+              "config: model='/m', speculative_config=SpeculativeConfig(method='ngram', model=None, "
+              "num_spec_tokens=3), tokenizer='/m'\n"
+              "(EngineCore pid=2) INFO 06-23 10:21:01 [gpu_worker.py:440] Available KV cache memory: 20.5 GiB\n")
+    assert read_startup_log(engine).launch["speculative_config"] == {"method": "ngram", "num_speculative_tokens": 3}
     local = '{"method": "dflash", "model": "/local/path", "num_speculative_tokens": 6}'
     with pytest.raises(CourseInputError, match="Hub id"):       # estimate: a drafter it cannot read is refused
         drafter(get_model("llama-3.1-8b"), parse_speculative_config(local))
