@@ -88,6 +88,12 @@ def vllm_answer(text: str, case_id: str) -> dict:
 
 TARGET_CONFIG = OUT / "configs" / "spec-llama"
 DRAFT_CONFIG = OUT / "configs" / "spec-draft-llama-2-layers"
+EAGLE3_DIR = OUT / "configs" / "spec-eagle3-head"
+
+
+def draft_config_for(model: str) -> Path:
+    """The recorded config folder standing for the draft folder a case named."""
+    return EAGLE3_DIR if model.rstrip("/").endswith("eagle3-head") else DRAFT_CONFIG
 
 
 def ours(case: dict, config_dir: Path = TARGET_CONFIG) -> dict:
@@ -98,7 +104,7 @@ def ours(case: dict, config_dir: Path = TARGET_CONFIG) -> dict:
            "--max-model-len", str(case["max_model_len"]), "--json"]
     sc = case.get("speculative_config")
     if sc:
-        sc = {**sc, "model": str(DRAFT_CONFIG)} if "model" in sc else sc
+        sc = {**sc, "model": str(draft_config_for(sc["model"]))} if "model" in sc else sc
         cmd += ["--speculative-config", json.dumps(sc)]
     run = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": ""})
     if run.returncode:
@@ -110,6 +116,8 @@ def add_ours(path: Path = OUT / "speculative.json") -> list[dict]:
     """Our answer next to vLLM's for every recorded case (``--ours-only`` redoes this part alone)."""
     write_tiny_config("llama", TARGET_CONFIG)
     write_tiny_config("llama", DRAFT_CONFIG, num_hidden_layers=2)
+    EAGLE3_DIR.mkdir(parents=True, exist_ok=True)
+    (EAGLE3_DIR / "config.json").write_text(json.dumps(EAGLE3_CONFIG, indent=1) + "\n")
     doc = json.loads(path.read_text())
     for row in doc["cases"]:
         row["ours"] = ours(row)

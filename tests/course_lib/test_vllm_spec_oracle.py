@@ -1,6 +1,8 @@
 """Replays vLLM 0.32's CPU build on speculative decoding (benchmarks/vllm_oracle/speculative.json, recorded by
 benchmarks/bench_vllm_spec_oracle.py): a tiny Llama with a 12 MiB KV pool, plain, with n-gram (no drafter: the same
-tokens) and with a 2-layer draft model (its layers join the KV cache: 4 + 2 layers share the pool)."""
+tokens) with a 2-layer draft model (its layers join the KV cache: 4 + 2 layers share the pool) and with a one-layer EAGLE-3
+head (4 + 1 layers). An EAGLE-3 method given a plain Llama folder is refused by vLLM's loader (recorded, not
+replayed)."""
 
 import json
 from pathlib import Path
@@ -20,7 +22,8 @@ STARTED = [row for row in RECORD["cases"] if row["vllm"]["started"]]
 def test_tokens_match_vllm_cpu(row):
     sc = row["speculative_config"]
     if sc and "model" in sc:
-        sc = {**sc, "model": str(ORACLE / "configs" / "spec-draft-llama-2-layers")}
+        folder = "spec-eagle3-head" if sc["model"].rstrip("/").endswith("eagle3-head") else "spec-draft-llama-2-layers"
+        sc = {**sc, "model": str(ORACLE / "configs" / folder)}
     spec = from_hf_config(str(ORACLE / "configs" / "spec-llama"), name="spec-llama")
     est = estimate_vllm(spec, gpu="cpu", launch=VllmLaunch(
         version="0.32.0", entrypoint="llm", kv_cache_memory_bytes=row["kv_cache_memory_bytes"],
@@ -33,3 +36,4 @@ def test_tokens_match_vllm_cpu(row):
 def test_the_record_holds_a_drafter_that_changes_the_pool():
     tokens = {row["id"]: row["vllm"]["tokens"] for row in STARTED}
     assert tokens["ngram-k3"] == tokens["none"] and tokens["draft-model-k3"] * 6 == tokens["none"] * 4
+    assert tokens["eagle3-head-k3"] == 12_582_912 // (5 * 2 * 64 * 2 * 128) * 128   # 4 + 1 layers, 128-token blocks
