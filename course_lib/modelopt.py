@@ -114,3 +114,17 @@ def format_from_modelopt(q: Mapping[str, Any], compute: str):
         return WeightFormat("fp8-e4m3", f"from quantization_config: modelopt FP8, per-tensor scales{left}", base,
                             get_dtype("fp8-e4m3"), groups, compute)
     return None
+
+
+def format_with_hf_quant_config(cfg: Mapping[str, Any], doc: Any, model_type: str = ""):
+    """The weight format of a config whose quantization is only in ``hf_quant_config.json`` (``doc``), or None.
+
+    >>> format_with_hf_quant_config({"torch_dtype": "bfloat16"}, {"quantization": {"quant_algo": "NVFP4",
+    ...     "group_size": 16, "exclude_modules": ["lm_head"]}}).name
+    'nvfp4'
+    """
+    from .quantization import format_from_config
+
+    if cfg.get("quantization_config") is not None or not isinstance(doc, Mapping):
+        return None
+    return format_from_config({**cfg, "quantization_config": from_hf_quant_config(doc)}, model_type)

@@ -56,3 +56,24 @@ def test_hf_quant_config_and_bad_input():
         format_from_config({**TINY, "quantization_config": {**NVFP4, "group_size": 32}})
     with pytest.raises(CourseInputError, match="exclude_modules"):
         format_from_config({**TINY, "quantization_config": {**NVFP4, "exclude_modules": "lm_head"}})
+
+
+def test_a_hub_id_whose_quantization_is_in_hf_quant_config_json(tmp_path, monkeypatch):
+    # ModelOpt's export can leave config.json without quantization_config and write hf_quant_config.json beside it
+    import json
+
+    from tests.course_lib.test_hub_ids import lay_cache
+    from course_lib.hub import hub_spec
+    home = tmp_path / "hf"
+    monkeypatch.setenv("HF_HOME", str(home))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    quant = {"producer": {"name": "modelopt", "version": "0.29.0"},
+             "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": None, "group_size": 16,
+                              "exclude_modules": ["lm_head"]}}
+    lay_cache(home / "hub", "course-test/tiny-nvfp4", {"config.json": json.dumps(TINY).encode(),
+                                                       "hf_quant_config.json": json.dumps(quant).encode()})
+    spec = hub_spec("course-test/tiny-nvfp4")
+    assert spec.quantization.name == "nvfp4", spec.quantization
+    assert weight_bytes(spec, None) == 107_648     # the hand-worked figure of test_tiny_llama_by_hand
