@@ -722,7 +722,7 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     binding = min(range(len(stage_blocks)), key=stage_blocks.__getitem__)
     blocks = stage_blocks[binding]
     pool = layouts[binding].capacity(max(0, stage_available[binding]), blocks)
-    notes: list[str] = []
+    notes: list[str] = [n for n in spec.notes if n.startswith("speculative decoding:")]   # see vllm_spec
     # ... and each rank checks its own pool (get_kv_cache_configs: _check_enough_kv_cache_memory per worker)
     refused = next((_refusal_line(r) for r in
                     (lay.refusal(a) for lay, a in zip(layouts, stage_available)) if r is not None), None)

@@ -232,7 +232,10 @@ def drafter(spec: ModelSpec, sd: SpeculativeDecoding, draft: ModelSpec | None = 
 
 
 def with_drafter(spec: ModelSpec, sd: SpeculativeDecoding | None, draft: ModelSpec | None = None) -> ModelSpec:
-    """``spec`` with the drafter's parameters (group ``drafter``, kept in the compute dtype) and KV layers added.
+    """``spec`` with the drafter's parameters (group ``drafter``) and KV layers added.
+
+    A draft checkpoint's parameters are counted in the target's compute dtype (EAGLE heads and DFlash drafters are
+    published in bf16); MTP layers, part of the target checkpoint, in its quantized format.
 
     The layers count toward CUDA graphs and the KV layout as vLLM registers them (pipeline parallelism splits the
     drafter with the target's layers here, which vLLM does not do: its drafter runs on the last stage).
@@ -242,5 +245,9 @@ def with_drafter(spec: ModelSpec, sd: SpeculativeDecoding | None, draft: ModelSp
     d = drafter(spec, sd, draft)
     params = dict(spec.params)
     params["drafter"] = params.get("drafter", 0) + d.params
+    fmt = spec.quantization
+    if sd.method in MTP_METHODS and fmt is not None and fmt.quantized is not None:
+        # the MTP layers are the checkpoint's own, stored (and loaded by vLLM) with its quantization config
+        fmt = replace(fmt, quantized_groups=fmt.quantized_groups + ("drafter",))
     return replace(spec, params=params, layers=spec.layers + d.layers, num_layers=spec.num_layers + len(d.layers),
-                   notes=spec.notes + (f"speculative decoding: {d.note}",), checkpoint=None)
+                   notes=spec.notes + (f"speculative decoding: {d.note}",), checkpoint=None, quantization=fmt)
