@@ -83,3 +83,15 @@ def test_from_log_reads_the_speculative_config():
         drafter(get_model("llama-3.1-8b"), parse_speculative_config(local))
     lenient = drafter(get_model("llama-3.1-8b"), parse_speculative_config(local, strict=False))
     assert lenient.params == 0 and "not counted" in lenient.note      # from-log: graph sizes only, said so
+
+
+def test_mtp_layers_are_stored_in_the_checkpoints_fp8():
+    # DeepSeek-V3's MTP layer is part of its block-fp8 checkpoint: 1 byte per weight + an fp32 scale per 128 x 128
+    v3 = get_model("deepseek-v3")
+    sd = parse_speculative_config('{"method": "deepseek_mtp", "num_speculative_tokens": 1}')
+    launch = VllmLaunch(version="0.19.0", max_model_len=32768, tensor_parallel=8)
+    base = {t.name: t.bytes for t in estimate_vllm(v3, gpu="h200", launch=launch).terms}["weights"]
+    mtp = {t.name: t.bytes for t in estimate_vllm(v3, gpu="h200", launch=VllmLaunch(
+        **{**launch.__dict__, "speculative_config": sd})).terms}["weights"]
+    drafter_per_gpu = -(-(v3.not_loaded["mtp"] - 2 * 129_280 * 7_168) // 8)
+    assert mtp - base == -(-drafter_per_gpu * (128 * 128 + 4) // (128 * 128))
