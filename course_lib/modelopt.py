@@ -3,8 +3,8 @@
 A ModelOpt checkpoint says how it is quantized in ``config.json``'s ``quantization_config`` (``quant_method:
 modelopt``, ``quant_algo``, ``group_size``, ``exclude_modules`` or ``ignore``) or in ``hf_quant_config.json``
 (``{"quantization": {"quant_algo": ..., "exclude_modules": [...]}}``; :func:`from_hf_quant_config` turns it into
-the same mapping). What each tensor of an NVFP4 linear layer stores (ModelOpt's export, and what vLLM's
-``ModelOptNvFp4LinearMethod.create_weights`` allocates, vllm/model_executor/layers/quantization/modelopt.py):
+the same mapping). What each tensor of an NVFP4 linear layer stores (ModelOpt's export, and what vLLM allocates:
+``KNvfp4Static.create_weights``, vllm/model_executor/layers/quantization/modelopt.py, 0.33.0):
 
 ==================  ========  ================================  =====================
 tensor              dtype     shape                             bytes per weight
@@ -74,6 +74,9 @@ def from_hf_quant_config(doc: Mapping[str, Any]) -> dict[str, Any]:
 def excluded_groups(patterns: Any) -> tuple[str, ...]:
     """The groups every one of whose stand-in module names (at two layers) an exclude pattern matches.
 
+    As vLLM's ``ModelOptQuantConfigBase.is_layer_excluded`` (vllm/model_executor/layers/quantization/modelopt.py,
+    0.33.0): a wildcard match, or the pattern as a substring of the module name (older ModelOpt exports).
+
     >>> excluded_groups(["lm_head", "model.visual*", "*mlp.gate", "*self_attn*"])
     ('attention', 'attention_kv')
     >>> excluded_groups(["model.layers.1.*"])      # one layer only: not a whole group
@@ -87,7 +90,7 @@ def excluded_groups(patterns: Any) -> tuple[str, ...]:
     out = []
     for group, names in _GROUP_MODULES.items():
         def hit(name: str) -> bool:
-            return any(fnmatchcase(name, p) or name.startswith(p + ".") or name == p for p in patterns)
+            return any(fnmatchcase(name, p) or p in name for p in patterns)
         if any(all(hit(prefix.format(layer) + name) for layer in _LAYERS for name in names) for prefix in _PREFIXES):
             out.append(group)
     return tuple(out)

@@ -1,7 +1,7 @@
 """ModelOpt NVFP4 checkpoints: 4-bit e2m1 values + an fp8 scale per 16, excluded modules in the compute dtype.
 
 Checked against a hand-worked tiny Llama (every tensor counted by hand below) and the byte layout of vLLM's
-``ModelOptNvFp4LinearMethod.create_weights`` (vllm/model_executor/layers/quantization/modelopt.py, 0.33.0):
+``KNvfp4Static.create_weights`` (vllm/model_executor/layers/quantization/modelopt.py, 0.33.0):
 ``weight`` uint8 [out, in/2], ``weight_scale`` fp8 [out, in/16]."""
 
 import pytest
@@ -46,6 +46,7 @@ def test_excluded_modules_stay_bf16():
     assert weight_bytes(from_hf_config(TINY), fmt) == quantized + attention * 2 - attention * 9 // 16
     assert excluded_groups(["model.language_model.layers.*.linear_attn*"]) == ("linear_attention",)
     assert excluded_groups(["*mlp.gate", "*shared_expert_gate", "mtp*", "model.visual*"]) == ()
+    assert excluded_groups(["linear_attn"]) == ("linear_attention",)     # vLLM's substring match
 
 
 def test_hf_quant_config_and_bad_input():
