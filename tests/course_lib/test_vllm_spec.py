@@ -95,3 +95,16 @@ def test_mtp_layers_are_stored_in_the_checkpoints_fp8():
         **{**launch.__dict__, "speculative_config": sd})).terms}["weights"]
     drafter_per_gpu = -(-(v3.not_loaded["mtp"] - 2 * 129_280 * 7_168) // 8)
     assert mtp - base == -(-drafter_per_gpu * (128 * 128 + 4) // (128 * 128))
+
+
+def test_capture_sizes_of_the_033_rule_by_hand():
+    # vLLM 0.33 (_set_cudagraph_sizes, exact): ceiling min(24 x 7 x 2, 512) = 336, the grid [1, 2, 4, 8..248, 256..336]
+    # (3 + 31 + 6 = 40 sizes) plus the uniform decode sizes n x 7 for n in [1, 2, 4, 8, 16, 24]: 7, 14 and 28 are new
+    # (56, 112, 168 are on the grid): 43 sizes on the V2 runner, which does not round
+    assert len(spec_capture_sizes(24, 6, 2048, exact=True, round_to_query=False)) == 43
+    # the V1 runner rounds every size up to a multiple of 7: 1, 2, 4 -> 7; 8k -> ceil(8k / 7) x 7 (31 distinct);
+    # 256..336 step 16 -> 259, 273, 294, 308, 322, 336: 38, the decode sizes already among them
+    assert len(spec_capture_sizes(24, 6, 2048, exact=True)) == 38
+    # a small token budget caps the ceiling at max_num_batched_tokens 64: the grid 1, 2, 4, 8..64 rounds to
+    # 7, 14, 21, ..., 56, 49 (from 48) and 70 (from 64, past the ceiling: dropped)
+    assert spec_capture_sizes(24, 6, 64, exact=True) == [7, 14, 21, 28, 35, 42, 49, 56]
