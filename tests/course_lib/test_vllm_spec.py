@@ -106,5 +106,5 @@ def test_capture_sizes_of_the_033_rule_by_hand():
     # 256..336 step 16 -> 259, 273, 294, 308, 322, 336: 38, the decode sizes already among them
     assert len(spec_capture_sizes(24, 6, 2048, exact=True)) == 38
     # a small token budget caps the ceiling at max_num_batched_tokens 64: the grid 1, 2, 4, 8..64 rounds to
-    # 7, 14, 21, ..., 56, 49 (from 48) and 70 (from 64, past the ceiling: dropped)
+    # 7 (from 1, 2, 4), 14 (from 8), ..., 49 (from 48), 56; 64 rounds to 70, past the ceiling: dropped
     assert spec_capture_sizes(24, 6, 64, exact=True) == [7, 14, 21, 28, 35, 42, 49, 56]
