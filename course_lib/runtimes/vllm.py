@@ -70,6 +70,7 @@ from .vllm_launch import ResolvedLaunch
 from .platforms import Platform, get_platform
 from .vllm_given_kv import estimate_given_kv, uses_given_kv
 from .vllm_mm import encoder_budget, encoder_profile
+from .vllm_spec import spec_capture_sizes, with_drafter
 
 #: The release history (what changed in which release, each row citing its file): :mod:`.vllm_releases`.
 KNOWN_VERSIONS = HISTORY.known
@@ -186,6 +187,8 @@ class VllmLaunch:
     mm_max_pixels: int | None = None
     #: vLLM's --kv-cache-memory-bytes: the KV pool is this figure, no profile (see vllm_given_kv).
     kv_cache_memory_bytes: int | None = None
+    #: vLLM's --speculative-config, parsed (:class:`.vllm_spec.SpeculativeDecoding`): drafter, KV layers, graph sizes.
+    speculative_config: Any = None
 
 
 def _kv_dtype(name: str, compute: str) -> str:
@@ -601,6 +604,11 @@ def _cuda_graph(ctx: Context, stage: Stage) -> Term:
     launch, rules = ctx.launch, ctx.rules
     graphs = 0 if launch.enforce_eager else capture_sizes(rules, launch.engine, launch.max_num_seqs,
                                                           launch.max_num_batched_tokens, ctx.gpu)
+    sd = launch.speculative_config
+    if graphs and sd is not None and not ctx.v0:    # ceiling x (1 + k); the V1 runner rounds (see vllm_spec)
+        graphs = len(spec_capture_sizes(launch.max_num_seqs, sd.num_speculative_tokens,
+                                        launch.max_num_batched_tokens, bool(rules.capture_sizes.get("exact")),
+                                        round_to_query=ctx.runner != "V2"))
     mib = rules.graph_mib["V0" if ctx.v0 else launch.platform if launch.platform in rules.graph_mib else "cuda"]
     graph = cuda_graph_bytes(graphs, stage.layers, mib)
     in_budget = (not ctx.v0 and rules.graphs_in_budget.get(launch.platform, rules.graphs_in_budget["cuda"])
@@ -698,6 +706,7 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     hold one ``max_model_len`` request, with vLLM's own advice; ``refuse=False`` returns the estimate
     with vLLM's refusal in ``notes`` instead (what a log of the refused start-up shows).
     """
+    spec = with_drafter(spec, launch.speculative_config if launch is not None else None)
     resolved = resolve_launch(spec, gpu, launch)
     if uses_given_kv(gpu, resolved.launch):     # the pool's size is given (or vLLM's CPU platform): no profile
         return estimate_given_kv(spec, resolved, refuse=refuse)
@@ -715,7 +724,7 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     binding = min(range(len(stage_blocks)), key=stage_blocks.__getitem__)
     blocks = stage_blocks[binding]
     pool = layouts[binding].capacity(max(0, stage_available[binding]), blocks)
-    notes: list[str] = []
+    notes: list[str] = [n for n in spec.notes if n.startswith("speculative decoding:")]   # see vllm_spec
     # ... and each rank checks its own pool (get_kv_cache_configs: _check_enough_kv_cache_memory per worker)
     refused = next((_refusal_line(r) for r in
                     (lay.refusal(a) for lay, a in zip(layouts, stage_available)) if r is not None), None)
