@@ -97,3 +97,33 @@ def test_the_hub_path_builds_it_with_transformers_parameters(model):
     assert spec.buffers_total == oracle_buffers(model)      # the hash router's tid2eid, the bias of the others
     # layer 0 sliding (2 x 512 x 2 B), layers 1-3 a window each (512 x 2 B), CSA 160, HCA 4, CSA 160 (x 2 B)
     assert kv_cache_bytes_per_token(spec, "bf16") == (1024 + 3 * 512 + 160 + 4 + 160) * 2
+
+
+def test_vllm_pages_each_kind_as_its_source_sizes_it():
+    """vLLM 0.33, fp8_ds_mla, 256-token blocks, worked by hand from the spec classes (see vllm_kv_dsv4's table):
+    584 B a token or entry, pages rounded up to 576 B; the indexer 128 fp8 + 4 scale bytes; fp32 state rings."""
+    from course_lib.runtimes.vllm_kv_dsv4 import layer_specs
+
+    dims = dict(head_dim=512, index_head_dim=128, window=128)
+    assert [(s.kind, s.page_bytes) for s in layer_specs(0, **dims)] == [("dsv4_swa", 65 * 576)]   # 64 x 584
+    csa = {s.kind: s.page_bytes for s in layer_specs(4, **dims)}
+    assert csa == {"dsv4_swa": 37440, "dsv4_compressed": 65 * 576, "dsv4_indexer": 15 * 576,      # 64 x 132
+                   "dsv4_state": 57 * 576, "dsv4_index_state": 8192 + 448}                        # 4 x 2 x 2 x 512 x 4
+    hca = {s.kind: s.page_bytes for s in layer_specs(128, **dims)}
+    assert hca == {"dsv4_swa": 37440, "dsv4_compressed": 3 * 576, "dsv4_state": 32832}  # 2 x 584; 8 x 1,024 x 4
+    bf16 = {s.kind: s.page_bytes for s in layer_specs(4, **dims, cache_dtype="bf16")}
+    assert bf16["dsv4_swa"] == 64 * 1024 and bf16["dsv4_compressed"] == 64 * 1024      # 512 x 2 B, no V
+
+
+def test_a_runtime_estimate_of_it_says_not_modelled_in_one_line(tmp_path, capsys):
+    from course_lib.cli import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(SMALL))
+    for runtime in ("vllm", "trtllm"):           # checked before any runtime's rules: sglang's path is the same
+        try:
+            rc = main(["estimate", "--config", str(path), "--gpu", "h200", "--runtime", runtime])
+        except SystemExit as exc:
+            rc = exc.code
+        err = capsys.readouterr().err
+        assert rc == 2 and "DeepSeek-V4" in err and "is not modelled" in err and err.count("\n") == 1, err
