@@ -43,6 +43,7 @@ from typing import Any, Iterator, Mapping
 
 from .bounds import Bound
 from .errors import CourseInputError
+from .families import deepseek_v4
 from .spec import LayerCache, LayerState, ModelSpec
 
 #: How to get the optional extra, in every refusal that needs it.
@@ -385,6 +386,10 @@ def measure_cache(model: Any, where: str) -> CacheLayout:
     if runs is None:
         raise CourseInputError(f"{where}: transformers {transformers.__version__} cannot run it on the meta "
                                f"device to fill its cache ({_one_line(failure)})") from None
+    kinds = [type(layer).__name__ for layer in runs[1]]
+    if any(kind in deepseek_v4.CACHE_LAYERS for kind in kinds):       # compressed layers: a formula, see its module
+        caches, states = deepseek_v4.cache_layout(model.config.get_text_config(decoder=True))
+        return CacheLayout(caches, states, tuple(kinds))
     caches, states, kinds = [], [], []
     for index, (short, long) in enumerate(zip(*runs)):
         kind = type(long).__name__

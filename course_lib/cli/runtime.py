@@ -27,6 +27,7 @@ from ..runtimes import SglangLaunch, TrtllmLaunch, VllmLaunch, estimate_sglang, 
 from ..runtimes.from_log import compare
 from ..runtimes.vllm_spec import parse_speculative_config
 from ..runtimes.unified import host_used, vllm_start_refusal
+from ..runtimes.vllm_kv_dsv4 import refusal as dsv4_refusal
 from ..presets import gpu_bytes
 from ..units import GiB
 from .args import add_model_args, dtype_name, model_from_args, number, print_json, renamed, size, whole
@@ -172,6 +173,8 @@ def _kv_flag(args: argparse.Namespace) -> str:
 def estimate_runtime(args: argparse.Namespace, spec: ModelSpec) -> dict[str, Any]:
     """Run the runtime's estimate for the parsed flags; returns its JSON-ready dict (and prints text unless --json)."""
     tp, pp = args.tensor_parallel, args.pipeline_parallel
+    if (unmodelled := dsv4_refusal(spec, args.runtime)) is not None:
+        raise CourseInputError(unmodelled)
     ctx = args.context_tokens
     host_given = None if args.host_used is None else size("--host-used", args.host_used)
     host, host_note = host_used(args.gpu, host_given)

@@ -128,6 +128,9 @@ def test_building_on_the_meta_device_is_bounded():
 def test_a_cache_layer_kind_not_modelled_is_refused_by_name():
     from transformers import AutoConfig
 
-    cfg = AutoConfig.for_model("deepseek_v4", num_hidden_layers=2).to_dict()
-    with pytest.raises(CourseInputError, match="caches layer 0 in a DeepseekV4HCACache"):
+    cfg = AutoConfig.for_model("unlimited_ocr").to_dict()
+    text = cfg["text_config"]                 # the kind is layer 0's: 2 layers build in a second
+    text.update(num_hidden_layers=2, layer_types=text["layer_types"][:2],
+                mlp_layer_types=text["mlp_layer_types"][:2])
+    with pytest.raises(CourseInputError, match="caches layer 0 in a UnlimitedOcrDynamicReferenceSlidingWindowLayer"):
         from_hf_config(json.loads(json.dumps(cfg)))
