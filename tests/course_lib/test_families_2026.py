@@ -41,6 +41,8 @@ def _shrunk(name: str) -> dict:
     cfg = published(name)
     if name == "LFM2-1.2B":                      # conv, conv, attention, conv, conv, attention
         cfg.update(num_hidden_layers=6, full_attn_idxs=[2, 5])
+    elif name == "LFM2-8B-A1B":                  # two dense layers, then MoE; conv, conv, attention, conv
+        cfg.update(num_hidden_layers=4, layer_types=cfg["layer_types"][:4], num_experts=8)
     elif name == "Nemotron-Nano-9B-v2":          # the published pattern's first 15 layers: 8 Mamba, 6 MLP, 1 attention
         cfg.update(num_hidden_layers=15, hybrid_override_pattern=cfg["hybrid_override_pattern"][:15])
     elif name == "Kimi-Linear-48B-A3B":          # 3 KDA layers, then MLA (1-based, as published)
@@ -63,6 +65,8 @@ def _shrunk(name: str) -> dict:
 BY_HAND = {
     # 32 heads, 8 KV heads of 2,048 / 32 = 64: 2 x 8 x 64; short conv over 2,048 channels, L_cache 3
     "LFM2-1.2B": ([(2 * 8 * 64, None)] * 2, [(0, 2048 * 2)] * 4),
+    # the same attention and short conv in the MoE model
+    "LFM2-8B-A1B": ([(2 * 8 * 64, None)], [(0, 2048 * 2)] * 3),
     # 8 KV heads of 128; Mamba-2: 128 heads x 80 x state 128, conv (128 x 80 + 2 x 8 x 128) x 3
     "Nemotron-Nano-9B-v2": ([(2 * 8 * 128, None)], [(128 * 80 * 128, (10240 + 2048) * 3)] * 8),
     # MLA: kv_lora_rank 512 + rope 64; KDA: 32 heads x 128 x 128, conv 3 x 32 x 128 x 3
