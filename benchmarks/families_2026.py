@@ -34,6 +34,7 @@ ROWS = {
     "MiniMax-M2.7": "FullAttentionSpec",
     "GLM-4.7-Flash": "MLAAttentionSpec",
     "MiMo-V2-Flash": "FullAttentionSpec + SlidingWindowSpec",
+    "Gemma-4-31B-text": "FullAttentionSpec + SlidingWindowSpec",
 }
 
 

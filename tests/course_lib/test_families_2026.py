@@ -53,6 +53,8 @@ def _shrunk(name: str) -> dict:
     elif name == "MiMo-V2-Flash":                # full, 4 sliding, full
         cfg.update(num_hidden_layers=6, hybrid_layer_pattern=cfg["hybrid_layer_pattern"][:6],
                    moe_layer_freq=cfg["moe_layer_freq"][:6], n_routed_experts=8)
+    elif name == "Gemma-4-31B-text":             # 5 sliding layers, then a global one
+        cfg.update(num_hidden_layers=6, layer_types=cfg["layer_types"][:6])
     elif name == "MiniMax-M2.7":
         cfg.update(num_hidden_layers=2, num_local_experts=8)
     elif name == "Qwen3.5-27B-text":             # 3 Gated DeltaNet layers, then full attention
@@ -75,6 +77,9 @@ BY_HAND = {
     "GLM-4.7-Flash": ([(576, None)] * 3, []),
     # full: 4 KV heads x (192 + 128); sliding: 8 KV heads x (192 + 128), window 128 (+1 as transformers keeps it)
     "MiMo-V2-Flash": ([(4 * 320, None)] + [(8 * 320, 129)] * 4 + [(4 * 320, None)], []),
+    # sliding: 16 KV heads of 256, window 1,024; global: 4 KV heads of 512 (attention_k_eq_v: transformers still
+    # keeps K and V as two tensors)
+    "Gemma-4-31B-text": ([(2 * 16 * 256, 1024)] * 5 + [(2 * 4 * 512, None)], []),
     # 8 KV heads of 128
     "MiniMax-M2.7": ([(2 * 8 * 128, None)] * 2, []),
     # 4 KV heads of 256; GDN: 48 v-heads x 128 x 128, conv (2 x 16 x 128 + 48 x 128) x 3
