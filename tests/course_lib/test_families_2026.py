@@ -119,3 +119,37 @@ def test_qwen35_pages_in_vllm_by_hand():
     # 16 attention layers, 48 GDN layers: groups of 16 layers, 1 attention and 3 Mamba groups
     assert sorted(g.kind for g in layout.groups) == ["full", "mamba", "mamba", "mamba"]
     assert layout.bytes_per_block == 16 * 784 * 4096
+
+
+#: name -> vLLM 0.33's state shapes of one of its recurrent layers, from the published dims.
+def _vllm_state(name: str):
+    from course_lib.runtimes import vllm_mamba_pages as vm
+
+    return {
+        "Nemotron-Nano-9B-v2": lambda: vm.mamba2_state(intermediate=128 * 80, n_groups=8, heads=128, head_dim=80,
+                                                       state=128, conv_kernel=4),
+        "LFM2-1.2B": lambda: vm.short_conv_state(hidden=2048, l_cache=3),
+        "Kimi-Linear-48B-A3B": lambda: vm.kda_state(heads=32, head_dim=128, conv_kernel=4),
+        "Qwen3.5-27B-text": lambda: vm.gated_delta_net_state(k_heads=16, v_heads=48, d_k=128, d_v=128, conv_kernel=4),
+    }[name]()
+
+
+@pytest.mark.parametrize("name", ["Nemotron-Nano-9B-v2", "LFM2-1.2B", "Kimi-Linear-48B-A3B", "Qwen3.5-27B-text"])
+def test_vllm_state_shapes_hold_what_transformers_keeps(name):
+    """vLLM 0.33's MambaSpec shapes (vllm_mamba_pages) against the state transformers' cache holds per layer."""
+    spec = from_hf_config(_shrunk(name), name=name)
+    shapes = _vllm_state(name)
+    assert {(s.recurrent_values, s.conv_values) for s in spec.states} == {(shapes.temporal_values,
+                                                                          shapes.conv_values)}
+
+
+def test_an_mla_hybrid_block_follows_vllm_033():
+    """Kimi-Linear in bf16: KDA state 1,122,304 B, MLA 1,152 B a token; 0.33 aligns an MLA hybrid to 128 tokens:
+    128 x cdiv(1,122,304, 147,456) = 1,024 (0.32's rule, without the floor: 16 x 61 = 976)."""
+    from course_lib.runtimes.vllm_kv_groups import hybrid_block_size
+    from course_lib.runtimes.vllm_mamba_pages import hybrid_block_size_033, kda_state, page_bytes
+
+    state = page_bytes(kda_state(heads=32, head_dim=128, conv_kernel=4), conv_bytes=2, ssm_bytes=2)
+    assert state == 36_864 * 2 + 524_288 * 2 == 1_122_304
+    assert hybrid_block_size_033(16, 16, 1152, state, mla=True) == 1024
+    assert hybrid_block_size(16, 16, 1152, state) == 976          # what the estimate's 0.32 rule gives today
