@@ -33,7 +33,8 @@ prints past the output cap                       keeps the first bytes, notes th
 sends a message nested deeper than               reads none of it (:mod:`autograder.jsonshape`
 :data:`MAX_MESSAGE_DEPTH` levels or holding more  reads its shape from the bytes first) and fails
 than :data:`MAX_MESSAGE_CONTAINERS` objects and  the cell with an error output saying so
-arrays (on its own IOPub socket)
+arrays or :data:`MAX_MESSAGE_VALUES` values (on
+its own IOPub socket)
 ===============================================  ===============================================
 
 Each such cell becomes a :class:`CellEvent`; the notebook's status names the
@@ -93,11 +94,13 @@ POLL_S = 0.25
 #: request and will never answer (ipykernel's handler raised: it logs the error, publishes idle, and no reply).
 REPLY_GRACE_S = 2.0
 #: The deepest nesting a kernel message's parts (header, parent, metadata, content) may have, and the most
-#: objects and arrays each may hold: past either, the grader parses none of it (``json.loads`` recursed into
-#: a RecursionError in the grader on a header 200,000 deep; 32 MiB of ``{}`` would be 16 million dicts), and
-#: an IOPub message sent while a cell runs fails that cell. A figure's or a widget's JSON is ~10 deep.
+#: objects and arrays, and values, each may hold: past any, the grader parses none of it (``json.loads``
+#: recursed into a RecursionError in the grader on a header 200,000 deep; 32 MiB of ``{}`` would be 16 million
+#: dicts), and an IOPub message sent while a cell runs fails that cell. A figure's or a widget's JSON is ~10
+#: deep, and more than the output budget (1 MiB) of it is dropped unparsed anyway.
 MAX_MESSAGE_DEPTH = 100
 MAX_MESSAGE_CONTAINERS = 100_000
+MAX_MESSAGE_VALUES = 1_000_000
 log = logging.getLogger(__name__)
 
 
@@ -534,8 +537,7 @@ class Budget:
 
     Waiting is not free: a notebook that sleeps holds a grading worker. With an idle allowance of 1 times
     a 5 s limit (windows of 1.25 s), 3 s of work (3 CPU seconds) then 6 s of sleep (no CPU) is over it;
-    the work is not waiting, and neither is a window of 1 CPU second with 2 s queued for a core, while
-    one of 0.5 CPU seconds in 3 s waited 2.5 s:
+    the work is not waiting:
 
     >>> class Sleeper:
     ...     def cpu_seconds(self): return 0.0
@@ -544,10 +546,18 @@ class Budget:
     0.0
     >>> budget.account(budget.wall0 + 9, 3.0); budget.idle_used(), budget.over()
     (6.0, 'idle')
-    >>> budget.account(budget.wall0 + 12, 4.0, queued=2.0); budget.idle_used()
-    6.0
-    >>> budget.account(budget.wall0 + 15, 4.5, queued=2.0); budget.idle_used()
-    8.5
+
+    A window of 1 CPU second and 2 s queued for a core (a starved kernel) is not waiting; one of 0.5 CPU
+    seconds in 3 s (a cell that works a little, then sleeps) waited 2.5 s:
+
+    >>> class Queued:
+    ...     def cpu_seconds(self): return 0.0
+    ...     def runqueue_seconds(self): return 0.0
+    >>> budget = Budget(Queued(), 5, wall_factor=4, idle_factor=1)
+    >>> budget.account(budget.wall0 + 3, 1.0, queued=2.0); budget.idle_used()
+    0.0
+    >>> budget.account(budget.wall0 + 6, 1.5, queued=2.0); budget.idle_used()
+    2.5
 
     Two notebooks on one clock share one backstop and one allowance:
 
@@ -1127,15 +1137,17 @@ def _deserialize(session, frames, scanned: bool = False) -> dict | None:
 
 
 def _unparsable(parts) -> str | None:
-    """Why the grader will not parse these JSON parts of a message (too deep, too many objects and
-    arrays: :data:`MAX_MESSAGE_DEPTH`, :data:`MAX_MESSAGE_CONTAINERS`), or None; read from the bytes.
+    """Why the grader will not parse these JSON parts of a message (too deep, too many objects and arrays
+    or values: :data:`MAX_MESSAGE_DEPTH`, :data:`MAX_MESSAGE_CONTAINERS`, :data:`MAX_MESSAGE_VALUES`), or
+    None; read from the bytes.
 
     >>> _unparsable([b'{"msg_id": "1"}', b"[" * 101 + b"]" * 101])
     'a message from the kernel nests deeper than 100 levels'
     """
     for part in parts:
         try:
-            shape(getattr(part, "bytes", part), max_depth=MAX_MESSAGE_DEPTH, max_containers=MAX_MESSAGE_CONTAINERS)
+            shape(getattr(part, "bytes", part), max_depth=MAX_MESSAGE_DEPTH, max_containers=MAX_MESSAGE_CONTAINERS,
+                  max_values=MAX_MESSAGE_VALUES)
         except TooLarge as e:
             return f"a message from the kernel {e}"
     return None

@@ -32,7 +32,7 @@ from .feedback import Redactor, assignment_titles, write_feedback, write_feedbac
 from .inert import instructor_copy
 from .kernels import grading_kernels
 from .layout import autograded_path, feedback_path, record_path
-from .restore import (MAX_NOTEBOOK_BYTES, Refused, read_handed_in, read_submission, refuse_other_coding,
+from .restore import (MAX_NOTEBOOK_BYTES, Refused, read_handed_in, read_submission_limited, refuse_other_coding,
                       restore_cells)
 from .results import (GRADED, GRADER_ERROR, INVALID, MISSING, NOT_RUN, PASSED, SEVERITY, QuestionResult,
                       StudentResult, write_atomic, write_json)
@@ -123,7 +123,7 @@ def _read_notebooks(job: Job, spec: AssignmentSpec, files: dict) -> tuple[dict, 
             problems[nb.name] = (MISSING, f"{nb.name} is not in the submission{extra}")
         else:
             try:
-                readable[nb.name] = read_submission(data)
+                readable[nb.name] = read_submission_limited(data)
             except Refused as e:
                 problems[nb.name] = (INVALID, f"{nb.name} cannot be read: {e}")
     return readable, problems
@@ -183,7 +183,8 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
         _explain_events(scored, execution, nb_spec)
         questions.update(scored)
     released = {check.file: sidecheck.released(a, check.file) for check in lesson.side_checks}
-    run = sidecheck.runner(settings, isolation, lesson.preload)   # the batch's fork server: the same preload
+    # the batch's fork server (the same preload); the rest of the hand-in's wall clock, not one of its own
+    run = sidecheck.runner(settings, isolation, lesson.preload, clock=clock)
     questions.update(sidecheck.score(lesson, files, released, job.prepared, run))
     log.debug("%s side checks done", job.student_id)
     bound = _bounder(executions.values())

@@ -8,6 +8,8 @@
     submitted/<id>/<assignment>/            the hand-in as the grader read it (formgrader counts these)
     autograded/<id>/<assignment>/<nb>       each executed notebook (for formgrader)
     feedback/<id>/<assignment>/<stem>.html  the learner's feedback page, one per notebook
+    {autograded,feedback}/<id>/<assignment>/{timestamp,submission_secret}.txt
+                                            as nbgrader's exchange handed them in (for release_feedback)
     gradescope/<id>.json                    Gradescope results, one per student
     gradebook.db                            nbgrader's gradebook (RESULTS_DIR is an nbgrader course root)
     .snapshot/                              the instructor files this batch graded against

@@ -40,8 +40,8 @@ MAX_CELLS = 2_000
 MAX_SOURCE_CHARS = 2_000_000
 #: The JSON of a submitted notebook, read from its bytes before anything is built (autograder.jsonshape):
 #: its nesting (nbformat's own is ~6 levels, a kernel message's content at most 100 more), its objects and
-#: arrays (a cell and each of its outputs are a few: the released notebook has ~400), and its values (an
-#: output's data may be a long list of numbers). 19 MiB of empty objects, 6.6 million of them, took a
+#: arrays (a cell and each of its outputs are a few: the lesson's notebook, outputs and all, has 262), and its
+#: values (3,738 there; an output's data may be a long list of numbers). 19 MiB of empty objects, 6.6 million of them, took a
 #: grading worker to 3.94 GB, and 620,000 attachments 67 s of its CPU; at these bounds a notebook costs the
 #: grader at most ~0.3 GB and a few seconds (benchmarks/results/hand-in-json.md).
 MAX_JSON_DEPTH = 128
@@ -313,3 +313,98 @@ def _source_chars(source) -> int:
     if isinstance(source, list):
         return sum(len(line) for line in source if isinstance(line, str))
     return 0
+
+
+#: What reading one hand-in's notebook may cost, in a child process of its own (:func:`read_submission_limited`):
+#: address space beyond the grader's own, and CPU seconds. Within the JSON bounds above it needs ~0.2 GB and
+#: under a second; these are the backstop for whatever nbformat's reading and validation could still cost.
+READ_MEMORY_BYTES = 1 << 30
+READ_CPU_S = 30
+
+
+def read_submission_limited(data: bytes, memory_bytes: int = READ_MEMORY_BYTES,
+                            cpu_s: int = READ_CPU_S) -> nbformat.NotebookNode:
+    """:func:`read_submission` in a forked child whose memory (``RLIMIT_AS``: the grader's size at the fork and
+    ``memory_bytes``) and CPU time (``RLIMIT_CPU``) are limited; the notebook comes back pickled, or
+    :class:`Refused` with the child's reason, or with the limit it ran into. A wall-clock backstop of
+    twice ``cpu_s`` ends a child that waits. Costs ~10 ms for an ordinary notebook (the fork).
+
+    >>> read_submission_limited(b'{"cells": [], "metadata": {"x": ' + b"[" * 200 + b"]" * 200 + b'}}')
+    Traceback (most recent call last):
+    ...
+    autograder.restore.Refused: the notebook nests deeper than 128 levels (a notebook needs a few per cell and output): delete scratch cells, clear its outputs and extra metadata, save, and hand it in again
+    >>> len(read_submission_limited(json.dumps(nbformat.v4.new_notebook()).encode()).cells)
+    0
+    >>> big = json.dumps({"cells": [], "metadata": {"x": ["y" * 200] * 50_000}}).encode()   # 10 MB
+    >>> read_submission_limited(big, memory_bytes=1 << 20)
+    Traceback (most recent call last):
+    ...
+    autograder.restore.Refused: reading the notebook took more than the grader allows one hand-in (1 MiB of memory or 30 CPU seconds)
+    """
+    import pickle
+    import resource
+    import select
+    import signal
+    import time
+
+    limits = f"{memory_bytes / 2**20:,.0f} MiB of memory or {cpu_s} CPU seconds"
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # the child: never returns
+        code = 0
+        try:
+            os.close(read_fd)
+            with open("/proc/self/status") as f:
+                size = int(next(line for line in f if line.startswith("VmSize:")).split()[1]) * 1024
+            used = resource.getrusage(resource.RUSAGE_SELF)
+            _lower(resource.RLIMIT_AS, size + memory_bytes)
+            _lower(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime) + cpu_s)   # the fork's own count goes on
+            try:
+                result = ("read", read_submission(data))
+            except Refused as e:
+                result = ("refused", str(e))
+            except MemoryError:
+                result = ("limit", "")
+            payload = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+            view, written = memoryview(payload), 0
+            while written < len(view):
+                written += os.write(write_fd, view[written:written + (1 << 20)])
+        except BaseException:  # noqa: BLE001 - the reader itself failed: the parent reads as before
+            code = 3
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    chunks, deadline = [], time.monotonic() + 2 * cpu_s
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([read_fd], [], [], left)[0]:
+                os.kill(pid, signal.SIGKILL)
+                chunks = []
+                break
+            chunk = os.read(read_fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_fd)
+        _, status = os.waitpid(pid, 0)
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 3:
+        return read_submission(data)   # no child reader here (not the hand-in's doing): bounded by the counts alone
+    try:
+        kind, value = pickle.loads(b"".join(chunks)) if chunks else ("limit", "")
+    except Exception:  # noqa: BLE001 - a child cut short (the CPU limit's SIGXCPU, the memory cap)
+        kind, value = "limit", ""
+    if kind == "read":
+        return value
+    if kind == "refused":
+        raise Refused(value)
+    raise Refused(f"reading the notebook took more than the grader allows one hand-in ({limits})")
+
+
+def _lower(kind: int, value: int) -> None:
+    """Set the soft limit ``kind`` to ``value``, never above the hard limit (which a process may not raise)."""
+    import resource
+
+    soft, hard = resource.getrlimit(kind)
+    resource.setrlimit(kind, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))

@@ -14,6 +14,7 @@ gradebook and formgrader list them with the notebook's own.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,19 +28,26 @@ from .sandbox import Isolation, Sandbox, scratch_dir
 from .settings import Settings
 
 
-def runner(settings: Settings, isolation: Isolation, preload: tuple[str, ...] = ()) -> Runner:
+def runner(settings: Settings, isolation: Isolation, preload: tuple[str, ...] = (), clock=None) -> Runner:
     """``run(file_name, text)``: the Python program ``text`` as ``file_name``, alone in a fresh sandbox,
-    forked from the batch's kernel fork server (``preload``: the lesson's, so it is the batch's one server)."""
+    forked from the batch's kernel fork server (``preload``: the lesson's, so it is the batch's one server).
+
+    ``clock``: the hand-in's (:class:`autograder.execute.Clock`): a program then gets no more wall-clock
+    time than is left of the hand-in's backstop (``wall_factor`` times the notebook time limit, shared
+    with its notebooks), so that a sleeping lab does not add its own on top; None (a batch's
+    preparation): its own bound only."""
     def run(file_name: str, text: str) -> RunResult:
         if "/" in file_name or file_name in ("", ".", ".."):
             raise ValueError(f"a side check's program needs a plain file name, not {file_name!r}")
+        wall_s = settings.side_check_timeout * min(settings.wall_factor, 1 + settings.idle_factor)
+        if clock is not None:
+            left = settings.notebook_timeout * settings.wall_factor - (time.monotonic() - clock.wall0)
+            wall_s = max(0.1, min(wall_s, left))
         with Sandbox(scratch_dir("side"), settings.limits, isolation, preload=preload) as box:   # removes its folder
             path = box.work / file_name
             path.write_text(text, encoding="utf-8")
             rc, out, err = box.run([sys.executable, "-P", "-s", str(path)], cwd=box.work,
-                                   timeout=settings.side_check_timeout,
-                                   wall_s=settings.side_check_timeout * min(settings.wall_factor,
-                                                                             1 + settings.idle_factor))
+                                   timeout=settings.side_check_timeout, wall_s=wall_s)
         return RunResult(rc, out, err)
     return run
 

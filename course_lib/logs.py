@@ -392,6 +392,21 @@ def _read_vllm(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[s
         pairs = re.findall(r"['\"](image|video|audio)['\"]: ?(\d+)", next(g for g in m.groups() if g is not None))
         if pairs:
             note("limit_mm_per_prompt", m, {k: _int(v) for k, v in pairs})
+    m = re.search(r"'speculative_config': (\{[^{}]*\})|--speculative-config[= ]+'(\{[^{}]*\})'", text)
+    if m:
+        import ast
+        try:
+            value = ast.literal_eval(next(g for g in m.groups() if g)) if m.group(1) else json.loads(m.group(2))
+        except (ValueError, SyntaxError):
+            value = None
+        if isinstance(value, dict):
+            note("speculative_config", m, value)
+    else:   # the engine's config line: speculative_config=SpeculativeConfig(method='ngram', model=None, num_spec_tokens=3)
+        m = re.search(r"speculative_config=SpeculativeConfig\(method='(\w+)', model=(?:'([^']*)'|None), "
+                      r"num_spec_tokens=(\d+)\)", text)
+        if m:
+            note("speculative_config", m, {"method": m.group(1), "num_speculative_tokens": int(m.group(3)),
+                                           **({"model": m.group(2)} if m.group(2) else {})})
     m = re.search(r"'mm_processor_kwargs': \{[^{}]*'max_pixels': (\d+)|--mm-processor-kwargs[= ]+'?\{[^{}]*\"max_pixels\": ?"
                   r"(\d+)", text)
     if m:

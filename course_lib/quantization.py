@@ -12,6 +12,8 @@ awq / gptq int4    4-bit value; per group of 128: fp16 scale +    4 + 20/128 = 4
                    4-bit zero point
 fp8 (block)        e4m3 byte; one fp32 scale per 128 x 128 block  8 + 32/16384 = 8.002
 mxfp4              4-bit e2m1; one 8-bit (e8m0) scale per 32      4 + 8/32 = 4.25
+modelopt nvfp4     4-bit e2m1; one fp8 (e4m3) scale per 16        4 + 8/16 = 4.5
+                   (:mod:`course_lib.modelopt`)
 bitsandbytes nf4   4-bit; fp32 absmax per 64 (or 8-bit absmax     4.5 (4.127 with
                    per 64 + fp32 per 256 blocks, double quant)    double quant)
 bitsandbytes int8  int8; fp32 scale per output row (not counted)  8
@@ -213,6 +215,11 @@ def format_from_config(cfg: Mapping[str, Any], model_type: str = "") -> WeightFo
         if _flag(q, "load_in_8bit", False):
             return WeightFormat("int8", "from quantization_config: bitsandbytes 8-bit", base, DType("int8", 8),
                                 LINEAR_GROUPS, compute)
+    if method in ("modelopt", "modelopt_fp4"):
+        from .modelopt import format_from_modelopt
+        fmt = format_from_modelopt(q, compute)
+        if fmt is not None:
+            return fmt
     return WeightFormat(compute, f"quantization_config quant_method={method!r:.40} is not modelled; "
                         f"weights counted at {compute}, an overestimate", base, compute_dtype=compute)
 

@@ -2,8 +2,10 @@
 
 Loaded by path (standard library only) by the launcher (``_launch.py``) and the fork server
 (``_zygote.py``), and installed as the last step before learner code runs, after the privilege
-drop and ``no_new_privs`` (:func:`install`). It is a deny list over what the sandbox already
-allows: every system call runs as before except
+drop and ``no_new_privs`` (:func:`install`). These are the bytes bubblewrap's ``--seccomp FD`` would
+take; the launcher installs them itself because forked kernels never pass through bubblewrap: one
+routine for both ways a kernel starts. It is a deny list over what the sandbox already allows: every
+system call runs as before except
 
 =======================================  ============================================================
 denied (``EPERM``)                        why

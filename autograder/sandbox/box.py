@@ -29,7 +29,7 @@ from .kernel_env import kernel_env, make_ipython_dir, seed_matplotlib_cache
 from .limits import Limits
 from .mounts import INNER_LAUNCHER, INNER_PYTHON, LAUNCHER, REPO, bwrap_command, mount_plan
 from .python_env import PythonEnv
-from .scratch import mount_tmpfs, remove_tree, unmount
+from .scratch import mount_tmpfs, remove_tree, tree_usage, unmount
 from .servers import fork_server
 
 
@@ -179,26 +179,12 @@ class Sandbox:
 
     def disk_used(self) -> tuple[int, int]:
         """(bytes, files) the notebook has written under ``root``: the tmpfs's own count when capped,
-        else a walk that stops counting files past ``limits.max_files``."""
+        else a walk that stops counting files past ``limits.max_files`` (:func:`~.scratch.tree_usage`: by
+        descriptor, so nothing below a path too long to name escapes it)."""
         if self.disk_capped:
             st = os.statvfs(self.root)
             return (st.f_blocks - st.f_bfree) * st.f_frsize, st.f_files - st.f_ffree
-        used, files, stack = 0, 0, [str(self.root)]
-        while stack and files <= self.limits.max_files:
-            try:
-                with os.scandir(stack.pop()) as entries:
-                    for entry in entries:
-                        files += 1
-                        try:
-                            st = entry.stat(follow_symlinks=False)
-                        except OSError:
-                            continue
-                        used += st.st_blocks * 512
-                        if entry.is_dir(follow_symlinks=False):
-                            stack.append(entry.path)
-            except OSError:
-                continue
-        return used, files
+        return tree_usage(self.root, self.limits.max_files)
 
     def disk_full(self) -> bool:
         """Has the notebook reached its disk cap (bytes or files), within a little slack?"""

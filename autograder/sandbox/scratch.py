@@ -7,6 +7,7 @@ import ctypes
 import os
 import re
 import signal
+import stat
 import tempfile
 from pathlib import Path
 
@@ -43,8 +44,10 @@ def remove_tree(path: Path) -> None:
     the working folder ended in RecursionError in the grader), and a path longer than ``PATH_MAX``
     cannot be named at all. Here one loop goes down by descriptor (``O_NOFOLLOW``: a link is removed,
     never followed), holding one open folder and the names of those above it, and back up through
-    ``..``; a folder that cannot be read (mode 000) is given its owner's rights first. Fifos, sockets
-    and device nodes are unlinked unopened. What cannot be removed is left, as ``ignore_errors`` does.
+    ``..``, which must be the very folder it came down from (a folder moved meanwhile stops the removal
+    there: it never goes on in another); a folder that cannot be read (mode 000) is given its owner's
+    rights first. Fifos, sockets and device nodes are unlinked unopened. What cannot be removed is left,
+    as ``ignore_errors`` does.
 
     >>> top = Path(tempfile.mkdtemp()); chain = top
     >>> for _ in range(1500):
@@ -64,7 +67,7 @@ def remove_tree(path: Path) -> None:
         except OSError:
             pass
         return
-    above: list[tuple[str, set[str]]] = []   # the folders above: each one's name in its parent, and the parent's `stuck`
+    above: list[tuple[str, set[str], tuple[int, int]]] = []   # per folder above: the name below it, its `stuck`, its id
     stuck: set[str] = set()                  # what could not be removed in the folder open now
     try:
         while True:
@@ -91,16 +94,20 @@ def remove_tree(path: Path) -> None:
                 except OSError:
                     stuck.add(down)
                     continue
+                here = os.fstat(fd)
                 os.close(fd)
-                above.append((down, stuck))
+                above.append((down, stuck, (here.st_dev, here.st_ino)))
                 fd, stuck = child, set()
                 continue
             if not above:
                 break
-            name, stuck = above.pop()
+            name, stuck, came_from = above.pop()
             parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
             os.close(fd)
             fd = parent
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != came_from:
+                return   # moved while we were below: not a folder of this tree any more
             try:
                 os.rmdir(name, dir_fd=fd)
             except FileNotFoundError:
@@ -115,13 +122,84 @@ def remove_tree(path: Path) -> None:
         pass
 
 
+def tree_usage(path: Path, max_files: int) -> tuple[int, int]:
+    """(bytes, entries) under ``path``: the blocks of every entry, found as :func:`remove_tree` goes (by
+    descriptor, links never followed, back up only into the folder it came from), so a file below a path
+    longer than ``PATH_MAX`` is counted too (``os.scandir(path)`` cannot open one: 48 MiB written there
+    passed a 32 MiB disk watchdog unseen). Stops counting entries past ``max_files``.
+
+    >>> top = Path(tempfile.mkdtemp()); here = os.getcwd(); os.chdir(top)
+    >>> for _ in range(20):   # 20 x 256 characters: no path names what is below
+    ...     os.mkdir("L" * 255); os.chdir("L" * 255)
+    >>> _ = Path("f").write_bytes(b"x" * 2**20); os.chdir(here)
+    >>> used, entries = tree_usage(top, 1000); used >= 2**20, entries
+    (True, 21)
+    >>> remove_tree(top); top.exists()
+    False
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return 0, 0
+    used = entries = 0
+    above: list[tuple[list[str], tuple[int, int]]] = []   # per folder above: its folders still to visit, its id
+    todo: list[str] | None = None                            # the open folder's, once read
+    try:
+        while True:
+            if todo is None:
+                todo = []
+                try:
+                    with os.scandir(fd) as listing:
+                        for entry in listing:
+                            entries += 1
+                            if entries > max_files:
+                                return used, entries
+                            try:
+                                st = entry.stat(follow_symlinks=False)
+                            except OSError:
+                                continue
+                            used += st.st_blocks * 512
+                            if stat.S_ISDIR(st.st_mode):
+                                todo.append(entry.name)
+                except OSError:
+                    pass
+            if todo:
+                try:
+                    child = os.open(todo.pop(), flags, dir_fd=fd)
+                except OSError:
+                    continue
+                here = os.fstat(fd)
+                os.close(fd)
+                above.append((todo, (here.st_dev, here.st_ino)))
+                fd, todo = child, None
+                continue
+            if not above:
+                return used, entries
+            todo, came_from = above.pop()
+            parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != came_from:
+                return used, entries   # moved while we were below: what was counted stands
+    finally:
+        os.close(fd)
+
+
 def _open_dir(name: str, dir_fd: int, flags: int) -> int:
     """Open folder ``name`` in ``dir_fd``; one its mode keeps us out of (000) is given u+rwx first."""
     try:
         return os.open(name, flags, dir_fd=dir_fd)
     except PermissionError:
-        os.chmod(name, 0o700, dir_fd=dir_fd)   # the entry was a folder, not a link: nothing is followed
-        return os.open(name, flags, dir_fd=dir_fd)
+        handle = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        try:   # that very folder (never a link swapped in): by its descriptor
+            if not stat.S_ISDIR(os.fstat(handle).st_mode):
+                raise
+            os.chmod(f"/proc/self/fd/{handle}", 0o700)
+            return os.open(f"/proc/self/fd/{handle}", flags & ~os.O_NOFOLLOW)
+        finally:
+            os.close(handle)
 
 
 def mount_tmpfs(target: Path, size_bytes: int, max_files: int) -> None:

@@ -25,6 +25,7 @@ from ..models import ModelSpec
 from ..report import from_log_table, runtime_table
 from ..runtimes import SglangLaunch, TrtllmLaunch, VllmLaunch, estimate_sglang, estimate_trtllm, estimate_vllm
 from ..runtimes.from_log import compare
+from ..runtimes.vllm_spec import parse_speculative_config
 from ..runtimes.unified import host_used, vllm_start_refusal
 from ..runtimes.vllm_kv_dsv4 import refusal as dsv4_refusal
 from ..presets import gpu_bytes
@@ -40,6 +41,7 @@ RUNTIME_FLAGS = {
     "cuda_graph_max_bs": "sglang",
     "kv_cache_free_gpu_mem_fraction": "trtllm", "trtllm_version": "trtllm", "max_batch_size": "trtllm",
     "max_num_tokens": "trtllm", "cpu_offload_gb": ("vllm", "sglang"), "kv_cache_memory_bytes": "vllm",
+    "speculative_config": "vllm",
     "host_used": ("vllm", "sglang", "trtllm"),
 }
 _SHARE = {"vllm": "--gpu-memory-utilization", "sglang": "--mem-fraction-static",
@@ -72,6 +74,9 @@ def add_runtime_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--kv-cache-memory-bytes", metavar="SIZE",
                    help="vLLM: the KV pool's size, as vLLM's own flag (any size: 12MiB, 1.5GB, 12582912); no "
                         "profile. With --gpu cpu: vLLM 0.32's CPU platform")
+    g.add_argument("--speculative-config", metavar="JSON",
+                   help='vLLM: speculative decoding, as vLLM\'s own flag, e.g. \'{"method": "mtp", '
+                        '"num_speculative_tokens": 2}\' (ngram, suffix, mtp, eagle, eagle3, dflash, draft_model)')
     g.add_argument("--vllm-version", help="vLLM release whose defaults apply, e.g. 0.10.1 (default: the newest modelled)")
     g.add_argument("--entrypoint", choices=("serve", "llm"), help="vLLM: `vllm serve` (default) or LLM() defaults")
     g.add_argument("--sampler", choices=("auto", "native", "flashinfer"),
@@ -183,6 +188,7 @@ def estimate_runtime(args: argparse.Namespace, spec: ModelSpec) -> dict[str, Any
             enforce_eager=args.enforce_eager, tensor_parallel=tp, pipeline_parallel=pp, block_size=args.block_size,
             sampler=args.sampler or "auto", cpu_offload_gb=args.cpu_offload_gb or 0.0,
             skip_mm_profiling=args.skip_mm_profiling, kv_cache_memory_bytes=kv_given,
+            speculative_config=parse_speculative_config(args.speculative_config),
             limit_mm_per_prompt=args.limit_mm_per_prompt,
             mm_max_pixels=(args.mm_processor_kwargs or {}).get("max_pixels")))
         if host:       # vLLM 0.33's start-up check on a shared pool (course_lib.runtimes.unified)

@@ -112,6 +112,9 @@ def served_spec(log: StartupLog, spec: ModelSpec) -> ModelSpec:
                                                          spec.model_type))
 
 
+from .vllm_spec import parse_speculative_config  # noqa: E402
+
+
 def launch_for(log: StartupLog, spec: ModelSpec, gpu: str | int) -> tuple[Any, dict[str, str]]:
     """The runtime's launch object for what ``log`` shows, and which facts came from the log."""
     L = log.launch
@@ -135,6 +138,7 @@ def launch_for(log: StartupLog, spec: ModelSpec, gpu: str | int) -> tuple[Any, d
                           skip_mm_profiling=bool(L.get("skip_mm_profiling", False)),
                           limit_mm_per_prompt=L.get("limit_mm_per_prompt"), mm_max_pixels=L.get("mm_max_pixels"),
                           kv_cache_memory_bytes=L.get("kv_cache_memory_bytes"),
+                          speculative_config=parse_speculative_config(L.get("speculative_config"), strict=False),
                           entrypoint="llm" if L.get("entrypoint") == "llm" else "serve"), from_log
     if log.runtime == "sglang":
         kv = _kv(L.get("kv_cache_dtype"))

@@ -156,8 +156,8 @@ def run_cases(cases: list[dict[str, Any]], *, python: str | Path | None = None, 
     """Start one vLLM engine per case in a child ``python``; return the child's whole log text.
 
     A case: ``{"id": ..., "arch": ..., "overrides": {...}, "kv_cache_memory_bytes": N, "max_model_len": L,
-    "block_size": B or None, "env": {...}, "engine_args": {...}}`` (``engine_args``: more ``LLM()`` arguments). Each engine's lines follow a ``=== oracle case ID ===`` line;
-    a refusal is printed as ``ORACLE-REFUSED ID: <vLLM's message>``. ``in_process=True`` runs vLLM's engine
+    "block_size": B or None, "env": {...}, "engine_args": {...}}`` (``engine_args``: more ``LLM()`` arguments).
+    Each engine's lines follow a ``=== oracle case ID ===`` line; a refusal is printed as ``ORACLE-REFUSED ID: <vLLM's message>``. ``in_process=True`` runs vLLM's engine
     core and worker inside the child (``VLLM_ENABLE_V1_MULTIPROCESSING=0``): no process spawns, so a start takes
     ~12 s instead of ~60 s on a busy 2-core machine; several cases then run one child each, since a second
     in-process engine in the same Python hangs.

@@ -4,7 +4,7 @@ Every runtime module keeps one :class:`History`: a table of :class:`Change` rows
 says which rules a release changed (``sets``), the file of *that* release it was read from
 (``source``), and the published start-up log that checks it (``checked_by``; empty when the rule is
 read from source and no log checks it). :meth:`History.at` folds the rows up to a release into the
-:class:`Rules` that release follows, and remembers which row set each rule, so an estimate can say
+:class:`TypedRules` that release follows, and remembers which row set each rule, so an estimate can say
 which of the rules it used no log has checked. Adding a release is adding a row, not a condition.
 
 >>> h = History("demo", (
@@ -56,41 +56,13 @@ class Change:
 
 
 @dataclass(frozen=True)
-class Rules:
-    """The rules one release follows: ``rules.name`` is the value, :meth:`origin` the row that set it."""
-
-    version: Version
-    values: Mapping[str, Any]
-    origins: Mapping[str, Change] = field(repr=False)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("values", "origins", "version"):
-            raise AttributeError(name)      # not yet set (copy, pickle): never look it up in itself
-        try:
-            return self.values[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def origin(self, name: str) -> Change:
-        """The release row that set rule ``name``."""
-        return self.origins[name]
-
-    def unchecked(self, names: tuple[str, ...] | None = None) -> list[str]:
-        """Rules (of ``names``, default all) read from source that no published log checks, with their release."""
-        out = []
-        for name in (names or tuple(self.values)):
-            row = self.origins.get(name)
-            if row is not None and not row.checked_by:
-                out.append(f"{name} ({row.since}, {row.source})")
-        return out
-
-
-@dataclass(frozen=True)
 class TypedRules:
-    """The base of a runtime's typed rules: a frozen dataclass whose fields are the rules (enums where a rule is one
-    of a few words), filled by :meth:`History.at` from the table; ``version`` and ``origins`` as in :class:`Rules`.
+    """The rules one release follows: a frozen dataclass whose fields are the rules (enums where a rule is one
+    of a few words), filled by :meth:`History.at` from the table. ``version``: the release; ``origins``: rule name ->
+    the row that set it (:meth:`origin`).
 
-    A subclass declares one field per rule; a row setting a rule the class does not declare fails at import.
+    A runtime declares a subclass with one field per rule; a row setting a rule the class does not declare fails at
+    import. A table given no class gets one made from its first row's rule names (typed ``Any``).
     """
 
     version: Version
@@ -141,8 +113,8 @@ def _coerce(hint: Any, value: Any) -> Any:
 class History:
     """A runtime's release table: rows oldest first, the releases it models, and the newest (the default).
 
-    ``rules_type``: a :class:`TypedRules` subclass that :meth:`at` fills (its fields must be the first row's rules);
-    without it :meth:`at` returns the untyped :class:`Rules`.
+    ``rules_type``: the :class:`TypedRules` subclass that :meth:`at` fills (its fields must be the first row's
+    rules); without it, one is made from the first row's names.
     """
 
     def __init__(self, runtime: str, changes: tuple[Change, ...], known: tuple[str, ...],
@@ -151,15 +123,17 @@ class History:
         self.changes = tuple(sorted(changes, key=lambda c: c.version))
         self.known = tuple(parse_version(k) for k in known)      # releases modelled, as major.minor[.patch]
         self._known_text = tuple(known)
-        self.rules_type = rules_type
         names = set(self.changes[0].sets)      # the first row defines every rule; later rows only change them
         for row in self.changes[1:]:
             extra = set(row.sets) - names
             assert not extra, f"{runtime} {row.since} sets {extra}, which the first row does not define"
-        if rules_type is not None:
-            declared = set(rules_type.rule_names())
-            assert declared == names, f"{runtime}: {rules_type.__name__} declares {declared ^ names} differently"
-            self._hints = typing.get_type_hints(rules_type)
+        if rules_type is None:
+            rules_type = dataclasses.make_dataclass(f"{runtime.capitalize()}Rules", [(n, Any) for n in sorted(names)],
+                                                    bases=(TypedRules,), frozen=True)
+        self.rules_type = rules_type
+        declared = set(rules_type.rule_names())
+        assert declared == names, f"{runtime}: {rules_type.__name__} declares {declared ^ names} differently"
+        self._hints = typing.get_type_hints(rules_type)
 
     @property
     def latest(self) -> Version:
@@ -190,7 +164,7 @@ class History:
             raise CourseInputError(f"{flag}={str(text)!r} is not {what}; use one of {self.known_line()}")
         return version
 
-    def at(self, version: str | Version) -> Any:
+    def at(self, version: str | Version) -> Any:      # the runtime's TypedRules subclass
         """The rules of ``version``: every row up to it folded, oldest first (refused when not modelled)."""
         v = self.check(version)
         values: dict[str, Any] = {}
@@ -201,12 +175,14 @@ class History:
             for name, value in row.sets.items():
                 values[name] = value
                 origins[name] = row
-        if self.rules_type is not None:
-            return self.rules_type(version=v, origins=origins,
-                                   **{k: _coerce(self._hints[k], val) for k, val in values.items()})
-        return Rules(v, values, origins)
+        return self.rules_type(version=v, origins=origins,
+                               **{k: _coerce(self._hints[k], val) for k, val in values.items()})
 
     def table(self) -> list[dict[str, Any]]:
         """The history as plain rows (for docs and ``--json``)."""
         return [{"since": c.since, "sets": dict(c.sets), "source": c.source, "checked_by": c.checked_by or None,
                  "why": c.why} for c in self.changes]
+
+
+#: The rules of one release (the name the runtimes' type hints use).
+Rules = TypedRules

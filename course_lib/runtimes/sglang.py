@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import Enum
 
 from ..dtypes import get_dtype
 from ..errors import CourseInputError
@@ -41,7 +42,7 @@ from ..presets import gpu_bytes
 from ..spec import ModelSpec
 from ..units import GiB, MiB
 from .profile import cuda_graph_bytes, offloaded_bytes, rotary_cache_bytes, stage_weight_bytes, stages
-from .releases import Change, History, Rules
+from .releases import Change, History, TypedRules
 from .result import RuntimeEstimate, Term
 from .versions import Version
 
@@ -49,6 +50,28 @@ from .versions import Version
 #: Rules: mem_fraction ("by-tp" or "reserved"), small_gpu (chunked_prefill_size and cuda_graph_max_bs at TP < 4 /
 #: TP >= 4 on GPUs of 20-35 GiB), prefill_graphs (piecewise / prefill CUDA graphs on by default on CUDA, whose
 #: non-torch memory the reserve counts).
+class MemFraction(str, Enum):
+    """How ``mem_fraction_static``'s default is chosen."""
+    BY_TP = "by-tp"            # by tensor-parallel size
+    RESERVED = "reserved"      # the reserved-memory heuristic (PR #10975)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class SglangRules(TypedRules):
+    """One SGLang release's rules (see :data:`HISTORY`), typed."""
+
+    mem_fraction: MemFraction
+    small_gpu: tuple[int, int, int]
+    prefill_graphs: bool
+    vlm_fraction: bool         # a multimodal model's share cut by its vision tower's size (0.5.20)
+    mm_reserve_mib: int        # MiB kept out of the KV budget for the embedding cache (0.5.20)
+
+
+Rules = SglangRules
+
 HISTORY = History("sglang", (
     Change("0.3.0", {"mem_fraction": "by-tp", "small_gpu": (2048, 24, 80), "prefill_graphs": False,
                      "vlm_fraction": False, "mm_reserve_mib": 0},
@@ -71,7 +94,7 @@ HISTORY = History("sglang", (
     Change("0.5.20", {"vlm_fraction": True, "mm_reserve_mib": 100},
            "python/sglang/srt/arg_groups/memory_hook.py adjust_mem_fraction_for_vlm and "
            "mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb (0.5.20, 0.5.23)"),
-), known=("0.3", "0.4", *(f"0.5.{p}" for p in range(24))))
+), known=("0.3", "0.4", *(f"0.5.{p}" for p in range(24))), rules_type=SglangRules)
 KNOWN_VERSIONS = HISTORY.known
 LATEST = HISTORY.latest
 #: PR #10975 replaced the TP-keyed mem_fraction_static with the reserved-memory heuristic (SGLang v0.5.3): the
@@ -146,7 +169,7 @@ def default_mem_fraction_static(version: Version, gpu_total_bytes: int, tp: int,
     >>> default_mem_fraction_static(Version(0, 5, 5), round(79.18 * 2**30), 1, 1, 8192, 256)   # H100: 13,440 MiB kept
     0.834
     """
-    if HISTORY.at(version).mem_fraction == "by-tp":      # the release table's row, not a comparison
+    if HISTORY.at(version).mem_fraction is MemFraction.BY_TP:      # the release table's row, not a comparison
         return 0.79 if tp >= 16 else 0.81 if tp >= 8 else 0.85 if tp >= 4 else 0.87 if tp >= 2 else 0.88
     gpu_mib = gpu_total_bytes / MiB
     reserved = (512 + max(chunked_prefill_size, 2048) * 1.5 + cuda_graph_max_bs * 2 + tp * pp / 8 * 1024
@@ -268,6 +291,9 @@ def estimate_sglang(spec: ModelSpec, *, gpu: str | int, launch: SglangLaunch | N
     cell = kv_cache_bytes_per_token(spec, get_dtype(kv_name), tp)
     if pp > 1:
         cell = math.ceil(cell * stage.layer_share)
+    if cell <= 0:
+        raise CourseInputError(f"{spec.name} caches no KV per token (no attention layer): SGLang's token pool is not "
+                               f"modelled for it; use --runtime vllm")
     if available <= 0:
         raise CourseInputError(f"SGLang would refuse this launch: the weights ({weights / GiB:.2f} GiB) leave no "
                                f"room for the KV pool in mem_fraction_static={mfs} of {at_start / GiB:.2f} GiB; "

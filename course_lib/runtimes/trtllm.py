@@ -40,7 +40,7 @@ from ..presets import gpu_bytes
 from ..spec import ModelSpec
 from ..units import GiB
 from .profile import forward_peak_bytes, stage_weight_bytes, stages
-from .releases import Change, History
+from .releases import Change, History, TypedRules
 from .result import RuntimeEstimate, Term
 from .unified import device, host_used
 from .versions import Version
@@ -48,11 +48,18 @@ from .versions import Version
 #: TensorRT-LLM's release history as data (see :mod:`.releases`). 1.2.1 is modelled with 1.2.0's rules: its
 #: wheel is published on pypi.nvidia.com only (PyPI holds a stub that downloads it), which this project could
 #: not reach, so its source was not read; the estimate says so.
+@dataclass(frozen=True)
+class TrtllmRules(TypedRules):
+    """One TensorRT-LLM release's rules (see :data:`HISTORY`), typed."""
+
+    tokens_per_block: int
+
+
 HISTORY = History("trtllm", (
     Change("0.5.0", {"tokens_per_block": 64}, "no file read (0.5.0): ASSUMED from older builds' defaults"),
     Change("0.12.0", {"tokens_per_block": 32}, "no file read (0.12.0): the release of the change ASSUMED; 32 is "
            "what the visible 0.19 log prints", checked_by="visible RTX 5090 log (0.19): 'Number of tokens per block: 32'"),
-), known=(*(f"0.{m}" for m in range(5, 22)), "1.0", "1.1", "1.2.0", "1.2.1"))
+), known=(*(f"0.{m}" for m in range(5, 22)), "1.0", "1.1", "1.2.0", "1.2.1"), rules_type=TrtllmRules)
 KNOWN_VERSIONS = HISTORY.known
 LATEST = HISTORY.latest
 #: Releases whose own source was not read (modelled with the previous release's rules), and why.

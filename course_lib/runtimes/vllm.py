@@ -26,12 +26,13 @@ is not an A100, ``vllm serve`` profiles 8,192 tokens and 1,024 sequences (``LLM`
 elsewhere 2,048 and 256 (``LLM``: 8,192). V0 without chunked prefill profiles
 ``max(max_model_len, 2048)`` tokens.
 
-The estimate runs in steps, each a function that reads and tests alone: :func:`resolve` (the release's
-defaults) -> :func:`profile_terms` per pipeline stage -> :func:`kv_layouts` (KV groups and pages, in
-:mod:`.vllm_kv`) -> :func:`refusal`. What changed in which release is data, not conditions: the rows of
-:data:`.vllm_releases.HISTORY`, each citing that release's file; the platform is picked once
-(:func:`platform_of`), and :func:`kv_available` is where a KV pool given directly would replace the
-subtraction.
+The estimate runs in steps, each a function that reads and tests alone: :func:`resolve_launch` (the release,
+refused in one line when unknown, the platform and every default with its reason: one
+:class:`~.vllm_launch.ResolvedLaunch`) -> :func:`profile_terms` per pipeline stage -> :func:`kv_layouts` (the one
+KV layout, :mod:`.vllm_kv_groups`) -> :func:`refusal` (vLLM's own rule and advice). What changed in which release
+is data, not conditions: the rows of :data:`.vllm_releases.HISTORY`, each citing that release's file, folded into
+a typed :class:`~.vllm_releases.VllmRules`. A pool given directly (``--kv-cache-memory-bytes``, the CPU) skips the
+profile (:mod:`.vllm_given_kv`) and is cut by the same layout, so the two paths agree on the same pool.
 
 Worked example, the visible A100 log (vLLM 0.10.1.1, Qwen2-7B, ``--gpu-memory-utilization
 0.25 --max-model-len 16384``): 79.25 GiB x 0.25 = 19.81 GiB; minus 14.25 GiB of weights, 0.53
@@ -69,6 +70,7 @@ from .vllm_launch import ResolvedLaunch
 from .platforms import Platform, get_platform
 from .vllm_given_kv import estimate_given_kv, uses_given_kv
 from .vllm_mm import encoder_budget, encoder_profile
+from .vllm_spec import spec_capture_sizes, with_drafter
 
 #: The release history (what changed in which release, each row citing its file): :mod:`.vllm_releases`.
 KNOWN_VERSIONS = HISTORY.known
@@ -185,6 +187,8 @@ class VllmLaunch:
     mm_max_pixels: int | None = None
     #: vLLM's --kv-cache-memory-bytes: the KV pool is this figure, no profile (see vllm_given_kv).
     kv_cache_memory_bytes: int | None = None
+    #: vLLM's --speculative-config, parsed (:class:`.vllm_spec.SpeculativeDecoding`): drafter, KV layers, graph sizes.
+    speculative_config: Any = None
 
 
 def _kv_dtype(name: str, compute: str) -> str:
@@ -600,6 +604,11 @@ def _cuda_graph(ctx: Context, stage: Stage) -> Term:
     launch, rules = ctx.launch, ctx.rules
     graphs = 0 if launch.enforce_eager else capture_sizes(rules, launch.engine, launch.max_num_seqs,
                                                           launch.max_num_batched_tokens, ctx.gpu)
+    sd = launch.speculative_config
+    if graphs and sd is not None and not ctx.v0:    # ceiling x (1 + k); the V1 runner rounds (see vllm_spec)
+        graphs = len(spec_capture_sizes(launch.max_num_seqs, sd.num_speculative_tokens,
+                                        launch.max_num_batched_tokens, bool(rules.capture_sizes.get("exact")),
+                                        round_to_query=ctx.runner != "V2"))
     mib = rules.graph_mib["V0" if ctx.v0 else launch.platform if launch.platform in rules.graph_mib else "cuda"]
     graph = cuda_graph_bytes(graphs, stage.layers, mib)
     in_budget = (not ctx.v0 and rules.graphs_in_budget.get(launch.platform, rules.graphs_in_budget["cuda"])
@@ -683,7 +692,8 @@ ENGINE_RULES = {
     "V0": ("engine", "gpu_memory_utilization", "batch_defaults", "v0_chunk_tokens", "baseline_snapshot",
            "rotary_value_bytes", "graph_mib"),
     "V1": tuple(n for n in HISTORY.changes[0].sets if n not in ("v0_chunk_tokens", "cpu_platform",
-                                                                  "v1_scheduler", "v0_available")),
+                                                                  "v1_scheduler", "v0_available",
+                                                                  "kv_cache_memory_bytes")),
 }
 
 
@@ -696,6 +706,7 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     hold one ``max_model_len`` request, with vLLM's own advice; ``refuse=False`` returns the estimate
     with vLLM's refusal in ``notes`` instead (what a log of the refused start-up shows).
     """
+    spec = with_drafter(spec, launch.speculative_config if launch is not None else None)
     resolved = resolve_launch(spec, gpu, launch)
     if uses_given_kv(gpu, resolved.launch):     # the pool's size is given (or vLLM's CPU platform): no profile
         return estimate_given_kv(spec, resolved, refuse=refuse)
@@ -713,7 +724,7 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     binding = min(range(len(stage_blocks)), key=stage_blocks.__getitem__)
     blocks = stage_blocks[binding]
     pool = layouts[binding].capacity(max(0, stage_available[binding]), blocks)
-    notes: list[str] = []
+    notes: list[str] = [n for n in spec.notes if n.startswith("speculative decoding:")]   # see vllm_spec
     # ... and each rank checks its own pool (get_kv_cache_configs: _check_enough_kv_cache_memory per worker)
     refused = next((_refusal_line(r) for r in
                     (lay.refusal(a) for lay, a in zip(layouts, stage_available)) if r is not None), None)

@@ -63,9 +63,12 @@ def estimate_given_kv(spec: ModelSpec, resolved: ResolvedLaunch, *, refuse: bool
     other path), every default and why; the pool is cut by the one KV layout (:meth:`ResolvedLaunch.kv_layout`).
     """
     launch, platform = resolved.launch, resolved.platform
+    if launch.kv_cache_memory_bytes is not None and not resolved.rules.kv_cache_memory_bytes:
+        raise CourseInputError(f"--kv-cache-memory-bytes is not a setting of vLLM {resolved.version} (it arrived in "
+                               f"0.10.2, vllm/config/cache.py); use --vllm-version 0.10.2 or later, or drop it")
     if launch.engine == "V0":
-        raise CourseInputError(f"--kv-cache-memory-bytes is a V1-engine setting (vllm/config/cache.py, 0.10.2); "
-                               f"vLLM {resolved.version} runs V0 here: use --engine V1 or a release from 0.8")
+        raise CourseInputError(f"--kv-cache-memory-bytes is a V1-engine setting; vLLM {resolved.version} runs V0 "
+                               f"here: use --engine V1")
     if launch.pipeline_parallel != 1:
         raise CourseInputError("--pipeline-parallel with --kv-cache-memory-bytes or --gpu cpu is not modelled; "
                                "use --pipeline-parallel 1")

@@ -285,7 +285,7 @@ def unify_page_sizes(specs: list[LayerSpec]) -> list[LayerSpec]:
     ...                                                          LayerSpec("sliding", 8192, 32, 256)])]
     [(32, 8192), (32, 8192)]
     """
-    if _uniform(specs):
+    if not specs or _uniform(specs):
         return specs
     largest = max(s.page_bytes for s in specs)
     out = []

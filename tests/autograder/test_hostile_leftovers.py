@@ -153,6 +153,8 @@ kernel.session.send(kernel.iopub_socket, "display_data", {"data": {"text/plain":
 kernel.session.send(kernel.iopub_socket, "stream", {"name": "stdout", "text": "wide\\n"}, parent=parent,
                     metadata={"m": [{} for _ in range(200_000)]})   # 200,000 objects: 2 MB of them
 kernel.iopub_socket.send_multipart([b"stream", b"<IDS|MSG>", b"", b"[" * 50_000, b"{}", b"{}", b"{}"])  # never closed
+kernel.session.send(kernel.iopub_socket, "error", {"ename": "Flood", "evalue": "", "traceback": [""] * 2_000_000},
+                    parent=parent)                                    # 2 million values: 6 MB, a cell's first error
 import time; time.sleep(0.3)
 print("sent")
 '''
@@ -161,9 +163,9 @@ print("sent")
 def test_signed_messages_too_deep_or_too_many_objects_fail_their_cell_and_the_run_goes_on():
     """Messages signed with the kernel's own key, addressed to the cell: one 500 objects deep (json.loads
     takes it; before, it became an output ~500 deep that every later reader recursed through), one with
-    200,000 objects in its metadata; and one whose header opens 50,000 arrays and closes none (json.loads
-    recurses down them all before it finds the error). None is read: the cell fails, once, and the next
-    cell runs."""
+    200,000 objects in its metadata; one whose header opens 50,000 arrays and closes none (json.loads
+    recurses down them all before it finds the error); and an error of 2 million values (a cell's first
+    error is read whatever its size). None is read: the cell fails, once, and the next cell runs."""
     from autograder.execute import execute_notebook
     from autograder.sandbox import Limits, Sandbox, scratch_dir
 
@@ -174,7 +176,8 @@ def test_signed_messages_too_deep_or_too_many_objects_fail_their_cell_and_the_ru
     first = ex.nb.cells[0].outputs
     assert [o.get("ename") for o in first if o.output_type == "error"] == ["MalformedKernelMessage"], first
     assert "nests deeper than 100 levels" in first[0].evalue
-    assert not any(o.output_type == "display_data" or "wide" in o.get("text", "") for o in first), first
+    assert not any(o.output_type == "display_data" or "wide" in o.get("text", "") or o.get("ename") == "Flood"
+                   for o in first), first
     assert "sent\n" in [o.get("text") for o in first]
     assert [o.get("text") for o in ex.nb.cells[1].outputs] == ["next\n"]
 
@@ -183,3 +186,27 @@ def test_a_notebook_of_200000_empty_objects_is_refused_with_a_reason(graded):
     r = graded["batch"].students["d_json"]
     assert r.status == "invalid_submission" and r.score == 0.0, _why(r)
     assert "the notebook holds more than 100,000 objects and arrays" in r.message and "clear its outputs" in r.message
+
+
+BELOW_PATH_MAX = '''
+import os
+for _ in range(20):                       # 20 x 256 characters: no path names what is below
+    os.mkdir("L" * 255); os.chdir("L" * 255)
+for i in range(48):
+    open(f"f{i}", "wb").write(b"x" * 2**20)
+print("wrote 48 MiB")
+'''
+
+
+def test_files_below_a_path_longer_than_path_max_count_against_the_disk_watchdog():
+    """Where no tmpfs can be mounted, a watchdog walks the scratch folder; it walked by path, and
+    ``os.scandir`` cannot open a folder whose path is longer than PATH_MAX (4,096): 48 MiB written below one
+    passed a 32 MiB cap unseen (status "completed"). The walk goes by descriptor now."""
+    from autograder.execute import execute_notebook
+    from autograder.sandbox import Limits, Sandbox, scratch_dir
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(BELOW_PATH_MAX)])
+    watchdog = dataclasses.replace(probe(), disk="watchdog")
+    with Sandbox(scratch_dir(), Limits(disk_bytes=32 * 2**20), watchdog) as box:
+        ex = execute_notebook(nb, box, cell_timeout=10, notebook_timeout=60)
+    assert ex.status == "disk_limit" and "filled the notebook's disk space" in ex.message, (ex.status, ex.message)

@@ -38,6 +38,9 @@ EDITED = _edit("active_sequences = 8 ", "active_sequences = 16 ")
     (EDITED + "\nprint('done')\n", False, False, "added code"),
     (EDITED + "\nactive_sequences = 16\n", False, False, "exactly once"),
     (EDITED.replace("if budget.fits:", "if budget.fits\n"), False, False, "does not parse"),
+    # issue 39: Python's parser recursed into a RecursionError in the grader (grader_error, 0 points)
+    (_edit("active_sequences = 8 ", "active_sequences = " + "1 + " * 20_000 + "1 "), False, False, "nests too deeply"),
+    (_edit("active_sequences = 8 ", "active_sequences = " + "-" * 5_000 + "16 "), False, False, "nests too deeply"),
 ])
 def test_compare_lab(text, only_knob, correct, phrase):
     got_only, got_correct, message, _ = compare_lab(RELEASED, text)

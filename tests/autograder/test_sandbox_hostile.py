@@ -270,3 +270,21 @@ def test_an_assignments_notebooks_share_one_wall_clock_and_one_allowance():
     assert second.status == "timeout" and second.stopped_at == 0, second.message
     assert "before this notebook started" in second.message and "their shared 2 s idle allowance" in second.message
     assert _stdout(second.nb, "second ran") == "" and took < 7, took
+
+
+def test_a_side_checks_program_gets_only_what_is_left_of_the_hand_ins_wall_clock():
+    """The lab ran after the notebooks with a wall-clock bound of its own (2 x its limit: 120 s by default),
+    on top of theirs. On a hand-in clock already spent, a sleeping program is stopped at once."""
+    import time
+
+    from autograder.execute import Clock
+    from autograder.sandbox import probe
+    from autograder.settings import Settings
+    from autograder.sidecheck import runner
+
+    settings = Settings(notebook_timeout=2, side_check_timeout=30)
+    spent = Clock(wall0=time.monotonic() - 4 * 2)
+    start = time.monotonic()
+    got = runner(settings, probe(), clock=spent)("lab.py", "import time\ntime.sleep(30)\nprint('woke')")
+    assert got.returncode is None and "woke" not in got.stdout, got
+    assert time.monotonic() - start < 10, "it slept on, past the hand-in's backstop"

@@ -202,6 +202,13 @@ def test_a_releases_rules_are_a_typed_frozen_dataclass():
     with pytest.raises(AttributeError):
         r.tokens_rul      # noqa: B018
     assert set(VllmRules.rule_names()) == set(HISTORY.changes[0].sets)
+    # every runtime's rules are fields, none read through a string lookup
+    from course_lib.runtimes.releases import TypedRules
+    from course_lib.runtimes.sglang import HISTORY as SGLANG, MemFraction
+    from course_lib.runtimes.trtllm import HISTORY as TRTLLM
+    assert "__getattr__" not in vars(TypedRules)
+    assert SGLANG.at("0.5.5").mem_fraction is MemFraction.RESERVED and SGLANG.at("0.4.3").mem_fraction is MemFraction.BY_TP
+    assert TRTLLM.at("0.19").tokens_per_block == 32 and dataclasses.is_dataclass(TRTLLM.at("0.19"))
 
 
 def test_no_version_comparison_lives_outside_the_release_tables():

