@@ -30,9 +30,11 @@ ROWS = {
     "Kimi-Linear-48B-A3B": "MLAAttentionSpec + MambaSpec (KDA)",
     "Nemotron-Nano-9B-v2": "FullAttentionSpec + MambaSpec (Mamba-2)",
     "LFM2-1.2B": "FullAttentionSpec + MambaSpec (short conv)",
+    "LFM2-8B-A1B": "FullAttentionSpec + MambaSpec (short conv)",
     "MiniMax-M2.7": "FullAttentionSpec",
     "GLM-4.7-Flash": "MLAAttentionSpec",
     "MiMo-V2-Flash": "FullAttentionSpec + SlidingWindowSpec",
+    "Gemma-4-31B-text": "FullAttentionSpec + SlidingWindowSpec",
 }
 
 

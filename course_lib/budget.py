@@ -392,9 +392,13 @@ def estimate(spec: ModelSpec, *, gpu: int | str, dtype: str | None = None, kv_dt
     else:
         workspace_b, ws_note = parse_bytes(workspace, name="workspace"), "given"
     state = request_state_bytes_per_sequence(spec.vocab_size, ctx, block_size)
-    windowed = f", {spec.sliding_window_layers} of {spec.num_layers} layers capped by a window" if spec.sliding_window_layers else ""
-    if spec.states:
+    # DeepSeek-V4 keeps two caches in a compressed layer (its window, its compressed entries): count caches then
+    caches = len(spec.layers) > spec.num_layers
+    of = f"{len(spec.layers)} caches of {spec.num_layers} layers" if caches else f"{spec.num_layers} layers"
+    windowed = f", {spec.sliding_window_layers} of {of} capped by a window" if spec.sliding_window_layers else ""
+    if spec.states and not caches:
         windowed += f", {len(spec.layers)} of {spec.num_layers} layers cache K/V"
+    stateful = "compressed-attention layers' compressor" if caches else "linear-attention layers"
     tp_note = f", TP={tp}" if tp > 1 else ""
     if source == "checkpoint":
         formula_words = (f"the formula gives {formula:,} B" if "given" not in spec.params
@@ -415,7 +419,7 @@ def estimate(spec: ModelSpec, *, gpu: int | str, dtype: str | None = None, kv_dt
             "reserve": f"{reserve}" if reserve is not None else "none",
             "kv_cache": f"{per_token:,} B/token x {ctx} tokens x sequences ({kdt.name}{windowed})",
             "request_state": "fp32 logits row + token ids + block table, per sequence",
-            RECURRENT_POOL: (f"{recurrent:,} B per sequence ({len(spec.states)} linear-attention layers, "
+            RECURRENT_POOL: (f"{recurrent:,} B per sequence ({len(spec.states)} {stateful}, "
                                 f"{sdt.name} recurrent + {conv_dtype.name} conv state): {RECURRENT_NOTE}"),
         },
     )

@@ -60,7 +60,8 @@ MAX_META_LAYERS = Bound(256, "building and running a layer on the meta device ta
 #: Experts built as separate modules (older families) cost ~1 ms each to build; most real models have at most 512.
 MAX_META_EXPERTS = Bound(2**16, "the most experts of a real config are 16,384 (Doge-MoE's tiny ones)")
 #: Cache layer classes whose tensors mean what :func:`split_growth` assumes (keys/values/indexer keys grow
-#: with tokens, conv/recurrent states do not). Another class (a compressor's buffers) is refused by name.
+#: with tokens, conv/recurrent states do not). DeepSeek-V4's compressed layers, which add an entry every 4 or 128
+#: tokens, take their layout from :mod:`.families.deepseek_v4`; any other class is refused by name.
 KNOWN_CACHE_LAYERS = ("DynamicLayer", "DynamicSlidingWindowLayer", "DynamicIndexedLayer", "LinearAttentionLayer",
                       "LinearAttentionAndFullAttentionLayer", "LinearAttentionAndSlidingWindowAttentionLayer",
                       "DummyLayer")

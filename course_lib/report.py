@@ -80,8 +80,9 @@ def estimate_table(est: Estimate) -> str:
                    else "no formula for this family")
         head.append(f"weights bytes: {checkpoint_words(spec)}; {formula}")
     if spec.states:
+        kind = "compressor states" if len(spec.layers) > spec.num_layers else "linear-attention layers"  # DeepSeek-V4
         head.append(f"recurrent state{per_gpu}: {est.recurrent_state_bytes_per_sequence:,} B per sequence "
-                    f"({len(spec.states)} linear-attention layers), the same at any length")
+                    f"({len(spec.states)} {kind}), the same at any length")
     if est.replicated:
         head.append("replicated on every GPU: " + ", ".join(f"{k} {v:,} params" for k, v in est.replicated.items()))
     for note in spec.notes:

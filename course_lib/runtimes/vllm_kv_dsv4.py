@@ -7,22 +7,22 @@ Read in vLLM 0.33.0: ``vllm/models/deepseek_v4/attention.py`` (``DeepseekV4Atten
 ``num_heads x num_states x state_content_size_bytes``, ``num_states = block_size // tokens_per_state``;
 ``_apply_alignment_padding`` rounds a page up to ``alignment``). A layer of compress ratio ``m`` holds:
 
-==================  ==========================  ==========================================================
-spec kind           vLLM spec                   one page
-==================  ==========================  ==========================================================
-``dsv4_swa``        ``SlidingWindowMLASpec``    every layer's window of ``sliding_window`` tokens: 64 tokens
-                                                (``DeepseekV4SWACache``'s block) of 584 B (fp8_ds_mla: 448 B
-                                                fp8 NoPE + 128 B bf16 RoPE + 8 B scales) or ``head_dim x 2`` B
-``dsv4_compressed`` ``MLAAttentionSpec``        ``m > 1``: ``block_size // m`` compressed entries of 584 B
-                                                (``tokens_per_state = m``)
-``dsv4_indexer``    ``MLAAttentionSpec``        ``m == 4`` (CSA): ``block_size // 4`` indexer keys of
-                                                ``index_head_dim + index_head_dim // 128 x 4`` B (fp8 + fp32 scale)
-``dsv4_state``      ``SlidingWindowMLASpec``    the compressor's fp32 state ring (``CompressorStateCache``):
-                                                4 (``m`` = 4) or 8 (``m`` = 128) tokens of
-                                                ``2 x coff x head_dim x 4`` B (kv + score; ``coff`` 2 for CSA)
-``dsv4_index_state``  ``SlidingWindowMLASpec``  CSA's indexer compressor ring: 4 tokens of
-                                                ``2 x 2 x index_head_dim x 4`` B
-==================  ==========================  ==========================================================
+====================  ==========================  ==========================================================
+spec kind             vLLM spec                   one page
+====================  ==========================  ==========================================================
+``dsv4_swa``          ``SlidingWindowMLASpec``    every layer's window of ``sliding_window`` tokens: 64 tokens
+                                                  (``DeepseekV4SWACache``'s block) of 584 B (fp8_ds_mla: 448 B
+                                                  fp8 NoPE + 128 B bf16 RoPE + 8 B scales) or ``head_dim x 2`` B
+``dsv4_compressed``   ``MLAAttentionSpec``        ``m > 1``: ``block_size // m`` compressed entries of 584 B
+                                                  (``tokens_per_state = m``)
+``dsv4_indexer``      ``MLAAttentionSpec``        ``m == 4`` (CSA): ``block_size // 4`` indexer keys of
+                                                  ``index_head_dim + index_head_dim // 128 x 4`` B (fp8 + fp32 scale)
+``dsv4_state``        ``SlidingWindowMLASpec``    the compressor's fp32 state ring (``CompressorStateCache``):
+                                                  4 (``m`` = 4) or 8 (``m`` = 128) tokens of
+                                                  ``2 x coff x head_dim x 4`` B (kv + score; ``coff`` 2 for CSA)
+``dsv4_index_state``  ``SlidingWindowMLASpec``    CSA's indexer compressor ring: 4 tokens of
+                                                  ``2 x 2 x index_head_dim x 4`` B
+====================  ==========================  ==========================================================
 
 Pages are padded to 576 B (fp8_ds_mla) or 512 B (``alignment``). How vLLM then groups these kinds and
 unifies their pages (its DeepSeek-V4 index groups) is **not modelled** here: a runtime estimate of a

@@ -115,10 +115,13 @@ def test_vllm_pages_each_kind_as_its_source_sizes_it():
     assert bf16["dsv4_swa"] == 64 * 1024 and bf16["dsv4_compressed"] == 64 * 1024      # 512 x 2 B, no V
 
 
-def test_a_runtime_estimate_of_it_says_not_modelled_in_one_line(tmp_path, capsys):
+def test_a_runtime_estimate_of_it_says_not_modelled_in_one_line(capsys):
+    import tempfile
+
     from course_lib.cli import main
 
-    path = tmp_path / "config.json"
+    folder = tempfile.TemporaryDirectory()
+    path = Path(folder.name) / "config.json"
     path.write_text(json.dumps(SMALL))
     for runtime in ("vllm", "trtllm"):           # checked before any runtime's rules: sglang's path is the same
         try:
@@ -127,3 +130,8 @@ def test_a_runtime_estimate_of_it_says_not_modelled_in_one_line(tmp_path, capsys
             rc = exc.code
         err = capsys.readouterr().err
         assert rc == 2 and "DeepSeek-V4" in err and "is not modelled" in err and err.count("\n") == 1, err
+    # without --runtime: the model's own figures, its caches and states named as what they are
+    assert main(["estimate", "--config", str(path), "--gpu", "h200"]) == 0
+    out = capsys.readouterr().out
+    assert "4 of 7 caches of 4 layers capped by a window" in out and "(3 compressor states)" in out, out
+    folder.cleanup()
