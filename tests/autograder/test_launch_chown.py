@@ -40,12 +40,14 @@ def test_a_chain_deeper_than_recursion_and_path_max_is_handed_over(tmp_path):
     os.symlink("/etc/hostname", tmp_path / "link")   # a link is given away itself, never its target
     target_uid_before = os.stat("/etc/hostname").st_uid
 
-    _launcher()._chown_tree(str(tmp_path), 54321)
+    try:
+        _launcher()._chown_tree(str(tmp_path), 54321)
 
-    assert os.stat("deepest", dir_fd=cur, follow_symlinks=False).st_uid == 54321
-    assert os.lstat(tmp_path / "link").st_uid == 54321
-    assert os.stat("/etc/hostname").st_uid == target_uid_before
-    assert os.stat(tmp_path / ("d" * 10)).st_uid == 54321
-    os.close(cur)
-    os.close(top)
-    remove_tree(tmp_path / ("d" * 10))               # pytest's own clean-up of tmp_path would recurse on it
+        assert os.stat("deepest", dir_fd=cur, follow_symlinks=False).st_uid == 54321
+        assert os.lstat(tmp_path / "link").st_uid == 54321
+        assert os.stat("/etc/hostname").st_uid == target_uid_before
+        assert os.stat(tmp_path / ("d" * 10)).st_uid == 54321
+    finally:
+        os.close(cur)
+        os.close(top)
+        remove_tree(tmp_path / ("d" * 10))           # pytest's own clean-up of tmp_path would recurse on it
