@@ -391,7 +391,7 @@ def hub_spec(text: str, *, params_total: int | None = None, cache_only: bool = F
     notes = (f"read from the Hub: {model.repo_id} revision {model.revision!r} = commit {model.commit_sha}",)
     quant = _optional_file(model.repo_id, "hf_quant_config.json", model.commit_sha, cache_only or offline())
     if quant is not None:   # a ModelOpt checkpoint may declare its quantization only there (course_lib.modelopt)
-        from .modelopt import format_with_hf_quant_config
+        from .quantization import format_with_hf_quant_config
         fmt = format_with_hf_quant_config(_json_object(model.config_path), _json_object(quant), spec.model_type)
         spec = spec if fmt is None else replace(spec, quantization=fmt)
     if model.checkpoint is None:

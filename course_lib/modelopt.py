@@ -23,8 +23,9 @@ stays in the compute dtype; embeddings, the LM head, norms, routers and a vision
 A hand-worked example: one 4096 x 4096 NVFP4 linear stores 8,388,608 B of values, 1,048,576 fp8 scales and
 8 B of fp32 scalars (9,437,192 B); the model counts 4096 * 4096 * 4.5 / 8 = 9,437,184 B.
 
->>> fmt = format_from_modelopt({"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
-...     "exclude_modules": ["lm_head", "*linear_attn*"]}, "bf16")
+>>> from course_lib.quantization import format_from_config
+>>> fmt = format_from_config({"torch_dtype": "bfloat16", "quantization_config": {"quant_method": "modelopt",
+...     "quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head", "*linear_attn*"]}})
 >>> fmt.name, fmt.quantized.bytes_for(4096 * 4096), "linear_attention" in fmt.quantized_groups
 ('nvfp4', 9437184, False)
 """
@@ -96,38 +97,27 @@ def excluded_groups(patterns: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
-def format_from_modelopt(q: Mapping[str, Any], compute: str):
-    """The :class:`~course_lib.quantization.WeightFormat` of a ModelOpt ``quantization_config``."""
-    from .quantization import LINEAR_GROUPS, WeightFormat
+def modelopt_weights(q: Mapping[str, Any]) -> tuple[str, str, DType | None, tuple[str, ...]] | None:
+    """What a ModelOpt ``quantization_config`` stores: ``(name, why, stored dtype, excluded groups)``, or None
+    for an algorithm not modelled here. ``stored`` None: the compute dtype (FP8's ``fp8-e4m3`` is named).
+    :func:`course_lib.quantization.format_from_config` builds the weight format from it.
 
+    >>> name, why, stored, skipped = modelopt_weights({"quant_algo": "NVFP4", "exclude_modules": ["*linear_attn*"]})
+    >>> name, stored.bytes_for(4096 * 4096), skipped
+    ('nvfp4', 9437184, ('linear_attention',))
+    """
     algo = q.get("quant_algo")
-    base = get_dtype(compute)
     patterns = q.get("exclude_modules", q.get("ignore"))
     skipped = excluded_groups(patterns)
-    groups = tuple(g for g in LINEAR_GROUPS if g not in skipped)
     left = f"; excluded: {', '.join(skipped)}" if skipped else ""
     if isinstance(algo, str) and algo.upper() in NVFP4_ALGOS:
         group = q.get("group_size", 16)
         if group != 16:
             raise CourseInputError(f"config: quantization_config.group_size={group!r:.20} is not NVFP4's; "
                                    f"NVFP4 scales groups of 16")
-        return WeightFormat("nvfp4", f"from quantization_config: modelopt {algo}, e2m1 values with an fp8 scale "
-                            f"per 16 (per-tensor fp32 scales not counted){left}", base, NVFP4, groups, compute)
+        return ("nvfp4", f"from quantization_config: modelopt {algo}, e2m1 values with an fp8 scale per 16 "
+                f"(per-tensor fp32 scales not counted){left}", NVFP4, skipped)
     if isinstance(algo, str) and algo.upper() == "FP8":
-        return WeightFormat("fp8-e4m3", f"from quantization_config: modelopt FP8, per-tensor scales{left}", base,
-                            get_dtype("fp8-e4m3"), groups, compute)
+        return "fp8-e4m3", f"from quantization_config: modelopt FP8, per-tensor scales{left}", get_dtype("fp8-e4m3"), \
+            skipped
     return None
-
-
-def format_with_hf_quant_config(cfg: Mapping[str, Any], doc: Any, model_type: str = ""):
-    """The weight format of a config whose quantization is only in ``hf_quant_config.json`` (``doc``), or None.
-
-    >>> format_with_hf_quant_config({"torch_dtype": "bfloat16"}, {"quantization": {"quant_algo": "NVFP4",
-    ...     "group_size": 16, "exclude_modules": ["lm_head"]}}).name
-    'nvfp4'
-    """
-    from .quantization import format_from_config
-
-    if cfg.get("quantization_config") is not None or not isinstance(doc, Mapping):
-        return None
-    return format_from_config({**cfg, "quantization_config": from_hf_quant_config(doc)}, model_type)

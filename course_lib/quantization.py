@@ -216,12 +216,27 @@ def format_from_config(cfg: Mapping[str, Any], model_type: str = "") -> WeightFo
             return WeightFormat("int8", "from quantization_config: bitsandbytes 8-bit", base, DType("int8", 8),
                                 LINEAR_GROUPS, compute)
     if method in ("modelopt", "modelopt_fp4"):
-        from .modelopt import format_from_modelopt
-        fmt = format_from_modelopt(q, compute)
-        if fmt is not None:
-            return fmt
+        from .modelopt import modelopt_weights
+        found = modelopt_weights(q)
+        if found is not None:
+            name, why, stored, skipped = found
+            return WeightFormat(name, why, base, stored, tuple(g for g in LINEAR_GROUPS if g not in skipped), compute)
     return WeightFormat(compute, f"quantization_config quant_method={method!r:.40} is not modelled; "
                         f"weights counted at {compute}, an overestimate", base, compute_dtype=compute)
+
+
+def format_with_hf_quant_config(cfg: Mapping[str, Any], doc: Any, model_type: str = "") -> WeightFormat | None:
+    """The weight format of a config whose quantization is only in ``hf_quant_config.json`` (``doc``), or None.
+
+    >>> format_with_hf_quant_config({"torch_dtype": "bfloat16"}, {"quantization": {"quant_algo": "NVFP4",
+    ...     "group_size": 16, "exclude_modules": ["lm_head"]}}).name
+    'nvfp4'
+    """
+    from .modelopt import from_hf_quant_config
+
+    if cfg.get("quantization_config") is not None or not isinstance(doc, Mapping):
+        return None
+    return format_from_config({**cfg, "quantization_config": from_hf_quant_config(doc)}, model_type)
 
 
 def weight_format(c: Any) -> WeightFormat:

@@ -3,8 +3,9 @@ because an earlier one did is listed without costing twice.
 
 Task 17's decision (3 points: the launch starts, it serves the 12 users, the reason names the lever)
 with ``max_model_len`` cut to 4,096 and a reason that names no lever, worked by hand: the launch misses
-the stated 8k context (1 point lost); a launch that does not start serves nobody, which follows from
-the first part (listed, not charged); the reason says nothing about memory (1 point lost). So 1 of 3,
+the stated 8k context (1 point lost); vLLM starts it, but requests of 8,192 tokens do not fit, so it
+serves none of the users, which follows from the first part (listed, not charged; the words agree with
+the verdict line the learner's cell printed, issue 41 item 4); the reason says nothing about memory (1 point lost). So 1 of 3,
 and three messages, each of which must reach the feedback page, grades.json, grades.csv and the
 Gradescope JSON. Before: 0 of 3, and one message plus "and 2 more parts to look at".
 """
@@ -33,7 +34,7 @@ REFERENCE = {"weights": "fp8", "kv_cache_dtype": "fp8", "max_model_len": 8192, "
 REASON = ("fp8 weights and an fp8 KV cache halve the weights and every request's cache, and 16 slots instead of "
           "256 shrink the sampler's profile and the CUDA graphs, so the pool holds 12 requests of 8k")
 SHORT = "the users need 8k context: max_model_len of at least 8,192"      # the 4k launch's own part
-FOLLOWS = "it does not start, so it serves nobody"                         # follows from it
+FOLLOWS = "vLLM starts it, but requests of 8,192 tokens do not fit"        # follows from it (issue 41: as the verdict says)
 NO_LEVER = "say what your change does to memory"                           # the reason's part
 
 
