@@ -6,6 +6,8 @@ BIN        := $(VENV)/bin
 # `torch` would pull a multi-GB CUDA build, so we install this pin only when no
 # torch is importable. Override: `make demo TORCH_SPEC=torch==2.5.1`.
 TORCH_SPEC ?= torch==2.13.0
+# The course's own packages go in with uv (the same versions pip resolves, in ~5 s instead of ~50 s on
+# 2 cores: benchmarks/results/suite-time.md); where uv cannot be had, pip installs them as before.
 # If the base interpreter already has torch (e.g. a user's CUDA build), the venv
 # sees it through --system-site-packages instead of getting a second copy.
 VENV_FLAGS := $(shell $(PYTHON) -c "import torch" >/dev/null 2>&1 && echo --system-site-packages)
@@ -18,7 +20,8 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
 	$(BIN)/python -c "import torch" >/dev/null 2>&1 || $(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet "uv>=0.9" && $(BIN)/python -m uv pip install --quiet --python $(BIN)/python -e ".[dev]" \
+	  || $(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
 demo: $(STAMP) sandbox-deps
