@@ -32,6 +32,7 @@ import functools
 import hashlib
 import importlib
 import importlib.util
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -67,6 +68,11 @@ class Assignment:
     root: Path | None = None
     """The folder the files lie in (they are released under their path relative to it); None: under
     their own file names."""
+    header: Path | None = None
+    """The course's header notebook (nbgrader's ``IncludeHeaderFooter.header``, from its nbgrader_config.py):
+    ``release`` puts its cells first in every notebook, as ``nbgrader generate_assignment`` does."""
+    footer: Path | None = None
+    """The course's footer notebook (``IncludeHeaderFooter.footer``): its cells go last."""
 
     def __post_init__(self):
         object.__setattr__(self, "notebooks", tuple(Path(p) for p in self.notebooks))
@@ -97,7 +103,8 @@ class Assignment:
         return {**{p.name: p for p in self.notebooks}, **{self.file_name(p): p for p in self.files}}
 
     @classmethod
-    def from_source(cls, folder: str | Path, lesson: str | None = None) -> Assignment:
+    def from_source(cls, folder: str | Path, lesson: str | None = None, header: Path | None = None,
+                    footer: Path | None = None) -> Assignment:
         """An nbgrader ``source/<assignment>/`` folder: its ``*.ipynb`` notebooks and every other file in it."""
         folder = Path(folder).resolve()
         if not folder.is_dir():
@@ -110,7 +117,8 @@ class Assignment:
         files = tuple(sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix != ".ipynb"
                              and not any(part.startswith(".") for part in p.relative_to(folder).parts)
                              and ".ipynb_checkpoints" not in p.parts and "__pycache__" not in p.parts))
-        return cls(name=folder.name, notebooks=notebooks, files=files, lesson=lesson, root=folder)
+        return cls(name=folder.name, notebooks=notebooks, files=files, lesson=lesson, root=folder, header=header,
+                   footer=footer)
 
 
 # ---- lessons -----------------------------------------------------------------------------------
@@ -198,14 +206,18 @@ def default_assignment(name: str | None = None, source: str | Path | None = None
     name, or the only one, or the one the submissions' folders name."""
     if source is not None:
         source = Path(source)
+        course_root = source if (source / "source").is_dir() else source.parent if source.name == "source" else None
         if (source / "source").is_dir():     # a course root: its source/ folder
             source = source / "source"
-        if name is None and not any(source.glob("*.ipynb")):
-            found = sorted(p.name for p in source.iterdir() if p.is_dir() and any(p.glob("*.ipynb"))) \
-                if source.is_dir() else []
-            name = _one(found, submitted, f"--source {source}")
+        header, footer = header_footer(course_root) if course_root is not None else (None, None)
+        found = assignment_folders(source)
+        if name is None and found:   # a course's source/: its own notebooks are headers and footers, not assignments
+            beside = sorted(p.name for p in source.glob("*.ipynb"))
+            name = _one(found, submitted, f"--source {source}",
+                        f"; {', '.join(beside)} beside them {'is' if len(beside) == 1 else 'are'} nbgrader "
+                        f"header/footer notebook{'s' * (len(beside) != 1)}, not assignments" if beside else "")
         folder = source if name is None or source.name == name and any(source.glob("*.ipynb")) else source / name
-        return Assignment.from_source(folder, lesson=lesson)
+        return Assignment.from_source(folder, lesson=lesson, header=header, footer=footer)
     if lesson is not None:
         return lesson_assignment(lesson)
     lessons = installed_lessons()
@@ -217,7 +229,46 @@ def default_assignment(name: str | None = None, source: str | Path | None = None
     return lesson_assignment(lessons[name])
 
 
-def _one(names: list[str], submitted: str | Path | None, where: str) -> str:
+def header_footer(root: Path) -> tuple[Path | None, Path | None]:
+    """The header and footer notebooks a course's ``nbgrader_config.py`` names (``IncludeHeaderFooter``; paths
+    relative to the course root, as nbgrader runs there), or None. The file is run as nbgrader runs it
+    (traitlets' PyFileConfigLoader)."""
+    if not (Path(root) / "nbgrader_config.py").is_file():
+        return None, None
+    from traitlets.config.loader import PyFileConfigLoader
+
+    try:
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    except Exception as e:  # noqa: BLE001 - the instructor's file: say what went wrong, in one line
+        raise AutograderError(f"{root}/nbgrader_config.py cannot be read ({type(e).__name__}: {e}); fix it") from None
+    section = config.get("IncludeHeaderFooter") or {}
+    found = []
+    for what in ("header", "footer"):
+        value = section.get(what) if hasattr(section, "get") else None
+        if not isinstance(value, str) or not value:
+            found.append(None)
+            continue
+        path = (Path(root) / value).resolve()
+        if not path.is_file():
+            raise AutograderError(f"{root}/nbgrader_config.py names the {what} notebook {value!r} "
+                                  f"(IncludeHeaderFooter.{what}), which is not there; fix the path")
+        found.append(path)
+    return found[0], found[1]
+
+
+def assignment_folders(source: Path) -> list[str]:
+    """The assignments of a course's ``source/`` folder: its folders that hold notebooks, as nbgrader's
+    ``source/{assignment_id}/{notebook_id}.ipynb`` layout has them. A notebook in ``source/`` itself is no
+    assignment: courses keep their header and footer there (nbgrader 0.9.6's ``IncludeHeaderFooter.header``,
+    nbgrader/preprocessors/headerfooter.py, which only ``generate_assignment`` reads: it prepends the
+    header's cells to each released notebook, and ``autograde`` grades those cells as any other)."""
+    if not source.is_dir():
+        return []
+    return sorted(p.name for p in source.iterdir() if p.is_dir() and not p.name.startswith(".")
+                  and any(p.glob("*.ipynb")))
+
+
+def _one(names: list[str], submitted: str | Path | None, where: str, aside: str = "") -> str:
     """The assignment meant when none is named: the only one there is, or the only one handed in."""
     if len(names) == 1:
         return names[0]
@@ -227,7 +278,7 @@ def _one(names: list[str], submitted: str | Path | None, where: str) -> str:
         if len(handed) == 1:
             return handed.pop()
     raise AutograderError(f"{where} hold{'s' * (len(names) == 1)} {len(names)} assignments "
-                          f"({', '.join(names) or 'none'}); say which with --assignment NAME")
+                          f"({', '.join(names) or 'none'}){aside}; say which with --assignment NAME")
 
 
 # ---- the parsed source ---------------------------------------------------------------------
@@ -255,6 +306,8 @@ class GradedCell:
     """A test scored by the lesson's trusted check from the answer its hidden part records."""
     released: str | None = None
     """An answer's text as released: handed back unchanged, it is nbgrader's "no response" (0 points)."""
+    label: str = ""
+    """A test's name for people, unique in the assignment (:func:`test_labels`); "" for other cells."""
 
 
 @dataclass(frozen=True)
@@ -406,6 +459,8 @@ def _load_cached(assignment: Assignment, stamps: tuple) -> AssignmentSpec:
         return replace(nb, tests=tuple(map(key, nb.tests)), manual=tuple(map(key, nb.manual)))
 
     notebooks = tuple(keyed(nb) for nb in notebooks)
+    labels = test_labels(notebooks)
+    notebooks = tuple(replace(nb, tests=tuple(replace(t, label=labels[t.key]) for t in nb.tests)) for nb in notebooks)
     side = lesson.side_questions()
     taken = {c.key for nb in notebooks for c in (*nb.tests, *nb.manual)}
     for gid in side:
@@ -420,6 +475,74 @@ def _load_cached(assignment: Assignment, stamps: tuple) -> AssignmentSpec:
     for name, path in sorted(assignment.instructor_files().items()):
         h.update(name.encode() + b"\0" + hashlib.sha256(Path(path).read_bytes()).digest())
     return AssignmentSpec(name=assignment.name, notebooks=notebooks, side=side, sha256=h.hexdigest())
+
+
+_TASK = re.compile(r"\*\*(Task \d+[^*.]*)")
+_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
+_HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?(?:^[ \t]*### END HIDDEN TESTS[^\n]*$|\Z)", re.S | re.M)
+#: The longest label, in characters.
+LABEL_CHARS = 80
+
+
+def _own_comment(source: str) -> str:
+    """The first comment line of a test's visible part (never of its hidden tests), or ""."""
+    for line in _HIDDEN.sub("", source).splitlines():
+        text = line.strip()
+        if text.startswith("#") and not text.startswith("###"):
+            text = text.lstrip("#").strip()
+            if text:
+                return text
+    return ""
+
+
+def test_labels(notebooks) -> dict[str, str]:
+    """Each test's label for people, by key, unique across the assignment's notebooks: the instructor's
+    ``metadata.course.title``, else the heading (or "**Task N") above it, else its own first comment line,
+    else its grade_id; a label several tests share gets their position, "Homework summary (test 2 of 6)".
+
+    >>> import nbformat
+    >>> v4 = nbformat.v4
+    >>> nb = v4.new_notebook(cells=[v4.new_markdown_cell("## Homework summary"), v4.new_code_cell("assert a"),
+    ...                             v4.new_code_cell("assert b"), v4.new_code_cell("# the mean is 2\\nassert c")])
+    >>> tests = tuple(GradedCell(g, 1.0, i, manual=False, key=g) for g, i in (("t1", 1), ("t2", 2), ("t3", 3)))
+    >>> test_labels([NotebookSpec("hw.ipynb", nb, tests, (), (), frozenset())])
+    {'t1': 'Homework summary (test 1 of 3)', 't2': 'Homework summary (test 2 of 3)', 't3': 'Homework summary (test 3 of 3)'}
+    >>> nb.cells[0].source = "Some text"
+    >>> test_labels([NotebookSpec("hw.ipynb", nb, tests, (), (), frozenset())])["t3"]
+    'the mean is 2'
+    """
+    from .text import one_line
+
+    base: dict[str, str] = {}
+    for nb in notebooks:
+        at = {t.index: t for t in nb.tests}
+        heading = ""
+        for i, cell in enumerate(nb.nb.cells):
+            source = cell.get("source", "")
+            source = "".join(source) if isinstance(source, list) else str(source)
+            if cell.get("cell_type") == "markdown":
+                found = _TASK.findall(source) or _HEADING.findall(source)
+                heading = found[-1].strip() if found else heading
+            test = at.get(i)
+            if test is None:
+                continue
+            course = (cell.get("metadata") or {}).get("course")
+            title = course.get("title") if isinstance(course, dict) else None
+            label = title if isinstance(title, str) and title.strip() else (heading or _own_comment(source)
+                                                                              or test.grade_id)
+            base[test.key] = one_line(label, LABEL_CHARS)
+    counts: dict[str, int] = {}
+    for label in base.values():
+        counts[label] = counts.get(label, 0) + 1
+    seen: dict[str, int] = {}
+    labels: dict[str, str] = {}
+    for key, label in base.items():
+        if counts[label] > 1:
+            seen[label] = seen.get(label, 0) + 1
+            label = f"{label} (test {seen[label]} of {counts[label]})"
+        labels[key] = label
+    taken = list(labels.values())
+    return {key: label if taken.count(label) == 1 else f"{label} [{key}]" for key, label in labels.items()}
 
 
 def load_source(assignment: Assignment) -> AssignmentSpec:

@@ -42,12 +42,15 @@ from course_lib.errors import CourseInputError
 from . import sidecheck
 from .assignment import Assignment, default_assignment, lesson_folder, load_lesson, load_source
 from .course import build_gradebook, copy_gradebook, template_path, write_course_files
+from .course_env import requirements_python
 from .dask_tls import TlsFiles
 from .distributed import Cluster
 from .environment import PACKAGES, tree_digest
 from .errors import AutograderError
 from .export import grades_json, write_exports
 from .grade import Job, crashed, grade_submission, read_files, submission_sha
+from .imports import check_imports, code_cells
+from .kernels import grading_kernels, instructor_metadata
 from .gradebook import NOT_IN_GRADEBOOK, add_side_cells, hand_grades, merge, open_gradebook
 from .layout import (autograded_path, batch_assignment, load_records, remove_student_files, remove_submitted,
                      write_batch, write_exchange_files, write_submitted)
@@ -55,6 +58,7 @@ from .results import GRADER_ERROR, RAN, BatchResult, StudentResult, write_json
 from .student_ids import refusal, shown
 from .sandbox import (REPO, Limits, disk_limit_bytes, fork_server_early, memory_limit_bytes, probe, require_minimum,
                       stop_fork_servers, sweep_leftovers)
+from .sandbox.python_env import course_python
 from .settings import Settings
 
 GRADER_VERSION = "course-grade 3"   # 3: time limits in CPU seconds; messages bounded
@@ -96,6 +100,23 @@ def list_students(submitted_dir: Path) -> tuple[list[str], dict[str, str]]:
             skipped[p.name] = (f"skipped the folder {shown(p.name)} in SUBMITTED_DIR: {why}, so it is not a "
                                f"student id; rename it and run again")
     return sorted(students), dict(sorted(skipped.items()))
+
+
+def check_handed_in(submitted_dir: Path, students: list[str], name: str) -> None:
+    """Refuse, in one line, a batch in which no student has a ``<student>/<name>/`` folder: the wrong
+    assignment was taken (everyone would be ``missing_submission`` at 0, the batch "done")."""
+    if not students or any((submitted_dir / sid / name).is_dir() for sid in students):
+        return
+    seen: set[str] = set()
+    for sid in students[:200]:
+        try:
+            seen.update(shown(p.name) for p in (submitted_dir / sid).iterdir() if p.is_dir() and not p.name.startswith("."))
+        except OSError:
+            continue
+    names = sorted(seen)
+    raise AutograderError(f"none of the {len(students)} students in {submitted_dir} handed in {name}/ "
+                          f"(their folders: {', '.join(names[:10]) or 'none'}{', ...' if len(names) > 10 else ''}); "
+                          f"say which assignment with --assignment NAME")
 
 
 def _ensure_course(results_dir: Path, assignment: Assignment) -> None:
@@ -237,7 +258,8 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
          cell_timeout: float = Settings.cell_timeout, notebook_timeout: float = Settings.notebook_timeout,
          memory_limit: str | int = Limits.memory_bytes, disk_limit: str | int = Limits.disk_bytes,
          regrade: bool = False, progress: bool | None = None, scheduler: str | None = None,
-         assignment: Assignment | None = None, insecure: bool = False, tls: TlsFiles = TlsFiles()) -> BatchResult:
+         assignment: Assignment | None = None, insecure: bool = False, tls: TlsFiles = TlsFiles(),
+         python: str | None = None, requirements: str | None = None) -> BatchResult:
     """Grade every ``SUBMITTED_DIR/<student>/<assignment>/`` into ``out``; returns the batch result.
 
     ``assignment``: what to grade (:class:`~autograder.assignment.Assignment`: an nbgrader source
@@ -249,6 +271,9 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     ``tls``: this client's TLS credential for a remote ``tls://`` scheduler (autograder.dask_tls; default:
     Dask's configuration); ``local:N`` makes one for the batch.
     ``insecure``: grade even where this machine cannot isolate learner code (else refused, in one line).
+    ``python``: the course's Python, which runs the notebooks in the sandbox (default: the grader's own);
+    before grading, the notebooks' imports are checked there (autograder.imports). ``requirements``: a
+    requirements file, built once into a kept environment that is used the same way (autograder.course_env).
 
     Raises AutograderError only when the grader itself cannot run (bad paths or options, a broken
     instructor source, no isolation); whatever a submission does becomes its status.
@@ -265,15 +290,34 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
         cell_timeout, notebook_timeout, default_workers() if workers is None else workers)
     if results_dir == submitted_dir or submitted_dir in results_dir.parents:
         raise AutograderError("RESULTS_DIR must not be inside SUBMITTED_DIR (it would look like a student)")
+    if python is not None and requirements is not None:
+        raise AutograderError("--python and --requirements both name the course's environment; give one")
+    if requirements is not None:
+        python = requirements_python(requirements, results_dir)
+    course_env = course_python(str(python)) if python is not None else None
     settings = Settings(cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
                         limits=Limits(memory_bytes=memory_limit_bytes(memory_limit),
-                                      disk_bytes=disk_limit_bytes(disk_limit)), insecure=bool(insecure))
+                                      disk_bytes=disk_limit_bytes(disk_limit)), insecure=bool(insecure),
+                        python=course_env.executable if course_env is not None else None)
     original = assignment or default_assignment(submitted=submitted_dir)
     lesson = load_lesson(original.lesson)   # a broken lesson fails here, in one line, before anything is written
     students, skipped = list_students(submitted_dir)
+    check_handed_in(submitted_dir, students, original.name)
+    kernels = grading_kernels(instructor_metadata(original.notebooks))   # another language's, not installed: refused
+    kernel_python = course_env.executable if course_env is not None else sys.executable
     sweep_leftovers()
-    # It imports in the background while the probe runs; the workers, forked later, share it.
-    fork_server_early(str(REPO), lesson.preload)
+    # It imports in the background while the imports are checked and the probe runs; the workers, forked
+    # later, share it.
+    fork_server_early(str(REPO), lesson.preload, kernel_python)
+    python_notebooks = {p.name: code_cells(p) for p in original.notebooks
+                        if p.name not in kernels or kernels[p.name].argv is None}
+    try:   # a package the notebooks import that their Python lacks: one line now, not one error per student
+        if python_notebooks:
+            check_imports(python_notebooks, kernel_python, original.root or original.notebooks[0].parent,
+                          str(REPO), requirements=requirements, given=course_env is not None)
+    except AutograderError:
+        stop_fork_servers()
+        raise
     isolation = probe()
     if isolation.kernels != "fork":
         stop_fork_servers()
@@ -289,7 +333,7 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     # that someone may be editing while the batch runs.
     assignment = _snapshot(original, results_dir)
     spec = load_source(assignment)
-    warnings = list(isolation.warnings) + list(skipped.values())
+    warnings = list(isolation.warnings) + list(skipped.values()) + [k.note for k in kernels.values() if k.note]
     prepared = sidecheck.prepare(assignment, sidecheck.runner(settings, isolation, lesson.preload))
     fingerprint = batch_fingerprint(assignment, settings)
     write_batch(results_dir, {

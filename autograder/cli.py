@@ -10,6 +10,7 @@ grader itself failed, 130 when interrupted.
     course-grade release --out release
     course-grade autograde submitted --out results --workers 2
     course-grade autograde submitted --out results --source course/source --assignment ps1
+    course-grade autograde submitted --out results --source course/source --python /opt/course/.venv/bin/python
     course-grade autograde submitted --out results --scheduler tls://grader0:8786 --tls-ca-file dask.pem --tls-cert dask.pem --tls-key dask.key
     course-grade feedback results
     course-grade formgrader results
@@ -89,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--insecure", action="store_true",
                    help="grade even where this machine cannot isolate learner code (no namespaces, no throwaway "
                         "uid or no cgroup): learner code can then read the solutions and other submissions")
+    p.add_argument("--python", metavar="PATH", default=_default(m, "python"),
+                   help="the course's Python, which runs the notebooks in the sandbox (it needs ipykernel; "
+                        "default: the grader's own); the notebooks' imports are checked there before grading")
+    p.add_argument("--requirements", metavar="FILE", default=_default(m, "requirements"),
+                   help="the course's requirements (pip's format, with ipykernel), built once into a kept "
+                        "environment (~/.cache/course-grade/envs/) that runs the notebooks as --python does")
 
     p = verbs.add_parser("feedback", help="re-render feedback HTML from an autograde run")
     p.add_argument("results_dir", metavar="RESULTS_DIR", nargs="?", default=str(_default(feedback.main, "results_dir")))
@@ -162,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
                                    memory_limit=args.memory_limit, disk_limit=args.disk_limit, regrade=args.regrade,
                                    progress=False if args.no_progress else None, scheduler=args.scheduler,
                                    assignment=_assignment(args, args.submitted_dir), insecure=args.insecure,
-                                   tls=TlsFiles(args.tls_ca_file, args.tls_cert, args.tls_key))
+                                   tls=TlsFiles(args.tls_ca_file, args.tls_cert, args.tls_key), python=args.python,
+                                   requirements=args.requirements)
             print_batch(batch)
         elif args.verb == "feedback":
             result = feedback.main(args.results_dir, students=args.students)

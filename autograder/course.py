@@ -39,6 +39,9 @@ def write_config(root: Path, assignment: Assignment) -> None:
         + f"c.CourseDirectory.db_url = {db_url(root)!r}\n"
         # the files the learner edits (a lab script) are theirs; never overwrite them from the source
         + (f"c.Autograde.exclude_overwriting = {{{assignment.name!r}: {learners!r}}}\n" if learners else "")
+        # the course's header and footer notebooks, which generate_assignment adds to each notebook
+        + "".join(f"c.IncludeHeaderFooter.{what} = {str(path)!r}\n"
+                  for what, path in (("header", assignment.header), ("footer", assignment.footer)) if path)
     )
 
 

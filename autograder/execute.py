@@ -26,8 +26,9 @@ its time limit of wall-clock time not spent on
 the CPU)
 never answers a request the kernel failed on     replaced by a fresh kernel as above, told from
 (ipykernel only logs the handler's error)        the kernel's idle status without a reply
-prints past the output cap                       keeps the first bytes, notes the cut, and drops
-                                                 the rest unparsed (a flood costs the grader ~0)
+prints past the output cap                       keeps the first bytes, notes the cut (on stdout:
+                                                 it costs no points), and drops the rest unparsed
+                                                 (a flood costs the grader ~0)
 ===============================================  ===============================================
 
 Each such cell becomes a :class:`CellEvent`; the notebook's status names the
@@ -66,6 +67,16 @@ from .settings import Settings
 from .text import one_line
 
 KERNEL_NAME = "course-grade-sandbox"
+#: A fresh kernel's program (``python -P -s -c``): ipykernel_launcher's, with '' on sys.path before the first
+#: site-packages, as IPython's init_path puts it in a kernel started in the notebook's folder (``-P`` keeps the
+#: folder off sys.path while ipykernel loads, and makes init_path skip it): a module beside the notebook
+#: imports. The fork server does the same (sandbox/_zygote.py ``_cwd_on_path``).
+KERNEL_MAIN = ("import importlib.util, os, sys\n"
+               "sys.argv[0] = importlib.util.find_spec('ipykernel_launcher').origin\n"
+               "sys.path.insert(next((i for i, p in enumerate(sys.path)\n"
+               "                      if os.path.basename(p) in ('site-packages', 'dist-packages')), 0), '')\n"
+               "from ipykernel import kernelapp\n"
+               "kernelapp.launch_new_instance()\n")
 #: Seconds an interrupted cell has to stop before its kernel is replaced (KeyboardInterrupt takes ms).
 INTERRUPT_GRACE_S = 2.0
 #: Seconds to wait for a cell's last outputs after its reply (nbclient's iopub_timeout).
@@ -214,13 +225,14 @@ class Kernel:
 
 
 def start_kernel(sandbox: Sandbox, *, startup_timeout: float, max_message_bytes: int,
-                 log_file: IO[bytes]) -> Kernel:
+                 log_file: IO[bytes], kernel_argv: tuple[str, ...] | None = None) -> Kernel:
     """Start an IPython kernel inside ``sandbox`` and wait until it answers (raises RuntimeError).
 
     The one place that starts a kernel: the first one, and every fresh one after a failure.
     Where the probe found the fork server works (``sandbox.isolation.kernels == "fork"``), the
     kernel is forked from this batch's server; else (or if the server is gone) it is a fresh
     Python under bubblewrap. Either way it runs with :func:`kernel_args`, in the same isolation.
+    ``kernel_argv``: another language's installed kernel (:mod:`autograder.kernels`), run under bubblewrap.
     """
     import zmq
     from jupyter_client import KernelManager
@@ -233,7 +245,10 @@ def start_kernel(sandbox: Sandbox, *, startup_timeout: float, max_message_bytes:
     context.setsockopt(zmq.RECONNECT_IVL, 5)
     log_file.flush()
     offset = log_file.tell()
-    server = fork_server(sandbox.pythonpath, sandbox.preload) if sandbox.isolation.kernels == "fork" else None
+    if kernel_argv is not None:
+        return _start_exec(sandbox, context, offset, startup_timeout, log_file, kernel_argv)
+    server = fork_server(sandbox.pythonpath, sandbox.preload, sandbox.python) \
+        if sandbox.isolation.kernels == "fork" else None
     if server is not None:
         km = KernelManager(context=context, transport="ipc", ip=str(sandbox.run_dir / "k"),
                            connection_file=str(sandbox.run_dir / "kernel.json"))
@@ -252,21 +267,24 @@ def start_kernel(sandbox: Sandbox, *, startup_timeout: float, max_message_bytes:
     return _start_exec(sandbox, context, offset, startup_timeout, log_file)
 
 
-def _start_exec(sandbox: Sandbox, context, offset: int, startup_timeout: float, log_file: IO[bytes]) -> Kernel:
-    """A fresh Python under bubblewrap and the launcher, through jupyter_client's KernelManager."""
+def _start_exec(sandbox: Sandbox, context, offset: int, startup_timeout: float, log_file: IO[bytes],
+                kernel_argv: tuple[str, ...] | None = None) -> Kernel:
+    """A fresh Python (or ``kernel_argv``, another language's kernel) under bubblewrap and the launcher,
+    through jupyter_client's KernelManager."""
     from jupyter_client import KernelManager
     from jupyter_client.kernelspec import KernelSpecManager
 
-    spec_dir = sandbox.root / "kernels" / KERNEL_NAME
+    name = KERNEL_NAME if kernel_argv is None else f"{KERNEL_NAME}-other"
+    spec_dir = sandbox.root / "kernels" / name
     if not (spec_dir / "kernel.json").is_file():
         spec_dir.mkdir(parents=True, exist_ok=True)
-        argv = sandbox.command([sys.executable, "-P", "-s", "-m", "ipykernel_launcher", *kernel_args(sandbox),
-                                "-f", "{connection_file}"])
+        argv = sandbox.command(list(kernel_argv) if kernel_argv is not None else [
+            sandbox.python, "-P", "-s", "-c", KERNEL_MAIN, *kernel_args(sandbox), "-f", "{connection_file}"])
         (spec_dir / "kernel.json").write_text(json.dumps({
             "argv": argv, "display_name": "Python 3 (sandboxed grader)", "language": "python",
             "interrupt_mode": "message", "metadata": {"debugger": False}}))
     ksm = KernelSpecManager(kernel_dirs=[str(sandbox.root / "kernels")])
-    km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=ksm, context=context, transport="ipc",
+    km = KernelManager(kernel_name=name, kernel_spec_manager=ksm, context=context, transport="ipc",
                        ip=str(sandbox.run_dir / "k"), connection_file=str(sandbox.run_dir / "kernel.json"))
     try:
         km.start_kernel(stdout=log_file, stderr=log_file)
@@ -427,9 +445,12 @@ def _make_client_class():
                 self.note_truncated(*pending)
 
         def note_truncated(self, outs, cell_index, why):
+            """The grader's note, on stdout: scoring never reads it (nbgrader's rule gives 0 to a test cell with
+            an error or anything on stderr, nbgrader 0.9.6 nbgrader/utils.py determine_grade), so the cap
+            costs no points by itself."""
             if cell_index not in self._truncated_cells:
                 self._truncated_cells.add(cell_index)
-                outs.append(nbformat.v4.new_output("stream", name="stderr", text=f"[{why}]\n"))
+                outs.append(nbformat.v4.new_output("stream", name="stdout", text=f"[{why}]\n"))
 
     return CappedClient
 
@@ -544,8 +565,8 @@ class Budget:
 class _Run:
     def __init__(self, nb, sandbox: Sandbox, *, cell_timeout: float, notebook_timeout: float,
                  max_output_bytes: int, max_message_bytes: int, startup_timeout: float, max_restarts: int,
-                 wall_factor: float, idle_factor: float | None):
-        self.nb, self.sandbox = nb, sandbox
+                 wall_factor: float, idle_factor: float | None, kernel_argv: tuple[str, ...] | None = None):
+        self.nb, self.sandbox, self.kernel_argv = nb, sandbox, kernel_argv
         self.cell_timeout, self.notebook_timeout, self.wall_factor = cell_timeout, notebook_timeout, wall_factor
         self.idle_factor = idle_factor
         self.max_message_bytes, self.startup_timeout, self.max_restarts = max_message_bytes, startup_timeout, max_restarts
@@ -721,7 +742,7 @@ class _Run:
     def _start(self, timeout: float) -> Kernel:
         t = time.monotonic()
         kernel = start_kernel(self.sandbox, startup_timeout=timeout, max_message_bytes=self.max_message_bytes,
-                              log_file=self.log_file)
+                              log_file=self.log_file, kernel_argv=self.kernel_argv)
         log.debug("kernel started in %.2f s", time.monotonic() - t)
         return kernel
 
@@ -942,8 +963,10 @@ def execute_notebook(nb: nbformat.NotebookNode, sandbox: Sandbox, *, cell_timeou
                      max_output_bytes: int = Settings.max_output_bytes, max_message_bytes: int = 32 * MiB,
                      startup_timeout: float = 60, max_restarts: int = Settings.max_restarts,
                      wall_factor: float = Settings.wall_factor,
-                     idle_factor: float | None = Settings.idle_factor) -> Execution:
+                     idle_factor: float | None = Settings.idle_factor,
+                     kernel_argv: tuple[str, ...] | None = None) -> Execution:
     """Execute every code cell of ``nb`` (in place) in sandboxed kernels, errors allowed (see the module).
+    ``kernel_argv``: another language's installed kernel (None: course-grade's Python kernel).
 
     ``cell_timeout`` and ``notebook_timeout`` are CPU seconds of the sandbox, each with a wall-clock
     backstop ``wall_factor`` times larger (:class:`Budget`); the notebook may also spend at most
@@ -951,7 +974,7 @@ def execute_notebook(nb: nbformat.NotebookNode, sandbox: Sandbox, *, cell_timeou
     return _Run(nb, sandbox, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
                 max_output_bytes=max_output_bytes, max_message_bytes=max_message_bytes,
                 startup_timeout=startup_timeout, max_restarts=max_restarts, wall_factor=wall_factor,
-                idle_factor=idle_factor).run()
+                idle_factor=idle_factor, kernel_argv=kernel_argv).run()
 
 
 # ---- helpers -------------------------------------------------------------------------------

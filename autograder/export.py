@@ -123,7 +123,7 @@ def gradescope_json(r: StudentResult, manual_score: float | None, comments: Hand
     'graded by hand: 2 of 3\\n\\ncomment: good, but name the pool'
     """
     comments = comments or HandComments()
-    tests = [{"name": gid, "score": q.score, "max_score": q.max_score,
+    tests = [{"name": q.label or gid, "score": q.score, "max_score": q.max_score,
               "status": "passed" if q.status == "passed" else "failed",
               "output": _test_output(q),
               "visibility": "visible"} for gid, q in r.questions.items()]
@@ -161,7 +161,7 @@ def question_lines(r: StudentResult) -> list[str]:
     out = []
     for gid, q in r.questions.items():
         if q.status != "passed":
-            out += [f"{gid}: {part}" for part in (q.parts or [q.message])]
+            out += [f"{q.label or gid}: {part}" for part in (q.parts or [q.message])]
     return out
 
 
@@ -176,12 +176,16 @@ def _test_output(q) -> str:
 def csv_text(results: dict[str, StudentResult], manual: dict[str, float | None],
              comments: dict[str, HandComments] | None = None) -> str:
     question_ids: list[str] = []
+    labels: dict[str, str] = {}
     for r in results.values():
-        for gid in r.questions:
+        for gid, q in r.questions.items():
             if gid not in question_ids:
                 question_ids.append(gid)
+            labels[gid] = labels.get(gid) or q.label
     fields = CSV_FIELDS + question_ids
-    lines = [csv_row(fields)]
+    # a column per test, headed by its label (its key where that would repeat a fixed column's name)
+    lines = [csv_row(CSV_FIELDS + [gid if labels.get(gid) in (None, "", *CSV_FIELDS) else labels[gid]
+                                   for gid in question_ids])]
     for sid, r in sorted(results.items()):
         m = manual.get(sid)
         row = {"student_id": sid, "status": r.status, "score": r.score, "max_score": r.max_score,

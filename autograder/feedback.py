@@ -380,7 +380,7 @@ def _cell_html(cell, result: StudentResult, titles: dict[str, str], redact: Reda
     if is_test(cell):
         visible = HIDDEN.sub("", source).rstrip()
         q = result.questions.get(keys.get(gid, gid))
-        verdict = _verdict_html(titles.get(gid, gid), q) if q is not None else ""
+        verdict = _verdict_html(q.label or titles.get(gid, gid), q) if q is not None else ""
         return (f'<section class="cell test"{anchor}><div class="label">check</div>'
                 f'<pre class="source highlight">{code_html(visible)}</pre>{verdict}</section>')
     outputs = "".join(_output_html(o, redact) for o in cell.get("outputs", []))
@@ -393,7 +393,7 @@ def _score_table(result: StudentResult, titles: dict[str, str], side_titles: dic
     here = {key: gid for gid, key in keys.items()}   # this page's tests, by their key: linked to their cell
     rows = []
     for key, q in result.questions.items():
-        title = side_titles.get(key) or titles.get(here.get(key, key), key)
+        title = q.label or side_titles.get(key) or titles.get(here.get(key, key), key)
         status = q.status if q.status in MARK else "failed"
         link = f'<a href="#{_esc(here[key])}">{_esc(title)}</a>' if key in here else _esc(title)
         rows.append(f'<tr class="{status}"><td class="mark">{MARK[status]}</td><td>{link}</td>'

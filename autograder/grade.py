@@ -30,12 +30,14 @@ from .errors import AutograderError
 from .execute import Execution, execute_notebook
 from .feedback import Redactor, assignment_titles, write_feedback, write_feedback_within
 from .inert import instructor_copy
+from .kernels import grading_kernels
 from .layout import autograded_path, feedback_path, record_path
 from .restore import (MAX_NOTEBOOK_BYTES, Refused, read_handed_in, read_submission, refuse_other_coding,
                       restore_cells)
 from .results import (GRADED, GRADER_ERROR, INVALID, MISSING, NOT_RUN, PASSED, SEVERITY, QuestionResult,
                       StudentResult, write_atomic, write_json)
 from .sandbox import Sandbox, probe, require_minimum, scratch_dir
+from .sandbox.python_env import course_python
 from .text import one_line
 from .settings import Settings
 
@@ -90,8 +92,14 @@ def submission_sha(folder: Path, assignment: Assignment, files: dict | None = No
 
 
 def blank_result(job: Job, spec: AssignmentSpec, status: str, message: str) -> StudentResult:
-    questions = {t.key: QuestionResult(0.0, t.points, NOT_RUN, f"not graded: {message}") for t in spec.tests}
-    questions.update({g: QuestionResult(0.0, p, NOT_RUN, f"not graded: {message}") for g, p in spec.side.items()})
+    try:
+        titles = load_lesson(job.assignment.lesson).side_titles() if spec.side else {}
+    except Exception:  # noqa: BLE001 - a result is written whatever failed
+        titles = {}
+    questions = {t.key: QuestionResult(0.0, t.points, NOT_RUN, f"not graded: {message}", label=t.label)
+                 for t in spec.tests}
+    questions.update({g: QuestionResult(0.0, p, NOT_RUN, f"not graded: {message}", label=titles.get(g, g))
+                      for g, p in spec.side.items()})
     return StudentResult(student_id=job.student_id, status=status, score=0.0, max_score=spec.max_score,
                          manual_max_score=spec.manual_max_score, needs_manual_grading=False,
                          questions=questions, message=message, fingerprint=job.fingerprint)
@@ -136,7 +144,8 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
 
     notes: list[str] = []
     executions: dict[str, Execution] = {}
-    with Sandbox(scratch_dir(), settings.limits, isolation, preload=lesson.preload) as sandbox:
+    python = course_python(settings.python) if settings.python else None
+    with Sandbox(scratch_dir(), settings.limits, isolation, preload=lesson.preload, python=python) as sandbox:
         # The scratch copy holds only what the release holds: nothing else of the submission.
         for name, content in sidecheck.beside(a, lesson, files).items():
             target = sandbox.work / name
@@ -148,8 +157,10 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
                 restored[nb_spec.name], restored_notes = restore_cells(readable[nb_spec.name], nb_spec)
                 notes += [f"{nb_spec.name}: {n}" for n in restored_notes] if len(spec.notebooks) > 1 else restored_notes
                 nbformat.write(restored[nb_spec.name], sandbox.work / nb_spec.name)
+        kernels = grading_kernels({nb_spec.name: nb_spec.nb.metadata for nb_spec in spec.notebooks})
         for name, nb in restored.items():
-            executions[name] = execute_notebook(nb, sandbox, cell_timeout=settings.cell_timeout,
+            executions[name] = execute_notebook(nb, sandbox, kernel_argv=kernels[name].argv,
+                                                cell_timeout=settings.cell_timeout,
                                                 notebook_timeout=settings.notebook_timeout,
                                                 max_output_bytes=settings.max_output_bytes,
                                                 max_restarts=settings.max_restarts, wall_factor=settings.wall_factor,
@@ -173,8 +184,10 @@ def _grade(job: Job, files: dict[str, bytes | Refused | None]) -> tuple[StudentR
     questions.update(sidecheck.score(lesson, files, released, job.prepared, run))
     log.debug("%s side checks done", job.student_id)
     bound = _bounder(executions.values())
-    for q in questions.values():
+    labels = {**{t.key: t.label for t in spec.tests}, **lesson.side_titles()}
+    for key, q in questions.items():
         q.message = bound(q.message)
+        q.label = labels.get(key, key)
 
     statuses = [EXECUTION_STATUS[e.status] for e in executions.values()]
     if GRADER_ERROR in statuses:

@@ -24,7 +24,7 @@ def grades_table(batch: BatchResult) -> str:
         if r.status != "graded" and r.message:
             note = r.message
         elif lost:
-            note = f"{lost[0]}: {lost[1].message}"
+            note = f"{lost[1].label or lost[0]}: {lost[1].message}"
         else:
             note = "-"
         manual = f"? / {r.manual_max_score:g}" if r.needs_manual_grading else "-"

@@ -7,14 +7,16 @@
                             "manual_max_score": 10.0, "needs_manual_grading": false,
                             "manual_score": 8.0, "total_score": 10.5, "total_max_score": 13.0,
                             "comments": {"written answer": "clear, but name the pool"},
-                            "questions": {"correct_squares": {"score": 1.0, "max_score": 1.0,
-                                                              "status": "passed", "message": "correct",
-                                                              "parts": []}}}}}
+                            "questions": {"correct_squares": {"label": "Squares", "score": 1.0,
+                                                              "max_score": 1.0, "status": "passed",
+                                                              "message": "correct", "parts": []}}}}}
 
 ``score`` is the autograded points; ``manual_score`` the points given by hand in formgrader (null, and
 ``needs_manual_grading`` true, until every hand-graded cell has them: ``course-grade export`` or
 ``feedback`` after formgrader rewrites this file), ``total_score`` both. A question of several parts
-lists each failed part's message in ``parts`` (its ``message`` names them all).
+lists each failed part's message in ``parts`` (its ``message`` names them all). ``label`` is the question's
+name for people (unique in the assignment), the one the feedback page, grades.csv, Gradescope and the
+terminal use.
 
 Per-student records (``records/<id>.json``) carry a little more: the message, the
 time taken, and the fingerprint that lets an interrupted batch resume.
@@ -77,6 +79,10 @@ class QuestionResult:
     parts: list[str] = field(default_factory=list)
     """Each failed part's message, one per part, when the question has several (else empty): what the
     feedback page, grades.json, grades.csv and Gradescope list one by one."""
+    label: str = ""
+    """Its name for people, unique in the assignment (autograder.assignment.test_labels; a side check's
+    title): the same on the feedback page, in grades.json and grades.csv, on Gradescope and in the
+    terminal's table. "" in a record written before labels: its key stands in."""
 
 
 @dataclass
@@ -127,8 +133,9 @@ class StudentResult:
             "total_score": self.score + (manual_score or 0.0),
             "total_max_score": self.max_score + self.manual_max_score,
             "comments": dict(comments or {}),
-            "questions": {gid: {"score": q.score, "max_score": q.max_score, "status": q.status,
-                                "message": q.message, "parts": list(q.parts)} for gid, q in self.questions.items()},
+            "questions": {gid: {"label": q.label or gid, "score": q.score, "max_score": q.max_score,
+                                "status": q.status, "message": q.message, "parts": list(q.parts)}
+                          for gid, q in self.questions.items()},
         }
 
     def to_json(self) -> dict[str, Any]:

@@ -40,3 +40,5 @@ class Settings:
     """Fresh kernels a notebook may get after a cell killed or hung its kernel (each replays the cells before)."""
     insecure: bool = False
     """Grade even below the isolation minimum (``--insecure``; never in a Gradescope bundle)."""
+    python: str | None = None
+    """The course's Python, which runs the notebooks in the sandbox (``--python PATH``); None: the grader's."""

@@ -361,6 +361,7 @@ def _kernel(req):
     os.environ.update(env)
     os.environ.update(_PRELOAD_ENVIRON)   # as the imports would have set them in a fresh kernel
     _fresh_process_state()
+    _cwd_on_path()
     import importlib.util
     sys.argv = [importlib.util.find_spec("ipykernel_launcher").origin] + argv
     from ipykernel.kernelapp import IPKernelApp
@@ -374,6 +375,18 @@ def _kernel(req):
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _cwd_on_path():
+    """'' on sys.path before the first site-packages, where IPython's ``InteractiveShellApp.init_path`` puts it
+    in a kernel started the ordinary way in the notebook's folder (``python -m ipykernel_launcher``; IPython
+    9.19 IPython/core/shellapp.py): a module released beside the notebook imports. This server runs with
+    ``-P`` (sys.flags.safe_path), for which init_path adds nothing. The course library, on $PYTHONPATH,
+    stays ahead of it."""
+    if "" in sys.path:
+        return
+    index = next((i for i, p in enumerate(sys.path) if os.path.basename(p) in ("site-packages", "dist-packages")), 0)
+    sys.path.insert(index, "")
 
 
 def _fresh_process_state():

@@ -28,6 +28,7 @@ from .isolation import DiskCap, Isolation, KernelStart, Network
 from .kernel_env import kernel_env, make_ipython_dir, seed_matplotlib_cache
 from .limits import Limits
 from .mounts import INNER_LAUNCHER, LAUNCHER, REPO, bwrap_command, mount_plan
+from .python_env import PythonEnv
 from .scratch import mount_tmpfs, unmount
 from .servers import fork_server
 
@@ -45,13 +46,16 @@ class Sandbox:
     """
 
     def __init__(self, root: Path, limits: Limits, isolation: Isolation, pythonpath: str | None = None,
-                 preload: tuple[str, ...] = ()):
+                 preload: tuple[str, ...] = (), python: PythonEnv | None = None):
         self.root = Path(root)
         self.limits = limits
         self.isolation = isolation
         self.pythonpath = pythonpath or str(REPO)
         self.preload = tuple(preload)
         """What the fork server this sandbox's kernels come from preloads, beyond ipykernel's own."""
+        self.python_env = python
+        """The course's Python (``--python``), shown read-only inside; None: the grader's."""
+        self.python = python.executable if python is not None else sys.executable
         self.work = self.root / "work"
         self.home = self.root / "home"
         self.run_dir = self.root / "run"
@@ -157,7 +161,8 @@ class Sandbox:
 
     def env(self) -> dict[str, str]:
         return kernel_env(home=self.home, tmpdir="/tmp" if self.isolation.bubblewrap else self.home,
-                          ipython_dir=self.ipython_dir, mpl_dir=self.home / ".matplotlib", pythonpath=self.pythonpath)
+                          ipython_dir=self.ipython_dir, mpl_dir=self.home / ".matplotlib", pythonpath=self.pythonpath,
+                          python=self.python)
 
     def command(self, argv: list[str], cwd: Path | None = None) -> list[str]:
         """``argv`` wrapped so that it runs inside this sandbox, in ``cwd`` (default: ``work/``)."""
@@ -184,13 +189,18 @@ class Sandbox:
                 join += ["--cgroup-procs", procs]
         if not iso.bubblewrap:
             return launch + join + inner[3:] if join else inner
-        bw = bwrap_command(mount_plan(lim, writable=(self.work, self.home, self.run_dir), read_only=(self.ipython_dir,),
+        bw = bwrap_command(mount_plan(lim, writable=(self.work, self.home, self.run_dir), read_only=self._read_only(),
                                       launcher_dir=self.launcher_dir, tmp=self.tmp if self.disk_capped else None))
         bw += ["--chdir", str(cwd), "--"]
         # bwrap's --die-with-parent ties the sandbox to bwrap, not bwrap to us: the outer
         # launcher sets PDEATHSIG (kept across exec) so that bwrap dies with the grader.
         outer = launch + join + ["--pdeathsig", str(os.getpid()), "--"]
         return outer + bw + inner
+
+    def _read_only(self) -> tuple[Path, ...]:
+        """$IPYTHONDIR, and the course's Python where it is not the grader's."""
+        extra = self.python_env.dirs if self.python_env is not None else ()
+        return (self.ipython_dir, *(Path(d) for d in extra))
 
     def rlimits(self) -> dict[str, int]:
         """The rlimits learner code runs under (RLIMIT_AS only where no cgroup caps the memory)."""
@@ -206,7 +216,7 @@ class Sandbox:
         """What the kernel fork server needs to fork a program into this sandbox (``_zygote.py``):
         every step that :meth:`command` gives bubblewrap and the launcher, as data. ``mode`` "kernel":
         ipykernel with the arguments ``argv``, in the forked process; "exec": the program ``argv``."""
-        plan = mount_plan(self.limits, writable=(self.work, self.home, self.run_dir), read_only=(self.ipython_dir,),
+        plan = mount_plan(self.limits, writable=(self.work, self.home, self.run_dir), read_only=self._read_only(),
                           tmp=self.tmp if self.disk_capped else None, launcher=False)
         return {"mode": mode, "argv": [str(a) for a in argv], "fds": list(fds), "plan": [step.wire() for step in plan],
                 "stage": str(self.stage),

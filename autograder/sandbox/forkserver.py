@@ -53,7 +53,8 @@ class ForkServerError(RuntimeError):
 class ForkServer:
     """A running ``_zygote.py`` and this process's connection to it."""
 
-    def __init__(self, env: dict[str, str], preload: tuple[str, ...] = PRELOAD, folder: Path | None = None):
+    def __init__(self, env: dict[str, str], preload: tuple[str, ...] = PRELOAD, folder: Path | None = None,
+                 python: str = sys.executable):
         """Start the server with ``env`` (a kernel's environment, but its own folders) in ``folder``
         (a private, root-only folder it may keep; made and removed here when None). It imports in
         the background; the first :meth:`spawn` waits until it serves."""
@@ -70,7 +71,7 @@ class ForkServer:
         # It imports in the background: the first request waits for it (the socket is bound first).
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-P", "-s", str(ZYGOTE), str(self.socket_path), *preload], env=env,
+                [python, "-P", "-s", str(ZYGOTE), str(self.socket_path), *preload], env=env,
                 cwd=self.folder, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, start_new_session=True,
                 preexec_fn=_die_with_parent if threading.current_thread() is threading.main_thread() else None)
 

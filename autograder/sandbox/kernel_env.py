@@ -16,11 +16,12 @@ import sys
 from pathlib import Path
 
 
-def kernel_env(*, home: Path, tmpdir: Path | str, ipython_dir: Path, mpl_dir: Path, pythonpath: str) -> dict[str, str]:
-    """The whole environment of a learner's kernel (nothing of the grader's passes): the venv's
-    Python first, no user site, one thread per BLAS, and NBGRADER_EXECUTION as under
-    `nbgrader autograde` (notebooks may skip demonstrations that earn no points)."""
-    venv_bin = os.path.dirname(sys.executable)
+def kernel_env(*, home: Path, tmpdir: Path | str, ipython_dir: Path, mpl_dir: Path, pythonpath: str,
+               python: str = sys.executable) -> dict[str, str]:
+    """The whole environment of a learner's kernel (nothing of the grader's passes): the kernel's
+    Python (``python``: the venv's, or the course's) first, no user site, one thread per BLAS, and
+    NBGRADER_EXECUTION as under `nbgrader autograde` (notebooks may skip demonstrations that earn no points)."""
+    venv_bin = os.path.dirname(python)
     return {"PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(tmpdir),
             "PYTHONPATH": pythonpath, "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
             "IPYTHONDIR": str(ipython_dir), "MPLCONFIGDIR": str(mpl_dir),

@@ -10,6 +10,7 @@ import atexit
 import logging
 import os
 import shutil
+import sys
 import threading
 from pathlib import Path
 
@@ -18,16 +19,16 @@ from .isolation import KERNELS_ENV, KernelStart
 from .kernel_env import kernel_env, seed_matplotlib_cache
 from .scratch import scratch_dir
 
-_servers: dict[tuple[str, tuple[str, ...]], ForkServer | None] = {}
+_servers: dict[tuple[str, tuple[str, ...], str], ForkServer | None] = {}
 _servers_lock = threading.Lock()
 
 
-def fork_server(pythonpath: str, preload: tuple[str, ...] = ()) -> ForkServer | None:
+def fork_server(pythonpath: str, preload: tuple[str, ...] = (), python: str = sys.executable) -> ForkServer | None:
     """The kernel fork server of this process (or of the process that forked this one) for kernels
     with this PYTHONPATH, which imports :data:`~autograder.sandbox.forkserver.PRELOAD` and
     ``preload`` (what the assignment's notebooks import), started on first use; None when it
-    cannot start (kernels are then started fresh)."""
-    key = (pythonpath, tuple(preload))
+    cannot start (kernels are then started fresh). ``python``: the kernels' Python (the course's, or ours)."""
+    key = (pythonpath, tuple(preload), python)
     with _servers_lock:
         if key in _servers:
             server = _servers[key]
@@ -35,7 +36,8 @@ def fork_server(pythonpath: str, preload: tuple[str, ...] = ()) -> ForkServer | 
                 return server
         folder = scratch_dir("zygote")
         try:
-            server = ForkServer(fork_server_env(folder, pythonpath), preload=PRELOAD + tuple(preload), folder=folder)
+            server = ForkServer(fork_server_env(folder, pythonpath, python), preload=PRELOAD + tuple(preload),
+                                folder=folder, python=python)
         except (ForkServerError, OSError) as e:
             shutil.rmtree(folder, ignore_errors=True)
             logging.getLogger(__name__).warning("%s; kernels start as fresh Pythons instead", e)
@@ -46,14 +48,14 @@ def fork_server(pythonpath: str, preload: tuple[str, ...] = ()) -> ForkServer | 
         return server
 
 
-def fork_server_early(pythonpath: str, preload: tuple[str, ...] = ()) -> None:
+def fork_server_early(pythonpath: str, preload: tuple[str, ...] = (), python: str = sys.executable) -> None:
     """Start the fork server's imports now, before the probe has said whether kernels will be
     forked (about 0.7 s of imports, which then overlap the probe and the side checks' preparation),
     where a fork server can run at all: as root, with bubblewrap installed, and not ruled out by
     ``COURSE_GRADE_KERNELS=exec``. Whoever calls it stops it again when the probe says "exec"."""
     if os.geteuid() == 0 and shutil.which("bwrap") is not None \
             and os.environ.get(KERNELS_ENV, "auto") != KernelStart.EXEC:
-        fork_server(pythonpath, preload)
+        fork_server(pythonpath, preload, python)
 
 
 def stop_fork_servers() -> None:
@@ -67,13 +69,14 @@ def stop_fork_servers() -> None:
             del _servers[key]
 
 
-def fork_server_env(folder: Path, pythonpath: str) -> dict[str, str]:
+def fork_server_env(folder: Path, pythonpath: str, python: str = sys.executable) -> dict[str, str]:
     """The fork server's environment: a kernel's (its imports see what a kernel's would), with
     folders of its own in ``folder`` (root only) and matplotlib's font list seeded there."""
     mpl = folder / "matplotlib"
     seed_matplotlib_cache(mpl)
     mpl.mkdir(exist_ok=True)
-    env = kernel_env(home=folder, tmpdir=folder, ipython_dir=folder / "ipython", mpl_dir=mpl, pythonpath=pythonpath)
+    env = kernel_env(home=folder, tmpdir=folder, ipython_dir=folder / "ipython", mpl_dir=mpl, pythonpath=pythonpath,
+                     python=python)
     # ipykernel sets this in every kernel; matplotlib reads it when it is imported
     env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     return env

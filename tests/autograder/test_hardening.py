@@ -347,4 +347,4 @@ def test_grades_json_has_exactly_the_documented_shape(graded):
         assert set(entry) == {"status", "score", "max_score", "manual_max_score", "needs_manual_grading", "questions",
                               "manual_score", "total_score", "total_max_score", "comments"}
         for q in entry["questions"].values():
-            assert set(q) == {"score", "max_score", "status", "message", "parts"}
+            assert set(q) == {"label", "score", "max_score", "status", "message", "parts"}
