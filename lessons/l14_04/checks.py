@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from course_lib.lessons.l14_04.practice import (DECISION_GPU, DECISION_MODEL, DECISION_VLLM_VERSION, MIN_LEN, USERS,
+from course_lib.lessons.l14_04.practice import (MIN_LEN, USERS,
                                  admission_slip, blocks_slip, close, concurrency_slip, decision_form_slip,
                                  fit_slip, fp8_slip,
                                  gb_figure_slip, gqa_ratio_slip, kv_per_token_slip, kv_total_slip, letter_slip,
@@ -819,16 +819,11 @@ def _reason_slip(reason: Any, decision: dict) -> str | None:
 
 
 def _decision_estimate(decision: dict):
-    """course_lib's estimate of vLLM 0.32's sizing of the decision's launch (a LaunchPlan; form checked)."""
-    from course_lib.vllm_explorer import plan_launch
+    """course_lib's estimate of vLLM 0.32's sizing of the decision's launch (a LaunchPlan; form checked): the
+    one the learner's cell prints (practice.launch_plan), which says nothing of the users."""
+    from course_lib.lessons.l14_04.practice import launch_plan
 
-    return plan_launch(model=DECISION_MODEL, gpu=DECISION_GPU, vllm_version=DECISION_VLLM_VERSION,
-                       weights=decision["weights"], kv_cache_dtype=decision["kv_cache_dtype"],
-                       max_model_len=decision["max_model_len"], max_num_seqs=decision["max_num_seqs"],
-                       tensor_parallel=decision["tensor_parallel"],
-                       gpu_memory_utilization=decision["gpu_memory_utilization"],
-                       enforce_eager=decision.get("enforce_eager", False),
-                       max_num_batched_tokens=decision.get("max_num_batched_tokens"))
+    return launch_plan(decision)
 
 
 def _decision_parts(decision: dict) -> tuple[str | None, str | None]:

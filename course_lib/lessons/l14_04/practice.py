@@ -696,6 +696,12 @@ def show_launch(decision: Any) -> str:
     form = decision_form_slip(decision)
     if form:
         return form
+    return launch_plan(decision).verdict()
+
+
+def launch_plan(decision: dict):
+    """course_lib's estimate of the decision's launch under the task's pinned model, card and vLLM release (a
+    :class:`~course_lib.vllm_explorer.LaunchPlan`: what the cell prints; the form is checked by the caller)."""
     from course_lib.vllm_explorer import plan_launch
 
     return plan_launch(model=DECISION_MODEL, gpu=DECISION_GPU, vllm_version=DECISION_VLLM_VERSION,
@@ -704,7 +710,7 @@ def show_launch(decision: Any) -> str:
                        tensor_parallel=decision["tensor_parallel"],
                        gpu_memory_utilization=decision["gpu_memory_utilization"],
                        enforce_eager=decision.get("enforce_eager", False),
-                       max_num_batched_tokens=decision.get("max_num_batched_tokens")).verdict()
+                       max_num_batched_tokens=decision.get("max_num_batched_tokens"))
 
 
 def check_decision(decision: Any, decision_reason: Any) -> None:
