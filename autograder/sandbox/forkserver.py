@@ -65,6 +65,7 @@ class ForkServer:
         self.socket_path = self.folder / "zygote.sock"
         self._lock = threading.Lock()
         self._ready = False
+        self._ready_lock = threading.Lock()   # one reader of its "ready" line: see ready()
         self._conn: socket.socket | None = None
         self._conn_pid = 0
         self.log_path = self.folder / "zygote.log"
@@ -103,12 +104,17 @@ class ForkServer:
         their requests wait.)"""
         if self._ready or os.getpid() != self.owner:
             return True
-        try:
-            if select.select([self.proc.stdout], [], [], 0)[0]:
-                self._ready = self.proc.stdout.readline().strip() == b"ready"
-        except (OSError, ValueError):
-            pass
-        return self._ready
+        # One thread at a time: two threads (the lab check's two sandboxes at once) both saw the pipe readable,
+        # one read the line, and the other's readline() waited forever for a second line that never comes.
+        with self._ready_lock:
+            if self._ready:
+                return True
+            try:
+                if select.select([self.proc.stdout], [], [], 0)[0]:
+                    self._ready = self.proc.stdout.readline().strip() == b"ready"
+            except (OSError, ValueError):
+                pass
+            return self._ready
 
     def alive(self) -> bool:
         return self.proc.poll() is None if os.getpid() == self.owner else self.socket_path.exists()
