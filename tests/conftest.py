@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-# No test goes online: a --model ORG/NAME (a Hub id, course_lib/hub.py) drawn by a fuzzer or typed in a test reads
+# No test goes online: a --model ORG/NAME (a Hub id, course_lib/model/hub.py) drawn by a fuzzer or typed in a test reads
 # the Hub cache only; the tests of the online path (test_hub_ids.py) lift it for themselves, with the network
 # answered locally.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -7,8 +7,8 @@ For each ``model_type`` of transformers' causal-LM and image-text-to-text mappin
    attention layers, Gemma keeps a global layer), or the default itself when transformers cannot run
    the shrunk one. Widths stay as they are: on the meta device they cost nothing, and a width changed
    by hand may break a family's own checks;
-2. our estimate: ``course_lib.models.from_hf_config`` (a formula for the families we have, else the
-   meta-device fallback, :mod:`course_lib.meta_model`);
+2. our estimate: ``course_lib.model.models.from_hf_config`` (a formula for the families we have, else the
+   meta-device fallback, :mod:`course_lib.model.meta_model`);
 3. the oracle (:mod:`oracle`): transformers builds the same config on the meta device, and its
    parameters, persistent buffers and the cache its text decoder fills at two other lengths are read
    with transformers' own cache API. For a family with a formula the fallback is checked too: formula
@@ -167,10 +167,10 @@ def _compare(spec, truth: dict[str, Any], cross: list[int] = ()) -> str:
 def check(model_type: str) -> Result:
     """The outcome of one model_type (see :data:`OUTCOMES`)."""
     import oracle
-    from course_lib import meta_model
+    from course_lib.model import meta_model
     from course_lib.errors import CourseInputError
-    from course_lib.families import supported
-    from course_lib.models import from_hf_config
+    from course_lib.model.families import supported
+    from course_lib.model.models import from_hf_config
 
     start = time.perf_counter()
     done = lambda outcome, detail="": Result(model_type, outcome, " ".join(detail.split())[:300],  # noqa: E731

@@ -140,7 +140,7 @@ class CannotRun(Exception):
     """transformers built it but cannot run its text decoder on the meta device."""
 
 
-#: Two lengths other than course_lib.meta_model's, so the two measurements do not share their arithmetic.
+#: Two lengths other than course_lib.model.meta_model's, so the two measurements do not share their arithmetic.
 ORACLE_LENGTHS = (4, 7)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from course_lib.admission import (ADMIT, PAGED, QUEUE, REJECT, RESERVE_MAX, AdmissionConfig, admission_blocks,
+from course_lib.serving.admission import (ADMIT, PAGED, QUEUE, REJECT, RESERVE_MAX, AdmissionConfig, admission_blocks,
                                   can_admit, cdiv, decide, kv_config, never_fits_reason)
 from course_lib.errors import CourseInputError
 

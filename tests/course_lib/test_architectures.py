@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
-from course_lib.architectures import resolve_family
-from course_lib.families import supported
-from course_lib.models import from_hf_config
+from course_lib.model.architectures import resolve_family
+from course_lib.model.families import supported
+from course_lib.model.models import from_hf_config
 from test_cli_runtime import run
 
 KIMI_K2 = {

@@ -1,4 +1,4 @@
-"""course_lib.budget: the lesson's worked example, and the invariants as hypothesis properties."""
+"""course_lib.serving.budget: the lesson's worked example, and the invariants as hypothesis properties."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from course_lib.budget import (
+from course_lib.serving.budget import (
     FIXED,
     POOL_ORDER,
     REQUEST_DEPENDENT,
@@ -17,7 +17,7 @@ from course_lib.budget import (
     resolve_reserve,
 )
 from course_lib.errors import CourseInputError
-from course_lib.presets import get_model
+from course_lib.model.presets import get_model
 from course_lib.units import GB
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -19,9 +19,9 @@ import torch
 from safetensors.torch import save_file
 
 from course_lib import estimate
-from course_lib.checkpoint import read_checkpoint
+from course_lib.model.checkpoint import read_checkpoint
 from course_lib.errors import CourseInputError
-from course_lib.models import formula_weight_bytes, from_hf_config, weight_bytes
+from course_lib.model.models import formula_weight_bytes, from_hf_config, weight_bytes
 
 from oracle import build
 

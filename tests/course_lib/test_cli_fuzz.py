@@ -61,8 +61,8 @@ from conftest import Hang
 from course_lib import bounds as B
 from course_lib.cli import main
 from course_lib.errors import CourseInputError
-from course_lib.families import supported
-from course_lib.presets import model_names
+from course_lib.model.families import supported
+from course_lib.model.presets import model_names
 
 #: Examples per verb (COURSE_FUZZ_EXAMPLES overrides it for a longer hunt). The whole fuzzer stays
 #: well under a minute on 2 cores.
@@ -216,7 +216,7 @@ def model_folder(draw, scratch: "Scratch") -> str:
 
 # ------------------------------------------------------------------ model folders, from the format
 
-from course_lib.checkpoint import DTYPE_BITS, read_header  # noqa: E402  (the reader under test)
+from course_lib.model.checkpoint import DTYPE_BITS, read_header  # noqa: E402  (the reader under test)
 
 TENSOR_NAMES = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=10).filter(
     lambda n: n != "__metadata__")

@@ -13,7 +13,7 @@ import torch
 from safetensors.torch import save_file
 
 from course_lib.cli import main
-from course_lib.model_configs import MODEL_CONFIGS
+from course_lib.model.model_configs import MODEL_CONFIGS
 
 
 def run(argv, capsys):

@@ -43,9 +43,9 @@ def _refuse_non_json(constant):
 def test_simulate_json_is_the_results_to_dict(capsys, argv, rules):
     # The CLI's JSON, loaded back, is exactly SimulationResult.to_dict() of the same run, built here without
     # the CLI: the lesson's pools by hand (24 GB - 14 - 2 - 2), Llama-2-7B fp16's 524,288 B per token.
-    from course_lib.admission import kv_config
+    from course_lib.serving.admission import kv_config
     from course_lib.simulate import simulate
-    from course_lib.trace import read_trace
+    from course_lib.serving.trace import read_trace
 
     code, out, _ = run(capsys, "simulate", "--trace", CHAT, "--json", *argv)
     assert code == 0
@@ -64,9 +64,9 @@ def test_simulate_json_is_the_results_to_dict(capsys, argv, rules):
 
 
 def test_simulate_compare_json_holds_both_runs(capsys):
-    from course_lib.admission import kv_config
+    from course_lib.serving.admission import kv_config
     from course_lib.simulate import simulate
-    from course_lib.trace import read_trace
+    from course_lib.serving.trace import read_trace
 
     code, out, _ = run(capsys, "simulate", "--trace", TEN_ELEVEN, "--json", "--compare")
     assert code == 0
@@ -165,8 +165,8 @@ def test_demo_section_writes_its_plot(capsys, tmp_path):
 
 
 def test_importing_stays_light():
-    code = ("import sys, course_lib, course_lib.admission, course_lib.simulate, course_lib.trace, "
-            "course_lib.offload, course_lib.loading, course_lib.plots, course_lib.cli.requests, course_lib.report, course_lib.scenario; "
+    code = ("import sys, course_lib, course_lib.serving.admission, course_lib.simulate, course_lib.serving.trace, "
+            "course_lib.serving.offload, course_lib.serving.loading, course_lib.views.plots, course_lib.cli.requests, course_lib.views.report, course_lib.serving.scenario; "
             "heavy = [m for m in ('torch', 'matplotlib', 'numpy') if m in sys.modules]; "
             "assert not heavy, heavy")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)

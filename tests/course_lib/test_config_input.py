@@ -13,7 +13,7 @@ import pytest
 
 from course_lib.bounds import MAX_DIMENSION, MAX_LAYERS
 from course_lib.errors import CourseInputError
-from course_lib.models import from_hf_config
+from course_lib.model.models import from_hf_config
 
 LLAMA_3_8B = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
               "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256}

@@ -1,6 +1,6 @@
 """DeepSeek-V4: the per-layer cache formula against the cache transformers fills on the meta device.
 
-The formula (:mod:`course_lib.families.deepseek_v4`) is held to what transformers 5.24's own
+The formula (:mod:`course_lib.model.families.deepseek_v4`) is held to what transformers 5.24's own
 ``DeepseekV4CSACache`` / ``DeepseekV4HCACache`` hold after meta-device forwards of 1,024, 2,048 and
 2,048 + 127 tokens (two lengths a multiple of both rates, so no window is half full, then every
 compressor's buffer at its fullest), tensor by tensor. The model is the published
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.families import deepseek_v4
-from course_lib.models import from_hf_config, kv_cache_bytes_per_token
+from course_lib.model.families import deepseek_v4
+from course_lib.model.models import from_hf_config, kv_cache_bytes_per_token
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -102,7 +102,7 @@ def test_the_hub_path_builds_it_with_transformers_parameters(model):
 def test_vllm_pages_each_kind_as_its_source_sizes_it():
     """vLLM 0.33, fp8_ds_mla, 256-token blocks, worked by hand from the spec classes (see vllm_kv_dsv4's table):
     584 B a token or entry, pages rounded up to 576 B; the indexer 128 fp8 + 4 scale bytes; fp32 state rings."""
-    from course_lib.runtimes.vllm_kv_dsv4 import layer_specs
+    from course_lib.runtimes.vllm.kv_dsv4 import layer_specs
 
     dims = dict(head_dim=512, index_head_dim=128, window=128)
     assert [(s.kind, s.page_bytes) for s in layer_specs(0, **dims)] == [("dsv4_swa", 65 * 576)]   # 64 x 584

@@ -102,7 +102,7 @@ def test_every_type_ends_as_recorded(results):
 
 
 def test_every_family_with_a_formula_agrees_with_the_fallback_and_the_built_model(results):
-    from course_lib.families import supported
+    from course_lib.model.families import supported
 
     ours = {t: r.outcome for t, r in results.items() if r.formula}
     assert set(ours) == set(supported()) & set(results)

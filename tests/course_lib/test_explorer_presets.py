@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from course_lib import GPU_BYTES, model_names
-from course_lib.explorer import explorer_budget, gpu_options, model_options
+from course_lib.views.explorer import explorer_budget, gpu_options, model_options
 
 
 def test_dropdown_values_are_every_preset_sorted():
@@ -24,7 +24,7 @@ def test_every_preset_budgets_in_the_explorer(model):
 
 def test_explorer_widget_builds_with_all_presets():
     pytest.importorskip("ipywidgets")
-    from course_lib.explorer import budget_explorer
+    from course_lib.views.explorer import budget_explorer
     box = budget_explorer(model="qwen3-next-80b-a3b", gpu="b200", dtype="bf16")
     dropdowns = [c for c in box.children if hasattr(c, "options")]
     assert len(dropdowns[0].options) == len(model_names())
@@ -49,8 +49,8 @@ def test_weight_format_and_kv_dtype_are_two_controls():
 
 
 def test_headroom_curve_flips_where_the_budget_says():
-    from course_lib.budget import plan_budget
-    from course_lib.explorer import headroom_curve
+    from course_lib.serving.budget import plan_budget
+    from course_lib.views.explorer import headroom_curve
     # 80 GB device, 10 GB reserve, 30 GB weights, 5 GB workspace: 35 GB for requests, 3 GB each -> 11 fit.
     b = plan_budget(device_bytes="80GB", weights_bytes="30GB", workspace_bytes="5GB", reserve_bytes="10GB",
                     per_sequence_kv_bytes="3GB", active_sequences=2)
@@ -68,7 +68,7 @@ def test_budget_figure_has_the_headroom_panel():
     pytest.importorskip("matplotlib")
     import matplotlib
     matplotlib.use("Agg")
-    from course_lib.explorer import budget_figure, figure_png
+    from course_lib.views.explorer import budget_figure, figure_png
     est = explorer_budget(model="llama-2-7b", dtype="fp16", gpu="rtx-4090", context_tokens=4096,
                           active_sequences=6, reserve_percent=10)
     fig = budget_figure(est.budget, title="t")

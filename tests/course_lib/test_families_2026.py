@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.models import from_hf_config
+from course_lib.model.models import from_hf_config
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -106,7 +106,7 @@ def test_qwen35_pages_in_vllm_by_hand():
     the state page is 30,720 x 2 + 786,432 x 4 = 3,207,168 B; an attention token 2 x 4 x 256 x 2 = 4,096 B;
     the block grows to 16 x cdiv(3,207,168, 16 x 4,096) = 16 x 49 = 784 tokens (``_align_hybrid_block_size``),
     and the Mamba page is padded to the attention page, 784 x 4,096 = 3,211,264 B."""
-    from course_lib.runtimes.vllm_kv_groups import hybrid_block_size, kv_layout, state_bytes
+    from course_lib.runtimes.vllm.kv_groups import hybrid_block_size, kv_layout, state_bytes
 
     spec = from_hf_config(published("Qwen3.5-27B-text"), name="qwen3.5-27b")
     state = state_bytes(spec, conv_bytes=2, ssm_bytes=4)
@@ -123,7 +123,7 @@ def test_qwen35_pages_in_vllm_by_hand():
 
 #: name -> vLLM 0.33's state shapes of one of its recurrent layers, from the published dims.
 def _vllm_state(name: str):
-    from course_lib.runtimes import vllm_mamba_pages as vm
+    from course_lib.runtimes.vllm import mamba_pages as vm
 
     return {
         "Nemotron-Nano-9B-v2": lambda: vm.mamba2_state(intermediate=128 * 80, n_groups=8, heads=128, head_dim=80,
@@ -146,8 +146,8 @@ def test_vllm_state_shapes_hold_what_transformers_keeps(name):
 def test_an_mla_hybrid_block_follows_vllm_033():
     """Kimi-Linear in bf16: KDA state 1,122,304 B, MLA 1,152 B a token; 0.33 aligns an MLA hybrid to 128 tokens:
     128 x cdiv(1,122,304, 147,456) = 1,024 (0.32's rule, without the floor: 16 x 61 = 976)."""
-    from course_lib.runtimes.vllm_kv_groups import hybrid_block_size
-    from course_lib.runtimes.vllm_mamba_pages import hybrid_block_size_033, kda_state, page_bytes
+    from course_lib.runtimes.vllm.kv_groups import hybrid_block_size
+    from course_lib.runtimes.vllm.mamba_pages import hybrid_block_size_033, kda_state, page_bytes
 
     state = page_bytes(kda_state(heads=32, head_dim=128, conv_kernel=4), conv_bytes=2, ssm_bytes=2)
     assert state == 36_864 * 2 + 524_288 * 2 == 1_122_304

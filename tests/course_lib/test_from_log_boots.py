@@ -11,7 +11,7 @@ import json
 import re
 from pathlib import Path
 
-from course_lib.logs import read_startup_log
+from course_lib.runtimes.log import read_startup_log
 from tests.cli_support import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]

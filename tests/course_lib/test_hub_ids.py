@@ -190,7 +190,7 @@ def test_weight_bytes_come_from_the_safetensors_headers_by_range_request_and_are
 
 
 def test_a_towers_processor_configs_are_fetched_beside_its_config(hf_home, hub_repo):
-    from course_lib.hub import resolve
+    from course_lib.model.hub import resolve
 
     hub_repo.files = {"config.json": json.dumps({**TINY_CONFIG, "vision_config": {"depth": 1}}).encode(),
                       "preprocessor_config.json": b'{"max_pixels": 1003520}'}
@@ -222,7 +222,7 @@ def test_other_verbs_take_a_hub_id(hf_home, capsys):
     code, out, err = run_cli(capsys, "simulate", "--trace", trace, "--model", TINY, "--json")
     assert code == 0, err
     assert json.loads(out)["summary"]["kv_bytes_per_token"] == 1 * 2 * 1 * 4 * 2   # 1 layer, K+V, 1 head of 4, fp16
-    from course_lib.presets import get_model      # the explorers' path
+    from course_lib.model.presets import get_model      # the explorers' path
     assert get_model(TINY).name == f"{TINY}@{SHA}"
 
 

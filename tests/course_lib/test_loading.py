@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from course_lib.errors import CourseInputError
-from course_lib.loading import readiness_timeline, rollout_plan
+from course_lib.serving.loading import readiness_timeline, rollout_plan
 
 GB = 10**9
 

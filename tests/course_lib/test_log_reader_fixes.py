@@ -8,7 +8,7 @@
   jeansblog/trt_llm README.md at 661401c2).
 """
 
-from course_lib.logs import read_startup_log
+from course_lib.runtimes.log import read_startup_log
 
 NGC_VLLM = """\
 NVIDIA Release 26.01 (build 257596323)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from course_lib.models import from_hf_config
+from course_lib.model.models import from_hf_config
 from course_lib.units import MiB
 
 torch = pytest.importorskip("torch")

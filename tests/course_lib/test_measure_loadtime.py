@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from course_lib.errors import CourseInputError
-from course_lib.loading import ReadinessTimeline
+from course_lib.serving.loading import ReadinessTimeline
 from course_lib.measure.bandwidth import CPU_REASON, BandwidthResult, measure_bandwidth
 from course_lib.measure.loadtime import PHASES, LoadTimeline, Phase
 

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from course_lib.errors import CourseInputError
-from course_lib.models import from_hf_config
-from course_lib.presets import get_model
+from course_lib.model.models import from_hf_config
+from course_lib.model.presets import get_model
 
 torch = pytest.importorskip("torch")
 

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from course_lib.errors import CourseInputError
-from course_lib.models import from_hf_config
+from course_lib.model.models import from_hf_config
 from course_lib.units import MB, MiB
 
 pytest.importorskip("torch")

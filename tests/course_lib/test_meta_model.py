@@ -12,10 +12,11 @@ import json
 
 import pytest
 
-from course_lib import estimate, meta_model
+from course_lib import estimate
+from course_lib.model import meta_model
 from course_lib.errors import CourseInputError
-from course_lib.models import from_hf_config, kv_cache_bytes_per_token, state_bytes_per_sequence, weight_bytes
-from course_lib.presets import MODEL_CONFIGS, get_model
+from course_lib.model.models import from_hf_config, kv_cache_bytes_per_token, state_bytes_per_sequence, weight_bytes
+from course_lib.model.presets import MODEL_CONFIGS, get_model
 
 from oracle import build, oracle_buffers, oracle_params
 

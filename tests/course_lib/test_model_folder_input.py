@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from course_lib import checkpoint as ckpt
+from course_lib.model import checkpoint as ckpt
 from test_cli_bad_input import check_refusal, run
 
 LLAMA = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
@@ -183,7 +183,7 @@ def test_a_valid_header_written_by_the_safetensors_library_is_read(tmp_path):
     import torch
     from safetensors.torch import save_file
 
-    from course_lib.models import from_hf_config
+    from course_lib.model.models import from_hf_config
     d = folder(tmp_path)
     save_file({"a": torch.zeros((3, 5), dtype=torch.float16), "b": torch.zeros(7, dtype=torch.int8),
                "empty": torch.zeros((0, 4), dtype=torch.float32)}, str(d / "model.safetensors"),

@@ -7,9 +7,9 @@ Checked against a hand-worked tiny Llama (every tensor counted by hand below) an
 import pytest
 
 from course_lib.errors import CourseInputError
-from course_lib.modelopt import excluded_groups, from_hf_quant_config
-from course_lib.models import from_hf_config, weight_bytes
-from course_lib.quantization import format_from_config
+from course_lib.model.modelopt import excluded_groups, from_hf_quant_config
+from course_lib.model.models import from_hf_config, weight_bytes
+from course_lib.model.quantization import format_from_config
 
 TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
         "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "tie_word_embeddings": False,
@@ -64,7 +64,7 @@ def test_a_hub_id_whose_quantization_is_in_hf_quant_config_json(tmp_path, monkey
     import json
 
     from tests.course_lib.test_hub_ids import lay_cache
-    from course_lib.hub import hub_spec
+    from course_lib.model.hub import hub_spec
     home = tmp_path / "hf"
     monkeypatch.setenv("HF_HOME", str(home))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)

@@ -1,4 +1,4 @@
-"""course_lib.models and presets: parameter counts and KV cache against published figures.
+"""course_lib.model.models and presets: parameter counts and KV cache against published figures.
 
 Independent sources only: the checkpoints' published parameter counts, expected.json in
 shared/reference (or its copy in tests/files/reference), the PagedAttention paper's
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from course_lib.errors import CourseInputError
-from course_lib.models import (
+from course_lib.model.models import (
     from_hf_config,
     kv_cache_bytes_per_sequence,
     kv_cache_bytes_per_token,
@@ -21,7 +21,7 @@ from course_lib.models import (
     replicated_params,
     weight_bytes,
 )
-from course_lib.presets import GPU_BYTES, GPUS, get_model, gpu_bytes, model_names
+from course_lib.model.presets import GPU_BYTES, GPUS, get_model, gpu_bytes, model_names
 
 TESTS = Path(__file__).resolve().parents[1]
 SHARED_REFERENCE_MODELS = TESTS.parents[1] / "shared" / "reference" / "models"
@@ -453,7 +453,7 @@ LLAMA = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
 def test_missing_key_named(key, monkeypatch):
     # Without transformers a key the formula needs is named; with it, its config class's default applies
     # (LlamaConfig: hidden 4096, 32 layers and heads, MLP 11008, vocabulary 32000: Llama-2-7B's shape).
-    from course_lib import meta_model
+    from course_lib.model import meta_model
     cfg = {k: v for k, v in LLAMA.items() if k != key}
     assert from_hf_config(cfg).params_total == 6_738_415_616
     assert any(f"leaves out '{key}'" in n for n in from_hf_config(cfg).notes)
@@ -463,7 +463,7 @@ def test_missing_key_named(key, monkeypatch):
 
 
 def test_missing_key_from_file(files_dir, monkeypatch):
-    from course_lib import meta_model
+    from course_lib.model import meta_model
     assert from_hf_config(files_dir / "missing-fields.config.json").num_layers == 32    # LlamaConfig's default
     monkeypatch.setattr(meta_model, "why_not", lambda model_type: "transformers is not installed")
     with pytest.raises(CourseInputError, match="'num_hidden_layers'"):

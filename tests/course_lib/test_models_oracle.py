@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from course_lib.models import from_hf_config
-from course_lib.presets import MODEL_CONFIGS, get_model, model_names
+from course_lib.model.models import from_hf_config
+from course_lib.model.presets import MODEL_CONFIGS, get_model, model_names
 
 from oracle import build, hf_config, oracle_buffers, oracle_kv_widths, oracle_params, oracle_states, oracle_windows
 

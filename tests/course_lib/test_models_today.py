@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from course_lib import estimate, get_model, kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, weight_bytes
-from course_lib.models import state_bytes_per_sequence
+from course_lib.model.models import state_bytes_per_sequence
 
 # Exact parameter counts published for the checkpoint (safetensors metadata / model card).
 PUBLISHED_EXACT = {
@@ -161,9 +161,9 @@ def test_unknown_wrapper_around_a_known_text_family(monkeypatch):
     # mistralai/Mistral-Small-3.1-24B-Instruct-2503 wraps a mistral decoder (model_type mistral3, no formula for
     # its Pixtral tower). With transformers, the model it builds on the meta device is read: the decoder is the
     # same 23,572,403,200 as Mistral-Small-24B's formula, and the tower is counted too.
-    from course_lib import meta_model
-    from course_lib.model_configs import MODEL_CONFIGS
-    from course_lib.models import from_hf_config
+    from course_lib.model import meta_model
+    from course_lib.model.model_configs import MODEL_CONFIGS
+    from course_lib.model.models import from_hf_config
     text = {k: v for k, v in MODEL_CONFIGS["mistral-small-24b"].items() if k != "torch_dtype"}
     cfg = {"model_type": "mistral3", "text_config": text, "tie_word_embeddings": False,
            "vision_config": {"model_type": "pixtral", "hidden_size": 1024}}

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from course_lib.errors import CourseInputError
-from course_lib.offload import (LINKS, get_link, offload_weights, prefill_flops, recompute_seconds, swap_seconds,
+from course_lib.serving.offload import (LINKS, get_link, offload_weights, prefill_flops, recompute_seconds, swap_seconds,
                                 swap_vs_recompute, transfer_seconds)
 
 GB = 10**9
@@ -79,8 +79,8 @@ def test_bad_input_names_the_value(call, words):
 
 def test_recompute_runs_through_the_active_parameters_of_a_mixture_of_experts():
     # Mixtral-8x7B: 12.9B active (Mistral's figure) of 46.7B; DeepSeek-V3: 37B active (its model card)
-    from course_lib.models import active_params
-    from course_lib.presets import get_model
+    from course_lib.model.models import active_params
+    from course_lib.model.presets import get_model
     assert abs(active_params(get_model("mixtral-8x7b")) / 12.9e9 - 1) < 0.01
     assert abs(active_params(get_model("deepseek-v3")) / 37e9 - 1) < 0.02
     assert active_params(get_model("llama-3-8b")) == 8_030_261_248

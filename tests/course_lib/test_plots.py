@@ -1,4 +1,4 @@
-"""The figures' fixed margins (course_lib/plots.py): nothing drawn falls off the canvas or onto another label.
+"""The figures' fixed margins (course_lib/views/plots.py): nothing drawn falls off the canvas or onto another label.
 
 The layout is set in inches rather than solved by matplotlib, so these check what the solver used to
 guarantee: every piece of text lies inside the figure, and the legend below the panels overlaps no x label.
@@ -14,8 +14,8 @@ import pytest
 from matplotlib.figure import Figure
 
 from course_lib.lessons.l14_04 import demos as lesson
-from course_lib.loading import readiness_timeline, rollout_plan
-from course_lib.plots import plot_rollout, plot_simulation
+from course_lib.serving.loading import readiness_timeline, rollout_plan
+from course_lib.views.plots import plot_rollout, plot_simulation
 from course_lib.simulate import simulate
 
 

@@ -1,7 +1,7 @@
 """Every release up to today's, as data: each figure here is read from that release's own source file.
 
 The sources: the vLLM wheels of each release (``pip download vllm==0.X.0 --no-deps``), the files named in
-``course_lib/runtimes/vllm_releases.py``; SGLang's and TensorRT-LLM's in their modules.
+``course_lib/runtimes/vllm/releases.py``; SGLang's and TensorRT-LLM's in their modules.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import json
 import pytest
 
 from course_lib.errors import CourseInputError
-from course_lib.presets import get_model
+from course_lib.model.presets import get_model
 from course_lib.runtimes import VllmLaunch, estimate_vllm
 from course_lib.runtimes.releases import History
-from course_lib.runtimes.vllm import capture_sizes, resolve
-from course_lib.runtimes.vllm_releases import HISTORY
+from course_lib.runtimes.vllm.estimate import capture_sizes, resolve
+from course_lib.runtimes.vllm.releases import HISTORY
 from test_cli_runtime import run
 
 
@@ -151,7 +151,7 @@ def test_each_step_of_the_estimate_reads_alone():
     # The visible A100 log (vLLM 0.10.1.1, Qwen2-7B, utilization 0.25, max_model_len 16,384): 79.25 GiB x 0.25 is
     # the budget; the log's "Available KV cache memory: 5.01 GiB", "num_gpu_blocks is: 5867"
     from course_lib.runtimes.profile import stages
-    from course_lib.runtimes.vllm import context, kv_available, kv_layouts, profile_terms, refusal
+    from course_lib.runtimes.vllm.estimate import context, kv_available, kv_layouts, profile_terms, refusal
     spec = get_model("qwen2-7b")
     ctx, why = context(spec, "a100-80gb", VllmLaunch(version="0.10.1", gpu_memory_utilization=0.25,
                                                      max_model_len=16384))
@@ -191,7 +191,7 @@ def test_a_releases_rules_are_a_typed_frozen_dataclass():
     # few words, filled from the table
     import dataclasses
 
-    from course_lib.runtimes.vllm_releases import BatchTier, GraphEstimate, InFlight, Sampler, TokensRule, VllmRules
+    from course_lib.runtimes.vllm.releases import BatchTier, GraphEstimate, InFlight, Sampler, TokensRule, VllmRules
     r = HISTORY.at("0.33.0")
     assert isinstance(r, VllmRules) and dataclasses.is_dataclass(r)
     assert r.batch_defaults is BatchTier.BY_MEMORY_160_NO_GB10 and r.tokens_rule is TokensRule.CONCURRENCY

@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 
 from course_lib.errors import CourseInputError
-from course_lib.logs import read_startup_log
-from course_lib.models import from_hf_config, kv_cache_bytes_per_token, weight_bytes
-from course_lib.presets import get_model, gpu_bytes
+from course_lib.runtimes.log import read_startup_log
+from course_lib.model.models import from_hf_config, kv_cache_bytes_per_token, weight_bytes
+from course_lib.model.presets import get_model, gpu_bytes
 from course_lib.runtimes import SglangLaunch, TrtllmLaunch, VllmLaunch, estimate_sglang, estimate_trtllm, estimate_vllm
 from course_lib.runtimes.profile import forward_peak_bytes, sampler_peak_bytes, stage_layers
 from course_lib.runtimes.sglang import default_mem_fraction_static
 from course_lib.runtimes.versions import Version, parse_version
-from course_lib.runtimes.vllm import resolve
-from course_lib.runtimes.vllm_kv import kv_layout, kv_pool
+from course_lib.runtimes.vllm.estimate import resolve
+from course_lib.runtimes.vllm.kv import kv_layout, kv_pool
 
 GiB = 2**30
 LOGS = Path(__file__).resolve().parent.parent / "files" / "runtime_logs"
@@ -293,7 +293,7 @@ def test_cpu_offload_moves_layers_only_and_is_gib():
     """Qwen3-14B in bf16 at TP 2: its 40 decoder layers are about 12.4 GiB per GPU; asking 48 GiB offloads
     every layer and leaves the embedding and LM-head shards (151,936 x 5,120 / 2 x 2 B each) on the GPU."""
     from course_lib.runtimes.profile import offloaded_bytes, stages
-    from course_lib.models import weights_format
+    from course_lib.model.models import weights_format
     spec = get_model("qwen3-14b")
     stage = stages(spec, 2, 1)[0]
     fmt = weights_format(spec, None)
@@ -315,7 +315,7 @@ def test_encoder_profile_items_follow_vllms_get_max_items():
     """MultiModalBudget._get_max_items (vllm/multimodal/encoder_budget.py), worked by hand:
     budget = max(max_num_batched_tokens, tokens per image); items = max(1, min(budget // tokens,
     max_num_seqs x max(1, min(999, max_model_len // tokens))))."""
-    from course_lib.runtimes.vllm_mm import encoder_profile
+    from course_lib.runtimes.vllm.multimodal import encoder_profile
     # Gemma 3 (SigLIP, one 896-px crop = 64 x 64 patches, 256 tokens) on an H100: 8,192 // 256 = 32 images
     g = encoder_profile(get_model("gemma-3-27b"), max_num_batched_tokens=8192, max_num_seqs=1024,
                         max_model_len=131072)

@@ -6,7 +6,7 @@ Qwen2.5-VL-7B's tower has ``depth`` 32 and ``hidden_size`` 1280; SGLang reads ``
 No published log checks these rules, so the estimate lists them as unchecked.
 """
 
-from course_lib.presets import get_model
+from course_lib.model.presets import get_model
 from course_lib.runtimes.sglang import SglangLaunch, estimate_sglang
 
 MiB = 2**20

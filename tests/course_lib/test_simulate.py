@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from course_lib.admission import PAGED, RESERVE_MAX, AdmissionConfig, kv_config
+from course_lib.serving.admission import PAGED, RESERVE_MAX, AdmissionConfig, kv_config
 from course_lib.errors import CourseInputError
 from course_lib.simulate import FINISHED, REJECTED, percentile_nearest_rank, simulate
-from course_lib.trace import Request, parse_trace, read_trace, synthetic_trace, write_trace
+from course_lib.serving.trace import Request, parse_trace, read_trace, synthetic_trace, write_trace
 
 GB = 10**9
 LLAMA2_7B_KV_PER_TOKEN = 2 * 32 * 32 * 128 * 2   # 524,288 B per token, fp16

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.admission import AdmissionConfig
+from course_lib.serving.admission import AdmissionConfig
 from cli_support import run_cli
 from course_lib.errors import CourseInputError
-from course_lib.runtimes.vllm_sched import batch_defaults, vllm_v1_config
+from course_lib.runtimes.vllm.scheduler import batch_defaults, vllm_v1_config
 from course_lib.simulate import simulate
-from course_lib.trace import Request
+from course_lib.serving.trace import Request
 
 REPO = Path(__file__).resolve().parents[2]
 TWELVE = REPO / "examples" / "traces" / "vllm_v1" / "twelve_600_400.jsonl"
@@ -185,7 +185,7 @@ def test_0_33_schedules_as_0_32_except_gb10_defaults(capsys):
         runs[version] = json.loads(out)["summary"]
     assert runs["0.32"]["preemptions"] == runs["0.33"]["preemptions"] == 4
     assert runs["0.32"]["max_running"] == runs["0.33"]["max_running"]
-    from course_lib.runtimes.vllm_sched import batch_defaults
+    from course_lib.runtimes.vllm.scheduler import batch_defaults
     from course_lib.runtimes.versions import Version
     assert batch_defaults("cuda", 128 * 2**30, "gb10", "serve", Version(0, 32, 0)) == (8192, 1024)
     assert batch_defaults("cuda", 128 * 2**30, "gb10", "serve", Version(0, 33, 0)) == (2048, 256)
@@ -209,6 +209,6 @@ def test_an_unknown_release_is_refused_the_same_way_on_every_path(capsys, verb):
 
 
 def test_the_explorer_refuses_an_unknown_release_with_the_same_line():
-    from course_lib.vllm_explorer import plan_launch
+    from course_lib.views.vllm_explorer import plan_launch
     plan = plan_launch(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, vllm_version="0.99")
     assert not plan.starts and "--vllm-version='0.99' is not a vllm release modelled here" in plan.refusal

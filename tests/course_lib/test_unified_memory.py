@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from course_lib.gpus import GPUS, gpu_preset_for
-from course_lib.logs import read_startup_log
-from course_lib.presets import get_model
+from course_lib.runtimes.log import read_startup_log
+from course_lib.model.presets import get_model
 from course_lib.runtimes.from_log import compare
 from course_lib.runtimes.unified import trtllm_kv_cache_bytes
 from tests.cli_support import run_cli

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from course_lib.units import GiB
-from course_lib.vllm_explorer import launch_figure, plan_launch
+from course_lib.views.vllm_explorer import launch_figure, plan_launch
 
 # Llama-3.1-8B: 2 (K and V) x 32 layers x 8 KV heads x 128 dims = 65,536 values per token.
 VALUES_PER_TOKEN = 2 * 32 * 8 * 128
@@ -79,7 +79,7 @@ def test_the_legend_prints_the_utilization_as_typed():
 
 def test_widget_redraws_when_a_knob_moves():
     pytest.importorskip("ipywidgets")
-    from course_lib.vllm_explorer import launch_explorer
+    from course_lib.views.vllm_explorer import launch_explorer
     box = launch_explorer()
     verdict = next(c for c in box.children if "course-launch-verdict" in c._dom_classes)
     assert "NOT served" in verdict.value
@@ -99,8 +99,8 @@ def test_widget_redraws_when_a_knob_moves():
 def test_every_dropdown_shows_a_selection():
     """A Dropdown whose value is None shows an empty box (seen in the browser screenshot of the explorer)."""
     pytest.importorskip("ipywidgets")
-    from course_lib.explorer import budget_explorer
-    from course_lib.vllm_explorer import launch_explorer
+    from course_lib.views.explorer import budget_explorer
+    from course_lib.views.vllm_explorer import launch_explorer
     for box in (budget_explorer(), launch_explorer()):
         for control in box.children:
             if hasattr(control, "options"):
@@ -109,8 +109,8 @@ def test_every_dropdown_shows_a_selection():
 
 def test_while_grading_the_explorers_draw_nothing_and_say_so(monkeypatch, capsys):
     """nbgrader (and course-grade) set NBGRADER_EXECUTION: no grader can show a widget, so none is built."""
-    from course_lib.explorer import budget_explorer
-    from course_lib.vllm_explorer import launch_explorer
+    from course_lib.views.explorer import budget_explorer
+    from course_lib.views.vllm_explorer import launch_explorer
 
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     assert budget_explorer() is None and launch_explorer() is None

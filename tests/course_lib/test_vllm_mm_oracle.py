@@ -2,7 +2,7 @@
 
 Evidence, all independent of our arithmetic:
 
-* vLLM 0.32's own ``MultiModalBudget`` (course_lib/runtimes/oracle_mm.py, in the oracle venv): the recorded
+* vLLM 0.32's own ``MultiModalBudget`` (course_lib/runtimes/vllm/oracle_mm.py, in the oracle venv): the recorded
   matrix (benchmarks/vllm_oracle/mm_results.json, made by benchmarks/bench_vllm_mm_oracle.py) and a live run;
 * the "Encoder cache will be initialized ..." lines of published start-ups (benchmarks/runtime_logs/vl/), each
   read from the stored log itself;
@@ -20,12 +20,12 @@ import pytest
 from cli_support import run_cli
 from course_lib.cli import main
 from course_lib.errors import CourseInputError
-from course_lib.models import from_hf_config
-from course_lib.presets import get_model
+from course_lib.model.models import from_hf_config
+from course_lib.model.presets import get_model
 from course_lib.runtimes import VllmLaunch, estimate_vllm
-from course_lib.runtimes.vllm_releases import HISTORY
-from course_lib.runtimes.oracle_mm import MM_CASES, run_budget_cases, tiny_vl_config
-from course_lib.runtimes.vllm_mm import encoder_budget, encoder_profile
+from course_lib.runtimes.vllm.releases import HISTORY
+from course_lib.runtimes.vllm.oracle_mm import MM_CASES, run_budget_cases, tiny_vl_config
+from course_lib.runtimes.vllm.multimodal import encoder_budget, encoder_profile
 from test_vllm_oracle import _oracle_or_skip  # the oracle venv, or skip / fail as that module says
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -185,7 +185,7 @@ def test_live_vllm_answers_the_whole_matrix_as_recorded():
 
 def test_from_log_reads_the_encoder_line_and_compares_it():
     """from-log on the published 0.23 start-up: its encoder line, and ours for its launch, the same."""
-    from course_lib.logs import read_startup_log
+    from course_lib.runtimes.log import read_startup_log
     from course_lib.runtimes.from_log import compare
 
     log = read_startup_log((VL_LOGS / "qwen25vl7b_a100_80g_v0230_defaults.txt").read_text())

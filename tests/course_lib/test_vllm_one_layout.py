@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from course_lib.errors import CourseInputError
-from course_lib.presets import get_model
+from course_lib.model.presets import get_model
 from course_lib.runtimes import VllmLaunch, estimate_vllm
 
 MODELS = ("gpt-oss-20b", "gemma-3-27b", "gemma-2-9b", "mistral-7b", "llama-3.1-8b", "qwen2-7b", "gemma-3-4b",
@@ -79,7 +79,7 @@ def test_the_five_window_launches_of_issue_40_agree(model, gpu, knobs, concurren
 
 def test_a_model_without_attention_layers_has_an_empty_layout_not_a_crash():
     # a Mamba-only config: no attention layer, so no KV group (its states are modelled only beside attention pages)
-    from course_lib.models import from_hf_config
+    from course_lib.model.models import from_hf_config
     spec = from_hf_config({"model_type": "mamba", "hidden_size": 256, "num_hidden_layers": 2, "vocab_size": 512,
                            "state_size": 16, "expand": 2, "conv_kernel": 4, "max_position_embeddings": 4096})
     for launch in (VllmLaunch(), VllmLaunch(kv_cache_memory_bytes=2**30)):

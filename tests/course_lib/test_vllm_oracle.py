@@ -25,12 +25,12 @@ from pathlib import Path
 import pytest
 
 from course_lib.errors import CourseInputError
-from course_lib.logs import read_startup_log
-from course_lib.models import from_hf_config
+from course_lib.runtimes.log import read_startup_log
+from course_lib.model.models import from_hf_config
 from course_lib.runtimes import VllmLaunch, estimate_vllm
 from course_lib.runtimes.from_log import compare
-from course_lib.runtimes.oracle import oracle_python, run_cases, tiny_config
-from course_lib.runtimes.platforms import get_platform
+from course_lib.runtimes.vllm.oracle import oracle_python, run_cases, tiny_config
+from course_lib.runtimes.vllm.platforms import get_platform
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "vllm_oracle" / "results.json"
@@ -240,7 +240,7 @@ def test_live_vllm_agrees_with_the_estimate_and_from_log(tmp_path):
 
 def test_the_recorded_run_for_learners_without_vllm_is_labelled_and_agrees(tmp_path):
     """What the runtime notebook shows when vLLM does not import: a real 0.32 CPU log, labelled as recorded."""
-    from course_lib.runtimes.oracle import recorded_run, write_tiny_config
+    from course_lib.runtimes.vllm.oracle import recorded_run, write_tiny_config
 
     run = recorded_run()
     assert run["label"].startswith("RECORDED") and "vLLM 0.32.0's CPU build" in run["label"]

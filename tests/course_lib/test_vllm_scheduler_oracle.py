@@ -82,7 +82,7 @@ def test_the_engine_is_the_one_simulated(vllm_run):
     assert len(vllm_run["traces"]) == len(TRACES) >= 3
     # ... and its KV accounting is the estimate's (this engine is the live oracle's started llama):
     # 48 blocks x 128 tokens = the 6,144 tokens vLLM logs, 6.00x for 1,024-token requests
-    from course_lib.models import from_hf_config
+    from course_lib.model.models import from_hf_config
     from course_lib.runtimes import VllmLaunch, estimate_vllm
 
     est = estimate_vllm(from_hf_config(str(vllm_run["model_dir"] / "config.json")), gpu="cpu", launch=VllmLaunch(

@@ -7,12 +7,12 @@ import pytest
 
 from cli_support import run_cli
 from course_lib.errors import CourseInputError
-from course_lib.logs import read_startup_log
-from course_lib.models import kv_cache_bytes_per_token
-from course_lib.presets import get_model
+from course_lib.runtimes.log import read_startup_log
+from course_lib.model.models import kv_cache_bytes_per_token
+from course_lib.model.presets import get_model
 from course_lib.dtypes import get_dtype
 from course_lib.runtimes import VllmLaunch, estimate_vllm
-from course_lib.runtimes.vllm_spec import (drafter, full_decode_sizes, parse_speculative_config,
+from course_lib.runtimes.vllm.spec import (drafter, full_decode_sizes, parse_speculative_config,
                                            spec_capture_sizes, with_drafter)
 
 REPO = Path(__file__).resolve().parents[2]

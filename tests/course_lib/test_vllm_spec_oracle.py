@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.models import from_hf_config
+from course_lib.model.models import from_hf_config
 from course_lib.runtimes import VllmLaunch, estimate_vllm
-from course_lib.runtimes.vllm_spec import parse_speculative_config
+from course_lib.runtimes.vllm.spec import parse_speculative_config
 
 ORACLE = Path(__file__).resolve().parents[2] / "benchmarks" / "vllm_oracle"
 RECORD = json.loads((ORACLE / "speculative.json").read_text())
@@ -30,7 +30,7 @@ def test_tokens_match_vllm_cpu(row):
         max_model_len=row["max_model_len"], speculative_config=parse_speculative_config(sc)))
     assert est.kv_cache_tokens == row["vllm"]["tokens"], (
         f"{row['id']}: vLLM's CPU build logged {row['vllm']['tokens']:,} tokens, we give {est.kv_cache_tokens:,}; "
-        "look at which drafter layers join the KV cache (course_lib/runtimes/vllm_spec.py)")
+        "look at which drafter layers join the KV cache (course_lib/runtimes/vllm/spec.py)")
 
 
 def test_the_record_holds_a_drafter_that_changes_the_pool():

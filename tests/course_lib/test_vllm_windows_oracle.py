@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from course_lib.errors import CourseInputError
-from course_lib.models import from_hf_config
+from course_lib.model.models import from_hf_config
 from course_lib.runtimes import VllmLaunch, estimate_vllm
 
 ROOT = Path(__file__).resolve().parents[2]
