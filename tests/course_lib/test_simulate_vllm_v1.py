@@ -144,7 +144,7 @@ def test_decode_stretches_change_nothing():
     import dataclasses
     import random
 
-    from course_lib.simulate import _V1Simulation
+    from course_lib.simulate.vllm_v1 import _V1Simulation
 
     base = vllm_v1_config(kv_cache_memory_bytes=12 * 2**20, kv_bytes_per_token=2048, max_model_len=1024)
     for seed in range(300):

@@ -1,7 +1,7 @@
 """vLLM V1's scheduler as a simulator policy: its launch defaults and its number of KV blocks.
 
 The scheduling itself is the ``vllm-v1`` policy of :mod:`course_lib.simulate`
-(:class:`course_lib.simulate._V1Simulation`, read from vLLM 0.32.0's
+(:class:`course_lib.simulate.vllm_v1._V1Simulation`, read from vLLM 0.32.0's
 ``vllm/v1/core/sched/scheduler.py``). This module turns a launch into its
 :class:`~course_lib.serving.admission.AdmissionConfig`:
 
