@@ -23,7 +23,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import CourseInputError
-from .log import LOGGED_KEYS, StartupLog
+from .log import StartupLog
+from .log_lines import LOGGED_KEYS
 from ..model.model_configs import MODEL_CONFIGS
 from ..model.quantization import format_from_config
 from ..model.presets import get_model

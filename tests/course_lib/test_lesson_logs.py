@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from course_lib.lessons.l14_04.logs import LOGS
-from course_lib.runtimes.log import clean_log
+from course_lib.runtimes.log_lines import clean_log
 
 FILES = {"t4": "vllm-llama32-3b-t4-v0", "a100": "vllm-qwen2-7b-a100-80-u025", "mi300x": "vllm-llama31-8b-tp8-mi300x-v0"}
 LOG_DIR = Path(__file__).resolve().parent.parent / "files" / "runtime_logs" / "logs"
