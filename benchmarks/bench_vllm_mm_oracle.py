@@ -9,7 +9,7 @@ max_pixels) vLLM 0.32 builds its own ``MultiModalBudget`` in the oracle venv (on
 and answers: the encoder budget, the modality it profiles, tokens per item and items per batch, by modality.
 ``course_lib.runtimes.vllm.multimodal.encoder_budget`` answers the same on the same config, with the batch limits
 vLLM resolved. Writes the matrix with both answers (the suite re-checks ours against it without vLLM:
-tests/course_lib/test_vllm_mm_oracle.py) and prints the table behind benchmarks/results/vision-language.md.
+tests/course_lib/runtimes/vllm/test_vllm_mm_oracle.py) and prints the table behind benchmarks/results/vision-language.md.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ which ``.py`` files differ, and that ``vllm/v1/core/``, ``vllm/v1/kv_cache_inter
 
 Writes ``OUT/results.json`` (every case: knobs, vLLM's figures, ours, agreement), ``OUT/configs/<case>/
 config.json`` (the tiny models' configs, so the suite re-runs our side without vLLM:
-tests/course_lib/test_vllm_oracle.py) and ``OUT/oracle-cpu-0.32.0.log`` (vLLM's whole log), and prints the
+tests/course_lib/runtimes/vllm/test_vllm_oracle.py) and ``OUT/oracle-cpu-0.32.0.log`` (vLLM's whole log), and prints the
 cases behind benchmarks/results/vllm-oracle.md.
 """
 

@@ -7,7 +7,7 @@ Starts a tiny Llama with a given KV pool (12 MiB, max_model_len 1,024) four ways
 (k = 3), a draft model (a 2-layer tiny Llama, k = 3) and EAGLE-3 (the same 2-layer folder as draft: vLLM may refuse
 it; its refusal is the answer). Records vLLM's "CPU KV cache size" tokens (or its refusal line) with ours
 (``course-memory estimate --runtime vllm --gpu cpu --entrypoint llm --speculative-config ...``) in
-``benchmarks/vllm_oracle/speculative.json``; tests/course_lib/test_vllm_spec_oracle.py replays our side.
+``benchmarks/vllm_oracle/speculative.json``; tests/course_lib/runtimes/vllm/test_vllm_spec_oracle.py replays our side.
 """
 
 from __future__ import annotations

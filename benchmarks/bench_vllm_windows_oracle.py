@@ -13,7 +13,7 @@ refusals included. vLLM's logged tokens and concurrency (or the length its refus
 (``course-memory estimate --runtime vllm --gpu cpu --entrypoint llm --max-num-batched-tokens N ...``).
 
 Writes ``OUT/windows.json`` (every case: knobs, vLLM's figures, ours, agreement), ``OUT/configs/<case>/config.json``
-and ``OUT/oracle-windows-cpu-0.32.0.log``; tests/course_lib/test_vllm_windows_oracle.py replays our side against
+and ``OUT/oracle-windows-cpu-0.32.0.log``; tests/course_lib/runtimes/vllm/test_vllm_windows_oracle.py replays our side against
 the recorded answers in a second.
 """
 

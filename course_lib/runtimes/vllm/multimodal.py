@@ -177,7 +177,7 @@ def encoder_budget(spec: ModelSpec, *, max_model_len: int, max_num_batched_token
         per prompt = max(1, min(limit, max_model_len // tokens))
         items    = max(1, min(budget // tokens, max_num_seqs x per prompt))
 
-    Checked token for token against vLLM's own ``MultiModalBudget`` (tests/course_lib/test_vllm_mm_oracle.py).
+    Checked token for token against vLLM's own ``MultiModalBudget`` (tests/course_lib/runtimes/vllm/test_vllm_mm_oracle.py).
 
     >>> from course_lib.model.presets import get_model
     >>> b = encoder_budget(get_model("qwen2.5-vl-7b"), max_model_len=128000, max_num_batched_tokens=8192,

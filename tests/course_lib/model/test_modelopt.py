@@ -63,7 +63,7 @@ def test_a_hub_id_whose_quantization_is_in_hf_quant_config_json(tmp_path, monkey
     # ModelOpt's export can leave config.json without quantization_config and write hf_quant_config.json beside it
     import json
 
-    from tests.course_lib.test_hub_ids import lay_cache
+    from tests.course_lib.model.test_hub_ids import lay_cache
     from course_lib.model.hub import hub_spec
     home = tmp_path / "hf"
     monkeypatch.setenv("HF_HOME", str(home))

@@ -23,7 +23,7 @@ from course_lib.model.models import (
 )
 from course_lib.model.presets import GPU_BYTES, GPUS, get_model, gpu_bytes, model_names
 
-TESTS = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parents[2]
 SHARED_REFERENCE_MODELS = TESTS.parents[1] / "shared" / "reference" / "models"
 COPIED_REFERENCE_MODELS = TESTS / "files" / "reference"
 

@@ -14,7 +14,7 @@ import pytest
 from course_lib.cli import main
 
 GiB = 2**30
-LOGS = Path(__file__).resolve().parent.parent / "files" / "runtime_logs" / "logs"
+LOGS = Path(__file__).resolve().parents[2] / "files" / "runtime_logs" / "logs"
 RUNTIME_KEYS = {"runtime_kv_cache_bytes", "kv_cache_tokens", "num_gpu_blocks", "max_concurrency",
                 "activation_peak_bytes", "non_torch_bytes", "cuda_graph_bytes", "share", "weights_bytes"}
 

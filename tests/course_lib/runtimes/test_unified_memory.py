@@ -21,7 +21,7 @@ from course_lib.runtimes.from_log import compare
 from course_lib.runtimes.unified import trtllm_kv_cache_bytes
 from tests.cli_support import run_cli
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 GB10_TRTLLM = ROOT / "benchmarks" / "runtime_logs" / "heldout_d" / "logs" / "trtllm-gptoss120b-dgxspark-pytorch-v110rc3.txt"
 GiB = 2**30
 

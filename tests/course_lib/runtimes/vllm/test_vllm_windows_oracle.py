@@ -20,7 +20,7 @@ from course_lib.errors import CourseInputError
 from course_lib.model.models import from_hf_config
 from course_lib.runtimes import VllmLaunch, estimate_vllm
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 RESULTS = ROOT / "benchmarks" / "vllm_oracle" / "windows.json"
 
 

@@ -26,7 +26,7 @@ from course_lib.runtimes.vllm.estimate import resolve
 from course_lib.runtimes.vllm.kv import kv_layout, kv_pool
 
 GiB = 2**30
-LOGS = Path(__file__).resolve().parent.parent / "files" / "runtime_logs"
+LOGS = Path(__file__).resolve().parents[2] / "files" / "runtime_logs"
 MANIFEST = {c["id"]: c for c in json.loads((LOGS / "manifest.json").read_text())}
 
 

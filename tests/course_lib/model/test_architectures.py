@@ -12,7 +12,7 @@ import json
 from course_lib.model.architectures import resolve_family
 from course_lib.model.families import supported
 from course_lib.model.models import from_hf_config
-from test_cli_runtime import run
+from tests.course_lib.cli.test_cli_runtime import run
 
 KIMI_K2 = {
     "architectures": ["DeepseekV3ForCausalLM"], "model_type": "kimi_k2", "hidden_size": 7168,

@@ -13,7 +13,7 @@ from course_lib.model.models import from_hf_config
 from course_lib.runtimes import VllmLaunch, estimate_vllm
 from course_lib.runtimes.vllm.spec import parse_speculative_config
 
-ORACLE = Path(__file__).resolve().parents[2] / "benchmarks" / "vllm_oracle"
+ORACLE = Path(__file__).resolve().parents[4] / "benchmarks" / "vllm_oracle"
 RECORD = json.loads((ORACLE / "speculative.json").read_text())
 STARTED = [row for row in RECORD["cases"] if row["vllm"]["started"]]
 

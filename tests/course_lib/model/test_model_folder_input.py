@@ -20,7 +20,7 @@ import time
 import pytest
 
 from course_lib.model import checkpoint as ckpt
-from test_cli_bad_input import check_refusal, run
+from tests.course_lib.cli.test_cli_bad_input import check_refusal, run
 
 LLAMA = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
          "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256}

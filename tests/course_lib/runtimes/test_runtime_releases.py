@@ -16,7 +16,7 @@ from course_lib.runtimes import VllmLaunch, estimate_vllm
 from course_lib.runtimes.releases import History
 from course_lib.runtimes.vllm.estimate import capture_sizes, resolve
 from course_lib.runtimes.vllm.releases import HISTORY
-from test_cli_runtime import run
+from tests.course_lib.cli.test_cli_runtime import run
 
 
 def test_every_row_cites_its_release_and_the_first_row_defines_every_rule():

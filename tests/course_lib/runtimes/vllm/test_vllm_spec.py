@@ -15,7 +15,7 @@ from course_lib.runtimes import VllmLaunch, estimate_vllm
 from course_lib.runtimes.vllm.spec import (drafter, full_decode_sizes, parse_speculative_config,
                                            spec_capture_sizes, with_drafter)
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 DFLASH_LOG = REPO / "benchmarks/runtime_logs/set_2026/logs/vllm-qwen36-35b-a3b-fp8-dflash-a800-u062-v0202.txt"
 
 

@@ -63,7 +63,7 @@ def _cache_key() -> str:
 
     digest = hashlib.sha256(f"{transformers.__version__} {torch.__version__}".encode())
     here = Path(every_decoder.__file__).resolve()
-    files = sorted((here.parents[2] / "course_lib").rglob("*.py")) + [here, here.with_name("oracle.py")]
+    files = sorted((here.parents[3] / "course_lib").rglob("*.py")) + [here, here.with_name("oracle.py")]
     for path in files:
         digest.update(path.name.encode() + path.read_bytes())
     return digest.hexdigest()[:24]

@@ -11,7 +11,7 @@ from course_lib.lessons.l14_04.logs import LOGS
 from course_lib.runtimes.log_lines import clean_log
 
 FILES = {"t4": "vllm-llama32-3b-t4-v0", "a100": "vllm-qwen2-7b-a100-80-u025", "mi300x": "vllm-llama31-8b-tp8-mi300x-v0"}
-LOG_DIR = Path(__file__).resolve().parent.parent / "files" / "runtime_logs" / "logs"
+LOG_DIR = Path(__file__).resolve().parents[2] / "files" / "runtime_logs" / "logs"
 
 
 @pytest.mark.parametrize("key", sorted(LOGS))

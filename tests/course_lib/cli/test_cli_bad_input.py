@@ -18,7 +18,7 @@ from course_lib import bounds as B
 from cli_support import run_cli
 from course_lib.cli import build_parser
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TEN_ELEVEN = str(REPO / "examples" / "traces" / "ten_eleven.jsonl")
 DIGITS = "9" * 5000
 

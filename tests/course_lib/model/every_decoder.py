@@ -19,7 +19,7 @@ per-sequence state all agree. Otherwise the outcome says why, in one of :data:`O
 
 Run as a script for the outcome table (today's figure: benchmarks/results/every-decoder.md)::
 
-    .venv/bin/python tests/course_lib/every_decoder.py
+    .venv/bin/python tests/course_lib/model/every_decoder.py
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
+REPO = HERE.parents[2]
 
 #: Layer counts tried in turn when shrinking (the default's own count when none keeps its cache kinds).
 LAYER_STEPS = (4, 8, 12, 16, 24, 32)

@@ -21,7 +21,7 @@ from course_lib.model.models import from_hf_config, kv_cache_bytes_per_token
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-FLASH = json.loads((Path(__file__).parents[1] / "files/hub/DeepSeek-V4-Flash-Base.config.json").read_text())
+FLASH = json.loads((Path(__file__).parents[2] / "files/hub/DeepSeek-V4-Flash-Base.config.json").read_text())
 SMALL = dict(FLASH, num_hidden_layers=4, compress_ratios=[0, 4, 128, 4], n_routed_experts=8, num_hash_layers=1)
 
 
