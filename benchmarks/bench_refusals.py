@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "course_lib"))
+sys.path.insert(0, str(REPO / "tests" / "course_lib" / "cli"))
 sys.path.insert(0, str(REPO / "tests"))
 
 
