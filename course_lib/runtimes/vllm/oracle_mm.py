@@ -41,6 +41,10 @@ from typing import Any
 
 from ...errors import CourseInputError
 
+#: The folder that holds course_lib/ (this module's depth in the package up), put first on the oracle child's
+#: PYTHONPATH so that ``python -m`` finds this module in the oracle's venv.
+CHECKOUT = Path(__file__).resolve().parents[__package__.count(".") + 1]
+
 _MEAN_CLIP = [0.48145466, 0.4578275, 0.40821073]
 _STD_CLIP = [0.26862954, 0.26130258, 0.27577711]
 
@@ -159,7 +163,7 @@ def run_budget_cases(cases: list[dict[str, Any]], *, python: str | Path, timeout
     Each result: the case's id and vLLM's ``budget``, ``modality`` (the one profiled), ``items`` and
     ``tokens`` per modality, or ``refused`` with vLLM's message.
     """
-    root = Path(__file__).resolve().parents[2]
+    root = CHECKOUT
     shim = Path(__file__).resolve().parent / "_oracle_shim"
     with tempfile.TemporaryDirectory(prefix="course-oracle-mm-") as tmp:
         spec = Path(tmp) / "cases.json"

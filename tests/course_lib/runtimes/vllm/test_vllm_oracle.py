@@ -96,6 +96,18 @@ def test_the_oracle_is_vllms_own_python():
     assert check["kv_files_identical"] and check["kv_files_compared"] > 10
 
 
+def test_the_oracle_child_finds_course_lib_in_its_own_venv():
+    """The oracle's child runs ``python -m course_lib.runtimes.vllm.oracle`` in vLLM's venv, where course_lib is not
+    installed: the folder put first on its PYTHONPATH must hold course_lib/ (with oracle.py one folder deeper
+    than it was, parents[2] named course_lib/ itself and the child died with ModuleNotFoundError)."""
+    import course_lib
+    from course_lib.runtimes.vllm import oracle, oracle_mm
+
+    for module in (oracle, oracle_mm):
+        assert module.CHECKOUT == Path(course_lib.__file__).resolve().parents[1], module.__name__
+        assert (module.CHECKOUT / "course_lib" / "runtimes" / "vllm" / "oracle.py").is_file()
+
+
 def test_cpu_platform_rules():
     spec = from_hf_config(tiny_config("llama"))
     est = estimate_vllm(spec, gpu="cpu", launch=VllmLaunch(kv_cache_memory_bytes=12 * MiB, max_model_len=1024,
