@@ -36,7 +36,9 @@ from ..model.presets import DEFAULT_MODEL, get_model
 from ..views.report import comparison_table, offload_report, rollout_report, simulation_report
 from ..serving.scenario import (LESSON_GPU, LESSON_KV_BYTES_PER_TOKEN, LESSON_KV_SOURCE, LESSON_RESERVE, LESSON_WEIGHTS,
                         LESSON_WORKSPACE)
-from ..runtimes.vllm.scheduler import CPU, ENTRYPOINTS, SCHEDULER_RELEASES, scheduler_release, vllm_v1_config
+from ..runtimes.vllm.estimate import VllmLaunch, resolve_launch
+from ..runtimes.vllm.scheduler import (CPU, ENTRYPOINTS, SCHEDULER_RELEASES, scheduler_release, vllm_v1_config,
+                                       vllm_v1_config_for)
 from ..simulate import simulate
 from ..serving.trace import read_trace, synthetic_trace, to_json_line, write_trace
 from .args import (add_model_args, device_size, dtype_name, model_from_args, number, print_json, renamed, reserve,
@@ -132,14 +134,19 @@ def vllm_config_from_args(args: argparse.Namespace) -> tuple[Any, str, str]:
     else:
         platform, device, device_name = "cuda", device_size("--gpu", args.gpu), gpu
     spec, kv, source = _kv_per_token(args)
-    max_model_len = args.max_model_len
-    if spec is not None and max_model_len is None:
-        max_model_len = spec.max_position_embeddings
-    cfg = vllm_v1_config(kv_cache_memory_bytes=kv_bytes, kv_bytes_per_token=kv, platform=platform,
-                         device_bytes=device, device_name=device_name, entrypoint=args.entrypoint,
-                         block_size=args.block_size, max_num_seqs=args.max_num_seqs,
-                         max_num_batched_tokens=args.max_num_batched_tokens, max_model_len=max_model_len,
-                         enable_prefix_caching=args.enable_prefix_caching, spec=spec, version=version)
+    if spec is not None:    # the one resolved launch, as estimate and from-log read it
+        resolved = resolve_launch(spec, CPU if platform == CPU else args.gpu, VllmLaunch(
+            version=args.vllm_version, entrypoint=args.entrypoint, max_model_len=args.max_model_len,
+            max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
+            block_size=args.block_size, kv_cache_memory_bytes=kv_bytes))
+        version = scheduler_release(resolved.version)    # the platform's release when none is given (CPU: 0.32.0)
+        cfg = vllm_v1_config_for(resolved, kv_bytes_per_token=kv, enable_prefix_caching=args.enable_prefix_caching)
+    else:                   # KV bytes per token alone: no model, so no launch to resolve; the release's defaults
+        cfg = vllm_v1_config(kv_cache_memory_bytes=kv_bytes, kv_bytes_per_token=kv, platform=platform,
+                             device_bytes=device, device_name=device_name, entrypoint=args.entrypoint,
+                             block_size=args.block_size, max_num_seqs=args.max_num_seqs,
+                             max_num_batched_tokens=args.max_num_batched_tokens, max_model_len=args.max_model_len,
+                             enable_prefix_caching=args.enable_prefix_caching, version=version)
     where = "CPU" if platform == CPU else f"GPU {args.gpu}"
     launch = (f"vLLM {version} V1 scheduler on {where} ({'LLM()' if args.entrypoint == 'llm' else 'vllm serve'} "
               f"defaults): kv_cache_memory_bytes {kv_bytes:,} = {cfg.num_blocks:,} blocks of {cfg.block_size_tokens} "

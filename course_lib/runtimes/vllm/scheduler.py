@@ -3,7 +3,8 @@
 The scheduling itself is the ``vllm-v1`` policy of :mod:`course_lib.simulate`
 (:class:`course_lib.simulate.vllm_v1._V1Simulation`, read from vLLM 0.32.0's
 ``vllm/v1/core/sched/scheduler.py``). This module turns a launch into its
-:class:`~course_lib.serving.admission.AdmissionConfig`:
+:class:`~course_lib.serving.admission.AdmissionConfig`; with a model, from the one resolved launch
+(:func:`vllm_v1_config_for`, the :class:`~.launch.ResolvedLaunch` the estimate and ``from-log`` read):
 
 * **Defaults**: the one rule of :func:`course_lib.runtimes.vllm.estimate.batch_defaults` for the release's row
   (vLLM 0.32.0, ``vllm/engine/arg_utils.py`` ``get_batch_defaults``) and the platform's block
@@ -40,6 +41,7 @@ from .platforms import get_platform
 from ..versions import Version
 from .estimate import batch_defaults as _batch_defaults
 from .kv_groups import KVGroup, KVLayout, LayerSpec
+from .launch import ResolvedLaunch
 from .releases import HISTORY
 
 #: The releases whose scheduler this policy follows: the rows of :data:`.releases.HISTORY` whose
@@ -149,3 +151,33 @@ def vllm_v1_config(*, kv_cache_memory_bytes: int, kv_bytes_per_token: int, platf
         max_num_batched_tokens=max_num_batched_tokens if max_num_batched_tokens is not None else tokens,
         max_model_len=max_model_len, enable_prefix_caching=enable_prefix_caching,
         kv_num_blocks=num_blocks)
+
+
+def vllm_v1_config_for(resolved: ResolvedLaunch, *, kv_bytes_per_token: int,
+                       enable_prefix_caching: bool = True) -> AdmissionConfig:
+    """The ``vllm-v1`` :class:`AdmissionConfig` of one resolved launch (:func:`.estimate.resolve_launch`): its block
+    size, token budget, ``max_num_seqs``, ``max_model_len`` and release are the ones the estimate, the given pool
+    and ``from-log`` read, so ``simulate --runtime vllm`` resolves no default of its own. The pool is the launch's
+    ``kv_cache_memory_bytes``.
+
+    The CPU platform forces 16-token blocks on an MLA model (``vllm/platforms/cpu.py``, 0.32.0), where a plain
+    model takes 128:
+
+    >>> from course_lib.model.presets import get_model
+    >>> from course_lib.runtimes.vllm.estimate import VllmLaunch, resolve_launch
+    >>> launch = VllmLaunch(kv_cache_memory_bytes=2**30, max_model_len=4096)
+    >>> [vllm_v1_config_for(resolve_launch(get_model(m), "cpu", launch), kv_bytes_per_token=2048).block_size_tokens
+    ...  for m in ("llama-3.1-8b", "deepseek-v2-lite")]
+    [128, 16]
+    """
+    launch = resolved.launch
+    if launch.kv_cache_memory_bytes is None:
+        raise CourseInputError("--runtime vllm needs --kv-cache-memory-bytes (vLLM's own flag, e.g. 12MiB): the KV "
+                               "cache the scheduler hands out")
+    return vllm_v1_config(kv_cache_memory_bytes=int(launch.kv_cache_memory_bytes),
+                          kv_bytes_per_token=kv_bytes_per_token, platform=resolved.platform.name,
+                          device_bytes=resolved.total_bytes, device_name=str(resolved.gpu),
+                          entrypoint=launch.entrypoint, block_size=launch.block_size,
+                          max_num_seqs=launch.max_num_seqs, max_num_batched_tokens=launch.max_num_batched_tokens,
+                          max_model_len=launch.max_model_len, enable_prefix_caching=enable_prefix_caching,
+                          spec=resolved.spec, version=resolved.version)

@@ -115,6 +115,26 @@ def test_cli_runtime_vllm_json(capsys):
     assert summary["config"]["max_num_batched_tokens"] == 4096 and summary["config"]["enable_prefix_caching"]
 
 
+
+@pytest.mark.parametrize("model, block", [("llama-3.1-8b", 128), ("deepseek-v2-lite", 16)])
+def test_simulate_reads_the_launch_estimate_resolves(capsys, model, block):
+    """``simulate --runtime vllm --model`` schedules the one launch ``estimate --runtime vllm`` resolves (issue 40):
+    the same block, token budget, max_num_seqs and release. vLLM's CPU platform forces 16-token blocks on an MLA
+    model (vllm/platforms/cpu.py, 0.32.0: "CPU MLA backend requires block_size=16"), 128 otherwise; the
+    scheduler's own defaults gave 128 to both."""
+    launch = ["--model", model, "--gpu", "cpu", "--kv-cache-memory-bytes", "2GiB", "--max-model-len", "4096"]
+    code, out, _ = run_cli(capsys, "estimate", "--runtime", "vllm", *launch, "--json")
+    assert code == 0
+    estimate = json.loads(out)
+    code, out, _ = run_cli(capsys, "simulate", "--runtime", "vllm", *launch, "--trace", TWELVE, "--json")
+    assert code == 0
+    config = json.loads(out)["summary"]["config"]
+    resolved = estimate["launch"]
+    assert config["block_size_tokens"] == estimate["block_size"] == resolved["block_size"] == block
+    assert config["num_blocks"] == estimate["num_gpu_blocks"]
+    assert (config["max_num_batched_tokens"], config["max_num_seqs"], config["max_model_len"]) == \
+        (resolved["max_num_batched_tokens"], resolved["max_num_seqs"], resolved["max_model_len"])
+
 @pytest.mark.parametrize("argv, words", [
     (["--runtime", "vllm", "--gpu", "cpu"], "needs --kv-cache-memory-bytes"),
     (["--runtime", "vllm", "--kv-cache-memory-bytes", "12MiB", "--vllm-version", "0.31"],
