@@ -32,7 +32,7 @@ class ResolvedLaunch:
     """
 
     spec: ModelSpec
-    launch: Any                 # the VllmLaunch (runtimes/vllm.py), every knob concrete
+    launch: Any                 # the VllmLaunch (runtimes/vllm/estimate.py), every knob concrete
     rules: VllmRules
     platform: Platform
     gpu: str | int

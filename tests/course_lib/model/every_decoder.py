@@ -152,7 +152,7 @@ def _compare(spec, truth: dict[str, Any], cross: list[int] = ()) -> str:
 
     ``cross``: cross-attention layers. transformers fills their cache only when an image is given (the
     vision tokens' K/V, a fixed size per request), so two text-only forwards leave them out; the mllama
-    formula gives them per-token blocks as vLLM V0's block table does (course_lib/families/mllama.py).
+    formula gives them per-token blocks as vLLM V0's block table does (course_lib/model/families/mllama.py).
     Those layers are set aside from the comparison when the spec has them and the built model's cache does not.
     """
     layers = list(spec.layers)
