@@ -429,7 +429,8 @@ plt.show()
 """, "budget_figure")
 
 code("""
-# The interactive explorer (needs a widget frontend such as JupyterLab; headless runs just skip drawing it).
+# The interactive explorer (needs a widget frontend such as JupyterLab; without one the cell prints one line
+# of text and draws nothing: the static figure above is its first picture).
 budget_explorer(model="llama-2-7b", dtype="fp16", gpu="rtx-4090", context_tokens=4096, active_sequences=4)
 """, "budget_explorer")
 
