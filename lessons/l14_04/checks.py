@@ -34,7 +34,7 @@ from course_lib.lessons.l14_04.practice import (MIN_LEN, USERS,
                                  fit_slip, fp8_slip,
                                  gb_figure_slip, gqa_ratio_slip, kv_per_token_slip, kv_total_slip, letter_slip,
                                  log_kv_slip, plannable_slip, reason_form_slip, request_budget_slip,
-                                 requirement_slip, safe_requests_slip, slots_slip, units_slip, weight_bytes_slip,
+                                 requirement_slip, safe_requests_slips, slots_slip, units_slip, weight_bytes_slip,
                                  whole)
 
 from autograder.answers import ERROR, NOT_PLAIN
@@ -510,7 +510,7 @@ def _score_safe_requests(v: dict) -> Result:
     problem = _first_problem(v)
     if problem:
         return Result(False, problem)
-    slips = [safe_requests_slip(c, g, e) for c, g, e in zip(SAFE_CASES, v["n"], SAFE_EXPECTED)]
+    slips = safe_requests_slips(SAFE_CASES, v["n"], SAFE_EXPECTED)   # one slip, one message, on both parts
     no_workspace = _first(*(m for c, m in zip(SAFE_CASES, slips) if c[1] == 0))
     workspace = _first(*(m for c, m in zip(SAFE_CASES, slips) if c[1] != 0))
     return _parts((1, no_workspace), (1, workspace))

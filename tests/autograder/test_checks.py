@@ -183,6 +183,25 @@ def test_free_memory_treated_as_capacity():
     assert not r.passed and "free memory as capacity" in r.message and not r.fraction
 
 
+@pytest.mark.parametrize("fn, words", [
+    (lambda f, w, r, p: max(0, (f - w) // p), "forgets the reserve"),
+    (lambda f, w, r, p: max(0, (f - r) // p), "forgets the workspace"),
+    (lambda f, w, r, p: max(0, f // p), "keeps neither the workspace"),
+])
+def test_each_safe_requests_slip_has_its_own_message(fn, words, monkeypatch):
+    """Issue 41: a forgotten reserve, a forgotten workspace and both forgotten all read "treats free memory as
+    capacity" on Validate (a case with no workspace cannot tell the reserve from both). Each now has its own
+    message, the same on Validate and in the feedback, on every part it costs."""
+    from course_lib.lessons.l14_04 import practice
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    r = with_("test_safe_requests", safe_requests=fn)
+    assert not r.passed and words in r.message, r.message
+    others = [m for m in practice.SAFE_REQUESTS_SLIPS.values() if words not in m]
+    assert not any(m in r.message for m in others), r.message
+    with pytest.raises(practice.CheckFailed, match=words):
+        practice.check_safe_requests(fn)
+
+
 def test_workspace_forgotten_loses_half():
     r = with_("test_safe_requests", safe_requests=lambda f, w, r, p: max(0, (f - r) // p))
     assert not r.passed and "workspace" in r.message and r.fraction == 0.5
@@ -673,6 +692,10 @@ SLIPS = [
     ("a budget of weights only", "test_request_budget", dict(request_budget_gb=lambda d, w, ws, r: d - w),
      lambda p, ns: p.check_request_budget(ns["request_budget_gb"], ns["requests_that_fit"])),
     ("free is capacity", "test_safe_requests", dict(safe_requests=lambda f, w, r, per: f // per),
+     lambda p, ns: p.check_safe_requests(ns["safe_requests"])),
+    ("reserve forgotten", "test_safe_requests", dict(safe_requests=lambda f, w, r, per: max(0, (f - w) // per)),
+     lambda p, ns: p.check_safe_requests(ns["safe_requests"])),
+    ("workspace forgotten", "test_safe_requests", dict(safe_requests=lambda f, w, r, per: max(0, (f - r) // per)),
      lambda p, ns: p.check_safe_requests(ns["safe_requests"])),
     ("split blocks planned with", "test_plannable",
      dict(plannable_bytes=lambda f, a, res, split, s: max(0, f + res - a - s)),
