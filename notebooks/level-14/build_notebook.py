@@ -889,9 +889,9 @@ Write `gpu_blocks(kv_cache_bytes, kv_bytes_per_token, block_size)` (whole blocks
 `num_blocks × block_size / max_model_len` (V1 divides by whole blocks per request,
 `num_blocks / ceil(max_model_len / block_size)`; equal when `max_model_len` is a multiple of the block,
 as in every log here). The MI300X log runs Llama-3.1-8B (Llama-3-8B's shape) at
-`tensor_parallel_size=8`, its blocks per GPU: set `mi300x_kv_bytes_per_token_per_gpu` (fp16). Expect your
-blocks a few short of the logged 645,227: the log rounds the pool to 157.53 GiB, and 0.005 GiB is about
-20 blocks.
+`tensor_parallel_size=8`, its blocks per GPU: set `mi300x_kv_bytes_per_token_per_gpu` (fp16). Expect 15
+blocks over the logged 645,227 from the printed 157.53 GiB: 645,227 blocks are 157.526 GiB, which the log
+rounds up, and 0.005 GiB is about 20 blocks.
 """, "log_blocks_intro")
 
 solution("answer_log_blocks", """
