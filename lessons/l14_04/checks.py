@@ -244,6 +244,10 @@ def _pool_kinds_slip(kinds: Any) -> str | None:
 
 
 def _score_predict(v: dict) -> Result:
+    return _as_committed(v, _score_predict_values, "predict_answer and pool_kinds")
+
+
+def _score_predict_values(v: dict) -> Result:
     letter = _problem(v["answer"], "predict_answer") or letter_slip(v["answer"], "predict_answer", "a", PREDICT_WHY)
     kinds = _problem(v.get("kinds"), "pool_kinds") or _pool_kinds_slip(v.get("kinds"))
     return _parts((1, letter), (1, kinds))

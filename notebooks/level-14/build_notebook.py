@@ -142,8 +142,8 @@ Then set `pool_kinds`: each of the four pools of a serving budget, `"fixed"` (un
 request starts) or `"grows"`: `"weights"` (the parameters), `"workspace"` (the kernels' scratch memory),
 `"reserve"` (left unfilled on purpose) and `"kv_cache"` (keys and values of the tokens processed).
 
-{grader_only}
-""".format(grader_only=GRADER_ONLY), "predict_intro")
+{grader_only} {committed}
+""".format(grader_only=GRADER_ONLY, committed=COMMITTED), "predict_intro")
 
 solution("answer_predict", """
 ### BEGIN SOLUTION
@@ -159,6 +159,13 @@ assert isinstance(pool_kinds, dict) and set(pool_kinds) == {"weights", "workspac
 assert set(pool_kinds.values()) <= {"fixed", "grows"}, 'each kind is "fixed" or "grows"'
 """)
 
+code("""
+# Commit your prediction before you read on: recorded at this first run, and graded as recorded here.
+from course_lib.lessons.l14_04.demos import commit_first_prediction
+from course_lib.lessons.l14_04.predictions import prediction
+first_prediction = commit_first_prediction(prediction(globals(), "predict_answer", "pool_kinds"))
+""", "predict_commit")
+
 md("""
 ## Budget the whole GPU, not just the weights
 
@@ -170,7 +177,7 @@ available while that request is active: the **KV cache and other request state**
 active sequences. The program also needs **scratch paper** for temporary calculations: the runtime
 **workspace**. And you deliberately leave part of the desk **empty** so a small surprise does not knock
 everything onto the floor: the **safety reserve**, memory you choose not to fill during normal
-admission. (That answers your `pool_kinds`.)
+admission.
 
 ### The 24 GB worked example
 
@@ -380,7 +387,8 @@ code("""
 # MEASUREMENT (real numbers from this machine). It waits for your prediction, and records it at this first run:
 # the grader grades the prediction as recorded here.
 from course_lib.lessons.l14_04.demos import predict_then_measure
-measurement = predict_then_measure(predicted_weights_bytes, predicted_kv_cache_bytes)
+from course_lib.lessons.l14_04.predictions import prediction
+measurement = predict_then_measure(**prediction(globals(), "predicted_weights_bytes", "predicted_kv_cache_bytes"))
 """, "measure_compare")
 
 md("""
@@ -953,7 +961,8 @@ assert chat_more_running in ("paged", "reserve-max", "same"), 'one of "paged", "
 code("""
 # Now run it: the same 6 GB KV budget, the chat-like trace, both policies (after your prediction is recorded).
 from course_lib.lessons.l14_04.demos import show_chat_comparison
-chat = show_chat_comparison(predicted={"chat_unused_share": chat_unused_share, "chat_more_running": chat_more_running})
+from course_lib.lessons.l14_04.predictions import prediction
+chat = show_chat_comparison(predicted=prediction(globals(), "chat_unused_share", "chat_more_running"))
 """, "chat_demo")
 
 md("""
@@ -997,7 +1006,8 @@ code("""
 # course_lib's estimate of vLLM's rule for each change (course-memory estimate --runtime vllm --model qwen2-7b
 # --gpu a100-80gb ...); the fp8 row runs on V0, as vLLM 0.10.x does on an A100
 from course_lib.lessons.l14_04.demos import show_log_changes
-changes = show_log_changes(predicted={"a100_predictions": a100_predictions})
+from course_lib.lessons.l14_04.predictions import prediction
+changes = show_log_changes(predicted=prediction(globals(), "a100_predictions"))
 """, "log_changes")
 
 md("""

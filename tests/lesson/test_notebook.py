@@ -94,6 +94,9 @@ def test_the_predictions_come_before_the_text_that_answers_them(source_nb):
     desk = next(i for i, c in enumerate(source_nb.cells) if "### The desk picture" in c.source)
     assert ids.index("answer_predict") < ids.index("test_predict") < desk
     assert "pool_kinds" in source_nb.cells[ids.index("answer_predict")].source
+    # issue 41: committed (recorded) before the desk picture, which no longer says it answers pool_kinds
+    assert ids.index("test_predict") < ids.index("predict_commit") < desk
+    assert "answers your" not in source_nb.cells[desk].source
 
 
 def test_the_blocks_text_says_what_the_printed_pool_gives(runtime_nb):
@@ -364,7 +367,7 @@ def test_source_notebook_runs_headless_with_no_errors(tmp_path, monkeypatch):
     assert any("image/png" in o.get("data", {}) for o in figure.outputs), "the static budget figure is shown"
     # the reveal cells committed each prediction at its first run, in the assignment's folder (issue 41)
     record = json.loads((work / "l14-04-predictions.json").read_text())
-    assert {"policy_predict", "log_predict"} <= set(record), record
+    assert {"predict", "policy_predict", "log_predict"} <= set(record), record
     assert record["policy_predict"]["values"]["chat_more_running"] == "paged"
 
 

@@ -61,6 +61,13 @@ class CheckFailed(AssertionError):
         return textwrap.wrap(f"CheckFailed: {self}", 88, break_on_hyphens=False)
 
 
+class PredictFirst(CheckFailed):
+    """A reveal cell run before its prediction is made: shown as its one line alone."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
 def _call(fn: Callable, *args) -> Any:
     try:
         return fn(*args)
@@ -316,6 +323,27 @@ def check_gqa_dtype(mha_over_gqa_ratio: Any, llama3_fp8_kv_bytes_per_token: Any,
 
 
 # ------------------------------------------------------------------ Task 6: predict the small model
+
+#: The lesson's first Predict: its letters and the four pools of pool_kinds.
+POOLS = ("weights", "workspace", "reserve", "kv_cache")
+
+
+def predict_slip(values: dict) -> str | None:
+    """What keeps the lesson's first Predict (``predict_answer``, ``pool_kinds``) from being made (its form only).
+
+    >>> predict_slip({"predict_answer": "a", "pool_kinds": {"weights": "fixed"}})
+    'pool_kinds must be a dict of the four pools: weights, workspace, reserve, kv_cache'
+    """
+    answer = values.get("predict_answer")
+    if type(answer) is not str or answer.strip().lower() not in ("a", "b", "c"):
+        return 'predict_answer must be one letter: "a", "b" or "c"'
+    kinds = values.get("pool_kinds")
+    if type(kinds) is not dict or set(kinds) != set(POOLS):
+        return "pool_kinds must be a dict of the four pools: " + ", ".join(POOLS)
+    if any(kind not in ("fixed", "grows") for kind in kinds.values()):
+        return 'each kind in pool_kinds must be "fixed" or "grows"'
+    return None
+
 
 def predict_measure_slip(values: dict) -> str | None:
     """What keeps Task 4's prediction from being made (its form only; the figures are the grader's)."""
