@@ -699,8 +699,7 @@ print(f"headroom   {my_budget['headroom_bytes'] / GB:15.2f} GB")
 """)
 
 test("test_explain_budget", 3, "Task 8 · your own budget", """
-assert isinstance(my_budget, dict) and "pools" in my_budget, "my_budget should be a dict with a 'pools' dict"
-assert {"weights", "kv_cache", "workspace", "reserve"} <= set(my_budget["pools"]), "include the four pools"
+practice.check_my_budget(my_budget)
 """)
 
 md("""
@@ -793,8 +792,7 @@ print(mha_over_gqa_ratio, llama3_fp8_kv_bytes_per_token)
 """)
 
 test("test_gqa_dtype", 2, "Task R1 · GQA and an fp8 cache", """
-assert isinstance(mha_over_gqa_ratio, (int, float)), "mha_over_gqa_ratio should be a number"
-assert isinstance(llama3_fp8_kv_bytes_per_token, int), "llama3_fp8_kv_bytes_per_token should be an int of bytes"
+practice.check_gqa_forms(mha_over_gqa_ratio, llama3_fp8_kv_bytes_per_token)
 """)
 
 md("""
@@ -954,8 +952,7 @@ print(f"predicted: {chat_unused_share:.0%} of reserve-max's KV never holds a tok
 """)
 
 test("test_policy_predict", 2, "Task R5 · a chat-like load, predicted", """
-assert isinstance(chat_unused_share, (int, float)) and 0 <= chat_unused_share <= 1, "a share between 0 and 1"
-assert chat_more_running in ("paged", "reserve-max", "same"), 'one of "paged", "reserve-max" or "same"'
+practice.check_policy_predict(chat_unused_share, chat_more_running)
 """)
 
 code("""
@@ -996,10 +993,7 @@ a100_predictions = {
 """)
 
 test("test_log_predict", 2, "Task R6 · what one knob changes", """
-assert isinstance(a100_predictions, dict), "a100_predictions should be a dict"
-for key in ("max_num_seqs=64", "max_num_batched_tokens=8192", "kv_cache_dtype=fp8"):
-    assert a100_predictions.get(key) in ("more", "less", "same"), f'{key}: "more", "less" or "same"'
-assert isinstance(a100_predictions.get("kv_cache_gib_at_utilization_0.20"), (int, float)), "a number of GiB"
+practice.check_log_predict(a100_predictions)
 """)
 
 code("""
@@ -1076,7 +1070,7 @@ print(f"{offload_seconds_per_step:.3f} s per decode step")
 """)
 
 test("test_offload_step", 1, "Task R8a · offloading cost per step", """
-assert isinstance(offload_seconds_per_step, (int, float)), "offload_seconds_per_step should be a number of seconds"
+practice.check_offload_step(offload_seconds_per_step)
 """)
 
 md("""
@@ -1093,7 +1087,7 @@ print(f"ready after {replica_ready_seconds:.2f} s")
 """)
 
 test("test_replica_ready", 1, "Task R8b · when a new replica is ready", """
-assert isinstance(replica_ready_seconds, (int, float)), "replica_ready_seconds should be a number of seconds"
+practice.check_replica_ready(replica_ready_seconds)
 """)
 
 md("""
@@ -1110,7 +1104,7 @@ print(f"{replica_unready_seconds:.2f} s of traffic to a replica that is not read
 """)
 
 test("test_unready", 1, "Task R8c · traffic before it is ready", """
-assert isinstance(replica_unready_seconds, (int, float)), "replica_unready_seconds should be a number of seconds"
+practice.check_unready(replica_unready_seconds, replica_ready_seconds)
 """)
 
 md("""
