@@ -601,12 +601,16 @@ print(lab_run["stdout"])
 md("""
 **The lab edit (2 points, checked on the file you hand in).** Do step 3 in `l14-04-model-memory.py`
 (change **only** `active_sequences = 8` to `16`), save, and run the cell below. The grader checks that
-nothing else changed, that the lab reports it does not fit, and that only `kv_cache` doubled.
+nothing else changed, that the lab reports it does not fit, and that only `kv_cache` doubled; the cell's
+check names any other changed line (a global search-and-replace also rewrites the docstring's step 3).
+To change the one assignment from here: `lab_path.write_text(edit_knob(lab_path.read_text(), 16))`, with
+`edit_knob` from `course_lib.lessons.l14_04.labfile`.
 """, "lab_edit_intro")
 
 code("""
 lab_run_16 = run_lab(lab_path)
 print(lab_run_16["stdout"])
+practice.check_lab_edit(lab_path)     # only the knob changed? (names any other changed line)
 """, "lab_rerun")
 
 md("""

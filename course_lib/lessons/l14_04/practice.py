@@ -537,6 +537,35 @@ def check_my_budget(my_budget: Any) -> None:
     passed("my_budget", "its headroom agrees with its own pools and device; the grader checks the pools")
 
 
+# ------------------------------------------------------------------ the lab edit
+
+def check_lab_edit(lab_path: Any) -> None:
+    """The lab edit's visible part, on the learner's own file: no change but the knob's value (naming the first
+    other changed line: a global search-and-replace also rewrites the docstring's step 3), and the knob at the
+    value step 3 states. Still at the released value: a reminder, not a failure (the step is not done yet)."""
+    from pathlib import Path
+
+    from .labfile import KNOB, LAB_EDITED_SEQUENCES, LAB_RELEASED_SEQUENCES, knob_value, lab_changes
+
+    lab = Path(lab_path)
+    text = lab.read_text(encoding="utf-8")
+    changes = lab_changes(text)
+    if changes:
+        more = f" (and {len(changes) - 1} more)" if len(changes) > 1 else ""
+        _require(f"{lab.name} changed outside {KNOB}: {changes[0]}{more}. Restore it: the grader takes the lab's "
+                 f"points for any change but the value of {KNOB} (comments and blank lines aside)")
+        return
+    value = knob_value(text)
+    if value == LAB_RELEASED_SEQUENCES:
+        if not grading():
+            print(f"(the lab still says {KNOB} = {LAB_RELEASED_SEQUENCES}: do step 3, save the file, and run this "
+                  "cell again)")
+        return
+    expect(type(value) is int and value == LAB_EDITED_SEQUENCES,
+           f"{KNOB} = {value!r}: step 3 asks for the whole number {LAB_EDITED_SEQUENCES}")
+    passed("the lab edit", f"only {KNOB} changed; the grader runs your lab file again")
+
+
 # ------------------------------------------------------------------ R8: start-up time and offloading
 # Each check reasons on the learner's own figures and the task's stated inputs, never the graded figure.
 
