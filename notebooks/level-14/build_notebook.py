@@ -980,7 +980,7 @@ or stay the `"same"` (in GiB)?
   backend, so vLLM **falls back to V0** (`_is_v1_supported_oracle`, `vllm/engine/arg_utils.py`), whose
   profile at this length runs `max(max_model_len, 2048)` tokens in one pass;
 * `"kv_cache_gib_at_utilization_0.20"`: the KV cache in GiB at utilization 0.20 (5.01 at 0.25; 79.25 GiB
-  to CUDA).
+  to CUDA), graded from the log's 5.01 within ±0.05 GiB.
 
 {committed} The cell after it computes each change with course_lib's estimate of vLLM's rule.
 """.format(committed=COMMITTED), "log_predict_intro")
@@ -1011,6 +1011,8 @@ changes = show_log_changes(predicted=prediction(globals(), "a100_predictions"))
 md("""
 The fp8 row: the same bytes would hold twice the tokens, but the engine that runs it profiles 16,384
 tokens instead of 2,048, so the pool shrinks. On Hopper, or from vLLM 0.11 (no V0), the GiB stay put.
+The 0.20 row starts from the estimate's own 4.92 GiB, not the log's 5.01, so it reads about 0.09 lower
+than the figure graded (the log's 5.01 less the budget's change, within ±0.05 GiB).
 """, "log_changes_after")
 
 md("""

@@ -744,3 +744,19 @@ def test_each_visible_kv_shape_gives_each_slip_its_own_figure():
         if "head_dim" in config:
             figures["head_dim"] = _no_head_dim(config, b)
         assert len(set(figures.values())) == len(figures), (config, figures)
+
+
+def test_the_utilization_figure_is_graded_as_the_runtime_lab_says():
+    """Issue 41: R6's 0.20-utilization figure: the task's arithmetic (5.01 - 0.05 x 79.25 = 1.0475 GiB, by hand)
+    and the knob table's 0.96 (the estimate's own 4.92 baseline) disagreed, and the text did not say which is
+    graded. The text says: the log's 5.01, within ±0.05 GiB; the grader does exactly that."""
+    import nbformat
+    from tests.lesson.test_notebook import RUNTIME
+    cells = {c.metadata.get("nbgrader", {}).get("grade_id"): " ".join(c.source.split())
+             for c in nbformat.read(RUNTIME, as_version=4).cells}
+    assert "graded from the log's 5.01 within ±0.05 GiB" in cells["log_predict_intro"]
+    assert "not the log's 5.01" in cells["log_changes_after"]
+    base = REFERENCE["test_log_predict"]["a100_predictions"]
+    for gib, passes in ((1.0475 + 0.045, True), (1.0475 - 0.045, True), (1.0475 + 0.055, False), (0.96, False)):
+        r = with_("test_log_predict", a100_predictions=dict(base, **{"kv_cache_gib_at_utilization_0.20": gib}))
+        assert r.passed is passes, (gib, r)
