@@ -82,12 +82,11 @@ def manual(grade_id: str, points: int, text: str) -> None:
 
 #: What a cell asking a single value or a prediction says about its check (issue 33: a visible check on such
 #: an answer lets a learner try values until one passes, so only the grader checks it).
-GRADER_ONLY = ("*Only the grader checks this answer* (a visible check would let you try values until one "
-               "passes): the cell below checks its type and shape only.")
+GRADER_ONLY = ("*The grader checks the value;* the cell below checks its form only (a visible check of the value "
+               "would let you try values until one passes).")
 #: What a prediction's cell says about its reveal (issue 41: a prediction counts as committed before its answer).
-COMMITTED = ("*Your prediction counts as you commit it:* the cell that shows the answer waits until your "
-             "prediction is made, and at its first run records it in `l14-04-predictions.json` beside this "
-             "notebook; the grader grades the prediction as recorded there, not as edited afterwards.")
+COMMITTED = ("*Committed before it is revealed:* the cell that shows the answer waits for your prediction and "
+             "records it at its first run (`l14-04-predictions.json`); the grader grades it as recorded.")
 
 
 # =============================================================================
@@ -98,17 +97,16 @@ notebook("lesson")
 md("""
 # L14.4 — Model Loading and Memory (notebook 1 of 2: the lesson)
 
-Two notebooks, in this order: **this one, the lesson** (about 80 minutes if you know transformers, by an
-estimate from its word counts: the lesson text, its lab, questions and explain-it-back; **31 points**: 26 autograded points, 3 for your
-written explanation, 2 for the lab edit), then `l14-04-runtime-lab.ipynb`, **the runtime lab** (what vLLM will
-actually allocate; about 65 minutes by the same estimate; **18 autograded points**). **Total: 49.**
+Two notebooks, in this order: **this one, the lesson** (about 95 minutes if you know transformers; **31
+points**: 26 autograded points, 3 for your written explanation, 2 for the lab edit), then
+`l14-04-runtime-lab.ipynb`, **the runtime lab** (what vLLM will actually allocate; about 75 minutes; **18
+autograded points**). **Total: 49.**
 
 Work top to bottom; cells marked *YOUR CODE HERE* are yours. **GB = 10^9 bytes, GiB = 2^30 bytes.**
-The visible checks (the *Validate* button) try your functions on their own inputs, in the grader's words;
-the grader tries others. Single values and predictions are checked by the grader only. A **prediction**
-counts as you commit it: the cell that reveals its answer waits for it and records it in
-`l14-04-predictions.json`. A task's parts score on their own, and a later task is checked against your
-own earlier answer: one slip costs once. Hand in this folder: both notebooks, the lab file
+The visible checks (*Validate*) try your functions on their own inputs, in the grader's words; the
+grader tries others, and checks single values and predictions. A **prediction** counts as you commit
+it: the cell that reveals its answer records it in `l14-04-predictions.json`. A task's parts score on
+their own, and a later task is checked against your own earlier answer: one slip costs once. Hand in this folder: both notebooks, the lab file
 `l14-04-model-memory.py` and `l14-04-predictions.json`.
 """, "intro")
 
@@ -142,8 +140,8 @@ Then set `pool_kinds`: each of the four pools of a serving budget, `"fixed"` (un
 request starts) or `"grows"`: `"weights"` (the parameters), `"workspace"` (the kernels' scratch memory),
 `"reserve"` (left unfilled on purpose) and `"kv_cache"` (keys and values of the tokens processed).
 
-{grader_only} {committed}
-""".format(grader_only=GRADER_ONLY, committed=COMMITTED), "predict_intro")
+{committed} The cell below it checks the form only.
+""".format(committed=COMMITTED), "predict_intro")
 
 solution("answer_predict", """
 ### BEGIN SOLUTION
@@ -449,13 +447,11 @@ A "free memory" number can be misleading. Memory may be **reserved** by the fram
 allocator, held by the CUDA context outside any tensor, or split into pieces that are hard to reuse for
 one large allocation. Serving runtimes often manage blocks or pools to make reuse more predictable.
 
-The cell below shows it **with real allocations on this machine**. On a CPU it frees every other 64 KiB
-block, then asks for 32 MiB: the process keeps the freed blocks, and the request takes new memory anyway
-(glibc serves requests above 128 KiB with its own `mmap`). On a GPU, torch's caching allocator keeps
-freed memory **cached**: whole segments with no live tensor go back to CUDA on `empty_cache()`, and by
-themselves before an out-of-memory error. What is lost is **fragmented**: free blocks inside segments
-that still hold a live tensor (`inactive_split_bytes`). A request takes the **smallest cached free block
-that fits and splits it**, so large tensors fragment too. (No GPU run of this demo is recorded yet.)
+The cell below shows it with real allocations on this machine (on a CPU, glibc serves its 32 MiB request
+with its own `mmap`, whatever holes the freed 64 KiB blocks leave). On a GPU, torch keeps freed memory
+**cached**: whole free segments go back to CUDA before an out-of-memory error; free blocks inside segments
+that still hold a live tensor (`inactive_split_bytes`) are **fragmented**. A request takes the **smallest
+cached free block that fits and splits it**, so large tensors fragment too.
 """, "free_intro")
 
 code("""
@@ -468,13 +464,10 @@ md("""
 **Task 6** (two parts: nothing cached, some cached). A serving process on an 80 GB GPU plans new KV
 cache. The device reports **18 GB free**; torch reports **50 GB allocated** and **59 GB reserved**: 9 GB
 cached, of which **3 GB `inactive_split_bytes`** (free blocks inside live segments) and 6 GB whole free
-segments, which the allocator releases and retries with before an out-of-memory error
-(`c10/cuda/CUDACachingAllocator.cpp`): as good as free. Split blocks serve only requests that fit in
-them. The team keeps an **8 GB safety reserve**. Write `plannable_bytes(free_bytes, allocated_bytes,
-reserved_bytes, inactive_split_bytes, safety_reserve_bytes)` (an int, never negative).
-*Caveats (default allocator):* CUDA-graph pools count as reserved but cannot be released while the graphs
-live (this over-counts there); `expandable_segments:True` unmaps free pages between live blocks (this
-under-counts there).
+segments, which the allocator releases and retries with before an out-of-memory error: as good as free.
+Split blocks serve only requests that fit in them. The team keeps an **8 GB safety reserve**. Write
+`plannable_bytes(free_bytes, allocated_bytes, reserved_bytes, inactive_split_bytes, safety_reserve_bytes)`
+(an int, never negative).
 """, "plannable_intro")
 
 solution("answer_plannable", """
@@ -533,14 +526,11 @@ practice.check_admission(admission_decision)
 md("""
 ### Ten fit, the eleventh waits: the simulator
 
-`course_lib` simulates admission over a request trace. Left: each request reserves its whole KV cache
-up front (`reserve-max`) on a 24 GB device; ten fit, the eleventh is **queued**, not crashed. Right: the
-same requests under `paged`, scheduled as vLLM V1 schedules them (policy `vllm-v1`; it gets vLLM 0.32's
-own preemption counts on test traces): a request claims 16-token blocks as its tokens arrive, so more
-start at once, and when blocks run out the newest running request is **preempted**: its blocks freed,
-its tokens recomputed later (what is still cached, prefix caching reuses; V1 never swaps). The
-simulation schedules one step at a time, as vLLM's CPU build does; on a GPU vLLM schedules the next step
-while one runs, so its counts can differ by a step.
+`course_lib` simulates admission on the same 6 GB safe budget, with eleven real requests of 1,120 tokens
+of Llama-2-7B (0.587 GB each; Task 7's round 550 MB also fits ten). Left: each request reserves its whole
+KV cache up front (`reserve-max`); ten fit, the eleventh is **queued**, not crashed. Right: `paged`, as
+vLLM schedules it: a request claims 16-token blocks as its tokens arrive, so more start at once; when
+blocks run out, the newest request is **preempted** (its blocks freed, its tokens recomputed later).
 """, "simulate_intro")
 
 code("""
@@ -760,8 +750,8 @@ md("""
 ## What vLLM will actually allocate
 
 The lesson built a budget by hand; this notebook reads the one vLLM makes for itself when it starts:
-its start-up logs, blocks and concurrency, the knobs that move its pools, and a launch decision (about 65
-minutes, estimated from word counts; **18 autograded points** of the assignment's 49). Figures that depend on fitted constants
+its start-up logs, blocks and concurrency, the knobs that move its pools, and a launch decision (about 75
+minutes; **18 autograded points** of the assignment's 49). Figures that depend on fitted constants
 are **course_lib's estimate of vLLM's rule (within 10% on published logs)**: the rule is vLLM's
 (`gpu_worker.py`, `determine_available_memory`), three of its magnitudes are fitted. Inside that 10%
 the honest answer is *measure it*. Checks and predictions work as in the lesson; hand this notebook in
@@ -836,15 +826,12 @@ GPU's **total** memory (`gpu_memory_utilization`), runs one profile forward pass
 measures the peak, and gives the rest to the KV cache, **preallocated** at start-up:
 
     KV cache = total × gpu_memory_utilization − weights − activation peak − non-torch memory
-               (− the CUDA-graph estimate, from v0.21; with the V2 model runner, measured from v0.29)
+               (− the CUDA-graph memory, from v0.21)
 
-*The graph term* (the *Estimated CUDA graph memory* line in your log) depends on the release and the
-runner. From v0.21 the worker subtracts the model runner's estimate by default (`gpu_worker.py`,
-`VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1`); before that the graphs were captured outside the budget.
-The V2 model runner, the default for dense models from v0.25.0, returned 0 for it through v0.28 (a
-stub) and from v0.29 captures the graphs once to measure them. The pinned v0.32 runs V2 by default on a
-GPU and subtracts that measured figure (its CPU build, without Triton, runs V1 and captures no graphs).
-course_lib estimates the term with the V1 runner's fitted MiB per graph for either runner.
+*The trap in the A100 log:* its vLLM 0.10.1 captures the CUDA graphs **after** it sizes the KV cache,
+outside the budget, so that log's *Graph capturing finished ..., took 0.50 GiB* is **not** subtracted.
+From v0.21 the worker takes the graphs' memory out of the budget first (`gpu_worker.py`): the log's
+*Estimated CUDA graph memory* line.
 
 So an idle vLLM server shows most of the GPU used **by design** (watch free blocks,
 `vllm:kv_cache_usage_perc`, not `nvidia-smi`); the lesson's "KV cache grows" is about its *use*. Its line
@@ -1061,12 +1048,13 @@ A replica's start is in its log (load time, profile, *Graph capturing finished i
 trades device memory for PCIe time (vLLM's `--cpu-offload-gb` is GiB per GPU; `--kv-offloading-size`
 GiB summed over the tensor-parallel ranks).
 
-**Task R8** (three parts; sizes in GB = 10^9 bytes, rates in GB/s). {grader_only}
+**Task R8** (three parts; sizes in GB = 10^9 bytes, rates in GB/s). *The grader checks the values;* the
+cells below check their form and your reasoning on your own figures.
 
 **R8a.** `offload_seconds_per_step`: 10 GB of weights live in host memory and are streamed to the GPU
 over PCIe Gen4 x16 (31.5 GB/s per direction, theoretical) for **every** decode step. How many seconds
 does that add per step, at best?
-""".format(grader_only=GRADER_ONLY), "loading_intro_runtime")
+""", "loading_intro_runtime")
 
 solution("answer_offload_step", """
 ### BEGIN SOLUTION

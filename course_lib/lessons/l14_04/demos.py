@@ -240,11 +240,6 @@ def show_device_memory() -> Any:
     print("This machine, now:")
     print(snap.describe())
     print()
-    if type(snap).__name__.lower().startswith("cpu"):
-        print("(On a GPU this cell shows CUDA's free and total memory, torch's allocated and reserved bytes, "
-              "non-torch memory and the fragmented inactive split bytes: "
-              "course_lib.lessons.l14_04.demos.GPU_DIFFERENCES.)")
-        print()
     result = held_after_free()
     print(f"Real allocations in a fresh process on the {result.device.upper()}:")
     print(result.describe())
@@ -255,8 +250,6 @@ def show_device_memory() -> Any:
               f"new memory (RSS {large.used_bytes / 1e6:.0f} MB) although the free bytes exceeded it (a request that "
               f"large is served by mmap whatever holes exist). Free is not the same as available to the next "
               f"request.")
-        print("(What the GPU half shows, cached against fragmented memory: "
-              "course_lib.lessons.l14_04.demos.GPU_ALLOCATOR_NOTE.)")
     else:
         cached = next(st for st in result.steps if st.name.startswith("the 16 x 32 MiB freed"))
         split = next(st for st in result.steps if st.name.startswith("the 4 MiB ones freed"))
