@@ -46,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import CourseInputError
-from .explorer import figure_png, gpu_options, model_options, show_png
+from .explorer import figure_png, gpu_options, model_options
 from .grading import skipped_while_grading
 from .presets import get_model
 from .runtimes import RuntimeEstimate, VllmLaunch, estimate_vllm
@@ -289,6 +289,7 @@ def launch_explorer(model: str = "llama-3.1-8b", gpu: str = "rtx-4090", max_mode
     if skipped_while_grading("the launch explorer"):
         return None
     import ipywidgets as w
+    from .explorer import show_png
 
     style = {"description_width": "250px"}
     layout = w.Layout(width="600px")
