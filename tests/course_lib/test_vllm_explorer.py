@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -172,8 +173,9 @@ def test_headless_execution_never_routes_the_figure_through_an_output_hook(tmp_p
             hooks.append(msg_id)
             super().register_output_hook(msg_id, hook)
 
-    source = ("from course_lib.explorer import budget_explorer\n"
-              "from course_lib.vllm_explorer import launch_explorer\n"
+    explorers = sys.modules[plan_launch.__module__]       # wherever the two explorers' modules live
+    source = (f"from {explorers.figure_png.__module__} import budget_explorer\n"
+              f"from {plan_launch.__module__} import launch_explorer\n"
               "display(budget_explorer())\nlaunch_explorer()")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
     repo = str(Path(__file__).resolve().parents[2])          # the kernel imports this checkout's course_lib

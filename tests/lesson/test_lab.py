@@ -180,8 +180,8 @@ def test_the_released_code_lines_are_the_labs(repo_root):
     """labfile.RELEASED_CODE_LINES (what the visible lab check compares with: a learner's folder keeps no
     released copy) are the lines of code of the lab in this checkout, the knob at its released value."""
     from course_lib.lessons.l14_04 import labfile
-    from course_lib.scenario import LAB_ACTIVE_SEQUENCES, LAB_EDITED_SEQUENCES
-    assert (labfile.LAB_RELEASED_SEQUENCES, labfile.LAB_EDITED_SEQUENCES) == (LAB_ACTIVE_SEQUENCES, LAB_EDITED_SEQUENCES)
+    from lessons.l14_04.lab import EDITED_VALUE, RELEASED_VALUE       # what the grader compares with
+    assert (labfile.LAB_RELEASED_SEQUENCES, labfile.LAB_EDITED_SEQUENCES) == (RELEASED_VALUE, EDITED_VALUE)
     text = (repo_root / LAB).read_text(encoding="utf-8")
     digests = tuple(labfile.line_digest(line) for _, line in labfile.code_lines(text))
     assert digests == labfile.RELEASED_CODE_LINES, f"update RELEASED_CODE_LINES to {digests}"

@@ -514,7 +514,7 @@ def headroom_slip(budget: dict, device_bytes: int) -> str | None:
 def check_my_budget(my_budget: Any) -> None:
     """Task 8's visible check: the form of ``my_budget`` and its headroom against its own pools and device
     (never its pools' figures or kinds: those are the grader's)."""
-    from ...presets import gpu_bytes
+    from ... import gpu_bytes          # course_lib's own (what the task names)
 
     expect(type(my_budget) is dict and type(my_budget.get("pools")) is dict,
            "my_budget should be a dict with a 'pools' dict (see the template)")
