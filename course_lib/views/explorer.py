@@ -202,6 +202,28 @@ def figure_png(fig) -> bytes:
     return buf.getvalue()
 
 
+def show_png(out, png: bytes) -> None:
+    """Put ``png`` in the ipywidgets ``Output`` widget ``out`` by setting its state, replacing what it showed.
+
+    Not ``with out: display(...)``: that routes the kernel's display message through the frontend, and a
+    client with no widget frontend handles it badly. nbclient (``jupyter nbconvert --execute``) mimics the
+    Output widget by sending the captured output back on the *shell* channel while it still waits there for
+    the cell's reply, a race that hung 2 of 10 headless runs for the whole timeout (nbclient 0.10,
+    ``output_widget.py``, ``OutputWidget.sync_state``; jupyter/nbclient#312); a kernel client with no widget
+    support showed the figure as a stray PNG in the cell. Setting the state sends no display message: a widget
+    frontend draws it, a headless run keeps it in the saved widget state and shows no PNG in the cell.
+
+    >>> class Out:                       # what ipywidgets.Output keeps: a tuple of output dicts
+    ...     outputs = ()
+    >>> out = Out(); show_png(out, b"\\x89PNG"); out.outputs[0]["data"]["image/png"]
+    'iVBORw=='
+    """
+    import base64
+
+    out.outputs = ({"output_type": "display_data", "metadata": {},
+                    "data": {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": "<Figure>"}},)
+
+
 def headline(budget: Budget) -> str:
     """FITS with what is to spare, or DOES NOT FIT with by how much (never a "negative headroom").
 
@@ -239,7 +261,6 @@ def budget_explorer(model: str = "llama-2-7b", dtype: str = "fp16", gpu: str = "
     if skipped_while_grading("the budget explorer"):
         return None
     import ipywidgets as w
-    from IPython.display import Image, display
 
     style = {"description_width": "170px"}
     layout = w.Layout(width="520px")
@@ -265,12 +286,10 @@ def budget_explorer(model: str = "llama-2-7b", dtype: str = "fp16", gpu: str = "
         values = {name: c.value for name, c in controls.items()}
         est = explorer_budget(**values)
         verdict.value = verdict_html(est)
-        with out:
-            out.clear_output(wait=True)
-            kv = f"auto = {est.kv_dtype}" if values["kv_dtype"] == "auto" else values["kv_dtype"]
-            fig = budget_figure(est.budget, title=f"{values['model']} (weights {values['dtype']}, KV {kv}) on "
-                                                  f"{values['gpu']}, {values['context_tokens']:,} tokens per sequence")
-            display(Image(data=figure_png(fig)))
+        kv = f"auto = {est.kv_dtype}" if values["kv_dtype"] == "auto" else values["kv_dtype"]
+        fig = budget_figure(est.budget, title=f"{values['model']} (weights {values['dtype']}, KV {kv}) on "
+                                              f"{values['gpu']}, {values['context_tokens']:,} tokens per sequence")
+        show_png(out, figure_png(fig))
 
     for control in controls.values():
         control.observe(redraw, names="value")

@@ -289,7 +289,7 @@ def launch_explorer(model: str = "llama-3.1-8b", gpu: str = "rtx-4090", max_mode
     if skipped_while_grading("the launch explorer"):
         return None
     import ipywidgets as w
-    from IPython.display import Image, display
+    from .explorer import show_png
 
     style = {"description_width": "250px"}
     layout = w.Layout(width="600px")
@@ -335,11 +335,9 @@ def launch_explorer(model: str = "llama-3.1-8b", gpu: str = "rtx-4090", max_mode
         plan = plan_launch(**values)
         colour = OUTCOME_COLOURS.get(plan.assess(users_now, context_now).outcome, "#b71c1c")
         verdict.value = f"<span style='color:{colour}'>{_html(plan.verdict(users_now, context_now))}</span>"
-        with out:
-            out.clear_output(wait=True)
-            fig = launch_figure(plan, users_now, title=f"{values['model']} on {values['gpu']} "
-                                f"(TP {values['tensor_parallel']}), vLLM's newest defaults for the rest")
-            display(Image(data=figure_png(fig)))
+        fig = launch_figure(plan, users_now, title=f"{values['model']} on {values['gpu']} "
+                            f"(TP {values['tensor_parallel']}), vLLM's newest defaults for the rest")
+        show_png(out, figure_png(fig))
 
     for control in controls.values():
         control.observe(redraw, names="value")

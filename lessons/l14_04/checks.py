@@ -31,10 +31,10 @@ from typing import Any, Callable
 
 from course_lib.lessons.l14_04.practice import (MIN_LEN, USERS,
                                  admission_slip, blocks_slip, close, concurrency_slip, decision_form_slip,
-                                 fit_slip, fp8_slip,
+                                 fit_slip, fp8_slip, headroom_slip,
                                  gb_figure_slip, gqa_ratio_slip, kv_per_token_slip, kv_total_slip, letter_slip,
                                  log_kv_slip, plannable_slip, reason_form_slip, request_budget_slip,
-                                 requirement_slip, safe_requests_slip, slots_slip, units_slip, weight_bytes_slip,
+                                 requirement_slip, safe_requests_slips, slots_slip, unready_slip, units_slip, weight_bytes_slip,
                                  whole)
 
 from autograder.answers import ERROR, NOT_PLAIN
@@ -244,6 +244,10 @@ def _pool_kinds_slip(kinds: Any) -> str | None:
 
 
 def _score_predict(v: dict) -> Result:
+    return _as_committed(v, _score_predict_values, "predict_answer and pool_kinds")
+
+
+def _score_predict_values(v: dict) -> Result:
     letter = _problem(v["answer"], "predict_answer") or letter_slip(v["answer"], "predict_answer", "a", PREDICT_WHY)
     kinds = _problem(v.get("kinds"), "pool_kinds") or _pool_kinds_slip(v.get("kinds"))
     return _parts((1, letter), (1, kinds))
@@ -510,7 +514,7 @@ def _score_safe_requests(v: dict) -> Result:
     problem = _first_problem(v)
     if problem:
         return Result(False, problem)
-    slips = [safe_requests_slip(c, g, e) for c, g, e in zip(SAFE_CASES, v["n"], SAFE_EXPECTED)]
+    slips = safe_requests_slips(SAFE_CASES, v["n"], SAFE_EXPECTED)   # one slip, one message, on both parts
     no_workspace = _first(*(m for c, m in zip(SAFE_CASES, slips) if c[1] == 0))
     workspace = _first(*(m for c, m in zip(SAFE_CASES, slips) if c[1] != 0))
     return _parts((1, no_workspace), (1, workspace))
@@ -668,13 +672,9 @@ def _score_unready(v: dict) -> Result:
         return Result(True, carried_note("replica_ready_seconds"))
     if type(got) not in (int, float):
         return Result(False, "replica_unready_seconds must be a number of seconds")
-    if close(got, 5):
-        return Result(False, "replica_unready_seconds: the traffic starts at 5 s; how long until the replica serves?")
-    if close(got, 0) or got < 0:
-        return Result(False, "replica_unready_seconds treats the replica as ready when its process starts: is the "
-                             "replica ready 5 s after its process starts?")
-    if close(got, READY_S, rel=1e-3) or (type(own) in (int, float) and close(got, own, rel=1e-3)):
-        return Result(False, "replica_unready_seconds: the traffic arrives 5 s after the process starts, not at once")
+    slip = unready_slip(got, own) or unready_slip(got, READY_S)     # the visible check's words
+    if slip:
+        return Result(False, slip)
     return Result(False, "replica_unready_seconds: from when traffic arrives to when the replica is ready")
 
 
@@ -963,8 +963,7 @@ def _score_explain_budget(v: dict) -> Result:
     elif not any(math.isclose(pools["kv_cache"]["bytes"], kv, rel_tol=0.01) for kv in kv_options):
         arithmetic = "my_budget: the kv_cache pool does not match KV bytes per token x tokens x sequences"
     total = sum(p["bytes"] for p in pools.values())
-    headroom = None if budget["headroom_bytes"] == device - total else \
-        "my_budget['headroom_bytes'] should be the device's bytes (as CUDA reports them) minus every pool"
+    headroom = headroom_slip(budget, device)     # the visible check's words (practice.headroom_slip)
     return _parts((1, shape), (1, arithmetic), (1, headroom))
 
 

@@ -21,8 +21,8 @@ does not depend on its inputs (one that returns 7 whatever it is given), which c
 Everything here uses the standard library and :mod:`autograder.answers` only, and every name a
 collector uses is defined in one of the two (``autograder.hidden`` copies the closure it needs).
 
->>> collect_predict({"predict_answer": "a", "pool_kinds": {"weights": "fixed"}})
-{'answer': 'a', 'kinds': {'weights': 'fixed'}}
+>>> collect_predict({"predict_answer": "a", "pool_kinds": {"weights": "fixed"}})   # no record here: never revealed
+{'answer': 'a', 'kinds': {'weights': 'fixed'}, 'record': 'not revealed', 'changed_after_reveal': False}
 """
 
 from __future__ import annotations
@@ -66,7 +66,9 @@ def committed(ns, key, names):
 # ------------------------------------------------------------------ predict first
 
 def collect_predict(ns):
-    return {"answer": var(ns, "predict_answer"), "kinds": var(ns, "pool_kinds")}
+    values, how, changed = committed(ns, "predict", ("predict_answer", "pool_kinds"))
+    return {"answer": values["predict_answer"], "kinds": values["pool_kinds"], "record": how,
+            "changed_after_reveal": changed}
 
 
 # ------------------------------------------------------------------ 1. the 24 GB budget

@@ -183,6 +183,25 @@ def test_free_memory_treated_as_capacity():
     assert not r.passed and "free memory as capacity" in r.message and not r.fraction
 
 
+@pytest.mark.parametrize("fn, words", [
+    (lambda f, w, r, p: max(0, (f - w) // p), "forgets the reserve"),
+    (lambda f, w, r, p: max(0, (f - r) // p), "forgets the workspace"),
+    (lambda f, w, r, p: max(0, f // p), "keeps neither the workspace"),
+])
+def test_each_safe_requests_slip_has_its_own_message(fn, words, monkeypatch):
+    """Issue 41: a forgotten reserve, a forgotten workspace and both forgotten all read "treats free memory as
+    capacity" on Validate (a case with no workspace cannot tell the reserve from both). Each now has its own
+    message, the same on Validate and in the feedback, on every part it costs."""
+    from course_lib.lessons.l14_04 import practice
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    r = with_("test_safe_requests", safe_requests=fn)
+    assert not r.passed and words in r.message, r.message
+    others = [m for m in practice.SAFE_REQUESTS_SLIPS.values() if words not in m]
+    assert not any(m in r.message for m in others), r.message
+    with pytest.raises(practice.CheckFailed, match=words):
+        practice.check_safe_requests(fn)
+
+
 def test_workspace_forgotten_loses_half():
     r = with_("test_safe_requests", safe_requests=lambda f, w, r, p: max(0, (f - r) // p))
     assert not r.passed and "workspace" in r.message and r.fraction == 0.5
@@ -674,6 +693,10 @@ SLIPS = [
      lambda p, ns: p.check_request_budget(ns["request_budget_gb"], ns["requests_that_fit"])),
     ("free is capacity", "test_safe_requests", dict(safe_requests=lambda f, w, r, per: f // per),
      lambda p, ns: p.check_safe_requests(ns["safe_requests"])),
+    ("reserve forgotten", "test_safe_requests", dict(safe_requests=lambda f, w, r, per: max(0, (f - w) // per)),
+     lambda p, ns: p.check_safe_requests(ns["safe_requests"])),
+    ("workspace forgotten", "test_safe_requests", dict(safe_requests=lambda f, w, r, per: max(0, (f - r) // per)),
+     lambda p, ns: p.check_safe_requests(ns["safe_requests"])),
     ("split blocks planned with", "test_plannable",
      dict(plannable_bytes=lambda f, a, res, split, s: max(0, f + res - a - s)),
      lambda p, ns: p.check_plannable(ns["plannable_bytes"])),
@@ -721,3 +744,19 @@ def test_each_visible_kv_shape_gives_each_slip_its_own_figure():
         if "head_dim" in config:
             figures["head_dim"] = _no_head_dim(config, b)
         assert len(set(figures.values())) == len(figures), (config, figures)
+
+
+def test_the_utilization_figure_is_graded_as_the_runtime_lab_says():
+    """Issue 41: R6's 0.20-utilization figure: the task's arithmetic (5.01 - 0.05 x 79.25 = 1.0475 GiB, by hand)
+    and the knob table's 0.96 (the estimate's own 4.92 baseline) disagreed, and the text did not say which is
+    graded. The text says: the log's 5.01, within ±0.05 GiB; the grader does exactly that."""
+    import nbformat
+    from tests.lesson.test_notebook import RUNTIME
+    cells = {c.metadata.get("nbgrader", {}).get("grade_id"): " ".join(c.source.split())
+             for c in nbformat.read(RUNTIME, as_version=4).cells}
+    assert "graded from the log's 5.01 within ±0.05 GiB" in cells["log_predict_intro"]
+    assert "not the log's 5.01" in cells["log_changes_after"]
+    base = REFERENCE["test_log_predict"]["a100_predictions"]
+    for gib, passes in ((1.0475 + 0.045, True), (1.0475 - 0.045, True), (1.0475 + 0.055, False), (0.96, False)):
+        r = with_("test_log_predict", a100_predictions=dict(base, **{"kv_cache_gib_at_utilization_0.20": gib}))
+        assert r.passed is passes, (gib, r)

@@ -174,3 +174,51 @@ def test_a_typo_in_the_lab_is_one_line_naming_the_learners_own_line(typo, error,
     shown = failed.value._render_traceback_()
     assert len(shown) == 1 and shown[0].startswith(f"LabFailed: {LAB.name}, line {line}: {error}"), shown
     assert "labfile.py" not in shown[0] and "course_lib" not in shown[0] and "Traceback" not in shown[0]
+
+
+def test_the_released_code_lines_are_the_labs(repo_root):
+    """labfile.RELEASED_CODE_LINES (what the visible lab check compares with: a learner's folder keeps no
+    released copy) are the lines of code of the lab in this checkout, the knob at its released value."""
+    from course_lib.lessons.l14_04 import labfile
+    from lessons.l14_04.lab import EDITED_VALUE, RELEASED_VALUE       # what the grader compares with
+    assert (labfile.LAB_RELEASED_SEQUENCES, labfile.LAB_EDITED_SEQUENCES) == (RELEASED_VALUE, EDITED_VALUE)
+    text = (repo_root / LAB).read_text(encoding="utf-8")
+    digests = tuple(labfile.line_digest(line) for _, line in labfile.code_lines(text))
+    assert digests == labfile.RELEASED_CODE_LINES, f"update RELEASED_CODE_LINES to {digests}"
+
+
+@pytest.mark.parametrize("edit, words", [
+    # the issue's slip: a global sed also rewrote the docstring's step 3 (2 points lost, silently)
+    (lambda t: t.replace("active_sequences = 8", "active_sequences = 16"), "changed outside active_sequences: line 13"),
+    (lambda t: KNOB.sub("active_sequences = 16", t).replace("context_tokens = 1024", "context_tokens = 2048"),
+     "line 35: context_tokens = 2048"),
+    (lambda t: KNOB.sub("active_sequences = 12", t), "step 3 asks for the whole number 16"),
+])
+def test_the_visible_lab_check_names_a_change_the_grader_takes_points_for(edit, words, tmp_path, repo_root,
+                                                                           monkeypatch):
+    """Issue 41: nothing visible said that only the knob changed. The rerun cell's check names the first other
+    changed line (as the grader's AST comparison counts it: comments and blank lines are free)."""
+    from course_lib.lessons.l14_04 import practice
+    from lessons.l14_04.lab import compare_lab
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    released = (repo_root / LAB).read_text(encoding="utf-8")
+    lab = tmp_path / LAB.name
+    lab.write_text(edit(released), encoding="utf-8")
+    with pytest.raises(practice.CheckFailed, match=re.escape(words)):
+        practice.check_lab_edit(lab)
+    assert compare_lab(released, lab.read_text())[1] is False, "the grader takes the edit's point as well"
+
+
+def test_the_visible_lab_check_passes_the_one_edit_and_reminds_an_unedited_lab(tmp_path, repo_root, monkeypatch,
+                                                                                capsys):
+    from course_lib.lessons.l14_04 import practice
+    from course_lib.lessons.l14_04.labfile import edit_knob
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    released = (repo_root / LAB).read_text(encoding="utf-8")
+    lab = tmp_path / LAB.name
+    lab.write_text(released, encoding="utf-8")
+    practice.check_lab_edit(lab)
+    assert "still says active_sequences = 8" in capsys.readouterr().out
+    lab.write_text(edit_knob(released, 16).replace("# sequences generating", "# now 16 sequences generating"))
+    practice.check_lab_edit(lab)
+    assert capsys.readouterr().out.startswith("\u2713 the lab edit")

@@ -94,6 +94,25 @@ def test_the_predictions_come_before_the_text_that_answers_them(source_nb):
     desk = next(i for i, c in enumerate(source_nb.cells) if "### The desk picture" in c.source)
     assert ids.index("answer_predict") < ids.index("test_predict") < desk
     assert "pool_kinds" in source_nb.cells[ids.index("answer_predict")].source
+    # issue 41: committed (recorded) before the desk picture, which no longer says it answers pool_kinds
+    assert ids.index("test_predict") < ids.index("predict_commit") < desk
+    assert "answers your" not in source_nb.cells[desk].source
+
+
+def test_the_blocks_text_says_what_the_printed_pool_gives(runtime_nb):
+    """Issue 41: the text said "a few short of the logged 645,227"; the printed 157.53 GiB gives 15 more. By hand,
+    from the MI300X log's figures: 2 x 32 layers x 1 KV head per GPU x 128 x 2 B = 16,384 B per token, 16-token
+    blocks; round(157.53 GiB) // (16,384 x 16) = 645,242, and 645,227 blocks are 157.526 GiB."""
+    from course_lib.lessons.l14_04.logs import LOGS
+    log = LOGS["mi300x"].figures
+    per_block = 2 * 32 * 1 * 128 * 2 * log["block_size"]
+    ours = round(log["kv_cache_gib"] * 2**30) // per_block
+    over = ours - log["num_gpu_blocks"]
+    assert (ours, over) == (645_242, 15)
+    text = next(c.source for c in runtime_nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "log_blocks_intro")
+    text = " ".join(text.split())
+    assert f"Expect {over} blocks over the logged 645,227" in text, text
+    assert f"{log['num_gpu_blocks'] * per_block / 2**30:.3f} GiB" in text
 
 
 def test_the_allocator_text_says_what_the_allocators_do(source_nb):
@@ -348,7 +367,7 @@ def test_source_notebook_runs_headless_with_no_errors(tmp_path, monkeypatch):
     assert any("image/png" in o.get("data", {}) for o in figure.outputs), "the static budget figure is shown"
     # the reveal cells committed each prediction at its first run, in the assignment's folder (issue 41)
     record = json.loads((work / "l14-04-predictions.json").read_text())
-    assert {"policy_predict", "log_predict"} <= set(record), record
+    assert {"predict", "policy_predict", "log_predict"} <= set(record), record
     assert record["policy_predict"]["values"]["chat_more_running"] == "paged"
 
 

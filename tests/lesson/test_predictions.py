@@ -37,7 +37,8 @@ def _graded(grade_id, ns):
 
 
 def test_the_reveal_waits_for_the_prediction(folder):
-    with pytest.raises(CheckFailed, match="predict first: chat_unused_share must be a share"):
+    with pytest.raises(CheckFailed, match="make your prediction in the cell above first: chat_unused_share must "
+                                          "be a share"):
         predictions.commit("policy_predict", {"chat_unused_share": None, "chat_more_running": "paged"},
                            policy_predict_slip)
     assert not (folder / predictions.RECORD_NAME).exists()
@@ -103,3 +104,49 @@ def test_the_instructors_copy_in_the_repository_records_nothing(tmp_path, monkey
     assert predictions.commit("policy_predict", {"chat_unused_share": 0.3, "chat_more_running": "paged"},
                               policy_predict_slip) == {"chat_unused_share": 0.3, "chat_more_running": "paged"}
     assert list(tmp_path.iterdir()) == []
+
+
+def _reveal_cells():
+    """Every reveal cell of the two built notebooks (they read their prediction with prediction(globals(), ...))."""
+    import nbformat
+
+    from tests.lesson.test_notebook import NOTEBOOKS
+    return [(path.name, cell.source) for path in NOTEBOOKS for cell in nbformat.read(path, as_version=4).cells
+            if cell.cell_type == "code" and "prediction(globals()" in cell.source]
+
+
+def test_every_reveal_cell_refuses_in_one_line_before_its_prediction(folder):
+    """Issue 41: running R5's reveal before the prediction raised a raw ``NameError: name 'chat_unused_share' is
+    not defined``. Each reveal cell, run with its prediction's names undefined, refuses in one friendly line
+    and records nothing."""
+    from course_lib.lessons.l14_04.practice import PredictFirst
+
+    cells = _reveal_cells()
+    assert len(cells) == 4, [name for name, _ in cells]        # the first Predict, Task 4, R5, R6
+    for name, source in cells:
+        with pytest.raises(PredictFirst) as refused:
+            exec(compile(source, name, "exec"), {})
+        lines = refused.value._render_traceback_()
+        assert len(lines) == 1 and lines[0].startswith("make your prediction in the cell above first: "), lines
+        assert "is not set yet" in lines[0] or "are not set yet" in lines[0], lines
+    assert not (folder / predictions.RECORD_NAME).exists()
+
+
+def test_the_first_predict_is_committed_and_graded_as_committed(folder):
+    """Issue 41: the lesson's first Predict (predict_answer, pool_kinds) was not recorded, and the next text said
+    "(That answers your pool_kinds.)". Now its commit cell records it before that text, and the grader grades
+    it as committed: a learner who predicted the KV cache fixed, then corrected it after reading on, keeps the
+    first prediction's score (the kinds part lost: POOL_KINDS, the grader's, by the lesson's desk picture)."""
+    from course_lib.lessons.l14_04.demos import commit_first_prediction
+    from course_lib.lessons.l14_04.predictions import prediction
+
+    first = {"predict_answer": "a", "pool_kinds": {"weights": "fixed", "workspace": "fixed", "reserve": "fixed",
+                                                   "kv_cache": "fixed"}}
+    commit_first_prediction(prediction(dict(first), "predict_answer", "pool_kinds"))
+    assert json.loads((folder / predictions.RECORD_NAME).read_text())["predict"]["values"] == first
+    now = dict(first, pool_kinds=dict(first["pool_kinds"], kv_cache="grows"))     # corrected after reading on
+    result = _graded("test_predict", now)
+    assert not result.passed and result.fraction == 0.5, result
+    assert "graded as you committed it before its reveal" in result.message, result.message
+    (folder / predictions.RECORD_NAME).unlink()
+    assert _graded("test_predict", now).passed, "never committed: graded as it stands"

@@ -248,3 +248,90 @@ def test_the_decision_cell_never_calls_a_4k_launch_served():
              "gpu_memory_utilization": 0.92, "tensor_parallel": 1}
     line = practice.show_launch(short)
     assert line.startswith("vLLM starts: KV pool") and "served" not in line and "users" not in line, line
+
+
+def _visible_parts():
+    """(grade_id, the visible part) of every test cell of the two built notebooks (the source after the hidden
+    block build_notebook.py writes first)."""
+    from lessons.l14_04 import hidden_block
+    from tests.lesson.test_notebook import NOTEBOOKS
+    parts = []
+    for path in NOTEBOOKS:
+        for cell in nbformat.read(path, as_version=4).cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+                hidden = hidden_block(meta["grade_id"], meta["points"])
+                assert cell.source.startswith(hidden), meta["grade_id"]
+                parts.append((meta["grade_id"], cell.source[len(hidden):]))
+    return parts
+
+
+def test_every_visible_check_prints_its_check_mark_when_it_passes(monkeypatch, capsys):
+    """Issue 41: the lesson's my_budget check and six of the runtime lab's printed nothing when they passed
+    (others print "✓ ..."). Every test cell's visible part, run on the reference answers (the grader's tests'
+    hand-written REFERENCE namespaces), prints only ✓ lines, at least one."""
+    import course_lib
+    from course_lib.lessons.l14_04 import practice
+    from tests.autograder.test_checks import REFERENCE
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    parts = _visible_parts()
+    assert {grade_id for grade_id, _ in parts} == set(REFERENCE)
+    for grade_id, visible in parts:
+        ns = {"practice": practice, "course_lib": course_lib, "GB": GB, "GiB": 2**30, **REFERENCE[grade_id]}
+        exec(compile(visible, grade_id, "exec"), ns)
+        lines = capsys.readouterr().out.splitlines()
+        assert lines and all(line.startswith("\u2713 ") for line in lines), (grade_id, lines)
+
+
+def test_my_budget_with_the_device_from_its_name_fails_visibly_and_in_the_feedback_alike(monkeypatch):
+    """Issue 41: a device taken as 80 GB (the name of "a100-80gb") instead of course_lib.gpu_bytes("a100-80gb")
+    (79.25 GiB, what CUDA reports) passed the visible check silently and lost the headroom's point. Now the
+    visible check names it, in the grader's words, without a figure."""
+    from course_lib.lessons.l14_04 import practice
+    from tests.autograder.test_checks import explain_budget, run
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    budget = explain_budget()["my_budget"]
+    total = sum(p["bytes"] for p in budget["pools"].values())
+    for device in (80 * GB, 80 * 2**30):
+        slipped = dict(budget, headroom_bytes=device - total)
+        with pytest.raises(practice.CheckFailed) as failed:
+            practice.check_my_budget(slipped)
+        assert "not the size in the GPU's name" in str(failed.value) and not any(ch.isdigit() for ch in
+                                                                                  str(failed.value).split(":")[-1])
+        graded = run("test_explain_budget", {"my_budget": slipped})
+        assert not graded.passed and str(failed.value) in graded.message, graded.message
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda p: p.check_offload_step(10 / 31.5 * 1000), "slower than 1 GB/s"),          # milliseconds
+    (lambda p: p.check_offload_step(10 / 31.5 / 8), "faster than even PCIe Gen5"),      # bits and bytes mixed
+    (lambda p: p.check_replica_ready(32), "still have to be read and copied"),          # the load left out
+    (lambda p: p.check_replica_ready(7.56), "less than init, graph capture and warm-up"),  # only the transfers
+    (lambda p: p.check_unready(39.56, 39.56), "not at once"),                          # traffic from the start
+    (lambda p: p.check_unready(44.56, 39.56), "longer than your replica_ready_seconds"),
+    (lambda p: p.check_unready(5, 39.56), "the traffic starts at 5 s"),
+])
+def test_start_up_and_offload_checks_reason_on_the_learners_own_figures(call, words, monkeypatch):
+    """Issue 41: R8a-c's visible checks checked the type only. Now each checks the reasoning on the learner's own
+    figures and the task's stated inputs (R8c against the learner's own R8b), showing no figure of the answer."""
+    from course_lib.lessons.l14_04 import practice
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    with pytest.raises(practice.CheckFailed, match=words) as failed:
+        call(practice)
+    for answer in ("0.317", "39.5", "34.5"):
+        assert answer not in str(failed.value)
+
+
+def test_r8c_carries_the_learners_own_r8b_on_validate_and_in_the_feedback(monkeypatch, capsys):
+    """A learner whose R8b is off (say 40 s) and whose R8c is consistent with it (35 s) passes the visible check,
+    and the grader carries it forward; the same slip (traffic from the start) reads the same on both."""
+    from course_lib.lessons.l14_04 import practice
+    from tests.autograder.test_checks import run
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    practice.check_unready(35.0, 40.0)
+    assert capsys.readouterr().out.startswith("\u2713 replica_unready_seconds")
+    assert run("test_unready", {"replica_unready_seconds": 35.0, "replica_ready_seconds": 40.0}).passed
+    with pytest.raises(practice.CheckFailed) as failed:
+        practice.check_unready(40.0, 40.0)
+    assert str(failed.value) in run("test_unready", {"replica_unready_seconds": 40.0,
+                                                     "replica_ready_seconds": 40.0}).message

@@ -97,6 +97,17 @@ def show_simulation(out_dir: str | Path | None = None) -> dict[str, Any]:
     return runs
 
 
+def commit_first_prediction(predicted: dict) -> dict:
+    """The lesson's first Predict (``predict_answer``, ``pool_kinds``), committed before the text that answers it:
+    refused until it is made, recorded at the first run (:func:`~course_lib.lessons.l14_04.predictions.commit`).
+    Shows nothing of the answer (the desk picture that follows is the reveal)."""
+    from .practice import predict_slip
+
+    committed = commit("predict", predicted, predict_slip)
+    print(f"your prediction (committed): {committed}; the next section answers it")
+    return committed
+
+
 def show_chat_comparison(out_dir: str | Path | None = None, *, predicted: dict | None = None) -> dict[str, Any]:
     """reserve-max against paged on a chat-like trace: 400 requests whose answers (~128 tokens) are far
     shorter than their max_new_tokens (1,024), on the lesson's 6 GB KV budget.
@@ -229,11 +240,6 @@ def show_device_memory() -> Any:
     print("This machine, now:")
     print(snap.describe())
     print()
-    if type(snap).__name__.lower().startswith("cpu"):
-        print("(On a GPU this cell shows CUDA's free and total memory, torch's allocated and reserved bytes, "
-              "non-torch memory and the fragmented inactive split bytes: "
-              "course_lib.lessons.l14_04.demos.GPU_DIFFERENCES.)")
-        print()
     result = held_after_free()
     print(f"Real allocations in a fresh process on the {result.device.upper()}:")
     print(result.describe())
@@ -244,8 +250,6 @@ def show_device_memory() -> Any:
               f"new memory (RSS {large.used_bytes / 1e6:.0f} MB) although the free bytes exceeded it (a request that "
               f"large is served by mmap whatever holes exist). Free is not the same as available to the next "
               f"request.")
-        print("(What the GPU half shows, cached against fragmented memory: "
-              "course_lib.lessons.l14_04.demos.GPU_ALLOCATOR_NOTE.)")
     else:
         cached = next(st for st in result.steps if st.name.startswith("the 16 x 32 MiB freed"))
         split = next(st for st in result.steps if st.name.startswith("the 4 MiB ones freed"))
@@ -269,13 +273,13 @@ def predict_then_measure(predicted_weights_bytes: int, predicted_kv_cache_bytes:
     """
     if skipped_while_grading("the measurement"):
         return None
-    if not torch_available():
-        print(TORCH_HINT)
-        return None
     from .practice import predict_measure_slip
 
     yours = commit("predict_measure", {"predicted_weights_bytes": predicted_weights_bytes,
                                        "predicted_kv_cache_bytes": predicted_kv_cache_bytes}, predict_measure_slip)
+    if not torch_available():
+        print(TORCH_HINT)
+        return None
     predicted_weights_bytes, predicted_kv_cache_bytes = (yours["predicted_weights_bytes"],
                                                          yours["predicted_kv_cache_bytes"])
     spec = from_hf_config(NOTEBOOK_MEASURE_CONFIG, name="notebook-small")

@@ -36,8 +36,10 @@ LAB_RELATIVE = Path("labs") / "notebooks" / "level-14" / LAB_NAME
 REPO = Path(__file__).resolve().parents[3]
 #: The lab file in this checkout (the instructor's copy; learners get it beside the notebook).
 REPO_LAB = REPO / LAB_RELATIVE
-#: The one line the lab asks learners to change.
+#: The one line the lab asks learners to change, and its released value (course_lib.scenario's
+#: LAB_ACTIVE_SEQUENCES, which the grader compares with).
 KNOB = "active_sequences"
+LAB_RELEASED_SEQUENCES, LAB_EDITED_SEQUENCES = 8, 16
 
 FITS = "verdict: the workload fits"
 DOES_NOT_FIT = "verdict: the workload does not fit"
@@ -118,6 +120,84 @@ def edit_knob(text: str, value: int) -> str:
     start, end = _char_offset(line, node.col_offset), _char_offset(line, node.end_col_offset)
     lines[node.lineno - 1] = line[:start] + repr(int(value)) + line[end:]
     return "".join(lines)
+
+
+def code_lines(text: str) -> list[tuple[int, str]]:
+    r"""The lines of a lab that hold code, as (line number, text without its comment or trailing spaces).
+
+    >>> code_lines('x = 1   # a knob\n\n# a note\ns = "# kept"\n')
+    [(1, 'x = 1'), (4, 's = "# kept"')]
+    """
+    import io
+    import tokenize
+
+    comment_at: dict[int, int] = {}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT:
+                comment_at[token.start[0]] = token.start[1]
+    except (tokenize.TokenError, SyntaxError):      # an unfinished file: its lines as they stand
+        pass
+    lines = [(n, line[:comment_at.get(n, len(line))].rstrip()) for n, line in enumerate(text.splitlines(), 1)]
+    return [(n, line) for n, line in lines if line.strip()]
+
+
+def line_digest(line: str) -> str:
+    """A short SHA-256 of one line of code (what :data:`RELEASED_CODE_LINES` holds)."""
+    return hashlib.sha256(line.encode("utf-8")).hexdigest()[:10]
+
+
+#: The released lab's lines of code (:func:`code_lines`, the knob at its released 8), as :func:`line_digest`s:
+#: what :func:`lab_changes` compares a learner's lab with (the learner's folder keeps no released copy).
+#: tests/lesson/test_lab.py holds them to labs/notebooks/level-14/l14-04-model-memory.py.
+RELEASED_CODE_LINES: tuple[str, ...] = (
+    '6ff69d8c8b', '4a06b3ba9c', 'bb52d4bad5', '55f720b65f', '02e644be31', '3629639441', '931852705e',
+    '102e87c59d', '01672fcbc4', 'b6d267efe8', '9e77b3746e', '6d69f2ac09', '3170189119', 'a3ac8280f5',
+    '23fb5d372e', 'e83404162e', 'f4a5e2dd51', '0c0a36ddb9', 'cb21160c13', 'b9bfffe8b4', 'd3cf20f50f',
+    '33cece7ccc', '5a4718b335', 'f3a335c63b', 'de690631fb', '513a486457', '0a1f1936e3', '1a95a3280c',
+    '2ee027f19d', '19ea241a58', 'b24db457c9', '46a8666e6c', 'ba5ec51d07', '53e60e415b', '236ea7169b',
+    '75f5d6094b', '764cf16d4a', '1bd31a54a3', 'a35eee9cf8', '3d8e3a2ea2', '1dd44750ad', 'db796111d3',
+    'd88f5439dc', '1ef23b5099', 'b5fe7a469b', '675c27cf48', '92651edffc',
+)
+
+
+def lab_changes(text: str, released: tuple[str, ...] = RELEASED_CODE_LINES) -> list[str]:
+    r"""The changes of a lab against the release other than the value of ``active_sequences``, one line each
+    (comments and blank lines are free, as for the grader); [] when only the knob changed.
+
+    >>> released = tuple(line_digest(t) for _, t in code_lines("'Step 3: set x = 8'\nactive_sequences = 8\n"))
+    >>> lab_changes("'Step 3: set x = 8'\nactive_sequences = 16  # done\n", released)
+    []
+    >>> lab_changes("'Step 3: set x = 16'\nactive_sequences = 16\n", released)
+    ["line 1: 'Step 3: set x = 16'"]
+    """
+    import difflib
+
+    try:
+        normalized = edit_knob(text, LAB_RELEASED_SEQUENCES)
+    except CourseInputError as exc:
+        return [str(exc)]
+    code = code_lines(normalized)
+    mine = [line_digest(line) for _, line in code]
+    changes = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, released, mine, autojunk=False).get_opcodes():
+        if tag in ("replace", "insert"):
+            changes += [f"line {code[j][0]}: {code[j][1].strip()[:80]}" for j in range(j1, j2)]
+        elif tag == "delete":
+            changes.append(f"{i2 - i1} line(s) of code removed after line {code[j1 - 1][0] if j1 else 0}")
+    return changes
+
+
+def knob_value(text: str):
+    """The value ``active_sequences`` is given in a lab's text (None if it does not parse or has no one knob)."""
+    try:
+        knobs = knob_assignments(ast.parse(text))
+    except SyntaxError:
+        return None
+    if len(knobs) != 1:
+        return None
+    node = knobs[0].value
+    return node.value if isinstance(node, ast.Constant) else ast.unparse(node)
 
 
 def _char_offset(line: str, byte_offset: int) -> int:

@@ -61,6 +61,13 @@ class CheckFailed(AssertionError):
         return textwrap.wrap(f"CheckFailed: {self}", 88, break_on_hyphens=False)
 
 
+class PredictFirst(CheckFailed):
+    """A reveal cell run before its prediction is made: shown as its one line alone."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
 def _call(fn: Callable, *args) -> Any:
     try:
         return fn(*args)
@@ -315,7 +322,39 @@ def check_gqa_dtype(mha_over_gqa_ratio: Any, llama3_fp8_kv_bytes_per_token: Any,
            "checks the figures")
 
 
+def check_gqa_forms(mha_over_gqa_ratio: Any, llama3_fp8_kv_bytes_per_token: Any) -> None:
+    """R1's visible part (the runtime lab has no kv_bytes_per_token of the learner's): the form of both answers,
+    and the ratio's direction (the figures are the grader's)."""
+    expect(type(mha_over_gqa_ratio) in (int, float), "mha_over_gqa_ratio should be a number")
+    expect(type(llama3_fp8_kv_bytes_per_token) is int, "llama3_fp8_kv_bytes_per_token should be an int of bytes")
+    if type(mha_over_gqa_ratio) in (int, float):
+        expect(mha_over_gqa_ratio > 1, "mha_over_gqa_ratio: Llama-2-7B caches more KV heads than Llama-3-8B, so it "
+               "needs more bytes per token: how many times more?")
+    passed("mha_over_gqa_ratio and llama3_fp8_kv_bytes_per_token", SINGLE_VALUE)
+
+
 # ------------------------------------------------------------------ Task 6: predict the small model
+
+#: The lesson's first Predict: its letters and the four pools of pool_kinds.
+POOLS = ("weights", "workspace", "reserve", "kv_cache")
+
+
+def predict_slip(values: dict) -> str | None:
+    """What keeps the lesson's first Predict (``predict_answer``, ``pool_kinds``) from being made (its form only).
+
+    >>> predict_slip({"predict_answer": "a", "pool_kinds": {"weights": "fixed"}})
+    'pool_kinds must be a dict of the four pools: weights, workspace, reserve, kv_cache'
+    """
+    answer = values.get("predict_answer")
+    if type(answer) is not str or answer.strip().lower() not in ("a", "b", "c"):
+        return 'predict_answer must be one letter: "a", "b" or "c"'
+    kinds = values.get("pool_kinds")
+    if type(kinds) is not dict or set(kinds) != set(POOLS):
+        return "pool_kinds must be a dict of the four pools: " + ", ".join(POOLS)
+    if any(kind not in ("fixed", "grows") for kind in kinds.values()):
+        return 'each kind in pool_kinds must be "fixed" or "grows"'
+    return None
+
 
 def predict_measure_slip(values: dict) -> str | None:
     """What keeps Task 4's prediction from being made (its form only; the figures are the grader's)."""
@@ -353,6 +392,18 @@ def log_predict_slip(values: dict) -> str | None:
     if type(got.get("kv_cache_gib_at_utilization_0.20")) not in (int, float):
         return "a100_predictions['kv_cache_gib_at_utilization_0.20'] must be a number of GiB"
     return None
+
+
+def check_policy_predict(chat_unused_share: Any, chat_more_running: Any) -> None:
+    """R5's visible part: the form of the prediction only (its reveal cell's rule)."""
+    _require(policy_predict_slip({"chat_unused_share": chat_unused_share, "chat_more_running": chat_more_running}))
+    passed("chat_unused_share and chat_more_running", "the right form; predictions are the grader's to check")
+
+
+def check_log_predict(a100_predictions: Any) -> None:
+    """R6's visible part: the form of the prediction only (its reveal cell's rule)."""
+    _require(log_predict_slip({"a100_predictions": a100_predictions}))
+    passed("a100_predictions", "the right form; predictions are the grader's to check")
 
 
 def check_predict_measure(predicted_weights_bytes: Any, predicted_kv_cache_bytes: Any) -> None:
@@ -395,10 +446,11 @@ SINGLE_VALUE = "the right kind of answer; the grader checks the figure"
 
 
 def check_number(value: Any, name: str, *, whole: bool = False, low: float | None = None,
-                 high: float | None = None, what: str = "") -> None:
+                 high: float | None = None, what: str = "", quiet: bool = False) -> None:
     """The visible part of a single-figure answer: a finite number (an int when ``whole``) in
     ``[low, high]``, never its value (a check on the value would let a learner try figures until one
-    passes). ``what`` names the unit in the message, e.g. "seconds"."""
+    passes). ``what`` names the unit in the message, e.g. "seconds". ``quiet``: no ✓ line (a caller checks more,
+    and prints its own)."""
     kind = "an int" if whole else "a number"
     unit = f" of {what}" if what else ""
     ok = type(value) is int if whole else type(value) in (int, float) and math.isfinite(value)
@@ -407,7 +459,8 @@ def check_number(value: Any, name: str, *, whole: bool = False, low: float | Non
         expect(value >= low, f"{name} must be at least {low}{unit and ' ' + what}")
     if ok and high is not None:
         expect(value <= high, f"{name} must be at most {high}{unit and ' ' + what}")
-    passed(name, SINGLE_VALUE)
+    if not quiet:
+        passed(name, SINGLE_VALUE)
 
 
 def check_choice(value: Any, name: str, options: tuple[str, ...]) -> None:
@@ -432,37 +485,222 @@ def check_mapping(value: Any, name: str, keys: tuple[str, ...], values: tuple | 
     passed(name, "the right form; the grader checks the entries")
 
 
+# ------------------------------------------------------------------ Task 8: your own budget
+
+def headroom_slip(budget: dict, device_bytes: int) -> str | None:
+    """``budget['headroom_bytes']`` against the device's bytes (``device_bytes``: ``course_lib.gpu_bytes(gpu)``)
+    less the budget's own pools; the slip of taking the size in the GPU's name (80 GB of "a100-80gb", as
+    10^9 or 2^30) for what CUDA reports has its own message.
+
+    >>> pools = {"weights": {"bytes": 16 * GB}}
+    >>> headroom_slip({"gpu": "a100-80gb", "pools": pools, "headroom_bytes": 64 * GB}, 85_094_825_984)
+    "my_budget['headroom_bytes']: the device is not the size in the GPU's name: its bytes are course_lib.gpu_bytes(gpu), what CUDA reports"
+    """
+    import re
+
+    total = sum(pool["bytes"] for pool in budget["pools"].values())
+    headroom = budget["headroom_bytes"]
+    if headroom == device_bytes - total:
+        return None
+    if type(headroom) not in (int, float):
+        return "my_budget['headroom_bytes'] must be an int of bytes"
+    named = re.search(r"(\d+)\s*gb", str(budget.get("gpu", "")).lower())
+    if named and headroom + total in (int(named.group(1)) * GB, int(named.group(1)) * GiB):
+        return ("my_budget['headroom_bytes']: the device is not the size in the GPU's name: its bytes are "
+                "course_lib.gpu_bytes(gpu), what CUDA reports")
+    return "my_budget['headroom_bytes'] should be the device's bytes (as CUDA reports them) minus every pool"
+
+
+def check_my_budget(my_budget: Any) -> None:
+    """Task 8's visible check: the form of ``my_budget`` and its headroom against its own pools and device
+    (never its pools' figures or kinds: those are the grader's)."""
+    from ... import gpu_bytes          # course_lib's own (what the task names)
+
+    expect(type(my_budget) is dict and type(my_budget.get("pools")) is dict,
+           "my_budget should be a dict with a 'pools' dict (see the template)")
+    if type(my_budget) is not dict or type(my_budget.get("pools")) is not dict:
+        return
+    pools = my_budget["pools"]
+    expect(set(POOLS) <= set(pools), "my_budget['pools']: include the four pools " + ", ".join(POOLS))
+    for name, pool in pools.items():
+        expect(type(pool) is dict and type(pool.get("bytes")) is int and pool.get("kind") in ("fixed", "grows"),
+               f"my_budget['pools'][{name!r}] needs an int 'bytes' and a 'kind' of \"fixed\" or \"grows\"")
+    expect(type(my_budget.get("headroom_bytes")) is int, "my_budget['headroom_bytes'] must be an int of bytes")
+    try:
+        device = gpu_bytes(my_budget.get("gpu"))
+    except (ValueError, TypeError) as exc:       # CourseInputError is a ValueError
+        _require(f"my_budget['gpu']: {exc}")
+        return
+    if all(type(p) is dict and type(p.get("bytes")) is int for p in pools.values()) and \
+            type(my_budget.get("headroom_bytes")) is int:
+        _require(headroom_slip(my_budget, device))
+    passed("my_budget", "its headroom agrees with its own pools and device; the grader checks the pools")
+
+
+# ------------------------------------------------------------------ the lab edit
+
+def check_lab_edit(lab_path: Any) -> None:
+    """The lab edit's visible part, on the learner's own file: no change but the knob's value (naming the first
+    other changed line: a global search-and-replace also rewrites the docstring's step 3), and the knob at the
+    value step 3 states. Still at the released value: a reminder, not a failure (the step is not done yet)."""
+    from pathlib import Path
+
+    from .labfile import KNOB, LAB_EDITED_SEQUENCES, LAB_RELEASED_SEQUENCES, knob_value, lab_changes
+
+    lab = Path(lab_path)
+    text = lab.read_text(encoding="utf-8")
+    changes = lab_changes(text)
+    if changes:
+        more = f" (and {len(changes) - 1} more)" if len(changes) > 1 else ""
+        _require(f"{lab.name} changed outside {KNOB}: {changes[0]}{more}. Restore it: the grader takes the lab's "
+                 f"points for any change but the value of {KNOB} (comments and blank lines aside)")
+        return
+    value = knob_value(text)
+    if value == LAB_RELEASED_SEQUENCES:
+        if not grading():
+            print(f"(the lab still says {KNOB} = {LAB_RELEASED_SEQUENCES}: do step 3, save the file, and run this "
+                  "cell again)")
+        return
+    expect(type(value) is int and value == LAB_EDITED_SEQUENCES,
+           f"{KNOB} = {value!r}: step 3 asks for the whole number {LAB_EDITED_SEQUENCES}")
+    passed("the lab edit", f"only {KNOB} changed; the grader runs your lab file again")
+
+
+# ------------------------------------------------------------------ R8: start-up time and offloading
+# Each check reasons on the learner's own figures and the task's stated inputs, never the graded figure.
+
+#: R8b's phases once the weights are on the GPU, as the task states them: init, graph capture, warm-up (s).
+READY_FIXED_PHASES_S = (4, 20, 8)
+
+
+def check_offload_step(offload_seconds_per_step: Any) -> None:
+    """R8a: seconds, and within what a PCIe x16 link can do (10 GB at under 64 GB/s, Gen5's, and over 1 GB/s)."""
+    check_number(offload_seconds_per_step, "offload_seconds_per_step", what="seconds", quiet=True)
+    if type(offload_seconds_per_step) in (int, float) and math.isfinite(offload_seconds_per_step):
+        expect(offload_seconds_per_step > 10 / 64,
+               "offload_seconds_per_step: faster than even PCIe Gen5 x16 (64 GB/s) could move 10 GB: time = "
+               "bytes moved / bandwidth, in seconds")
+        expect(offload_seconds_per_step < 10,
+               "offload_seconds_per_step: slower than 1 GB/s: is it in seconds, and bytes moved / bandwidth?")
+    passed("offload_seconds_per_step", "seconds, within what a PCIe link can do; the grader checks the figure")
+
+
+def check_replica_ready(replica_ready_seconds: Any) -> None:
+    """R8b: the phases run one after another, and the weights are read and copied before the stated ones."""
+    check_number(replica_ready_seconds, "replica_ready_seconds", what="seconds", quiet=True)
+    fixed = sum(READY_FIXED_PHASES_S)
+    if type(replica_ready_seconds) in (int, float) and math.isfinite(replica_ready_seconds):
+        expect(not close(replica_ready_seconds, fixed, rel=1e-4),
+               "replica_ready_seconds: the weights still have to be read and copied to the GPU")
+        expect(replica_ready_seconds > fixed, "replica_ready_seconds: less than init, graph capture and warm-up "
+               "alone (4 + 20 + 8 s): the phases run one after another, after the weights are read and copied")
+    passed("replica_ready_seconds", "counts every phase; the grader checks the figure")
+
+
+def unready_slip(got: Any, own_ready: Any) -> str | None:
+    """R8c against the learner's own R8b figure (``own_ready``): None where the reasoning holds (the figure is
+    the grader's). Traffic arrives 5 s after the process starts; the replica serves from ``own_ready``."""
+    if close(got, 5):
+        return "replica_unready_seconds: the traffic starts at 5 s; how long until the replica serves?"
+    if type(got) in (int, float) and (close(got, 0) or got < 0):
+        return ("replica_unready_seconds treats the replica as ready when its process starts: is the replica "
+                "ready 5 s after its process starts?")
+    if type(own_ready) in (int, float) and close(got, own_ready, rel=1e-3):
+        return "replica_unready_seconds: the traffic arrives 5 s after the process starts, not at once"
+    if type(own_ready) in (int, float) and type(got) in (int, float) and got > own_ready:
+        return ("replica_unready_seconds: longer than your replica_ready_seconds, yet traffic only starts 5 s "
+                "after the process")
+    return None
+
+
+def check_unready(replica_unready_seconds: Any, replica_ready_seconds: Any) -> None:
+    """R8c, on the learner's own R8b figure."""
+    check_number(replica_unready_seconds, "replica_unready_seconds", what="seconds", quiet=True)
+    if type(replica_unready_seconds) in (int, float):
+        _require(unready_slip(replica_unready_seconds, replica_ready_seconds))
+    passed("replica_unready_seconds", "consistent with your replica_ready_seconds; the grader checks the figure")
+
+
 # ------------------------------------------------------------------ Tasks 8-9: free is not capacity
 
+#: R2's slips, one message each (the visible check and the grader name a slip with this table alone).
+SAFE_REQUESTS_SLIPS = {
+    "not_whole": "safe_requests must return a whole number of requests",
+    "no_workspace_or_reserve": "safe_requests treats free memory as capacity: it keeps neither the workspace the "
+                               "first forward pass will take nor the reserve that must stay unfilled",
+    "no_workspace": "safe_requests forgets the workspace: the first forward pass takes it out of what is free now",
+    "no_reserve": "safe_requests forgets the reserve: it must stay unfilled even while the device reports it free",
+    "negative": "safe_requests: when the workspace and the reserve take more than is free, how many can start? "
+                "(never fewer than 0)",
+    "rounds_up": "safe_requests counts one request too many: a request that does not fit whole cannot start "
+                 "(round down)",
+}
+#: The rules of the slips that leave out a pool, on one case (free, workspace, reserve, per request).
+_SAFE_OMISSIONS = {
+    "no_workspace_or_reserve": lambda free, workspace, reserve, per: max(0, free // per),
+    "no_workspace": lambda free, workspace, reserve, per: max(0, (free - reserve) // per),
+    "no_reserve": lambda free, workspace, reserve, per: max(0, (free - workspace) // per),
+}
+
+
+def safe_requests_signature(cases: list, gots: list, expected: list) -> str | None:
+    """The known slip (a key of :data:`SAFE_REQUESTS_SLIPS`) that gives *every one* of the learner's values,
+    or None (all right, or no known slip). One case alone cannot tell a forgotten reserve from a forgotten
+    workspace and reserve when the case has no workspace: the whole set of cases can.
+
+    >>> cases = [(12, 0, 3, 2), (9, 1, 2, 2), (2, 1, 2, 1)]    # by hand: (12-3)//2 = 4 ; (9-1-2)//2 = 3 ; 0
+    >>> safe_requests_signature(cases, [6, 4, 2], [4, 3, 0]), safe_requests_signature(cases, [6, 4, 1], [4, 3, 0])
+    ('no_workspace_or_reserve', 'no_reserve')
+    """
+    if all(whole(g) and int(g) == e for g, e in zip(gots, expected)):
+        return None
+    if not all(whole(g) for g in gots):
+        return "not_whole"
+    values = [int(g) for g in gots]
+    for key, rule in _SAFE_OMISSIONS.items():
+        if values == [rule(*case) for case in cases]:
+            return key
+    return None
+
+
 def safe_requests_slip(case: tuple, got: Any, expected: int) -> str | None:
-    """case = (free, workspace, reserve, per request)."""
+    """case = (free, workspace, reserve, per request): the slip one case shows (a message of
+    :data:`SAFE_REQUESTS_SLIPS`, only where this case tells the slips apart), else that it is off."""
     free, workspace, reserve, per = case
     if not whole(got):
-        return "safe_requests must return a whole number of requests"
+        return SAFE_REQUESTS_SLIPS["not_whole"]
     if int(got) == expected:
         return None
-    if int(got) == max(0, free // per):
-        return "safe_requests treats free memory as capacity: which memory must stay unfilled even when the " \
-               "device reports it free?"
-    if workspace and int(got) == max(0, (free - reserve) // per):
-        return "safe_requests forgets the workspace: the first forward pass takes it out of what is free now"
-    if reserve and int(got) == max(0, (free - workspace) // per):
-        return "safe_requests forgets the reserve: it must stay unfilled even while the device reports it free"
+    matches = [key for key, rule in _SAFE_OMISSIONS.items() if int(got) == rule(*case)]
+    if len(matches) == 1:
+        return SAFE_REQUESTS_SLIPS[matches[0]]
     if int(got) < 0:
-        return "safe_requests: when the reserve is larger than what is free, how many can start? (never fewer than 0)"
+        return SAFE_REQUESTS_SLIPS["negative"]
     if int(got) == expected + 1:
-        return "safe_requests counts one request too many: a request that does not fit whole cannot start (round down)"
+        return SAFE_REQUESTS_SLIPS["rounds_up"]
     return f"safe_requests{case} is off"
 
 
-#: (free, workspace, reserve, per request) in bytes -> requests: not whole, exactly whole, nothing left.
+def safe_requests_slips(cases: list, gots: list, expected: list) -> list[str | None]:
+    """Each case's message: the slip every case shows (:func:`safe_requests_signature`) where there is one,
+    else the case's own (:func:`safe_requests_slip`). The visible check and the grader both use this."""
+    key = safe_requests_signature(cases, gots, expected)
+    return [None if whole(g) and int(g) == e else (SAFE_REQUESTS_SLIPS[key] if key else safe_requests_slip(c, g, e))
+            for c, g, e in zip(cases, gots, expected)]
+
+
+#: (free, workspace, reserve, per request) in bytes -> requests: not whole, exactly whole, nothing left. Each
+#: slip of SAFE_REQUESTS_SLIPS gives its own values on these cases (by hand, no workspace | no reserve | neither:
+#: 4 3 0 4 | 6 4 1 3 | 6 4 2 4).
 VISIBLE_SAFE = (((12 * GB, 0, 3 * GB, 2 * GB), 4), ((9 * GB, 1 * GB, 2 * GB, 2 * GB), 3),
                 ((2 * GB, 1 * GB, 2 * GB, 1 * GB), 0), ((7 * GB, 2 * GB, 1 * GB, 1_500_000_000), 2))
 
 
 def check_safe_requests(safe_requests: Callable) -> None:
-    for case, expected in VISIBLE_SAFE:
-        _require(safe_requests_slip(case, _call(safe_requests, *case), expected))
+    cases = [case for case, _ in VISIBLE_SAFE]
+    gots = [_call(safe_requests, *case) for case in cases]
+    for message in safe_requests_slips(cases, gots, [expected for _, expected in VISIBLE_SAFE]):
+        _require(message)
     passed("safe_requests")
 
 

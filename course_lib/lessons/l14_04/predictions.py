@@ -1,7 +1,7 @@
 """Predictions that count: a prediction is committed at the first reveal, and graded as it stood then.
 
-A reveal cell (the measurement after Task 4, the chat simulation after R5, the knob table after R6)
-calls :func:`commit` before it shows anything. ``commit`` refuses to reveal until the prediction is
+A reveal cell (the commit after the lesson's first Predict, the measurement after Task 4, the chat
+simulation after R5, the knob table after R6) calls :func:`commit` before it shows anything. ``commit`` refuses to reveal until the prediction is
 made (the right form: the visible check's rule), and at the first reveal writes the prediction to
 :data:`RECORD_NAME` beside the notebook, with a SHA-256 digest of it. Later reveals show the committed
 prediction again (and say when the notebook's value has changed since). The grader reads that record
@@ -63,24 +63,49 @@ def read_record(folder: str | Path | None = None) -> dict:
     return record if isinstance(record, dict) else {}
 
 
+class _NotSet:
+    """What a prediction's name reads as before the cell that sets it has run."""
+
+    def __repr__(self) -> str:
+        return "<not set>"
+
+
+#: A name of a prediction not set yet (see :func:`prediction`).
+NOT_SET = _NotSet()
+#: How a reveal cell refuses, in one line, before its prediction is made.
+REFUSAL = "make your prediction in the cell above first: {problem} (this cell shows its answer, so it waits)"
+
+
+def prediction(namespace: dict, *names: str) -> dict:
+    """A prediction's values by name, read from the notebook's ``globals()``: a name not set yet reads
+    :data:`NOT_SET`, so the reveal cell refuses in one line instead of a ``NameError``.
+
+    >>> prediction({"x": 3}, "x", "y")
+    {'x': 3, 'y': <not set>}
+    """
+    return {name: namespace.get(name, NOT_SET) for name in names}
+
+
 def commit(key: str, values: dict, slip: Callable[[dict], str | None], folder: str | Path | None = None) -> dict:
     """The prediction ``values`` (names -> plain values) committed under ``key``, before a reveal.
 
-    ``slip(values)``: why the prediction is not made yet (its visible check's message), or None. Not made:
-    the reveal is refused (:class:`~course_lib.lessons.l14_04.practice.CheckFailed`, its message alone).
+    ``slip(values)``: why the prediction is not made yet (its visible check's message), or None. Not made (a
+    name :data:`NOT_SET`, or a slip): the reveal is refused in one line (:data:`REFUSAL`,
+    :class:`~course_lib.lessons.l14_04.practice.PredictFirst`).
     Made, and not yet committed: written to the record now. Committed before: the committed values, which
     the reveal shows (and the grader grades). While a grader runs nothing is refused or written. ``folder``:
     where the record lies (default: :func:`assignment_folder`; outside an assignment's folder nothing is
     recorded).
     """
-    from .practice import CheckFailed
+    from .practice import PredictFirst
 
     if grading():
         return values
-    problem = slip(values)
+    missing = [name for name, value in values.items() if value is NOT_SET]
+    problem = (f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set yet" if missing
+               else slip(values))
     if problem:
-        raise CheckFailed(f"predict first: {problem}. This cell shows the answer, so it waits for your "
-                          "prediction (set it in the cell above and run that cell).")
+        raise PredictFirst(REFUSAL.format(problem=problem))
     folder = Path(folder) if folder is not None else assignment_folder()
     if folder is None:
         return values

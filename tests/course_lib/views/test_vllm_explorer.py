@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
 import pytest
 
 from course_lib.units import GiB
@@ -148,3 +152,40 @@ def test_enforce_eager_and_batched_tokens_are_levers():
     plain = plan_launch(**base).estimate.max_concurrency
     assert plan_launch(**base, enforce_eager=True).estimate.max_concurrency > plain
     assert plan_launch(**base, max_num_batched_tokens=1024).estimate.max_concurrency > plain
+
+
+def test_headless_execution_never_routes_the_figure_through_an_output_hook(tmp_path, monkeypatch):
+    """Issue 41: the launch explorer hung 2 of 10 headless ``jupyter nbconvert --execute`` runs for the whole
+    timeout. The cause: ``with out: display(...)`` makes the kernel's display message an Output widget's,
+    and nbclient, mimicking the widget (``OutputWidget.output`` -> ``sync_state``), sends it back on the shell
+    channel while it still waits there for the cell's reply, a race (jupyter/nbclient#312). A client with no
+    widget support got the figure as a stray PNG in the cell instead. Deterministic check of the cause: the
+    explorers, run by nbclient in a real kernel, never make nbclient register an output hook, put no PNG in
+    the cell's outputs, and still leave the figure in the saved widget state."""
+    pytest.importorskip("ipywidgets")
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+
+    hooks = []
+
+    class Client(nbclient.NotebookClient):
+        def register_output_hook(self, msg_id, hook):
+            hooks.append(msg_id)
+            super().register_output_hook(msg_id, hook)
+
+    explorers = sys.modules[plan_launch.__module__]       # wherever the two explorers' modules live
+    source = (f"from {explorers.figure_png.__module__} import budget_explorer\n"
+              f"from {plan_launch.__module__} import launch_explorer\n"
+              "display(budget_explorer())\nlaunch_explorer()")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    repo = str(Path(__file__).resolve().parents[2])          # the kernel imports this checkout's course_lib
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")])))
+    Client(nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    assert hooks == [], "a display captured by an Output widget: nbclient answers it on the shell channel"
+    outputs = nb.cells[0].outputs
+    assert [o for o in outputs if "image/png" in o.get("data", {})] == [], "a stray PNG beside the widget"
+    assert sum("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs) == 2
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    figures = [m for m in state.values() if m["model_name"] == "OutputModel"
+               and any("image/png" in o.get("data", {}) for o in m["state"].get("outputs", []))]
+    assert len(figures) == 2, "each explorer's figure is in its Output widget's saved state"
