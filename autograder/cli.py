@@ -2,7 +2,7 @@
 (a thin layer over their main()).
 
 Every option's default is read from the verb's ``main`` signature, whose defaults are
-:class:`~autograder.settings.Settings`' and :class:`~autograder.sandbox.Limits`', so the command
+:class:`~autograder.contract.settings.Settings`' and :class:`~autograder.sandbox.Limits`', so the command
 line and the Python API cannot drift apart. Exit status: 0 when the verb
 completed (whatever individual submissions did), 2 for bad input, 1 when the
 grader itself failed, 130 when interrupted.
@@ -28,9 +28,11 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from . import autograde, export, feedback, formgrader, gradescope, release
-from .assignment import default_assignment
-from .dask_tls import TlsFiles
+from .batch import autograde, gradescope
+from .learner import release
+from .publish import export, feedback, formgrader
+from .source.assignment import default_assignment
+from .batch.dask_tls import TlsFiles
 from .errors import AutograderError
 from .sandbox.limits import both_units
 
@@ -134,7 +136,7 @@ def _assignment(args, submitted: str | None = None):
 
 def print_batch(batch) -> None:
     """A short report and the gradebook table."""
-    from .report import grades_table
+    from .publish.report import grades_table
 
     for warning in batch.warnings:
         print(f"warning: {warning}", file=sys.stderr)
