@@ -55,6 +55,20 @@ def _size(fn: Callable, name: str) -> str:
     return both_units(_default(fn, name))
 
 
+def _grading_options(p: argparse.ArgumentParser, fn: Callable, disk: bool = True) -> None:
+    """The options ``autograde`` and ``gradescope`` share, declared once (defaults: the verb's own, from
+    Settings; both verbs make them one Settings with :func:`autograder.batch.autograde.grading_settings`)."""
+    p.add_argument("--cell-timeout", type=float, default=_default(fn, "cell_timeout"), metavar="S",
+                   help="CPU seconds per cell, the sandbox's processes together; a wall-clock backstop 4 times longer ends what sleeps (default: %(default)s)")
+    p.add_argument("--notebook-timeout", type=float, default=_default(fn, "notebook_timeout"), metavar="S",
+                   help="CPU seconds per notebook, with the same backstop (default: %(default)s)")
+    p.add_argument("--memory-limit", default=_default(fn, "memory_limit"), metavar="SIZE",
+                   help=f"memory per submission, e.g. 2GB (2 x 10^9 bytes) or 2GiB (2^31) (default: {_size(fn, 'memory_limit')})")
+    if disk:
+        p.add_argument("--disk-limit", default=_default(fn, "disk_limit"), metavar="SIZE",
+                       help=f"what one submission may write to disk, all files together (default: {_size(fn, 'disk_limit')})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="course-grade", description=__doc__.split("\n\n")[0])
     verbs = parser.add_subparsers(dest="verb", required=True)
@@ -70,14 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="results folder, also an nbgrader course root (default: %(default)s)")
     p.add_argument("--workers", type=int, default=_default(m, "workers"), metavar="N",
                    help="worker processes (default: one per CPU)")
-    p.add_argument("--cell-timeout", type=float, default=_default(m, "cell_timeout"), metavar="S",
-                   help="CPU seconds per cell, the sandbox's processes together; a wall-clock backstop 4 times longer ends what sleeps (default: %(default)s)")
-    p.add_argument("--notebook-timeout", type=float, default=_default(m, "notebook_timeout"), metavar="S",
-                   help="CPU seconds per notebook, with the same backstop (default: %(default)s)")
-    p.add_argument("--memory-limit", default=_default(m, "memory_limit"), metavar="SIZE",
-                   help=f"memory per submission, e.g. 2GB (2 x 10^9 bytes) or 2GiB (2^31) (default: {_size(m, 'memory_limit')})")
-    p.add_argument("--disk-limit", default=_default(m, "disk_limit"), metavar="SIZE",
-                   help=f"what one submission may write to disk, all files together (default: {_size(m, 'disk_limit')})")
+    _grading_options(p, m)
     p.add_argument("--regrade", action="store_true", help="grade everyone again, even unchanged submissions")
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     p.add_argument("--scheduler", default=_default(m, "scheduler"), metavar="ADDRESS",
@@ -117,12 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = verbs.add_parser("gradescope", help="build an autograder bundle that grades on Gradescope's machines")
     p.add_argument("--out", default=str(_default(g, "out")), metavar="ZIP",
                    help="the bundle to write, to upload on Gradescope (default: %(default)s)")
-    p.add_argument("--cell-timeout", type=float, default=_default(g, "cell_timeout"), metavar="S",
-                   help="CPU seconds per cell, the sandbox's processes together; a wall-clock backstop 4 times longer ends what sleeps (default: %(default)s)")
-    p.add_argument("--notebook-timeout", type=float, default=_default(g, "notebook_timeout"), metavar="S",
-                   help="CPU seconds per notebook, with the same backstop (default: %(default)s)")
-    p.add_argument("--memory-limit", default=_default(g, "memory_limit"), metavar="SIZE",
-                   help=f"memory per submission, e.g. 2GB or 2GiB (default: {_size(g, 'memory_limit')})")
+    _grading_options(p, g, disk=False)   # no --disk-limit: the bundle keeps the default disk cap
     _which_assignment(p)
     return parser
 

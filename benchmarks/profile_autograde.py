@@ -130,7 +130,7 @@ def instrument_ours(rec: Recorder) -> None:
 
     rec.wrap(g, "grade_submission", "total", outermost=False, student=lambda job: job.student_id)
     ag.grade_submission = g.grade_submission  # the pool pickles it by name: one object under both names
-    for fn in ("read_files", "read_submission", "restore_cells"):
+    for fn in ("read_submission", "restore_cells"):   # the hand-in itself is read once, by the batch (run/handin.py)
         rec.wrap(g, fn, "read + restore")
     rec.wrap(sb.Sandbox, "__enter__", "sandbox set-up")
     rec.wrap(sb.Sandbox, "close", "kernel stop + teardown")

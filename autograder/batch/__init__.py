@@ -1,7 +1,8 @@
 """A batch: many hand-ins, one plan, graded in worker processes or on a Dask cluster.
 
 ==================  ===================================================================
-``autograde.py``    ``course-grade autograde``: the batch as a short list of named steps
+``autograde.py``    ``course-grade autograde``: the batch as a short list of named steps, and the options
+                    it shares with ``gradescope`` made into one Settings (``grading_settings``)
 ``distributed.py``  the same batch on a Dask cluster (``--scheduler``)
 ``dask_tls.py``     TLS for a Dask batch: which credential each party holds
 ``environment.py``  what every grading machine must share: the grader's code, by digest

@@ -33,7 +33,7 @@ import signal
 import sqlite3
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from course_lib.bounds import check_int, check_number
@@ -48,7 +48,9 @@ from .distributed import Cluster
 from .environment import PACKAGES, tree_digest
 from ..errors import AutograderError
 from ..publish.export import grades_json, write_exports
-from ..run.grade import Job, crashed, grade_submission, read_files, submission_sha
+from ..run.grade import crashed, grade_submission
+from ..run.handin import HandIn
+from ..run.job import Batch, Job
 from ..source.imports import check_imports, code_cells
 from ..source.kernels import grading_kernels, instructor_metadata
 from ..publish.gradebook import NOT_IN_GRADEBOOK, add_side_cells, hand_grades, merge, open_gradebook
@@ -236,6 +238,22 @@ def check_options(cell_timeout: object, notebook_timeout: object, workers: objec
         raise AutograderError(str(e)) from None
 
 
+def grading_settings(cell_timeout: object, notebook_timeout: object, memory_limit: str | int,
+                     disk_limit: str | int = Limits.disk_bytes, insecure: bool = False,
+                     python: str | None = None) -> Settings:
+    """The options ``autograde`` and ``gradescope`` share (declared once for both parsers:
+    ``cli._grading_options``), checked and made into one :class:`Settings`.
+
+    >>> s = grading_settings(60, 300, "2GiB")
+    >>> s.cell_timeout, s.limits.memory_bytes == 2 * 2**30, s.limits.disk_bytes == Limits.disk_bytes
+    (60.0, True, True)
+    """
+    cell_timeout, notebook_timeout, _ = check_options(cell_timeout, notebook_timeout, 1)
+    return Settings(cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
+                    limits=Limits(memory_bytes=memory_limit_bytes(memory_limit), disk_bytes=disk_limit_bytes(disk_limit)),
+                    insecure=bool(insecure), python=python)
+
+
 def _results_folder(results_dir: Path) -> None:
     """Create RESULTS_DIR, or say in one line why it cannot be one."""
     if results_dir.exists() and not results_dir.is_dir():
@@ -253,6 +271,53 @@ def _results_folder(results_dir: Path) -> None:
     except OSError as e:
         raise AutograderError(f"--out {results_dir} cannot be used as the results folder "
                               f"({e.strerror or e}); give a folder you can write") from None
+
+
+@dataclass(frozen=True)
+class Request:
+    """What was asked, checked (the options step): where from, where to, with what, by whom."""
+
+    submitted_dir: Path
+    results_dir: Path
+    settings: Settings
+    workers: int
+    cluster: Cluster | None
+    """The Dask cluster that grades (``--scheduler``); None: local worker processes."""
+    course_env: object | None
+    """The course's Python (:func:`autograder.sandbox.python_env.course_python`); None: the grader's own."""
+    requirements: str | None
+
+
+@dataclass(frozen=True)
+class Source:
+    """The instructor's side as given (the read_source step), before the batch snapshots it."""
+
+    assignment: Assignment
+    lesson: object
+    students: list[str]
+    skipped: dict[str, str]
+    kernels: dict
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every hand-in read once (the collect_hand_ins step): the jobs to grade, the records kept."""
+
+    hand_ins: dict[str, HandIn]
+    jobs: list[Job]
+    kept: dict[str, StudentResult]
+    existing: dict[str, StudentResult]
+
+
+@dataclass(frozen=True)
+class Graded:
+    """What the grade_each step brings back: every student's result, and how they were graded."""
+
+    results: dict[str, StudentResult]
+    merged: frozenset[str]
+    """The students the gradebook already took while the batch graded."""
+    isolation: object
+    warnings: list[str]
 
 
 def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | None = None,
@@ -278,8 +343,25 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
 
     Raises AutograderError only when the grader itself cannot run (bad paths or options, a broken
     instructor source, no isolation); whatever a submission does becomes its status.
+
+    The steps, in order (each a function of this module)::
+
+        check_request -> read_source -> check_environment -> start_batch -> collect_hand_ins -> grade_each -> publish
     """
     start = time.monotonic()
+    request = check_request(submitted_dir, out, workers, cell_timeout, notebook_timeout, memory_limit, disk_limit,
+                            scheduler, insecure, tls, python, requirements)
+    source = read_source(request, assignment)
+    isolation = check_environment(request, source)
+    batch, lock, warnings = start_batch(request, source, isolation)  # noqa: F841 - the lock is held until we return
+    plan = collect_hand_ins(request, source, batch, regrade)
+    graded = grade_each(request, batch, plan, isolation, warnings, progress)
+    return publish(request, source, batch, plan, graded, start)
+
+
+def check_request(submitted_dir, out, workers, cell_timeout, notebook_timeout, memory_limit, disk_limit,
+                  scheduler, insecure, tls, python, requirements) -> Request:
+    """The options, checked in one line each (nothing is written yet, but a ``--requirements`` environment)."""
     submitted_dir, results_dir = Path(submitted_dir).resolve(), Path(out).resolve()
     if scheduler is not None and workers is not None:
         raise AutograderError("--workers counts this machine's worker processes; with --scheduler the Dask "
@@ -287,8 +369,7 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     if tls.given() and scheduler is None:
         raise AutograderError(f"{'/'.join(tls.flags())} is for a remote Dask scheduler: give --scheduler tls://HOST:PORT")
     cluster = Cluster(scheduler, tls) if scheduler is not None else None  # a malformed address fails here
-    cell_timeout, notebook_timeout, workers = check_options(
-        cell_timeout, notebook_timeout, default_workers() if workers is None else workers)
+    workers = check_options(cell_timeout, notebook_timeout, default_workers() if workers is None else workers)[2]
     if results_dir == submitted_dir or submitted_dir in results_dir.parents:
         raise AutograderError("RESULTS_DIR must not be inside SUBMITTED_DIR (it would look like a student)")
     if python is not None and requirements is not None:
@@ -296,110 +377,148 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     if requirements is not None:
         python = requirements_python(requirements, results_dir)
     course_env = course_python(str(python)) if python is not None else None
-    settings = Settings(cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
-                        limits=Limits(memory_bytes=memory_limit_bytes(memory_limit),
-                                      disk_bytes=disk_limit_bytes(disk_limit)), insecure=bool(insecure),
-                        python=course_env.executable if course_env is not None else None)
-    original = assignment or default_assignment(submitted=submitted_dir)
+    settings = grading_settings(cell_timeout, notebook_timeout, memory_limit, disk_limit, insecure,
+                                python=course_env.executable if course_env is not None else None)
+    return Request(submitted_dir, results_dir, settings, workers, cluster, course_env, requirements)
+
+
+def read_source(request: Request, assignment: Assignment | None) -> Source:
+    """The assignment, its lesson, the students and the kernels the notebooks name (each refused in one line)."""
+    original = assignment or default_assignment(submitted=request.submitted_dir)
     lesson = load_lesson(original.lesson)   # a broken lesson fails here, in one line, before anything is written
-    students, skipped = list_students(submitted_dir)
-    check_handed_in(submitted_dir, students, original.name)
+    students, skipped = list_students(request.submitted_dir)
+    check_handed_in(request.submitted_dir, students, original.name)
     kernels = grading_kernels(instructor_metadata(original.notebooks))   # another language's, not installed: refused
+    return Source(original, lesson, students, skipped, kernels)
+
+
+def check_environment(request: Request, source: Source):
+    """Start the fork server, check the notebooks' imports in the course's Python, and probe the isolation
+    (refused below the minimum, unless the Dask workers decide); returns the isolation."""
+    course_env, original = request.course_env, source.assignment
     kernel_python = course_env.executable if course_env is not None else sys.executable
     sweep_leftovers()
     # It imports in the background while the imports are checked and the probe runs; the workers, forked
     # later, share it.
-    fork_server_early(str(REPO), lesson.preload, kernel_python)
+    fork_server_early(str(REPO), source.lesson.preload, kernel_python)
     python_notebooks = {p.name: code_cells(p) for p in original.notebooks
-                        if p.name not in kernels or kernels[p.name].argv is None}
+                        if p.name not in source.kernels or source.kernels[p.name].argv is None}
     try:   # a package the notebooks import that their Python lacks: one line now, not one error per student
         if python_notebooks:
             check_imports(python_notebooks, kernel_python, original.root or original.notebooks[0].parent,
-                          str(REPO), requirements=requirements, given=course_env is not None)
+                          str(REPO), requirements=request.requirements, given=course_env is not None)
     except AutograderError:
         stop_fork_servers()
         raise
     isolation = probe()
     if isolation.kernels != "fork":
         stop_fork_servers()
-    if cluster is None:   # a Dask batch: each worker's own isolation decides (autograder.batch.distributed)
+    if request.cluster is None:   # a Dask batch: each worker's own isolation decides (autograder.batch.distributed)
         try:
-            require_minimum(isolation, settings.insecure)
+            require_minimum(isolation, request.settings.insecure)
         except AutograderError:
             stop_fork_servers()
             raise
+    return isolation
+
+
+def start_batch(request: Request, source: Source, isolation) -> tuple[Batch, object, list[str]]:
+    """The results folder, locked; the instructor files snapshot; the side checks prepared; the batch record
+    written. Returns the :class:`Batch` (built here, once, and carried in every job), the lock, the warnings."""
+    results_dir, settings, original = request.results_dir, request.settings, source.assignment
     _results_folder(results_dir)
-    lock = _lock(results_dir)  # noqa: F841 - held until this function returns
+    lock = _lock(results_dir)
     # One batch, one version of the instructor files: workers read this snapshot, not files
     # that someone may be editing while the batch runs.
     assignment = _snapshot(original, results_dir)
-    spec = load_source(assignment)
-    warnings = list(isolation.warnings) + list(skipped.values()) + [k.note for k in kernels.values() if k.note]
-    prepared = sidecheck.prepare(assignment, sidecheck.runner(settings, isolation, lesson.preload))
-    fingerprint = batch_fingerprint(assignment, settings)
+    load_source(assignment)   # a broken source fails here, before a student is looked at
+    warnings = (list(isolation.warnings) + list(source.skipped.values())
+                + [k.note for k in source.kernels.values() if k.note])
+    prepared = sidecheck.prepare(assignment, sidecheck.runner(settings, isolation, source.lesson.preload))
+    batch = Batch(assignment=assignment, settings=settings, prepared=prepared,
+                  fingerprint=batch_fingerprint(assignment, settings), results_dir=str(results_dir))
     write_batch(results_dir, {
         **batch_assignment(assignment), "instructor_files": [str(p) for p in original.instructor_files().values()],
         "settings": asdict(settings), "limits": settings.limits.summary(), "isolation": isolation.summary(),
-        "warnings": warnings, "skipped": sorted(skipped)})
+        "warnings": warnings, "skipped": sorted(source.skipped)})
+    return batch, lock, warnings
 
+
+def collect_hand_ins(request: Request, source: Source, batch: Batch, regrade: bool) -> Plan:
+    """Read and hash each hand-in once (:meth:`HandIn.read`); keep the records of the unchanged ones, a job for the rest."""
+    results_dir, assignment = request.results_dir, batch.assignment
     existing = load_records(results_dir)
-    jobs, results, reused = [], {}, []
-    for sid in students:
-        folder = submitted_dir / sid / assignment.name
-        fp = hashlib.sha256((fingerprint + ":" + (submission_sha(folder, assignment) if folder.is_dir()
-                                                  else "<missing>")).encode()).hexdigest()
+    hand_ins, jobs, kept = {}, [], {}
+    for sid in source.students:
+        folder = request.submitted_dir / sid / assignment.name
+        hand_in = hand_ins[sid] = HandIn.read(folder, assignment)
+        fp = hashlib.sha256((batch.fingerprint + ":" + (hand_in.sha if hand_in.is_folder else "<missing>"))
+                            .encode()).hexdigest()
         old = existing.get(sid)
         ran = any(autograded_path(results_dir, sid, assignment, name).is_file() for name in assignment.notebook_names)
         if (not regrade and old is not None and old.fingerprint == fp and old.status != GRADER_ERROR
                 and (old.status not in RAN or ran)):
-            results[sid] = old
-            reused.append(sid)
+            kept[sid] = old
             continue
-        jobs.append(Job(student_id=sid, folder=str(folder), results_dir=str(results_dir), assignment=assignment,
-                        settings=settings, prepared=prepared, fingerprint=fp))
+        jobs.append(Job(student_id=sid, folder=str(folder), batch=batch, hand_in=hand_in, fingerprint=fp))
+    return Plan(hand_ins, jobs, kept, existing)
 
+
+def grade_each(request: Request, batch: Batch, plan: Plan, isolation, warnings: list[str],
+               progress: bool | None) -> Graded:
+    """Grade the jobs (local worker processes, or the Dask cluster) while the gradebook takes each result;
+    returns every student's result, the isolation they were graded under and the warnings."""
+    results = dict(plan.kept)
     # The gradebook is needed only for the merge: build it, and merge into it, while the workers grade.
-    course = _GradebookWriter(results_dir, assignment, spec)
+    course = _GradebookWriter(request.results_dir, batch.assignment, load_source(batch.assignment))
+    cluster = request.cluster
     try:
         if cluster is None:
-            results.update(_run_jobs(jobs, workers, progress, background=course))
+            results.update(_run_jobs(plan.jobs, request.workers, progress, background=course))
         else:  # the one branch point: the same jobs, graded on Dask workers, written back here
             with cluster:
-                results.update(cluster.run_jobs(jobs, lambda total: _progress(total, progress), background=course))
+                results.update(cluster.run_jobs(plan.jobs, lambda total: _progress(total, progress), background=course))
             here, isolation = isolation, cluster.report(isolation)  # the workers': what each host lacked, who was refused
             warnings = list(isolation.warnings) + [w for w in warnings if w not in here.warnings]
     finally:
         stop_fork_servers()   # and every kernel it forked
     course.join()
+    return Graded(results, frozenset(course.merged), isolation, warnings)
 
-    # The merge: this process alone writes the class-level files and the gradebook.
-    gone = sorted(set(existing) - set(students))
+
+def publish(request: Request, source: Source, batch: Batch, plan: Plan, graded: Graded, start: float) -> BatchResult:
+    """The merge, in this process alone: stale students removed, the gradebook, ``submitted/`` (the bytes
+    read once), grades.json, the exports, and the pages of hand grades kept from before."""
+    results_dir, assignment, students = request.results_dir, batch.assignment, source.students
+    spec = load_source(assignment)
+    gone = sorted(set(plan.existing) - set(students))
     for sid in gone:  # students no longer handed in: their old files would be stale
         remove_student_files(results_dir, sid, assignment)
-    batch = BatchResult(assignment=assignment.name, students=dict(sorted(results.items())),
-                        results_dir=str(results_dir), isolation=isolation.summary(),
-                        warnings=warnings, reused=reused, limits=settings.limits.summary())
-    merge(results_dir, assignment, spec, {sid: r for sid, r in batch.students.items() if sid not in course.merged},
+    done = BatchResult(assignment=assignment.name, students=dict(sorted(graded.results.items())),
+                       results_dir=str(results_dir), isolation=graded.isolation.summary(),
+                       warnings=graded.warnings, reused=[sid for sid in students if sid in plan.kept],
+                       limits=batch.settings.limits.summary())
+    merge(results_dir, assignment, spec, {sid: r for sid, r in done.students.items() if sid not in graded.merged},
           remove=gone)
-    for sid, r in batch.students.items():   # what formgrader lists: the gradebook's submissions, as handed in
+    for sid, r in done.students.items():   # what formgrader lists: the gradebook's submissions, as handed in
         if r.status in NOT_IN_GRADEBOOK:
             remove_submitted(results_dir, sid, assignment)
         else:
-            write_submitted(results_dir, sid, assignment, read_files(submitted_dir / sid / assignment.name, assignment))
-            write_exchange_files(results_dir, sid, assignment, submitted_dir / sid / assignment.name)
+            write_submitted(results_dir, sid, assignment, plan.hand_ins[sid].files)
+            write_exchange_files(results_dir, sid, assignment, request.submitted_dir / sid / assignment.name)
     hand = hand_grades(results_dir, assignment, spec)   # kept in the gradebook where the hand-in is unchanged
-    write_json(results_dir / "grades.json", grades_json(assignment.name, batch.students, hand))
-    write_exports(results_dir, batch.students, {sid: h.score for sid, h in hand.items()},
+    write_json(results_dir / "grades.json", grades_json(assignment.name, done.students, hand))
+    write_exports(results_dir, done.students, {sid: h.score for sid, h in hand.items()},
                   {sid: h.comments for sid, h in hand.items()})
     # a hand grade kept from before (the hand-in did not change) is on the page too, not only in the exports
-    kept = sorted(sid for sid, h in hand.items() if sid in batch.students
-                  and ((h.graded and batch.students[sid].needs_manual_grading) or h.cell_comments or h.comments.cells))
+    kept = sorted(sid for sid, h in hand.items() if sid in done.students
+                  and ((h.graded and done.students[sid].needs_manual_grading) or h.cell_comments or h.comments.cells))
     if kept:
         from ..publish.feedback import main as write_pages
 
         write_pages(results_dir, students=kept, hand=hand)
-    batch.seconds = round(time.monotonic() - start, 2)
-    return batch
+    done.seconds = round(time.monotonic() - start, 2)
+    return done
 
 
 class _GradebookWriter:

@@ -32,7 +32,7 @@ What runs where::
   grades (start workers with ``--nthreads 1 --nworkers <cores>``).
 - A **task** (:func:`grade_task`) checks again that its worker holds the batch's environment and
   instructor files (else it refuses, and the client sends it elsewhere), and grades the hand-in's
-  files (grade_submission(job, files=...)) in a scratch folder of its own with the batch's settings: same sandbox, same
+  files as the client read them, once (the job carries them), in a scratch folder of its own with the batch's settings: same sandbox, same
   limits; a worker without bubblewrap uses the strongest isolation it has, and the student's
   record says which (``worker``, ``isolation``). It returns the record, the autograded notebook and
   the feedback page, and removes its folder.
@@ -57,7 +57,7 @@ import socket
 import time
 import uuid
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 
@@ -65,8 +65,9 @@ from ..source.assignment import Assignment, is_lesson_path, load_source
 from .dask_tls import TlsFiles, batch_security, file_address, remote_security, scheme
 from .environment import differences, digest, digest_bytes, environment
 from ..errors import AutograderError
-from ..run.grade import Job, blank_result, crashed, grade_submission
+from ..run.grade import blank_result, crashed, grade_submission
 from ..run.handin import HandIn
+from ..run.job import Batch, Job
 from ..publish.layout import autograded_path, feedback_path, record_path, student_files
 from ..contract.results import GRADER_ERROR, StudentResult, write_atomic, write_json
 from ..sandbox import probe, scratch_dir, stop_fork_servers, sweep_leftovers
@@ -182,15 +183,15 @@ class Task:
 
     student_id: str
     hand_in: HandIn
-    settings: object
-    """grade.Settings: timeouts and the sandbox's limits."""
-    prepared: dict
+    """The hand-in as the batch read it, once (:class:`autograder.run.handin.HandIn`)."""
+    batch: Batch
+    """The batch's :class:`autograder.run.job.Batch`; the worker grades against its own copy of the instructor files."""
     fingerprint: str
     environment_digest: str
     """The client's :func:`autograder.batch.environment.digest`: the worker must have the same."""
     instructor_digest: str
     """:attr:`Instructor.digest` of the batch: the worker must hold those files."""
-    batch: str
+    tag: str
     """The batch's resource tag, under which the worker keeps its copy of the instructor files."""
 
 
@@ -276,7 +277,7 @@ def grade_task(task: Task) -> Graded | Refusal:
     from distributed import get_worker
 
     address, host = get_worker().address, socket.gethostname()
-    installed = _INSTALLED.get(task.batch)
+    installed = _INSTALLED.get(task.tag)
     if digest(environment()) != task.environment_digest:
         return Refusal(address, host, "its course package or Python is not the batch's (it changed after admission?)")
     if installed is None or installed[0] != task.instructor_digest:
@@ -286,9 +287,9 @@ def grade_task(task: Task) -> Graded | Refusal:
     try:
         folder = task.hand_in.lay_out(root / "submitted", task.student_id, assignment.name)
         results = root / "results"
-        job = Job(student_id=task.student_id, folder=str(folder), results_dir=str(results), assignment=assignment,
-                  settings=task.settings, prepared=task.prepared, fingerprint=task.fingerprint)
-        result = grade_submission(job, files=task.hand_in.files)
+        job = Job(student_id=task.student_id, folder=str(folder), hand_in=task.hand_in, fingerprint=task.fingerprint,
+                  batch=replace(task.batch, assignment=assignment, results_dir=str(results)))
+        result = grade_submission(job)
         notebooks = {name: autograded_path(results, task.student_id, assignment, name) for name in assignment.notebook_names}
         pages = {name: feedback_path(results, task.student_id, assignment.name, name) for name in assignment.notebook_names}
         iso = probe()
@@ -638,10 +639,8 @@ class _Batch:
         if refusals == 0:
             for stale in student_files(job.results_dir, job.student_id, job.assignment):   # the record first
                 stale.unlink(missing_ok=True)
-        folder = Path(job.folder)
-        task = Task(student_id=job.student_id, hand_in=HandIn.read(folder, job.assignment), settings=job.settings,
-                    prepared=job.prepared, fingerprint=job.fingerprint, environment_digest=self.env_digest,
-                    instructor_digest=self.instructor.digest, batch=self.tag)
+        task = Task(student_id=job.student_id, hand_in=job.hand_in, batch=job.batch, fingerprint=job.fingerprint,
+                    environment_digest=self.env_digest, instructor_digest=self.instructor.digest, tag=self.tag)
         key = f"grade-{job.student_id[:60]}-{digest_bytes(job.student_id.encode(), job.fingerprint.encode())[:16]}"
         return self.client.submit(grade_task, task, key=key + (f"-again{refusals}" if refusals else ""),
                                   resources={self.tag: 1}, pure=False)

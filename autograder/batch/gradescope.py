@@ -51,16 +51,17 @@ from pathlib import Path
 
 from ..run import sidecheck
 from ..source.assignment import Assignment, default_assignment, load_lesson, load_source
-from .autograde import check_options
+from .autograde import grading_settings
 from .distributed import Instructor
 from .environment import PACKAGES, SOURCE_SUFFIXES, differences, digest, digest_bytes, environment
 from ..errors import AutograderError
 from ..publish.export import gradescope_json
-from ..run.grade import Job, blank_result, grade_submission, submission_sha
+from ..run.grade import blank_result, grade_submission
 from ..run.handin import HandIn
+from ..run.job import Batch, Job
 from ..learner.learner_env import FIXED_TIME, write_wheel
 from ..contract.results import GRADER_ERROR, write_json
-from ..sandbox import Limits, memory_limit_bytes, probe, require_minimum
+from ..sandbox import Limits, probe, require_minimum
 from ..contract.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -223,9 +224,7 @@ def main(out: str | Path = "autograder.zip", cell_timeout: float = Settings.cell
         raise AutograderError(f"--out {out}: Gradescope takes the autograder as a .zip; name it e.g. autograder.zip")
     if out.is_dir():
         raise AutograderError(f"--out {out} is a folder; give the path of the .zip to write")
-    cell_timeout, notebook_timeout, _ = check_options(cell_timeout, notebook_timeout, 1)
-    settings = Settings(cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
-                        limits=Limits(memory_bytes=memory_limit_bytes(memory_limit)))
+    settings = grading_settings(cell_timeout, notebook_timeout, memory_limit)
     spec = load_source(assignment)
 
     wheel, wheel_files, info = _wheel_files()
@@ -378,9 +377,10 @@ def run(root: str | Path) -> dict:
     iso = probe()
     with tempfile.TemporaryDirectory(prefix=f"cg-{os.getpid()}-gradescope-") as tmp:
         scratch = Path(tmp)
-        job = Job(student_id=sid, folder=str(scratch / "submitted" / sid / assignment.name),
-                  results_dir=str(scratch / "results"), assignment=assignment, settings=settings,
-                  prepared={}, fingerprint="")
+        batch = Batch(assignment=assignment, settings=settings, prepared={}, fingerprint=meta["instructor_digest"],
+                      results_dir=str(scratch / "results"))
+        job = Job(student_id=sid, folder=str(scratch / "submitted" / sid / assignment.name), batch=batch,
+                  hand_in=HandIn(), fingerprint="")
         differ = grader_differences(meta["environment"], environment())
         if differ:
             result = blank_result(job, load_source(assignment), GRADER_ERROR,
@@ -396,10 +396,9 @@ def run(root: str | Path) -> dict:
                 laid_out = hand_in.lay_out(scratch / "submitted", sid, assignment.name)
                 run = sidecheck.runner(settings, iso, load_lesson(assignment.lesson).preload)
                 prepared = sidecheck.prepare(assignment, run)
-                job = dataclasses.replace(job, folder=str(laid_out), prepared=prepared,
-                                          fingerprint=digest_bytes(meta["instructor_digest"].encode(), submission_sha(
-                                              laid_out, assignment, hand_in.files).encode()))
-                result = grade_submission(job, files=hand_in.files)
+                job = Job(student_id=sid, folder=str(laid_out), batch=dataclasses.replace(batch, prepared=prepared),
+                          hand_in=hand_in, fingerprint=digest_bytes(meta["instructor_digest"].encode(), hand_in.sha.encode()))
+                result = grade_submission(job)
             except Exception as e:  # noqa: BLE001 - whatever an upload does, results.json is written
                 log.exception("grading this submission failed")
                 result = blank_result(job, load_source(assignment), GRADER_ERROR,

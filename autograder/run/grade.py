@@ -14,17 +14,15 @@ lesson's side checks say); then the tests are scored, and the side checks score 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
 from . import sidecheck
-from ..source.assignment import ANSWER, TASK, Assignment, AssignmentSpec, load_lesson, load_source
+from ..source.assignment import ANSWER, TASK, AssignmentSpec, load_lesson, load_source
 from ..contract.cells import grade_id
 from ..errors import AutograderError
 from .execute import Clock, Execution, execute_notebook
@@ -32,65 +30,16 @@ from ..publish.feedback import Redactor, assignment_titles, write_feedback, writ
 from ..publish.inert import instructor_copy
 from ..source.kernels import grading_kernels
 from ..publish.layout import autograded_path, feedback_path, record_path
-from ..source.restore import (MAX_NOTEBOOK_BYTES, Refused, read_handed_in, read_submission_limited, refuse_other_coding,
-                              restore_cells)
+from ..source.restore import Refused, read_submission_limited, restore_cells
 from ..contract.results import (GRADED, GRADER_ERROR, INVALID, MISSING, NOT_RUN, PASSED, SEVERITY, QuestionResult,
                                 StudentResult, write_atomic, write_json)
 from ..sandbox import Sandbox, probe, require_minimum, scratch_dir
 from ..sandbox.python_env import course_python
 from ..contract.text import one_line
-from ..contract.settings import Settings
+from .job import Job
 
 log = logging.getLogger(__name__)
 EXECUTION_STATUS = {"completed": GRADED, "grader_error": GRADER_ERROR, **{s: s for s in SEVERITY}}
-#: The largest file a side check reads from a hand-in (a lab script is a few KB).
-MAX_SIDE_FILE_BYTES = 1_000_000
-
-
-@dataclass(frozen=True)
-class Job:
-    """One submission to grade (picklable: it crosses to a worker process)."""
-
-    student_id: str
-    folder: str
-    """SUBMITTED_DIR/<student_id>/<assignment>/"""
-    results_dir: str
-    assignment: Assignment
-    settings: Settings
-    prepared: dict
-    """The side checks' preparations of this batch, by side check name (:func:`autograder.run.sidecheck.prepare`)."""
-    fingerprint: str
-
-
-def read_files(folder: Path, assignment: Assignment) -> dict[str, bytes | Refused | None]:
-    """The handed-in notebooks and side-check files by name: their bytes, None when absent, or why they were refused."""
-    caps = {name: MAX_NOTEBOOK_BYTES for name in assignment.notebook_names}
-    caps.update({check.file: MAX_SIDE_FILE_BYTES for check in load_lesson(assignment.lesson).side_checks})
-    out: dict[str, bytes | Refused | None] = {}
-    for name, cap in caps.items():
-        try:
-            out[name] = read_handed_in(folder, name, cap)
-            if name.endswith(".py") and out[name] is not None:
-                refuse_other_coding(name, out[name])   # read as Python reads it, or refused
-        except Refused as e:
-            out[name] = e
-    return out
-
-
-def submission_sha(folder: Path, assignment: Assignment, files: dict | None = None) -> str:
-    """Hash of the handed-in files alone (what they hold, or why they were refused)."""
-    h = hashlib.sha256()
-    for name, data in sorted((files or read_files(Path(folder), assignment)).items()):
-        h.update(name.encode() + b"\0")
-        if isinstance(data, Refused):
-            h.update(b"<refused: " + str(data).encode() + b">")
-        elif data is None:
-            h.update(b"<absent>")
-        else:
-            h.update(hashlib.sha256(data).digest())
-    return h.hexdigest()
-
-
 def blank_result(job: Job, spec: AssignmentSpec, status: str, message: str) -> StudentResult:
     try:
         titles = load_lesson(job.assignment.lesson).side_titles() if spec.side else {}
@@ -286,11 +235,11 @@ def _outputs(job: Job) -> list[Path]:
                                                       feedback_path(results_dir, job.student_id, a.name, name))]
 
 
-def grade_submission(job: Job, files: dict[str, bytes | Refused | None] | None = None) -> StudentResult:
+def grade_submission(job: Job) -> StudentResult:
     """Grade one submission and write its files; returns the result (never raises).
 
-    ``files``: the hand-in as :func:`read_files` read it on another machine (a Dask task and a
-    Gradescope run carry it: autograder.run.handin); None reads ``job.folder`` here.
+    The hand-in is ``job.hand_in``, as the batch read and hashed it (once: what is graded is what
+    was hashed and what ``submitted/`` gets); nothing of ``job.folder`` is read again here.
     """
     start = time.monotonic()
     results_dir = Path(job.results_dir)
@@ -299,14 +248,13 @@ def grade_submission(job: Job, files: dict[str, bytes | Refused | None] | None =
     for stale in (record, *_outputs(job)):
         stale.unlink(missing_ok=True)
     log.debug("grading %s", job.student_id)
-    if files is None:
-        files = read_files(Path(job.folder), job.assignment)  # once: what is graded is what is hashed
+    files = job.hand_in.files
     try:
         result, executed = _grade(job, files)
     except Exception as e:  # noqa: BLE001 - a bug or a broken machine, never the learner's fault
         result, executed = _failed(job, f"the grader failed: {_one_line(e)}"), {}
     result.seconds = round(time.monotonic() - start, 3)
-    result.submission_sha = submission_sha(Path(job.folder), job.assignment, files)
+    result.submission_sha = job.hand_in.sha
     try:
         _write_files(job, result, executed)
     except Exception as e:  # noqa: BLE001
