@@ -19,7 +19,7 @@ class Settings:
 
     cell_timeout: float = 60
     """CPU seconds one cell may use, all of the sandbox's processes together (the reference notebook's
-    slowest cell takes under 2 s); a busy machine does not change it (autograder.run.execute.Budget)."""
+    slowest cell takes under 2 s); a busy machine does not change it (autograder.run.cell_budget.Budget)."""
     notebook_timeout: float = 300
     """CPU seconds each notebook may use."""
     wall_factor: float = 4
@@ -29,9 +29,9 @@ class Settings:
     multiple of the notebook time limit: waiting holds a grading worker, so it is bounded too (300 s by
     default), and a notebook stopped for it says so in its record. A side check's program gets
     ``1 + idle_factor`` times its limit of wall-clock time. Waiting is time asleep in windows where the
-    sandbox slept most of the time, working a little or not at all (autograder.run.execute.Budget): a kernel
+    sandbox slept most of the time, working a little or not at all (autograder.run.cell_budget.Budget): a kernel
     queued for a core of a busy host is not waiting. The wall-clock backstop (``wall_factor``) is one for
-    the hand-in's notebooks together too (autograder.run.execute.Clock)."""
+    the hand-in's notebooks together too (autograder.run.cell_budget.Clock)."""
     limits: Limits = field(default_factory=Limits)
     """OS-enforced limits: memory, processes, file size, CPU (their defaults are Limits')."""
     max_output_bytes: int = 1 * MiB

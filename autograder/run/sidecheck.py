@@ -32,7 +32,7 @@ def runner(settings: Settings, isolation: Isolation, preload: tuple[str, ...] = 
     """``run(file_name, text)``: the Python program ``text`` as ``file_name``, alone in a fresh sandbox,
     forked from the batch's kernel fork server (``preload``: the lesson's, so it is the batch's one server).
 
-    ``clock``: the hand-in's (:class:`autograder.run.execute.Clock`): a program then gets no more wall-clock
+    ``clock``: the hand-in's (:class:`autograder.run.cell_budget.Clock`): a program then gets no more wall-clock
     time than is left of the hand-in's backstop (``wall_factor`` times the notebook time limit, shared
     with its notebooks), so that a sleeping lab does not add its own on top; None (a batch's
     preparation): its own bound only."""

@@ -154,7 +154,7 @@ class Sandbox:
     def runqueue_seconds(self) -> float | None:
         """Seconds the sandbox's live threads have spent ready to run but queued for a core (``run_delay``,
         the second field of ``/proc/PID/task/TID/schedstat``): what tells a kernel starved by a busy host
-        from one that waits (autograder.run.execute.Budget). Its cgroup's processes, else its uid's; None
+        from one that waits (autograder.run.cell_budget.Budget). Its cgroup's processes, else its uid's; None
         where the kernel keeps no such count or the sandbox has neither."""
         if self.cgroup is not None:
             pids = self.cgroup.pids()
