@@ -35,10 +35,10 @@ test: $(STAMP) browser-deps sandbox-deps vllm-oracle
 # Left to `make test`: slow and browser tests, and the heavy unit tests below (the transformers oracle,
 # property fuzzing, subprocess CLIs, torch measurements, nbgrader gradebook builds, learner venvs, the walk over
 # every decoder transformers registers and the meta-device fallback, the export and formgrader classes).
-CHECK_HEAVY := course_lib/test_models_oracle.py course_lib/test_cli_fuzz.py course_lib/test_cli.py \
-	course_lib/test_cli_bad_input.py course_lib/test_measure_run.py course_lib/test_measure_cli.py \
-	autograder/test_course.py lesson/test_browser.py course_lib/test_every_decoder.py autograder/test_export.py \
-	autograder/test_formgrader.py course_lib/test_meta_model.py
+CHECK_HEAVY := course_lib/model/test_models_oracle.py course_lib/cli/test_cli_fuzz.py course_lib/cli/test_cli.py \
+	course_lib/cli/test_cli_bad_input.py course_lib/measure/test_measure_run.py course_lib/measure/test_measure_cli.py \
+	autograder/test_course.py lesson/test_browser.py course_lib/model/test_every_decoder.py autograder/test_export.py \
+	autograder/test_formgrader.py course_lib/model/test_meta_model.py
 check: $(STAMP) sandbox-deps
 	$(BIN)/python -m pytest -q -m "not slow and not browser" $(addprefix --ignore=tests/,$(CHECK_HEAVY))
 

@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from course_lib.model_configs import MODEL_CONFIGS  # noqa: E402
+from course_lib.model.model_configs import MODEL_CONFIGS  # noqa: E402
 
 
 def one_call(model: str) -> float:

@@ -6,7 +6,7 @@ Each case runs ``python -m course_lib ...`` as a fresh process and reads that pr
 (user + system, from ``os.wait4``): start-up included, waiting excluded. The folders are made here: a
 DeepSeek-V3-sized and a Kimi-K2-sized checkpoint (their tensor names, shapes and dtypes by layer plan:
 fp8 blocks with their scales, 256 or 384 experts, 163 or 61 shards; the shards are sparse files, so the
-headers are real and the data takes no disk), and the costly refusals of tests/course_lib/test_cli_fuzz.py
+headers are real and the data takes no disk), and the costly refusals of tests/course_lib/cli/test_cli_fuzz.py
 (12 shards of ~10 MiB headers, a 10^6-layer config for ``measure``). Results: benchmarks/results/refusals.md.
 """
 
@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "course_lib"))
+sys.path.insert(0, str(REPO / "tests" / "course_lib" / "cli"))
 sys.path.insert(0, str(REPO / "tests"))
 
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_runtime_logs.py [--set visible|dev|heldout|heldout_c|heldout_d|set_2026|all] [--json OUT]
 
-For every case of a manifest it reads the log with ``course_lib.logs.read_startup_log`` exactly as
+For every case of a manifest it reads the log with ``course_lib.runtimes.log.read_startup_log`` exactly as
 ``course-memory from-log`` does, predicts the KV cache for the launch the log shows (the model
 from the manifest's preset or config, the GPU from its preset when the log prints no total),
 and prints the error against the KV figure the runtime logged. It also checks that the reader
@@ -26,7 +26,7 @@ The sets:
   TensorRT-LLM 1.x) whose models are given by Hub id only: run it with ``HF_HOME`` at the set's ``hub_cache/`` and
   ``HF_HUB_OFFLINE=1`` (results: benchmarks/results/logs-2026.md).
 
-A case's model is, in order: the manifest's preset, its Hub id read from the Hugging Face cache (``course_lib.hub``,
+A case's model is, in order: the manifest's preset, its Hub id read from the Hugging Face cache (``course_lib.model.hub``,
 cache only: a benchmark never touches the network), the preset its name matches, the manifest's config.
 """
 
@@ -43,10 +43,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from course_lib.errors import CourseInputError  # noqa: E402
-from course_lib.logs import read_startup_log  # noqa: E402
-from course_lib.models import from_hf_config  # noqa: E402
+from course_lib.runtimes.log import read_startup_log  # noqa: E402
+from course_lib.model.models import from_hf_config  # noqa: E402
 from course_lib.gpus import gpu_preset_for  # noqa: E402
-from course_lib.presets import get_model  # noqa: E402
+from course_lib.model.presets import get_model  # noqa: E402
 from course_lib.runtimes.from_log import compare, preset_for  # noqa: E402
 from course_lib.runtimes.versions import parse_version  # noqa: E402
 
@@ -89,7 +89,7 @@ def _spec(case):
 
 def _hub_spec(hf_id):
     """The spec of a Hub id from the local Hugging Face cache only (None when it is not cached)."""
-    from course_lib.hub import hub_spec, is_hub_id, resolve
+    from course_lib.model.hub import hub_spec, is_hub_id, resolve
 
     if not is_hub_id(hf_id):
         return None

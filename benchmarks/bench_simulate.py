@@ -23,11 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from course_lib.admission import kv_config  # noqa: E402
-from course_lib.models import kv_cache_bytes_per_token, weight_bytes  # noqa: E402
-from course_lib.presets import get_model, gpu_bytes  # noqa: E402
+from course_lib.serving.admission import kv_config  # noqa: E402
+from course_lib.model.models import kv_cache_bytes_per_token, weight_bytes  # noqa: E402
+from course_lib.model.presets import get_model, gpu_bytes  # noqa: E402
 from course_lib.simulate import simulate  # noqa: E402
-from course_lib.trace import synthetic_trace  # noqa: E402
+from course_lib.serving.trace import synthetic_trace  # noqa: E402
 
 
 def scenarios(n: int):

@@ -2,11 +2,11 @@
 import sys
 from dataclasses import replace
 from pathlib import Path
-from course_lib.logs import read_startup_log
-from course_lib.hub import hub_spec
+from course_lib.runtimes.log import read_startup_log
+from course_lib.model.hub import hub_spec
 from course_lib.runtimes.from_log import launch_for, served_spec
 from course_lib.runtimes import estimate_vllm
-from course_lib.runtimes.vllm_spec import spec_capture_sizes
+from course_lib.runtimes.vllm.spec import spec_capture_sizes
 path = Path("benchmarks/runtime_logs/set_2026/logs/vllm-qwen36-35b-a3b-fp8-dflash-a800-u062-v0202.txt")
 text = path.read_text()
 log = read_startup_log(text) if "text" in read_startup_log.__code__.co_varnames[:1] else read_startup_log(path)

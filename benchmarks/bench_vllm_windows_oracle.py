@@ -13,7 +13,7 @@ refusals included. vLLM's logged tokens and concurrency (or the length its refus
 (``course-memory estimate --runtime vllm --gpu cpu --entrypoint llm --max-num-batched-tokens N ...``).
 
 Writes ``OUT/windows.json`` (every case: knobs, vLLM's figures, ours, agreement), ``OUT/configs/<case>/config.json``
-and ``OUT/oracle-windows-cpu-0.32.0.log``; tests/course_lib/test_vllm_windows_oracle.py replays our side against
+and ``OUT/oracle-windows-cpu-0.32.0.log``; tests/course_lib/runtimes/vllm/test_vllm_windows_oracle.py replays our side against
 the recorded answers in a second.
 """
 
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_vllm_oracle import agree, parse_case_logs  # noqa: E402
-from course_lib.runtimes.oracle import oracle_python, run_cases, tiny_config  # noqa: E402
+from course_lib.runtimes.vllm.oracle import oracle_python, run_cases, tiny_config  # noqa: E402
 
 MiB = 2**20
 KiB = 2**10

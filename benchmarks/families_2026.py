@@ -18,9 +18,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "course_lib"))
+sys.path.insert(0, str(ROOT / "tests" / "course_lib" / "model"))
 
-from course_lib.models import from_hf_config, kv_cache_bytes_per_token  # noqa: E402
+from course_lib.model.models import from_hf_config, kv_cache_bytes_per_token  # noqa: E402
 
 #: config file -> the vLLM 0.33 spec kinds of its layers (vllm/v1/kv_cache_interface.py and each model's file).
 ROWS = {

@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from course_lib.errors import CourseInputError  # noqa: E402
-from course_lib.models import from_hf_config, kv_cache_bytes_per_token  # noqa: E402
+from course_lib.model.models import from_hf_config, kv_cache_bytes_per_token  # noqa: E402
 
 ROWS = (("deepseek-ai/DeepSeek-V4-Flash", "deepseek_v4"), ("Qwen/Qwen3.5-9B", "qwen3_5"),
         ("MiniMaxAI/MiniMax-M2.7", "minimax_m2"), ("nvidia/Kimi-K2.5-NVFP4", "kimi_k25"),

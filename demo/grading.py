@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from course_lib.report import banner as _banner
+from course_lib.views.report import banner as _banner
 
 from autograder.publish.layout import db_url
 from lessons.l14_04 import NAME as ASSIGNMENT

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-# No test goes online: a --model ORG/NAME (a Hub id, course_lib/hub.py) drawn by a fuzzer or typed in a test reads
+# No test goes online: a --model ORG/NAME (a Hub id, course_lib/model/hub.py) drawn by a fuzzer or typed in a test reads
 # the Hub cache only; the tests of the online path (test_hub_ids.py) lift it for themselves, with the network
 # answered locally.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -138,3 +138,46 @@ def example_class_local(tmp_path_factory):
     assert set(batch.students) == students and all(r.status == "graded" for r in batch.students.values()), \
         batch.counts()
     return batch, results
+
+
+#: Session fixtures that cost tens of seconds and serve several files: under ``pytest -n 2`` (pytest-xdist,
+#: ``--dist loadgroup``) every file that uses one runs in the same worker, so it is built once, not once per worker.
+SHARED_SESSION_FIXTURES = ("example_class_local",)
+
+#: The costliest units of work, by file name, costliest first (``--durations`` of a whole run, 2 cores): a worker
+#: takes these before the many short files, so the two workers end together. A stale order costs time, never a result.
+COSTLIEST_FIRST = (
+    "test_notebook.py", "test_distributed.py", "test_hardening.py", "test_browser.py", "test_exchange.py",
+    "test_real_courses.py", "test_every_decoder.py", "test_autograde.py", "test_execute.py",
+    "test_vllm_scheduler_oracle.py", "test_course_shapes.py", "test_formgrader_hostile.py", "test_nbgrader_example.py",
+    "test_vllm_oracle.py", "test_sandbox_hostile.py", "test_clock.py", "test_formgrader.py", "test_second_lesson.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each test file is one unit of work for pytest-xdist (its module fixtures are built once), the files that
+    share a costly session fixture are one unit together (:data:`SHARED_SESSION_FIXTURES`), and the costliest units
+    come first (:data:`COSTLIEST_FIRST`; ``make test`` passes ``--no-loadscope-reorder`` to keep this order). Within
+    a file the order stays as written."""
+    group_of_file: dict[str, str] = {}
+    for item in items:
+        for name in SHARED_SESSION_FIXTURES:
+            if name in getattr(item, "fixturenames", ()):
+                group_of_file.setdefault(item.nodeid.split("::")[0], name)
+
+    def group(item: pytest.Item) -> str:
+        path = item.nodeid.split("::")[0]
+        return group_of_file.get(path, path)
+
+    def cost_rank(name: str) -> int:
+        files = [p.rsplit("/", 1)[-1] for p, g in group_of_file.items() if g == name] or [name.rsplit("/", 1)[-1]]
+        ranks = [COSTLIEST_FIRST.index(f) for f in files if f in COSTLIEST_FIRST]
+        return min(ranks, default=len(COSTLIEST_FIRST))
+
+    first_seen = {}
+    for item in items:
+        first_seen.setdefault(group(item), len(first_seen))
+    rank = {g: (cost_rank(g), seen) for g, seen in first_seen.items()}
+    items.sort(key=lambda item: rank[group(item)])      # stable: a file keeps its own order
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(group(item)))

@@ -193,6 +193,65 @@ def test_only_demo_imports_both_packages():
     assert {"course_lib", "autograder"} <= demo, "make demo runs demo/, which composes both packages"
 
 
+# ------------------------------------------------------------------ course_lib's floors (issue 40)
+
+#: course_lib's floors, lowest first: the rooms (top-level modules and folders of course_lib) on each. A
+#: module imports its own floor and the floors below, never one above, not even inside a function.
+#: simulate and runtimes import neither the other (either order would hold); the front door
+#: (course_lib/__init__.py, the names learners import) re-exports the model's and the serving's names.
+COURSE_LIB_FLOORS = (
+    {"errors", "units", "bounds", "dtypes", "output", "regular_files", "grading", "gpus"},   # shared leaves
+    {"model"},
+    {"serving", ""},            # "": the front door, course_lib/__init__.py
+    {"simulate"},
+    {"runtimes"},
+    {"measure"},
+    {"views"},
+    {"lessons"},
+    {"cli", "__main__"},
+)
+#: What every runtime shares; none of these imports one runtime's modules.
+RUNTIMES_SHARED = {"result", "versions", "releases", "profile", "log_lines"}
+
+
+def _floor(module: str) -> int:
+    room = module.split(".")[1] if "." in module else ""
+    floors = [i for i, rooms in enumerate(COURSE_LIB_FLOORS) if room in rooms]
+    assert floors, f"course_lib/{room} is on no floor: add it to COURSE_LIB_FLOORS in tests/test_layering.py"
+    return floors[0]
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    """'a imports b' for every edge from a course_lib module to a course_lib floor above its own."""
+    return sorted(f"{a} (floor {_floor(a)}) imports {b} (floor {_floor(b)})"
+                  for a, targets in graph.items() if a.split(".")[0] == "course_lib"
+                  for b in targets if b.split(".")[0] == "course_lib" and _floor(b) > _floor(a))
+
+
+def test_course_lib_imports_no_floor_above_its_own():
+    graph = _graph(top_level_only=False)     # imports inside functions count: a lazy import is still an arrow
+    assert _upward(graph) == []
+    # the shared leaves on top import no folder of course_lib at all
+    shared = {m: {t for t in ts if t.startswith("course_lib.")} for m, ts in graph.items()
+              if m.split(".")[0] == "course_lib" and _floor(m) == 0}
+    assert all(_floor(t) == 0 for ts in shared.values() for t in ts), shared
+    # inside runtimes/: what every runtime shares imports no runtime's own module
+    runtime_specific = [f"{a} imports {b}" for a, ts in graph.items()
+                        if a.startswith("course_lib.runtimes.") and a.split(".")[2] in RUNTIMES_SHARED
+                        for b in ts if b.startswith("course_lib.runtimes.") and b.split(".")[2] not in RUNTIMES_SHARED]
+    assert runtime_specific == []
+
+
+def test_the_guard_sees_an_upward_import():
+    # The floor check itself, on the real graph plus one arrow back up: the budget (serving) asking a view.
+    graph = _graph(top_level_only=False)
+    graph["course_lib.serving.budget"] = graph["course_lib.serving.budget"] | {"course_lib.views.report"}
+    assert _upward(graph) == ["course_lib.serving.budget (floor 2) imports course_lib.views.report (floor 6)"]
+    assert _floor("course_lib.units") == 0 and _floor("course_lib.runtimes.vllm.scheduler") == 4
+    with pytest.raises(AssertionError, match="on no floor"):
+        _floor("course_lib.newfolder.x")
+
+
 #: The grader's folders by role, from the ground up (autograder/__init__.py draws them). A module imports its own
 #: folder and the floors below it, never a floor above or beside it: learner/ and run/ share a floor and neither
 #: imports the other. The contract (what every part shares) imports only the sandbox's Limits and the error type.

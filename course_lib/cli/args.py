@@ -17,9 +17,9 @@ from typing import Any, Callable, Mapping
 
 from ..bounds import MAX_PARAMS, parse_int_text, parse_number_text
 from ..errors import CourseInputError
-from ..models import ModelSpec, _override_params, from_hf_config
-from ..hub import hub_spec, is_hub_id
-from ..presets import MODEL_CONFIGS, get_model, model_names
+from ..model.models import ModelSpec, _override_params, from_hf_config
+from ..model.hub import hub_spec, is_hub_id
+from ..model.presets import MODEL_CONFIGS, get_model, model_names
 from ..units import SIZE_LIKE, parse_bytes
 
 PROG = "course-memory"
@@ -97,7 +97,7 @@ def size(flag: str, value: str | int, presets: Mapping[str, int] | None = None, 
 
 def device_size(flag: str, value: str) -> int:
     """Bytes of a --gpu flag (a preset or a size), refused by the flag's name; 0 bytes is no device."""
-    from ..presets import GPU_BYTES
+    from ..model.presets import GPU_BYTES
 
     device = size(flag, value, GPU_BYTES)
     if device == 0:

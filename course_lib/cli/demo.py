@@ -12,13 +12,13 @@ import importlib.util
 from pathlib import Path
 from typing import Callable
 
-from ..budget import estimate, plan_budget
+from ..serving.budget import estimate, plan_budget
 from ..lessons.l14_04.labfile import REPO, REPO_LAB, edit_knob, run_lab_source
 from ..output import check_output_dir
-from ..plots import plot_simulation
-from ..presets import DEFAULT_GPU, DEFAULT_MODEL, get_model
-from ..report import banner, budget_table, comparison_table, estimate_table, simulation_report
-from ..scenario import (LAB_ACTIVE_SEQUENCES, LAB_EDITED_SEQUENCES, LESSON_KV_SOURCE, comparison_trace,
+from ..views.plots import plot_simulation
+from ..model.presets import DEFAULT_GPU, DEFAULT_MODEL, get_model
+from ..views.report import banner, budget_table, comparison_table, estimate_table, simulation_report
+from ..serving.scenario import (LAB_ACTIVE_SEQUENCES, LAB_EDITED_SEQUENCES, LESSON_KV_SOURCE, comparison_trace,
                         lesson_budget, lesson_config, lesson_trace)
 from ..simulate import simulate
 from ..units import GB

@@ -17,12 +17,12 @@ import sys
 from typing import Sequence
 
 from ..bounds import MAX_CONTEXT_TOKENS, MAX_SEQUENCES, MAX_TENSOR_PARALLEL
-from ..budget import DEFAULT_PREFILL_CHUNK_TOKENS, DEFAULT_RESERVE, estimate, plan_budget
+from ..serving.budget import DEFAULT_PREFILL_CHUNK_TOKENS, DEFAULT_RESERVE, estimate, plan_budget
 from ..errors import CourseInputError
-from ..models import kv_cache_bytes_per_token
+from ..model.models import kv_cache_bytes_per_token
 from ..output import check_output_dir
-from ..presets import DEFAULT_GPU, GPU_BYTES, GPUS, get_model, model_names
-from ..report import budget_table, estimate_table
+from ..model.presets import DEFAULT_GPU, GPU_BYTES, GPUS, get_model, model_names
+from ..views.report import budget_table, estimate_table
 from ..units import GB, GiB
 from . import measure as measure_verb
 from . import requests as request_verbs

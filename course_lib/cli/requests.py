@@ -5,7 +5,7 @@ library functions and returns 0; bad input raises
 :class:`~course_lib.errors.CourseInputError`, which the CLI prints as one line
 (exit 2).
 
-Embedded defaults are the lesson's device (:mod:`course_lib.scenario`): 24 GB,
+Embedded defaults are the lesson's device (:mod:`course_lib.serving.scenario`): 24 GB,
 14 GB of weights (Llama-2-7B in fp16, rounded up), 2 GB workspace, 2 GB reserve,
 and Llama-2-7B's 524,288 KV bytes per token, so ``course-memory simulate --trace
 examples/traces/ten_eleven.jsonl`` replays "ten fit, the eleventh is queued".
@@ -18,27 +18,29 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..admission import (DEFAULT_BLOCK_SIZE_TOKENS, DEFAULT_MAX_NUM_SEQS, DEFAULT_WATERMARK, POLICIES, VLLM_V1,
+from ..serving.admission import (DEFAULT_BLOCK_SIZE_TOKENS, DEFAULT_MAX_NUM_SEQS, DEFAULT_WATERMARK, POLICIES, VLLM_V1,
                          kv_config_for)
 from ..bounds import (MAX_BLOCK_SIZE_TOKENS, MAX_CONTEXT_TOKENS, MAX_DEVICE_BYTES, MAX_KV_BYTES_PER_TOKEN,
                       MAX_REPLICAS, MAX_SECONDS, MAX_SEED, MAX_SEQUENCES, MAX_SIMULATED_STEPS, MAX_TRACE_REQUESTS,
                       MAX_ARRIVAL_RATE, MIN_ARRIVAL_RATE, MIN_SHARE)
-from ..budget import Budget, plan_budget
+from ..serving.budget import Budget, plan_budget
 from ..errors import CourseInputError
-from ..loading import (DEFAULT_COMPILE_S, DEFAULT_DEVICE_INIT_S, DEFAULT_STORAGE, DEFAULT_WARMUP_S,
+from ..serving.loading import (DEFAULT_COMPILE_S, DEFAULT_DEVICE_INIT_S, DEFAULT_STORAGE, DEFAULT_WARMUP_S,
                        STORAGE_BYTES_PER_S, readiness_timeline, rollout_plan, storage_rate)
-from ..models import active_params, kv_cache_bytes_per_token, weight_bytes
-from ..plots import check_plot_path, plot_rollout, plot_simulation
-from ..offload import (DEFAULT_EFFICIENCY, DEFAULT_FLOPS, DEFAULT_HBM, DEFAULT_LINK, DEFAULT_MFU, GPU_FLOPS,
+from ..model.models import active_params, kv_cache_bytes_per_token, weight_bytes
+from ..views.plots import check_plot_path, plot_rollout, plot_simulation
+from ..serving.offload import (DEFAULT_EFFICIENCY, DEFAULT_FLOPS, DEFAULT_HBM, DEFAULT_LINK, DEFAULT_MFU, GPU_FLOPS,
                        HBM_BYTES_PER_S, LINKS, _flops, get_link, offload_weights, swap_vs_recompute)
 from ..output import check_output_file
-from ..presets import DEFAULT_MODEL, get_model
-from ..report import comparison_table, offload_report, rollout_report, simulation_report
-from ..scenario import (LESSON_GPU, LESSON_KV_BYTES_PER_TOKEN, LESSON_KV_SOURCE, LESSON_RESERVE, LESSON_WEIGHTS,
+from ..model.presets import DEFAULT_MODEL, get_model
+from ..views.report import comparison_table, offload_report, rollout_report, simulation_report
+from ..serving.scenario import (LESSON_GPU, LESSON_KV_BYTES_PER_TOKEN, LESSON_KV_SOURCE, LESSON_RESERVE, LESSON_WEIGHTS,
                         LESSON_WORKSPACE)
-from ..runtimes.vllm_sched import CPU, ENTRYPOINTS, SCHEDULER_RELEASES, scheduler_release, vllm_v1_config
+from ..runtimes.vllm.estimate import VllmLaunch, resolve_launch
+from ..runtimes.vllm.scheduler import (CPU, ENTRYPOINTS, SCHEDULER_RELEASES, scheduler_release, vllm_v1_config,
+                                       vllm_v1_config_for)
 from ..simulate import simulate
-from ..trace import read_trace, synthetic_trace, to_json_line, write_trace
+from ..serving.trace import read_trace, synthetic_trace, to_json_line, write_trace
 from .args import (add_model_args, device_size, dtype_name, model_from_args, number, print_json, renamed, reserve,
                    size, whole)
 
@@ -132,14 +134,19 @@ def vllm_config_from_args(args: argparse.Namespace) -> tuple[Any, str, str]:
     else:
         platform, device, device_name = "cuda", device_size("--gpu", args.gpu), gpu
     spec, kv, source = _kv_per_token(args)
-    max_model_len = args.max_model_len
-    if spec is not None and max_model_len is None:
-        max_model_len = spec.max_position_embeddings
-    cfg = vllm_v1_config(kv_cache_memory_bytes=kv_bytes, kv_bytes_per_token=kv, platform=platform,
-                         device_bytes=device, device_name=device_name, entrypoint=args.entrypoint,
-                         block_size=args.block_size, max_num_seqs=args.max_num_seqs,
-                         max_num_batched_tokens=args.max_num_batched_tokens, max_model_len=max_model_len,
-                         enable_prefix_caching=args.enable_prefix_caching, spec=spec, version=version)
+    if spec is not None:    # the one resolved launch, as estimate and from-log read it
+        resolved = resolve_launch(spec, CPU if platform == CPU else args.gpu, VllmLaunch(
+            version=args.vllm_version, entrypoint=args.entrypoint, max_model_len=args.max_model_len,
+            max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
+            block_size=args.block_size, kv_cache_memory_bytes=kv_bytes))
+        version = scheduler_release(resolved.version)    # the platform's release when none is given (CPU: 0.32.0)
+        cfg = vllm_v1_config_for(resolved, kv_bytes_per_token=kv, enable_prefix_caching=args.enable_prefix_caching)
+    else:                   # KV bytes per token alone: no model, so no launch to resolve; the release's defaults
+        cfg = vllm_v1_config(kv_cache_memory_bytes=kv_bytes, kv_bytes_per_token=kv, platform=platform,
+                             device_bytes=device, device_name=device_name, entrypoint=args.entrypoint,
+                             block_size=args.block_size, max_num_seqs=args.max_num_seqs,
+                             max_num_batched_tokens=args.max_num_batched_tokens, max_model_len=args.max_model_len,
+                             enable_prefix_caching=args.enable_prefix_caching, version=version)
     where = "CPU" if platform == CPU else f"GPU {args.gpu}"
     launch = (f"vLLM {version} V1 scheduler on {where} ({'LLM()' if args.entrypoint == 'llm' else 'vllm serve'} "
               f"defaults): kv_cache_memory_bytes {kv_bytes:,} = {cfg.num_blocks:,} blocks of {cfg.block_size_tokens} "

@@ -20,15 +20,15 @@ from ..bounds import MAX_BLOCK_SIZE_TOKENS, MAX_CONTEXT_TOKENS, MAX_SEQUENCES, M
 #: The most --cpu-offload-gb takes: 1 PiB of host memory is far past any machine (bounds.py keeps sizes under 1 PB).
 MAX_OFFLOAD_GIB = 2.0**20
 from ..errors import CourseInputError
-from ..logs import MAX_LOG_BYTES, read_startup_log
-from ..models import ModelSpec
-from ..report import from_log_table, runtime_table
+from ..runtimes.log import MAX_LOG_BYTES, read_startup_log
+from ..model.models import ModelSpec
+from ..views.report import from_log_table, runtime_table
 from ..runtimes import SglangLaunch, TrtllmLaunch, VllmLaunch, estimate_sglang, estimate_trtllm, estimate_vllm
 from ..runtimes.from_log import compare
-from ..runtimes.vllm_spec import parse_speculative_config
+from ..runtimes.vllm.spec import parse_speculative_config
 from ..runtimes.unified import host_used, vllm_start_refusal
-from ..runtimes.vllm_kv_dsv4 import refusal as dsv4_refusal
-from ..presets import gpu_bytes
+from ..runtimes.vllm.kv_dsv4 import refusal as dsv4_refusal
+from ..model.presets import gpu_bytes
 from ..units import GiB
 from .args import add_model_args, dtype_name, model_from_args, number, print_json, renamed, size, whole
 
@@ -280,7 +280,7 @@ def cmd_from_log(args: argparse.Namespace) -> int:
 def _cached_hub_spec(model: str | None):
     """The log's model when it is a Hub id with no preset that the Hub cache already holds (read offline:
     a log is never a reason to go online; ``--model ORG/NAME`` fetches it)."""
-    from ..hub import hub_spec, is_hub_id
+    from ..model.hub import hub_spec, is_hub_id
     from ..runtimes.from_log import preset_for
 
     if not model or not is_hub_id(model) or model.startswith(("/", ".", "~")) or preset_for(model) is not None:

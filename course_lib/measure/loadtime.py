@@ -15,7 +15,7 @@ warm_up         the first forward (prefill + one decode step): kernels, caches
 ==============  ===============================================================
 
 :meth:`LoadTimeline.as_readiness_timeline` turns the measured phases into
-:class:`course_lib.loading.ReadinessTimeline`, the loading model's type, so
+:class:`course_lib.serving.loading.ReadinessTimeline`, the loading model's type, so
 a measurement and a prediction can be drawn and compared the same way.
 
 The file is flushed and dropped from the OS page cache before the read where
@@ -38,11 +38,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import check_count
-from ..models import ModelSpec
+from ..model.models import ModelSpec
 from ..units import GB
 
 PHASES = ("device_init", "read_weights", "host_to_device", "compile", "warm_up")
-#: The same phases as course_lib.loading names them.
+#: The same phases as course_lib.serving.loading names them.
 LOADING_NAMES = {"device_init": "device init", "read_weights": "read weights", "host_to_device": "host->device copy",
                  "compile": "compile / graph capture", "warm_up": "warm-up"}
 
@@ -86,8 +86,8 @@ class LoadTimeline:
         return next(p for p in self.phases if p.name == name)
 
     def as_readiness_timeline(self):
-        """The measured phases as :class:`course_lib.loading.ReadinessTimeline`, one after another from t = 0."""
-        from ..loading import Phase as LoadingPhase, ReadinessTimeline
+        """The measured phases as :class:`course_lib.serving.loading.ReadinessTimeline`, one after another from t = 0."""
+        from ..serving.loading import Phase as LoadingPhase, ReadinessTimeline
 
         t, phases = 0.0, []
         for p in self.phases:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..models import ModelSpec
+from ..model.models import ModelSpec
 from .bandwidth import BandwidthResult, measure_bandwidth
 from .device import snapshot_from_dict
 from .loadtime import LoadTimeline, measure_load_time

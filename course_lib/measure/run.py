@@ -41,10 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..budget import activation_peak_bytes
+from ..serving.budget import activation_peak_bytes
 from ..dtypes import get_dtype
 from ..errors import CourseInputError, check_count
-from ..models import ModelSpec, kv_cache_bytes_per_sequence, weight_bytes
+from ..model.models import ModelSpec, kv_cache_bytes_per_sequence, weight_bytes
 from ..units import GB, MB
 from .device import resolve_device, threads_default
 from .tiny_model import TORCH_DTYPES, architecture
@@ -174,7 +174,7 @@ def predict_pools(spec: ModelSpec, sequences: int, context_tokens: int, dtype: s
                   prefill_tokens_per_step: int) -> dict[str, tuple[int, str]]:
     """course_lib's prediction of each pool: ``{name: (bytes, how)}``. No torch, no measuring.
 
-    >>> from course_lib.presets import get_model
+    >>> from course_lib.model.presets import get_model
     >>> pred = predict_pools(get_model("course-tiny"), 4, 2048, "fp32", "fp32", 8184)
     >>> pred["kv_cache"][0]       # 4 x 2048 tokens x (2 x 16 layers x 4 heads x 64 x 4 B)
     268435456
@@ -255,7 +255,7 @@ def resolve_spec(model: ModelSpec | str) -> ModelSpec:
     """A spec, or a preset name such as "course-tiny"."""
     if isinstance(model, ModelSpec):
         return model
-    from ..presets import get_model
+    from ..model.presets import get_model
 
     return get_model(model)
 

@@ -1,4 +1,4 @@
-"""A small real decoder-only transformer, built from a :class:`~course_lib.models.ModelSpec`.
+"""A small real decoder-only transformer, built from a :class:`~course_lib.model.models.ModelSpec`.
 
 Llama-style: token embedding, then per layer RMSNorm -> grouped-query
 attention with rotary positions -> residual, RMSNorm -> gated MLP
@@ -10,12 +10,12 @@ The KV cache is one preallocated tensor, filled by prefill and decode:
     kv_cache.shape == [layers, 2 (key, value), sequences, kv_heads, context_tokens, head_dim]
 
 so its size is exactly ``2 x layers x kv_heads x head_dim x bytes`` per token,
-the formula of :func:`course_lib.models.kv_cache_bytes_per_token`.
+the formula of :func:`course_lib.model.models.kv_cache_bytes_per_token`.
 
 The model is built from the spec's shape, and its parameter count must equal
 ``spec.params_total``; a family we cannot build faithfully is refused:
 
->>> from course_lib.presets import get_model
+>>> from course_lib.model.presets import get_model
 >>> arch = architecture(get_model("course-tiny"))
 >>> arch.params_total == get_model("course-tiny").params_total == 245_924_864
 True
@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..errors import CourseInputError, check_count
-from ..models import ModelSpec
+from ..model.models import ModelSpec
 
 #: Families whose checkpoints have this layout (HF model_type).
 LLAMA_STYLE = ("llama", "mistral", "qwen2", "phi3", "gemma2")

@@ -8,9 +8,9 @@ module         rule
 ``trtllm``     ``kv_cache_free_gpu_mem_fraction x free memory after the engine and its buffers``
 =============  ==========================================================================================
 
-The lesson's own ``course_lib.budget.estimate`` is the simple model (one prefill chunk, a fixed
+The lesson's own ``course_lib.serving.budget.estimate`` is the simple model (one prefill chunk, a fixed
 overhead, a reserve share); these follow the runtimes, release by release, so that a learner can
-put a prediction beside a real start-up log (:mod:`course_lib.logs`).
+put a prediction beside a real start-up log (:mod:`course_lib.runtimes.log`).
 
 >>> sorted(RUNTIMES)
 ['sglang', 'trtllm', 'vllm']
@@ -21,7 +21,7 @@ from __future__ import annotations
 from .result import RuntimeEstimate, Term
 from .sglang import SglangLaunch, estimate_sglang
 from .trtllm import TrtllmLaunch, estimate_trtllm
-from .vllm import ResolvedLaunch, VllmLaunch, estimate_vllm, resolve_launch
+from .vllm.estimate import ResolvedLaunch, VllmLaunch, estimate_vllm, resolve_launch
 
 RUNTIMES = {"vllm": estimate_vllm, "sglang": estimate_sglang, "trtllm": estimate_trtllm}
 

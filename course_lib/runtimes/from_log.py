@@ -1,10 +1,10 @@
 """Put a prediction beside a start-up log: the same launch, our terms against the runtime's.
 
-:func:`launch_for` turns what a log shows (:class:`course_lib.logs.StartupLog`) into the
+:func:`launch_for` turns what a log shows (:class:`course_lib.runtimes.log.StartupLog`) into the
 runtime's launch object, leaving what it does not show to the release's defaults;
 :func:`compare` runs the estimate and lines both up term by term.
 
->>> from course_lib.logs import read_startup_log
+>>> from course_lib.runtimes.log import read_startup_log
 >>> log = read_startup_log("INFO [gpu_worker.py:276] Available KV cache memory: 5.01 GiB\\n"
 ...     "(APIServer pid=1) INFO vLLM API server version 0.10.1.1\\n"
 ...     "(APIServer pid=1) INFO non-default args: {'model': 'Qwen/Qwen2-7B-Instruct', 'max_model_len': 16384, "
@@ -23,15 +23,16 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import CourseInputError
-from ..logs import LOGGED_KEYS, StartupLog
-from ..model_configs import MODEL_CONFIGS
-from ..quantization import format_from_config
-from ..presets import get_model
-from ..spec import ModelSpec
+from .log import StartupLog
+from .log_lines import LOGGED_KEYS
+from ..model.model_configs import MODEL_CONFIGS
+from ..model.quantization import format_from_config
+from ..model.presets import get_model
+from ..model.spec import ModelSpec
 from .result import RuntimeEstimate
 from .sglang import SglangLaunch, estimate_sglang
 from .trtllm import TrtllmLaunch, estimate_trtllm
-from .vllm import VllmLaunch, estimate_vllm
+from .vllm.estimate import VllmLaunch, estimate_vllm
 
 _SUFFIXES = ("-instruct", "-chat", "-it", "-hf", "-base", "-preview", "-unsloth", "-bnb-4bit", "-fp8-dynamic",
              "-fp8-block", "-fp8", "-awq", "-gptq", "-int4", "-quantized.w4a16", "-w4a16", "-int8", "-w8a8")
@@ -112,7 +113,7 @@ def served_spec(log: StartupLog, spec: ModelSpec) -> ModelSpec:
                                                          spec.model_type))
 
 
-from .vllm_spec import parse_speculative_config  # noqa: E402
+from .vllm.spec import parse_speculative_config  # noqa: E402
 
 
 def launch_for(log: StartupLog, spec: ModelSpec, gpu: str | int) -> tuple[Any, dict[str, str]]:
@@ -192,7 +193,7 @@ def estimate_for(log: StartupLog, spec: ModelSpec, gpu: str | int, dtype: str | 
     if log.runtime == "vllm" and log.launch.get("platform") == "cpu":     # vLLM's CPU platform: no GPU at all
         return estimate_vllm(spec, gpu="cpu", launch=launch, refuse=False)
     if log.runtime in ("vllm", "trtllm") and isinstance(gpu, str):      # the card's kind, when the log gives its size
-        from .vllm import NVSWITCH_GPUS
+        from .vllm.estimate import NVSWITCH_GPUS
         name = gpu.strip().lower()
         launch = replace(launch, interconnect="nvswitch" if name in NVSWITCH_GPUS else "pcie")
         if log.runtime == "vllm":

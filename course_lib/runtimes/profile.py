@@ -25,7 +25,7 @@ Each constant that is not read from a runtime's source is *fitted* on the start-
 Worked example (Qwen2-7B on one GPU, bf16, vLLM's 2,048-token profile): the MLP holds
 2,048 x (3 x 3,584 + 3 x 18,944) x 2 B = 2,048 x 67,584 x 2 = 276,824,064 B at its peak.
 
->>> from course_lib.presets import get_model
+>>> from course_lib.model.presets import get_model
 >>> forward_peak_bytes(get_model("qwen2-7b"), 2048, tensor_parallel=1)
 276824064
 """
@@ -36,9 +36,9 @@ import math
 from dataclasses import dataclass
 
 from ..dtypes import get_dtype
-from ..models import params_per_gpu_by_group
-from ..quantization import WeightFormat
-from ..spec import ModelSpec
+from ..model.models import params_per_gpu_by_group
+from ..model.quantization import WeightFormat
+from ..model.spec import ModelSpec
 from ..units import GiB, MiB
 
 #: Parameter groups that live in the decoder layers (split across pipeline stages by layer).
@@ -175,7 +175,7 @@ def forward_peak_bytes(spec: ModelSpec, tokens: int, tensor_parallel: int = 1, a
     the activation and the expert outputs (vLLM's ``fused_moe``: intermediate_cache1/2/3), for at
     most :data:`FUSED_MOE_CHUNK_TOKENS` tokens at a time, and the fp32 router logits.
 
-    >>> from course_lib.presets import get_model
+    >>> from course_lib.model.presets import get_model
     >>> forward_peak_bytes(get_model("llama-3.1-8b"), 8192) == 8192 * (3 * 4096 + 3 * 14336) * 2
     True
     """

@@ -20,7 +20,7 @@ Worked example, the visible L4 log (QwQ-32B, TP 4, ``mem_fraction_static=0.85``)
 free at start, 15.54 GiB of weights, so 21.63 - 15.54 - 21.63 x 0.15 = 2.85 GiB for 65,536 B a
 token: 46,5xx tokens (logged: 46,611; K and V 1.42 GB each).
 
->>> from course_lib.models import from_hf_config
+>>> from course_lib.model.models import from_hf_config
 >>> est = estimate_sglang(from_hf_config({"model_type": "qwen2", "hidden_size": 5120, "intermediate_size": 27648,
 ...     "num_hidden_layers": 64, "num_attention_heads": 40, "num_key_value_heads": 8, "vocab_size": 152064,
 ...     "max_position_embeddings": 131072, "torch_dtype": "bfloat16"}), gpu="l4",
@@ -37,9 +37,9 @@ from enum import Enum
 
 from ..dtypes import get_dtype
 from ..errors import CourseInputError
-from ..models import kv_cache_bytes_per_token, weights_format
-from ..presets import gpu_bytes
-from ..spec import ModelSpec
+from ..model.models import kv_cache_bytes_per_token, weights_format
+from ..model.presets import gpu_bytes
+from ..model.spec import ModelSpec
 from ..units import GiB, MiB
 from .profile import cuda_graph_bytes, offloaded_bytes, rotary_cache_bytes, stage_weight_bytes, stages
 from .releases import Change, History, TypedRules

@@ -21,7 +21,7 @@ The buffers are set at engine build time (``trtllm-build --max_batch_size --max_
 --max_seq_len``): their size per ``max_batch_size x vocab`` slot is *fitted* on the one visible
 log (``shared/reference/runtime-logs/logs/trtllm-llama31-8b-fp8-rtx5090.txt``).
 
->>> from course_lib.presets import get_model
+>>> from course_lib.model.presets import get_model
 >>> est = estimate_trtllm(get_model("llama-3.1-8b"), gpu="rtx-5090", launch=TrtllmLaunch(
 ...     dtype="fp8", kv_cache_dtype="fp8", max_batch_size=2048, max_num_tokens=1024, max_seq_len=2048,
 ...     version="0.19.0"))
@@ -35,9 +35,9 @@ from dataclasses import dataclass
 
 from ..dtypes import get_dtype
 from ..errors import CourseInputError
-from ..models import kv_cache_bytes_per_token, weights_format
-from ..presets import gpu_bytes
-from ..spec import ModelSpec
+from ..model.models import kv_cache_bytes_per_token, weights_format
+from ..model.presets import gpu_bytes
+from ..model.spec import ModelSpec
 from ..units import GiB
 from .profile import forward_peak_bytes, stage_weight_bytes, stages
 from .releases import Change, History, TypedRules
@@ -206,7 +206,7 @@ def _communicator_bytes(gpu: str | int, launch: TrtllmLaunch, why: dict[str, str
     """
     if launch.tensor_parallel * launch.pipeline_parallel == 1:
         return 0, ""
-    from .vllm import NON_TORCH_TP_BYTES, NON_TORCH_TP_NVSWITCH_BYTES, NVSWITCH_GPUS
+    from .vllm.estimate import NON_TORCH_TP_BYTES, NON_TORCH_TP_NVSWITCH_BYTES, NVSWITCH_GPUS
     link = launch.interconnect
     if link is None:
         link = "nvswitch" if isinstance(gpu, str) and gpu.strip().lower() in NVSWITCH_GPUS else "pcie"

@@ -42,8 +42,8 @@ LESSON = Lesson(
     checks=checks.CHECKS,
     side_checks=(LabEdit(file=LAB.name), PredictionRecord(file=PREDICTIONS.name)),
     # what the notebook's cells import, beyond numpy and matplotlib: the fork server imports it once a batch
-    preload=("course_lib", "course_lib.lessons.l14_04.demos", "course_lib.explorer", "course_lib.lessons.l14_04.labfile",
-             "course_lib.report", "course_lib.vllm_explorer"),
+    preload=("course_lib", "course_lib.lessons.l14_04.demos", "course_lib.views.explorer", "course_lib.lessons.l14_04.labfile",
+             "course_lib.views.report", "course_lib.views.vllm_explorer"),
     course_id="l14",
 )
 

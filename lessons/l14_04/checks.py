@@ -562,7 +562,7 @@ def _score_admission(v: dict) -> Result:
     return _parts(*((1, by_kind[k]) for k in ("admit", "queue", "reject")))
 
 
-# Chat-like trace (course_lib.scenario.comparison_trace: 400 requests, prompts 64-512, max_new_tokens 1,024,
+# Chat-like trace (course_lib.serving.scenario.comparison_trace: 400 requests, prompts 64-512, max_new_tokens 1,024,
 # ~128-token answers) on the lesson's 6 GB KV budget: under reserve-max 66.8% of the allocated KV is reserved but
 # never (or not yet) holding a token; paged runs at most 25 at once against reserve-max's 9
 # (course_lib.simulate; tests/lesson/test_notebook.py recomputes both). By reasoning: each request reserves

@@ -29,7 +29,7 @@ from pathlib import Path
 import nbformat
 
 from course_lib.lessons.l14_04.labfile import edit_knob
-from course_lib.scenario import LAB_EDITED_SEQUENCES
+from course_lib.serving.scenario import LAB_EDITED_SEQUENCES
 
 from autograder.source.assignment import Assignment, lesson_assignment, load_source
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 from course_lib.errors import CourseInputError
 from course_lib.lessons.l14_04.labfile import KNOB, edit_knob, knob_assignments, parse_output
-from course_lib.scenario import LAB_ACTIVE_SEQUENCES as RELEASED_VALUE
-from course_lib.scenario import LAB_EDITED_SEQUENCES as EDITED_VALUE
+from course_lib.serving.scenario import LAB_ACTIVE_SEQUENCES as RELEASED_VALUE
+from course_lib.serving.scenario import LAB_EDITED_SEQUENCES as EDITED_VALUE
 
 from autograder.contract.lesson import RunResult, Runner, SideCheck
 from autograder.contract.results import FAILED, NOT_RUN, PASSED, QuestionResult

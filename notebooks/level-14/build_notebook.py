@@ -117,7 +117,7 @@ code("""
 import course_lib
 from course_lib import GB, GiB, get_model, kv_cache_bytes_per_token, weight_bytes as library_weight_bytes
 from course_lib.lessons.l14_04 import practice
-from course_lib.report import budget_table
+from course_lib.views.report import budget_table
 print("course_lib", course_lib.__version__, "ready")
 """, "setup")
 
@@ -419,7 +419,7 @@ the KV-cache dtype, the GPU, the context, the sequences and the reserve: only th
 code("""
 %matplotlib inline
 import matplotlib.pyplot as plt
-from course_lib.explorer import budget_explorer, budget_figure, explorer_budget
+from course_lib.views.explorer import budget_explorer, budget_figure, explorer_budget
 
 # The static figure: shown everywhere, with or without a widget frontend.
 static = explorer_budget(model="llama-2-7b", dtype="fp16", gpu="rtx-4090", context_tokens=4096,
@@ -1025,7 +1025,7 @@ answer cell prints the estimate of your launch; judging it against the 12 users 
 
 code("""
 # The launch explorer (a widget; the verdict line says how many 8k requests run at once)
-from course_lib.vllm_explorer import launch_explorer, plan_launch
+from course_lib.views.vllm_explorer import launch_explorer, plan_launch
 launch_explorer(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, users=12)
 """, "decision_explorer")
 

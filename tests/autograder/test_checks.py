@@ -212,7 +212,7 @@ def test_admission_off_by_one_at_the_budget():
 
 def test_the_chat_prediction_by_hand_is_within_the_margin_of_the_simulation():
     """The constant in checks.py against a fresh simulation (course_lib.simulate), and the hand reasoning."""
-    from course_lib.scenario import comparison_trace, lesson_config
+    from course_lib.serving.scenario import comparison_trace, lesson_config
     from course_lib.simulate import simulate
 
     trace = comparison_trace()
@@ -220,7 +220,7 @@ def test_the_chat_prediction_by_hand_is_within_the_margin_of_the_simulation():
     unused = runs["reserve-max"].summary.reserved_unused_fraction if hasattr(runs["reserve-max"].summary,
                                                                             "reserved_unused_fraction") else None
     if unused is None:        # the table's row, as printed
-        from course_lib.report import comparison_table
+        from course_lib.views.report import comparison_table
         row = next(line for line in comparison_table(list(runs.items())).splitlines() if line.startswith("reserved"))
         unused = float(row.split()[-2].rstrip("%")) / 100
     assert unused == pytest.approx(checks.CHAT_UNUSED_SHARE, abs=0.002)

@@ -1,6 +1,6 @@
 """`course-grade` with stdout closed (`>&-`: Python starts with ``sys.stdout = None``) says what it has to
 say in one line on stderr and exits with its own status, never with a traceback (issue 34, as for
-``course-memory``: tests/course_lib/test_cli_fuzz.py)."""
+``course-memory``: tests/course_lib/cli/test_cli_fuzz.py)."""
 
 from __future__ import annotations
 

@@ -86,7 +86,7 @@ def test_the_bundle_holds_what_gradescope_runs(bundle):
     with zipfile.ZipFile(io.BytesIO(wheel_bytes)) as wz:
         inside = wz.namelist()
         metadata = wz.read(next(n for n in inside if n.endswith(".dist-info/METADATA"))).decode()
-    assert "lessons/l14_04/checks.py" in inside and "course_lib/budget.py" in inside
+    assert "lessons/l14_04/checks.py" in inside and "course_lib/serving/budget.py" in inside
     requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
     assert any("nbgrader" in r for r in requires) and any("dask" in r for r in requires)
     assert not any("torch" in r or "pytest" in r for r in requires), requires

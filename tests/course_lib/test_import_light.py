@@ -88,8 +88,8 @@ DOCTEST_MODULES = [name for name in _module_names() if _has_examples(name)]
 
 def test_doctest_modules_found():
     # The foundation modules all carry worked examples; if these vanish the collection is broken.
-    for name in ("course_lib", "course_lib.units", "course_lib.dtypes", "course_lib.models", "course_lib.budget",
-                 "course_lib.presets", "course_lib.errors", "course_lib.report"):
+    for name in ("course_lib", "course_lib.units", "course_lib.dtypes", "course_lib.model.models", "course_lib.serving.budget",
+                 "course_lib.model.presets", "course_lib.errors", "course_lib.views.report"):
         assert name in DOCTEST_MODULES, f"{name} should have >>> examples"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from course_lib.lessons.l14_04.demos import show_real_vllm
-from course_lib.runtimes import oracle
+from course_lib.runtimes.vllm import oracle
 
 
 @pytest.fixture

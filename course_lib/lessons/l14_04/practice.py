@@ -701,8 +701,8 @@ def show_launch(decision: Any) -> str:
 
 def launch_plan(decision: dict):
     """course_lib's estimate of the decision's launch under the task's pinned model, card and vLLM release (a
-    :class:`~course_lib.vllm_explorer.LaunchPlan`: what the cell prints; the form is checked by the caller)."""
-    from course_lib.vllm_explorer import plan_launch
+    :class:`~course_lib.views.vllm_explorer.LaunchPlan`: what the cell prints; the form is checked by the caller)."""
+    from course_lib.views.vllm_explorer import plan_launch
 
     return plan_launch(model=DECISION_MODEL, gpu=DECISION_GPU, vllm_version=DECISION_VLLM_VERSION,
                        weights=decision["weights"], kv_cache_dtype=decision["kv_cache_dtype"],

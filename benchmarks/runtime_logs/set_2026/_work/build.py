@@ -4,7 +4,7 @@
 
 Everything is data in this file and in cases.json / configs/: no course_lib code runs here, no figure is computed
 (``logged`` holds the figures as printed). The Hub cache is laid in huggingface_hub's layout
-(``hub/models--ORG--NAME/{blobs,snapshots/<sha>,refs/main}``, as tests/course_lib/test_hub_ids.py lays one): the
+(``hub/models--ORG--NAME/{blobs,snapshots/<sha>,refs/main}``, as tests/course_lib/model/test_hub_ids.py lays one): the
 config each case names, from configs/<ORG>--<NAME>.json, whose ``_source`` key says where it comes from (dropped
 from the file laid down). The commit sha is NOT the Hub's: the sha1 of the config file's bytes, so a changed config
 is a new commit; the manifest says so. No safetensors summary is laid (no published byte count was found for
