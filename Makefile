@@ -86,11 +86,11 @@ sandbox-deps:
 	  else echo "warning: bwrap not found and cannot apt-get it; the autograder falls back to weaker isolation"; fi; }
 
 # The learner's workspace: only what it needs, not .venv's dev tools. The machine's python3 runs
-# autograder/workspace.py (the standard library is enough) to make the workspace's own Python from the
+# autograder/learner/workspace.py (the standard library is enough) to make the workspace's own Python from the
 # release's requirements.txt, torch in the same pip run (the pinned CPU build, or the base interpreter's
 # own torch when it has one), then the release in it, then JupyterLab. LAB_ARGS: e.g. --no-browser --port 8890.
 lab:
-	$(PYTHON) -m autograder.workspace --serve $(if $(VENV_FLAGS),--system-site-packages,--torch "$(TORCH_SPEC)") $(LAB_ARGS)
+	$(PYTHON) -m autograder.learner.workspace --serve $(if $(VENV_FLAGS),--system-site-packages,--torch "$(TORCH_SPEC)") $(LAB_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

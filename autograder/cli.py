@@ -2,7 +2,7 @@
 (a thin layer over their main()).
 
 Every option's default is read from the verb's ``main`` signature, whose defaults are
-:class:`~autograder.settings.Settings`' and :class:`~autograder.sandbox.Limits`', so the command
+:class:`~autograder.contract.settings.Settings`' and :class:`~autograder.sandbox.Limits`', so the command
 line and the Python API cannot drift apart. Exit status: 0 when the verb
 completed (whatever individual submissions did), 2 for bad input, 1 when the
 grader itself failed, 130 when interrupted.
@@ -28,9 +28,11 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from . import autograde, export, feedback, formgrader, gradescope, release
-from .assignment import default_assignment
-from .dask_tls import TlsFiles
+from .batch import autograde, gradescope
+from .learner import release
+from .publish import export, feedback, formgrader
+from .source.assignment import default_assignment
+from .batch.dask_tls import TlsFiles
 from .errors import AutograderError
 from .sandbox.limits import both_units
 
@@ -53,6 +55,20 @@ def _size(fn: Callable, name: str) -> str:
     return both_units(_default(fn, name))
 
 
+def _grading_options(p: argparse.ArgumentParser, fn: Callable, disk: bool = True) -> None:
+    """The options ``autograde`` and ``gradescope`` share, declared once (defaults: the verb's own, from
+    Settings; both verbs make them one Settings with :func:`autograder.batch.autograde.grading_settings`)."""
+    p.add_argument("--cell-timeout", type=float, default=_default(fn, "cell_timeout"), metavar="S",
+                   help="CPU seconds per cell, the sandbox's processes together; a wall-clock backstop 4 times longer ends what sleeps (default: %(default)s)")
+    p.add_argument("--notebook-timeout", type=float, default=_default(fn, "notebook_timeout"), metavar="S",
+                   help="CPU seconds per notebook, with the same backstop (default: %(default)s)")
+    p.add_argument("--memory-limit", default=_default(fn, "memory_limit"), metavar="SIZE",
+                   help=f"memory per submission, e.g. 2GB (2 x 10^9 bytes) or 2GiB (2^31) (default: {_size(fn, 'memory_limit')})")
+    if disk:
+        p.add_argument("--disk-limit", default=_default(fn, "disk_limit"), metavar="SIZE",
+                       help=f"what one submission may write to disk, all files together (default: {_size(fn, 'disk_limit')})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="course-grade", description=__doc__.split("\n\n")[0])
     verbs = parser.add_subparsers(dest="verb", required=True)
@@ -68,14 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="results folder, also an nbgrader course root (default: %(default)s)")
     p.add_argument("--workers", type=int, default=_default(m, "workers"), metavar="N",
                    help="worker processes (default: one per CPU)")
-    p.add_argument("--cell-timeout", type=float, default=_default(m, "cell_timeout"), metavar="S",
-                   help="CPU seconds per cell, the sandbox's processes together; a wall-clock backstop 4 times longer ends what sleeps (default: %(default)s)")
-    p.add_argument("--notebook-timeout", type=float, default=_default(m, "notebook_timeout"), metavar="S",
-                   help="CPU seconds per notebook, with the same backstop (default: %(default)s)")
-    p.add_argument("--memory-limit", default=_default(m, "memory_limit"), metavar="SIZE",
-                   help=f"memory per submission, e.g. 2GB (2 x 10^9 bytes) or 2GiB (2^31) (default: {_size(m, 'memory_limit')})")
-    p.add_argument("--disk-limit", default=_default(m, "disk_limit"), metavar="SIZE",
-                   help=f"what one submission may write to disk, all files together (default: {_size(m, 'disk_limit')})")
+    _grading_options(p, m)
     p.add_argument("--regrade", action="store_true", help="grade everyone again, even unchanged submissions")
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     p.add_argument("--scheduler", default=_default(m, "scheduler"), metavar="ADDRESS",
@@ -115,12 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = verbs.add_parser("gradescope", help="build an autograder bundle that grades on Gradescope's machines")
     p.add_argument("--out", default=str(_default(g, "out")), metavar="ZIP",
                    help="the bundle to write, to upload on Gradescope (default: %(default)s)")
-    p.add_argument("--cell-timeout", type=float, default=_default(g, "cell_timeout"), metavar="S",
-                   help="CPU seconds per cell, the sandbox's processes together; a wall-clock backstop 4 times longer ends what sleeps (default: %(default)s)")
-    p.add_argument("--notebook-timeout", type=float, default=_default(g, "notebook_timeout"), metavar="S",
-                   help="CPU seconds per notebook, with the same backstop (default: %(default)s)")
-    p.add_argument("--memory-limit", default=_default(g, "memory_limit"), metavar="SIZE",
-                   help=f"memory per submission, e.g. 2GB or 2GiB (default: {_size(g, 'memory_limit')})")
+    _grading_options(p, g, disk=False)   # no --disk-limit: the bundle keeps the default disk cap
     _which_assignment(p)
     return parser
 
@@ -134,7 +138,7 @@ def _assignment(args, submitted: str | None = None):
 
 def print_batch(batch) -> None:
     """A short report and the gradebook table."""
-    from .report import grades_table
+    from .publish.report import grades_table
 
     for warning in batch.warnings:
         print(f"warning: {warning}", file=sys.stderr)

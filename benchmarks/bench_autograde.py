@@ -42,8 +42,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from cpu_meter import CpuMeter, run_measured  # noqa: E402
 
-from autograder.assignment import load_source  # noqa: E402
-from autograder.course import nbgrader_env, write_config  # noqa: E402
+from autograder.source.assignment import load_source  # noqa: E402
+from autograder.publish.course import nbgrader_env, write_config  # noqa: E402
 from autograder.sandbox import probe  # noqa: E402
 from lessons.l14_04.examples import this_assignment  # noqa: E402
 
@@ -115,7 +115,7 @@ def run_ours(submitted: Path, results: Path, workers: int | None, meter: CpuMete
 
 FLOOR_SCRIPT = r"""
 import sys
-from autograder.execute import start_kernel
+from autograder.run.execute import start_kernel
 from autograder.sandbox import REPO, Limits, Sandbox, fork_server, probe, scratch_dir, stop_fork_servers
 from lessons.l14_04 import LESSON
 if probe().kernels == "fork":

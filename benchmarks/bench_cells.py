@@ -27,11 +27,11 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import nbformat  # noqa: E402
 from cpu_meter import CpuMeter  # noqa: E402
 
-from autograder.assignment import load_source  # noqa: E402
+from autograder.source.assignment import load_source  # noqa: E402
 from lessons.l14_04 import LAB, LESSON  # noqa: E402
 from lessons.l14_04.examples import this_assignment  # noqa: E402
-from autograder.execute import execute_notebook  # noqa: E402
-from autograder.restore import restore_cells  # noqa: E402
+from autograder.run.execute import execute_notebook  # noqa: E402
+from autograder.source.restore import restore_cells  # noqa: E402
 from autograder.sandbox import Limits, Sandbox, fork_server, probe, scratch_dir, stop_fork_servers  # noqa: E402
 
 REFERENCE = REPO / "examples" / "submissions" / "reference" / LESSON.name

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import nbformat  # noqa: E402
 
-from autograder.execute import execute_notebook  # noqa: E402
+from autograder.run.execute import execute_notebook  # noqa: E402
 from autograder.sandbox import Limits, Sandbox, probe, scratch_dir  # noqa: E402
 
 FLOOD = ("ip = get_ipython()\n"

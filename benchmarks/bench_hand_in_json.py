@@ -1,5 +1,5 @@
 """What reading a hostile hand-in costs the grader (issue 39, round 5): CPU seconds and peak RSS of
-``autograder.restore.read_submission``, each notebook read by a fresh Python of its own.
+``autograder.source.restore.read_submission``, each notebook read by a fresh Python of its own.
 
     .venv/bin/python benchmarks/bench_hand_in_json.py
 
@@ -20,7 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 READ = """
 import json, re, resource, sys
-from autograder.restore import Refused, read_submission
+from autograder.source.restore import Refused, read_submission
 data = open(sys.argv[1], "rb").read()
 try:
     read_submission(data); out = "read"

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/bench_instructor_copy.py --chars 480000 --no-nbconvert
 
 The hand-in is one markdown cell and one raw cell of ``$\\`` repeated (``--chars`` pairs each) and an ordinary
-answer; the copy is :func:`autograder.inert.instructor_copy`'s, written by nbformat as the grader writes it;
+answer; the copy is :func:`autograder.publish.inert.instructor_copy`'s, written by nbformat as the grader writes it;
 nbconvert renders it with its classic template (formgrader's template extends it). CPU seconds and the
 process's peak RSS. Not a test: run it by hand; results/instructor-copy.md has today's figures.
 """
@@ -23,7 +23,7 @@ def main() -> None:
     parser.add_argument("--chars", type=int, default=480_000, help="pairs of $ and \\ in each learner cell")
     parser.add_argument("--no-nbconvert", action="store_true", help="size only")
     args = parser.parse_args()
-    from autograder.inert import instructor_copy
+    from autograder.publish.inert import instructor_copy
 
     text = "$\\" * args.chars
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text), nbformat.v4.new_raw_cell(text),

@@ -7,7 +7,7 @@ has one cell that works ``--work-ms`` (40) ms every 200 ms (17% of a core) for `
 that prints. Before round 5 such a cell was never "idle" (1-s windows under 2% of a core), so each
 notebook ran to its own wall-clock backstop (4 x its CPU limit) and the backstops of the notebooks added
 up; now its sleep counts as waiting and the hand-in's notebooks share one backstop and one allowance
-(autograder.execute.Clock, where the checkout has it). Prints the wall seconds and each notebook's
+(autograder.run.cell_budget.Clock, where the checkout has it). Prints the wall seconds and each notebook's
 status and message. Results: benchmarks/results/round5-sandbox.md.
 """
 
@@ -35,7 +35,7 @@ def main() -> None:
     parser.add_argument("--work-ms", type=float, default=40.0, help="CPU milliseconds of work before each 200 ms sleep")
     args = parser.parse_args()
 
-    from autograder import execute
+    from autograder.run import execute
     from autograder.sandbox import Limits, Sandbox, probe, scratch_dir
 
     clock = execute.Clock(notebooks=2) if hasattr(execute, "Clock") else None

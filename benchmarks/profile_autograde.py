@@ -121,16 +121,16 @@ def cell_phase(cell) -> str:
 
 
 def instrument_ours(rec: Recorder) -> None:
-    from autograder import autograde as ag
-    from autograder import execute as ex
-    from autograder import grade as g
+    from autograder.batch import autograde as ag
+    from autograder.run import execute as ex
+    from autograder.run import grade as g
     from autograder import sandbox as sb
-    from autograder import scoring as sc
-    from autograder import sidecheck as side
+    from autograder.run import scoring as sc
+    from autograder.run import sidecheck as side
 
     rec.wrap(g, "grade_submission", "total", outermost=False, student=lambda job: job.student_id)
     ag.grade_submission = g.grade_submission  # the pool pickles it by name: one object under both names
-    for fn in ("read_files", "read_submission", "restore_cells"):
+    for fn in ("read_submission", "restore_cells"):   # the hand-in itself is read once, by the batch (run/handin.py)
         rec.wrap(g, fn, "read + restore")
     rec.wrap(sb.Sandbox, "__enter__", "sandbox set-up")
     rec.wrap(sb.Sandbox, "close", "kernel stop + teardown")
@@ -154,7 +154,7 @@ def instrument_ours(rec: Recorder) -> None:
 
 
 def run_ours(submitted: Path, results: Path, workers: int) -> None:
-    from autograder.autograde import main
+    from autograder.batch.autograde import main
 
     batch = main(submitted, out=results, workers=workers, progress=False)
     bad = {s: (r.status, r.message) for s, r in batch.students.items() if r.status != "graded" or r.score != r.max_score}
@@ -212,7 +212,7 @@ def instrument_stock(rec: Recorder) -> None:
 
 
 def run_stock(course: Path) -> None:
-    from autograder.course import nbgrader_env
+    from autograder.publish.course import nbgrader_env
     from lessons.l14_04 import NAME as ASSIGNMENT
     from nbgrader.apps.nbgraderapp import NbGraderApp
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from course_lib.views.report import banner as _banner
 
-from autograder.layout import db_url
+from autograder.publish.layout import db_url
 from lessons.l14_04 import NAME as ASSIGNMENT
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,8 +36,9 @@ def gradebook_table(results_dir: Path) -> str:
 
 def demo_section(out_dir: str | Path = "out") -> None:
     """Build the release, autograde examples/submissions/ into OUT/autograde/, print both tables."""
-    from autograder import autograde, release
-    from autograder.report import grades_table
+    from autograder.batch import autograde
+    from autograder.learner import release
+    from autograder.publish.report import grades_table
 
     out = Path(out_dir)
     _banner("Autograder 1/3: course-grade release  (nbgrader generate_assignment, then a leak check)")

@@ -2,7 +2,7 @@
 
 Playwright drives Debian's Chromium (``/usr/bin/chromium``, installed by ``make browser-deps``);
 nothing is ever downloaded. JupyterLab is started through ``make lab``'s entry point
-(``python -m autograder.workspace --serve``), with a free port, a token and private settings folders.
+(``python -m autograder.learner.workspace --serve``), with a free port, a token and private settings folders.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.workspace import learner_python, server_env
+from autograder.learner.workspace import learner_python, server_env
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "test-artifacts" / "browser"
@@ -84,7 +84,7 @@ PRINTED_URL = re.compile(r"http://127\.0\.0\.1:\d+/(\S*)\?token=(\w+)")
 
 
 class JupyterLab:
-    """``make lab``'s server (``python -m autograder.workspace --serve``) on a free port, rooted at ``root``.
+    """``make lab``'s server (``python -m autograder.learner.workspace --serve``) on a free port, rooted at ``root``.
 
     ``root`` must already hold the workspace (``--serve`` keeps a learner's files, so what the test
     put there is what gets served). Token, settings and runtime folders come from a private
@@ -93,7 +93,7 @@ class JupyterLab:
     empty data, runtime and home folders, and Jupyter's own random token (read from the URL it
     prints: :meth:`printed_url`). ``formgrader=True``: the instructor's JupyterLab in this Python
     (nbgrader's formgrader on) started in ``root``, an nbgrader course root such as a RESULTS_DIR,
-    with the command line ``course-grade formgrader RESULTS_DIR`` runs (:func:`autograder.formgrader.command`).
+    with the command line ``course-grade formgrader RESULTS_DIR`` runs (:func:`autograder.publish.formgrader.command`).
     ``user_home``: the HOME the server (and its terminals) run with.
     """
 
@@ -120,11 +120,11 @@ class JupyterLab:
         if user_home is not None:         # the learner's home: their shell start-up files, for a terminal
             env["HOME"] = str(user_home)
         if formgrader:   # the README's `course-grade formgrader RESULTS_DIR`: its command line, as root or not
-            from autograder.formgrader import command
+            from autograder.publish.formgrader import command
 
             argv = command(root, port=self.port, no_browser=True, ip="127.0.0.1")[0] + ["--LabApp.news_url=None"]
         else:
-            argv = [sys.executable, "-m", "autograder.workspace", "--serve", "--dir", str(root),
+            argv = [sys.executable, "-m", "autograder.learner.workspace", "--serve", "--dir", str(root),
                     "--port", str(self.port), "--no-browser"]
         self.log_path = log_path
         self._log = open(log_path, "w")

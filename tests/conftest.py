@@ -129,7 +129,7 @@ def example_class_local(tmp_path_factory):
     """The committed example class (examples/submissions) graded once per session by local worker
     processes, default settings: the grades the Dask and Gradescope graders must reproduce.
     Returns (BatchResult, RESULTS_DIR)."""
-    from autograder.autograde import main as autograde
+    from autograder.batch.autograde import main as autograde
 
     example_class = REPO_ROOT / "examples" / "submissions"
     results = tmp_path_factory.mktemp("example-class-local") / "results"

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("course_lib", "autograder", "lessons")
 #: The engine's files that make the learner's install and workspace (the course's library wheel, the
 #: release opened in JupyterLab): they name the course's own distribution, not a lesson's grading.
-LEARNER_SIDE = {"autograder/learner_env.py", "autograder/workspace.py"}
+LEARNER_SIDE = {"autograder/learner/learner_env.py", "autograder/learner/workspace.py"}
 
 
 def _module_name(path: Path) -> str:
@@ -160,7 +160,7 @@ def test_the_trust_boundary_imports_nothing_of_the_engine():
 
 def test_the_guards_see_what_they_guard():
     # what the rules above read: a lesson that imports the engine, and the engine package itself
-    assert "autograder.lesson" in _imports(REPO / "lessons" / "l14_04" / "__init__.py", "lessons.l14_04", False)
+    assert "autograder.contract.lesson" in _imports(REPO / "lessons" / "l14_04" / "__init__.py", "lessons.l14_04", False)
     assert _importers("lessons", ("autograder",)) and "autograder.sandbox.box" in _modules("autograder")
 
 
@@ -250,3 +250,60 @@ def test_the_guard_sees_an_upward_import():
     assert _floor("course_lib.units") == 0 and _floor("course_lib.runtimes.vllm.scheduler") == 4
     with pytest.raises(AssertionError, match="on no floor"):
         _floor("course_lib.newfolder.x")
+
+
+#: The grader's folders by role, from the ground up (autograder/__init__.py draws them). A module imports its own
+#: folder and the floors below it, never a floor above or beside it: learner/ and run/ share a floor and neither
+#: imports the other. The contract (what every part shares) imports only the sandbox's Limits and the error type.
+ENGINE_FLOORS = (("errors",), ("sandbox",), ("contract",), ("source",), ("publish",), ("learner", "run"), ("batch",),
+                 ("cli",), ("__main__",))
+
+
+def _engine_floor(module: str) -> tuple[str, int] | None:
+    """``autograder.run.grade`` -> ("run", 5); the package's own ``__init__`` -> None; a room on no floor -> (room, -1)."""
+    parts = module.split(".")
+    if parts[0] != "autograder" or len(parts) < 2:
+        return None
+    return parts[1], next((i for i, rooms in enumerate(ENGINE_FLOORS) if parts[1] in rooms), -1)
+
+
+def _engine_offenders(edges: list[tuple[str, str]]) -> list[str]:
+    """The imports (``a`` imports ``b``) that leave a room for a floor that is not below it, or that touch a room on no floor."""
+    out = []
+    for a, b in edges:
+        here, there = _engine_floor(a), _engine_floor(b)
+        if here is None or there is None or here[0] == there[0]:
+            continue
+        if here[1] < 0 or there[1] < 0 or there[1] >= here[1]:
+            out.append(f"{a} imports {b}")
+    return sorted(out)
+
+
+def _engine_edges() -> list[tuple[str, str]]:
+    modules = _modules("autograder")
+    return [(name, target) for name, path in modules.items()
+            for target in _imports(path, name, top_level_only=False) if target in modules and target != name]
+
+
+def test_the_engine_folders_stand_in_order():
+    rooms = {_engine_floor(name) for name in _modules("autograder")} - {None}
+    assert sorted(room for room, floor in rooms if floor < 0) == [], "every engine module sits in a folder of ENGINE_FLOORS"
+    assert {room for room, _ in rooms} == {room for floor in ENGINE_FLOORS for room in floor}
+    assert _engine_offenders(_engine_edges()) == []
+
+
+def test_the_contract_imports_no_other_folder():
+    offenders = sorted(f"{a} imports {b}" for a, b in _engine_edges() if a.startswith("autograder.contract.")
+                       and not b.startswith(("autograder.contract", "autograder.errors", "autograder.sandbox.limits"))
+                       and b not in ("autograder.sandbox", "autograder.sandbox.Limits"))
+    assert offenders == [], f"the contract must stand on the sandbox's Limits and the error type alone: {offenders}"
+
+
+def test_the_folder_guard_sees_an_import_upward_or_sideways():
+    assert _engine_offenders([("autograder.contract.results", "autograder.run.grade")]) == [
+        "autograder.contract.results imports autograder.run.grade"]
+    assert _engine_offenders([("autograder.run.grade", "autograder.learner.release")]) != []   # beside, not below
+    assert _engine_offenders([("autograder.grade", "autograder.results")]) != []   # a room on no floor (the old flat house)
+    assert _engine_offenders([("autograder.batch.autograde", "autograder.run.grade"),
+                              ("autograder.run.grade", "autograder.run.execute")]) == []
+    assert "autograder.contract.lesson" in _imports(REPO / "lessons" / "l14_04" / "__init__.py", "lessons.l14_04", False)

@@ -26,7 +26,7 @@ a namespace flag                          it (``unshare -Urm``: mounts, a root o
 ``socket`` of a family other than         AF_VSOCK reaches the hypervisor, outside the network
 AF_UNIX, AF_INET, AF_INET6, AF_NETLINK    namespace's "no network"; packet, Bluetooth, CAN, ALG...
                                           sockets are surface no notebook needs. AF_UNIX carries the
-                                          kernel's ZeroMQ (``ipc://``: autograder/execute.py); AF_INET
+                                          kernel's ZeroMQ (``ipc://``: autograder/run/execute.py); AF_INET
                                           and AF_INET6 reach only the namespace's loopback; AF_NETLINK
                                           is what ``getifaddrs`` reads interfaces with
 =======================================  ============================================================

@@ -154,7 +154,7 @@ class Sandbox:
     def runqueue_seconds(self) -> float | None:
         """Seconds the sandbox's live threads have spent ready to run but queued for a core (``run_delay``,
         the second field of ``/proc/PID/task/TID/schedstat``): what tells a kernel starved by a busy host
-        from one that waits (autograder.execute.Budget). Its cgroup's processes, else its uid's; None
+        from one that waits (autograder.run.cell_budget.Budget). Its cgroup's processes, else its uid's; None
         where the kernel keeps no such count or the sandbox has neither."""
         if self.cgroup is not None:
             pids = self.cgroup.pids()
@@ -275,7 +275,7 @@ class Sandbox:
             max_output_bytes: int = 64 * KiB) -> tuple[int | None, str, str]:
         """Run a command to completion in the sandbox, for at most ``timeout`` CPU seconds of the sandbox
         and ``wall_s`` seconds of the wall clock (default: 4 times ``timeout``; the caller's settings:
-        autograder.settings): (returncode or None on timeout, stdout, stderr)."""
+        autograder.contract.settings): (returncode or None on timeout, stdout, stderr)."""
         wall_s = 4 * timeout if wall_s is None else wall_s
         out_path, err_path = self.log_dir / "run.out", self.log_dir / "run.err"
         with open(out_path, "wb") as out, open(err_path, "wb") as err:

@@ -43,7 +43,7 @@ INNER_PYTHON = f"{INNER_LAUNCHER_DIR}/python"
 #: What learner code may import from the course: the library, which learners install anyway.
 TRUSTED_DIRS = (REPO / "course_lib",)
 #: The grader and the lessons beside it: never readable from the sandbox. Hidden tests carry their
-#: collection code inline (autograder.hidden), so a kernel never needs a file of either.
+#: collection code inline (autograder.source.hidden), so a kernel never needs a file of either.
 GRADER_DIRS = (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[2] / "lessons")
 
 

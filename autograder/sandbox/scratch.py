@@ -17,8 +17,8 @@ _MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
 #: The tmpfs's source name in /proc/self/mountinfo: how the sweep tells the grader's mounts apart.
 MOUNT_SOURCE = "course-grade"
 #: The names scratch_dir() gives: cg-[KIND-]PID-<mkdtemp's 8 characters>, KIND one of those below:
-#: a side check's program (autograder.sidecheck), the probe, the fork server, and a Dask worker's
-#: tasks and copy of the instructor files (autograder.distributed).
+#: a side check's program (autograder.run.sidecheck), the probe, the fork server, and a Dask worker's
+#: tasks and copy of the instructor files (autograder.batch.distributed).
 KINDS = ("side", "probe", "zygote", "task", "instructor")
 _SCRATCH = re.compile(r"cg-(?:(?:" + "|".join(KINDS) + r")-)?(\d+)-[a-z0-9_]{8}")
 

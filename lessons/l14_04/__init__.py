@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autograder.lesson import Lesson
+from autograder.contract.lesson import Lesson
 
 from . import checks, collect
 from .lab import LabEdit
@@ -51,6 +51,6 @@ LESSON = Lesson(
 def hidden_block(grade_id: str, points: float | None = None) -> str:
     """The hidden part of ``grade_id``'s test cell (what build_notebook.py writes into the notebook);
     ``points``: the cell's, for stock nbgrader's partial credit."""
-    from autograder.hidden import hidden_block as write
+    from autograder.source.hidden import hidden_block as write
 
     return write(grade_id, collect, checks, points)

@@ -1,7 +1,7 @@
 """Trusted scoring for every autograded answer of the L14.4 notebook: the grader's side only.
 
 The hidden part of each test cell (:mod:`lessons.l14_04.collect`, copied into the notebook
-by :mod:`autograder.hidden`) runs the learner's code on hidden inputs and records plain
+by :mod:`autograder.source.hidden`) runs the learner's code on hidden inputs and records plain
 values. ``CHECKS[grade_id].score(values)`` decides on those values alone, in the GRADER's
 process, and writes a message that points at what to look at without giving the answer away.
 This module holds the expected answers; it is never readable from a learner's kernel (the
@@ -37,7 +37,7 @@ from course_lib.lessons.l14_04.practice import (MIN_LEN, USERS,
                                  requirement_slip, safe_requests_slips, slots_slip, unready_slip, units_slip, weight_bytes_slip,
                                  whole)
 
-from autograder.answers import ERROR, NOT_PLAIN
+from autograder.contract.answers import ERROR, NOT_PLAIN
 
 from .collect import (ADMIT_CASES, BLOCK_CASES, BUDGET_CASES, CONCURRENCY_CASES, FIT_CASES, KV_CONFIGS,
                       KV_TOTAL_CASES, LOG_KV_CASES, PLANNABLE_CASES, SAFE_CASES, SEQUENCE, WEIGHT_CASES)
@@ -75,7 +75,7 @@ NOTEBOOK_NAMES = frozenset({
     "predicted_weights_bytes", "quick_check_1", "quick_check_2", "quick_check_3", "replica_ready_seconds",
     "replica_unready_seconds", "request_budget_gb", "requests_that_fit", "safe_requests",
     "weight_bytes"})
-#: The text autograder.answers writes for a name that is not there.
+#: The text autograder.contract.answers writes for a name that is not there.
 NOT_DEFINED = " is not defined (run its cell first)"
 
 
@@ -994,8 +994,8 @@ CHECKS: dict[str, Check] = {c.grade_id: c for c in (
 
 
 def score_answer(grade_id: str, values: Any) -> Result:
-    """Score plain recorded values, as the grader does (:func:`autograder.answers.check_credit`)."""
-    from autograder.answers import check_credit
+    """Score plain recorded values, as the grader does (:func:`autograder.contract.answers.check_credit`)."""
+    from autograder.contract.answers import check_credit
 
     fraction, message = check_credit(CHECKS, grade_id, values)
     return Result(fraction == 1.0, message, None if fraction in (0.0, 1.0) else fraction)

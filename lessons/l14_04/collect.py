@@ -1,7 +1,7 @@
 """L14.4's kernel side: what each hidden test collects in the learner's kernel, and nothing else.
 
 This module is never imported in a learner's kernel. Its source is copied into the
-hidden part of each test cell by :mod:`autograder.hidden` (the way nbgrader delivers
+hidden part of each test cell by :mod:`autograder.source.hidden` (the way nbgrader delivers
 hidden tests), so the grader's own files never need to be readable from the sandbox.
 It therefore holds only:
 
@@ -10,7 +10,7 @@ It therefore holds only:
   part of the hidden tests, which course-grade removes before a learner's kernel runs);
 - one ``collect_<grade_id>(ns)`` per test, which calls the learner's functions on those
   inputs and reads their variables, returning plain values (through
-  :mod:`autograder.answers`' ``call``, ``var`` and ``to_plain``).
+  :mod:`autograder.contract.answers`' ``call``, ``var`` and ``to_plain``).
 
 Where a later answer calls an earlier one (the lesson's kv_cache_bytes calls kv_bytes_per_token, Task 4
 may call both), the collector also records what the learner's own earlier function gives on the same
@@ -18,8 +18,8 @@ inputs, so the check can carry the earlier answer forward: one misconception cos
 It records that function on at least two different inputs, so the check can tell a function that
 does not depend on its inputs (one that returns 7 whatever it is given), which carries nothing.
 
-Everything here uses the standard library and :mod:`autograder.answers` only, and every name a
-collector uses is defined in one of the two (``autograder.hidden`` copies the closure it needs).
+Everything here uses the standard library and :mod:`autograder.contract.answers` only, and every name a
+collector uses is defined in one of the two (``autograder.source.hidden`` copies the closure it needs).
 
 >>> collect_predict({"predict_answer": "a", "pool_kinds": {"weights": "fixed"}})   # no record here: never revealed
 {'answer': 'a', 'kinds': {'weights': 'fixed'}, 'record': 'not revealed', 'changed_after_reveal': False}
@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from autograder.answers import call, var
+from autograder.contract.answers import call, var
 
 GB = 10**9
 GiB = 2**30

@@ -31,7 +31,7 @@ import nbformat
 from course_lib.lessons.l14_04.labfile import edit_knob
 from course_lib.serving.scenario import LAB_EDITED_SEQUENCES
 
-from autograder.assignment import Assignment, lesson_assignment, load_source
+from autograder.source.assignment import Assignment, lesson_assignment, load_source
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "examples" / "submissions"
@@ -156,7 +156,7 @@ def main(out: str | Path = OUT, assignment: Assignment | None = None,
 
     ``release_folder``: an existing ``course-grade release`` output to start from (else one is built).
     """
-    from autograder.release import main as release
+    from autograder.learner.release import main as release
 
     assignment = assignment or this_assignment()
     lab_name = assignment.file_names[0]

@@ -32,9 +32,9 @@ from course_lib.lessons.l14_04.labfile import KNOB, edit_knob, knob_assignments,
 from course_lib.serving.scenario import LAB_ACTIVE_SEQUENCES as RELEASED_VALUE
 from course_lib.serving.scenario import LAB_EDITED_SEQUENCES as EDITED_VALUE
 
-from autograder.lesson import RunResult, Runner, SideCheck
-from autograder.results import FAILED, NOT_RUN, PASSED, QuestionResult
-from autograder.text import one_line
+from autograder.contract.lesson import RunResult, Runner, SideCheck
+from autograder.contract.results import FAILED, NOT_RUN, PASSED, QuestionResult
+from autograder.contract.text import one_line
 
 #: The three sub-questions and their points.
 QUESTIONS = {
@@ -90,7 +90,7 @@ def _compare(want: ast.Module, got: ast.Module) -> tuple[bool, bool, str, object
     return True, False, f"{KNOB} = {_quoted(value)}: the lab asks for the whole number {EDITED_VALUE}", value
 
 
-#: The most characters of the learner's lab a message quotes (the README's 200, as autograder.scoring.LEARNER_CHARS).
+#: The most characters of the learner's lab a message quotes (the README's 200, as autograder.run.scoring.LEARNER_CHARS).
 QUOTED_CHARS = 200
 
 

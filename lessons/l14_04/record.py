@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autograder.lesson import SideCheck
+from autograder.contract.lesson import SideCheck
 
 #: The largest record read (three predictions are a few hundred bytes).
 MAX_RECORD_BYTES = 100_000

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograd
 import hostile  # noqa: E402
 FULL = 5 + hostile.LAB_POINTS  # the fixture notebook's 5 points and the lab check's
 
-from autograder.autograde import main as autograde  # noqa: E402
+from autograder.batch.autograde import main as autograde  # noqa: E402
 from autograder.errors import AutograderError  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -113,7 +113,7 @@ def test_interrupted_batch_resumes_with_nothing_lost_or_duplicated(tmp_path, how
     # (``make test &``, nohup) passes SIGINT down as ignored, and Python then installs no handler at all, so the
     # grader would (rightly) go on to the end. That was the "flaky" SIGINT case: it failed only under nohup.
     script = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-              "from autograder.autograde import main; " + hostile.ASSIGNMENT_CODE +
+              "from autograder.batch.autograde import main; " + hostile.ASSIGNMENT_CODE +
               f"main({str(submitted)!r}, out={str(results)!r}, workers=2, progress=False, cell_timeout=20, notebook_timeout=60, "
               f"assignment=fixture)")
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -149,7 +149,7 @@ def test_results_reach_the_gradebook_while_the_batch_still_grades(tmp_path):
     _hand_in(submitted, "fast")
     _hand_in(submitted, "slow", nb=hostile.insert_after(hostile.learner_notebook(), "test_kv_per_token",
                                                         "import time; time.sleep(8)"))
-    script = ("from autograder.autograde import main; " + hostile.ASSIGNMENT_CODE +
+    script = ("from autograder.batch.autograde import main; " + hostile.ASSIGNMENT_CODE +
               f"main({str(submitted)!r}, out={str(results)!r}, workers=2, progress=False, cell_timeout=20, "
               f"notebook_timeout=60, assignment=fixture)")
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -223,7 +223,7 @@ def test_bad_options_exit_2_with_one_line(tmp_path, capsys, args, why):
 
 
 def test_one_batch_per_results_dir(tmp_path):
-    from autograder.autograde import _lock
+    from autograder.batch.autograde import _lock
     (tmp_path / "sub").mkdir()
     (tmp_path / "r").mkdir()
     held = _lock(tmp_path / "r")

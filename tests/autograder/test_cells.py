@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from nbgrader.preprocessors import ClearSolutions
 
-from autograder.cells import grade_id, is_solution, released_source
+from autograder.contract.cells import grade_id, is_solution, released_source
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = [REPO / "notebooks" / "level-14" / "l14-04-model-memory.ipynb",
@@ -67,7 +67,7 @@ def test_an_unclosed_region_is_refused_as_nbgrader_refuses_it():
 def test_every_locked_cell_is_released_as_nbgrader_releases_it(path):
     from nbgrader.preprocessors import ClearHiddenTests
 
-    from autograder.cells import is_locked, released_test_source
+    from autograder.contract.cells import is_locked, released_test_source
     nb = nbformat.read(path, as_version=4)
     released, _ = ClearHiddenTests().preprocess(copy.deepcopy(nb), {})
     locked = [i for i, c in enumerate(nb.cells) if is_locked(c)]
@@ -80,8 +80,8 @@ def test_an_honest_hand_in_has_no_restore_notes_and_a_real_edit_has_one():
     """Issue 34: every honest hand-in got 25 "test_X was edited; restored" notes (its test cells are the
     released ones, without the hidden tests, never the instructor's), so real tampering could not be seen.
     The reference learner of the example class hands in the release's test cells untouched."""
-    from autograder.assignment import load_source
-    from autograder.restore import restore_cells
+    from autograder.source.assignment import load_source
+    from autograder.source.restore import restore_cells
     from lessons.l14_04.examples import this_assignment
 
     spec = load_source(this_assignment()).notebooks[0]

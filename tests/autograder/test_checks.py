@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from autograder.answers import to_plain
+from autograder.contract.answers import to_plain
 from lessons.l14_04 import checks
 from lessons.l14_04.checks import CHECKS, score_answer
 from lessons.l14_04.collect import collect
@@ -460,7 +460,7 @@ def test_patched_isclose_in_the_kernel_earns_nothing():
     import subprocess
     import sys
 
-    from autograder.hidden import hidden_source
+    from autograder.source.hidden import hidden_source
     from lessons.l14_04 import collect as collect_module
 
     def recorded(answer: float) -> dict:

@@ -13,7 +13,7 @@ import time
 import nbformat
 import pytest
 
-from autograder.execute import Budget, execute_notebook
+from autograder.run.execute import Budget, execute_notebook
 from autograder.sandbox import Limits, Sandbox, probe, scratch_dir
 from load_support import cpu_hog
 

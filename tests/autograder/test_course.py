@@ -1,5 +1,5 @@
 """The course root a batch makes of RESULTS_DIR: a new one starts from the gradebook an earlier batch
-built for the same instructor files (autograder.course.template_path), and that copy is the gradebook
+built for the same instructor files (autograder.publish.course.template_path), and that copy is the gradebook
 nbgrader's own preprocessors build, row for row."""
 
 from __future__ import annotations
@@ -9,8 +9,10 @@ import re
 import sqlite3
 from pathlib import Path
 
-from autograder import autograde, course
-from autograder.autograde import _ensure_course
+from autograder.batch import autograde
+
+from autograder.publish import course
+from autograder.batch.autograde import _ensure_course
 from lessons.l14_04.examples import this_assignment
 
 L14 = this_assignment()

@@ -201,8 +201,8 @@ def test_a_batch_in_which_nobody_handed_in_the_assignment_is_refused(tmp_path, c
 def test_release_puts_the_header_first_as_stock_generate_assignment_does(graded, tmp_path):
     """nbgrader's IncludeHeaderFooter runs in generate_assignment only: course-grade's release reads the course's
     nbgrader_config.py for it, and releases the notebook stock nbgrader released, cell for cell."""
-    from autograder.assignment import default_assignment
-    from autograder.course import build_course   # what `course-grade release` runs (without the learner's wheel)
+    from autograder.source.assignment import default_assignment
+    from autograder.publish.course import build_course   # what `course-grade release` runs (without the learner's wheel)
 
     root = graded["root"]
     released = build_course(tmp_path / "course", default_assignment(source=root / "source"))

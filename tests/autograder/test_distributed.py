@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograd
 import hostile  # noqa: E402
 FULL = 5 + hostile.LAB_POINTS  # the fixture notebook's 5 points and the lab check's
 
-from autograder import environment  # noqa: E402
-from autograder.autograde import main as autograde  # noqa: E402
+from autograder.batch import environment  # noqa: E402
+from autograder.batch.autograde import main as autograde  # noqa: E402
 from autograder.errors import AutograderError  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -121,7 +121,7 @@ def _probe_outsiders(monkeypatch, folder: Path) -> dict[str, str]:
     from distributed import Client
     from distributed.security import Security
 
-    from autograder import distributed
+    from autograder.batch import distributed
 
     seen: dict[str, str] = {}
     connect = distributed.Cluster.connect
@@ -236,7 +236,7 @@ def test_client_killed_mid_batch_resumes_with_nothing_lost_or_duplicated(cluster
     address, _ = cluster
     submitted, results = tmp_path / "submitted", tmp_path / "results"
     students = _slow_class(submitted, 6, sleep_s=1)
-    script = ("from autograder.autograde import main; " + hostile.ASSIGNMENT_CODE +
+    script = ("from autograder.batch.autograde import main; " + hostile.ASSIGNMENT_CODE +
               f"main({str(submitted)!r}, out={str(results)!r}, scheduler={address!r}, progress=False, "
               f"cell_timeout=20, notebook_timeout=60, assignment=fixture)")
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -321,7 +321,7 @@ def test_a_worker_with_another_environment_is_refused_and_one_without_bubblewrap
             client.wait_for_workers(1, timeout=60)
             (stale_address,) = client.scheduler_info(n_workers=-1)["workers"]
             assert json.loads(subprocess.check_output(  # the copy really is what that worker imports
-                [sys.executable, "-c", "import json, autograder.environment as e; print(json.dumps(e.environment()))"],
+                [sys.executable, "-c", "import json, autograder.batch.environment as e; print(json.dumps(e.environment()))"],
                 cwd=stale, env=dict(os.environ, PYTHONPATH=str(stale))))["course_lib"] != \
                 environment.environment()["course_lib"]
             # Only the stale worker: refused, and the batch with it (nothing is graded by it).

@@ -21,7 +21,7 @@ MODULES = [info.name for package in (autograder, lessons)
 
 
 def test_the_grader_modules_with_examples_are_found():
-    for name in ("autograder.handin", "lessons.l14_04.collect", "autograder.feedback", "autograder.distributed",
+    for name in ("autograder.run.handin", "lessons.l14_04.collect", "autograder.publish.feedback", "autograder.batch.distributed",
                  "autograder.sandbox.mounts", "autograder.sandbox.isolation"):
         assert name in MODULES
 

@@ -19,13 +19,13 @@ from types import SimpleNamespace
 
 import nbformat
 
-from autograder.answers import ANSWER_MIME
-from autograder.assignment import GradedCell
-from autograder.execute import Execution
-from autograder.export import csv_text, grades_json, gradescope_json
-from autograder.feedback import feedback_html
-from autograder.results import StudentResult
-from autograder.scoring import score_tests
+from autograder.contract.answers import ANSWER_MIME
+from autograder.source.assignment import GradedCell
+from autograder.run.execute import Execution
+from autograder.publish.export import csv_text, grades_json, gradescope_json
+from autograder.publish.feedback import feedback_html
+from autograder.contract.results import StudentResult
+from autograder.run.scoring import score_tests
 from lessons.l14_04.checks import CHECKS
 
 # The lesson's reference launch (fp8 weights and KV cache, 16 slots: 25.56x, past 12 with the 10% margin).

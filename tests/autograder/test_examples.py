@@ -84,7 +84,7 @@ for root in sorted(r for r in roots if os.path.isdir(r)):
                 leak(os.path.join(dirpath, f))
 leak("/run/course-grade/launch.py")
 for name in ("autograder", "lessons", "lessons.l14_04.checks", "lessons.l14_04.collect", "lessons.l14_04.examples",
-             "autograder.hidden"):
+             "autograder.source.hidden"):
     try:
         module = importlib.import_module(name)
         print("IMPORTED", name)
@@ -291,7 +291,7 @@ def _grader_lines(submitted: Path) -> set[str]:
     handed in (their own code, which for this learner is the reference solution) are left out."""
     import html as html_lib
 
-    from autograder.release import secret_lines
+    from autograder.learner.release import secret_lines
 
     public = {line.strip() for cell in nbformat.read(submitted, as_version=4).cells for line in cell.source.splitlines()}
     for path in [*(REPO / "course_lib").rglob("*.py"), REPO / "labs" / "notebooks" / "level-14" / "l14-04-model-memory.py"]:
@@ -320,7 +320,7 @@ def test_the_exfiltrator_keeps_its_marks_and_carries_nothing_out(course):
     page = _feedback(course, "hostile_exfiltrator")
     assert '<pre class="output stdout">STOLEN' in page and "no lessons.l14_04.checks ModuleNotFoundError" in page, \
         "the crafted cells ran and printed"
-    from autograder.feedback import REDACTED
+    from autograder.publish.feedback import REDACTED
     assert page.count(html_escape(REDACTED)) >= 3, "the stolen hidden-test source was printed, and removed"
     honest = _feedback(course, "reference")   # what every learner's page shows anyway (its style, the lesson)
     leaked = sorted(line for line in _grader_lines(course["submitted"] / "hostile_exfiltrator" / ASSIGNMENT / NOTEBOOK)

@@ -1,4 +1,4 @@
-"""The cell driver on its own (autograder.execute): tiny notebooks, real sandboxed kernels, no scoring.
+"""The cell driver on its own (autograder.run.execute): tiny notebooks, real sandboxed kernels, no scoring.
 
 What the hardening batch shows per submission, shown here cell by cell: a run goes on after a
 timeout, a death or a limit, replays without duplicating, stops when it must, and a flood costs
@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.execute import execute_notebook
+from autograder.run.execute import execute_notebook
 from autograder.sandbox import Limits, Sandbox, probe, scratch_dir
 
 pytestmark = pytest.mark.slow
@@ -119,8 +119,8 @@ def test_a_flood_is_cut_cheaply_and_later_cells_still_show_their_output():
 def _reference_run(kernels: str) -> list:
     """The reference submission, restored and run as grade.py runs it: each code cell's outputs as
     (type, MIME keys, text), widget ids and figure bytes left out."""
-    from autograder.assignment import load_source
-    from autograder.restore import read_submission, restore_cells
+    from autograder.source.assignment import load_source
+    from autograder.source.restore import read_submission, restore_cells
     from lessons.l14_04 import LAB, LESSON
     from lessons.l14_04.examples import this_assignment
     from lessons.l14_04.lab import reference_lab
@@ -316,7 +316,7 @@ def test_a_swallowed_error_still_fails_the_test_as_stock_nbgrader_scores_it():
     error to the cell. The grader does the same; nbgrader's own determine_grade is the oracle."""
     from nbgrader.utils import determine_grade
 
-    from autograder.scoring import nbgrader_rule
+    from autograder.run.scoring import nbgrader_rule
     ex = _run("get_ipython().set_custom_exc((BaseException,), lambda shell, etype, evalue, tb, tb_offset=None: None)",
               "assert 1 == 2, 'wrong'", "assert 1 == 1")
     failed, passed = ex.nb.cells[1], ex.nb.cells[2]

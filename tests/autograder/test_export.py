@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder.assignment import load_source
+from autograder.source.assignment import load_source
 from lessons.l14_04.examples import this_assignment
-from autograder.export import PENDING
-from autograder.export import main as export
-from autograder.layout import db_url
+from autograder.publish.export import PENDING
+from autograder.publish.export import main as export
+from autograder.publish.layout import db_url
 
 
 def _gradescope(results: Path) -> dict[str, dict]:
@@ -104,7 +104,7 @@ FORMULA_CELLS = [" =2+3", "x;=1+2;y", "a,-1+2", "\"=1+2", "ok\n@SUM(A1)", "a|=cm
 @pytest.mark.parametrize("cell", FORMULA_CELLS)
 def test_a_formula_anywhere_a_spreadsheet_would_start_one_is_quoted(cell):
     # The old guard looked at the first character only: these reached grades.csv as they were.
-    from autograder.export import csv_safe
+    from autograder.publish.export import csv_safe
     assert csv_safe(cell) != cell and csv_safe(cell).replace("'", "") == cell.replace("'", "")
 
 
@@ -120,8 +120,8 @@ def test_grades_csv_read_with_any_locales_separator_has_no_formula(separator):
     """Issue 34: a message holding ``x;=1+2;@SUM(1+1);y`` was written unquoted with a quote only in front:
     read with ``;`` as the separator (many locales) it gave the cells ``=1+2`` and ``@SUM(1+1)``. Every
     learner-reachable field (id, message, question ids) of every formula shape, read with each separator."""
-    from autograder.export import csv_text
-    from autograder.results import QuestionResult, StudentResult
+    from autograder.publish.export import csv_text
+    from autograder.contract.results import QuestionResult, StudentResult
     results = {f"s{i}{cell}": StudentResult(f"s{i}{cell}", "kernel_died", 0.0, 1.0, 0.0, False,
                                             {f"test{cell}": QuestionResult(0.0, 1.0, "failed", cell)}, message=cell)
                for i, cell in enumerate(FORMULA_CELLS)}
@@ -134,5 +134,5 @@ def test_grades_csv_read_with_any_locales_separator_has_no_formula(separator):
 
 @pytest.mark.parametrize("cell", ["alice", "jean-luc+tag@uni.edu", "3 - 1 = 2", "the test failed: x == 1"])
 def test_text_where_no_formula_can_start_is_kept(cell):
-    from autograder.export import csv_safe
+    from autograder.publish.export import csv_safe
     assert csv_safe(cell) == cell

@@ -1,6 +1,6 @@
 """Feedback fragments are rendered once per worker, but a learner's huge cell is not kept."""
 
-from autograder import feedback
+from autograder.publish import feedback
 
 
 def test_short_fragments_are_reused_and_long_ones_are_not_kept():
@@ -22,7 +22,7 @@ def test_short_fragments_are_reused_and_long_ones_are_not_kept():
 
 
 def _result(sid="amy"):
-    from autograder.results import StudentResult
+    from autograder.contract.results import StudentResult
     return StudentResult(student_id=sid, status="graded", score=0.0, max_score=0.0, manual_max_score=0.0,
                          needs_manual_grading=False, questions={})
 
@@ -62,7 +62,7 @@ def test_course_grade_feedback_never_parses_an_autograded_notebook_no_grader_wro
 
     import nbformat
 
-    from autograder.layout import autograded_path, batch_assignment, record_path, write_batch
+    from autograder.publish.layout import autograded_path, batch_assignment, record_path, write_batch
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograder"))
     import hostile
 

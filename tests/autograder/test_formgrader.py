@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.assignment import load_source
+from autograder.source.assignment import load_source
 from lessons.l14_04.examples import this_assignment
 
 ASSIGNMENT = "l14-04-model-memory"
-from autograder.gradebook import HandComments, manual_comments, manual_scores
+from autograder.publish.gradebook import HandComments, manual_comments, manual_scores
 
 REPO = Path(__file__).resolve().parents[2]
 STUDENTS = ("reference", "blank", "gb_gib_mixup")
@@ -38,7 +38,7 @@ OTHER_COMMENT = "Show the factor 2 for K and V."
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    from autograder.autograde import main as autograde
+    from autograder.batch.autograde import main as autograde
 
     base = tmp_path_factory.mktemp("formgrader")
     for sid in STUDENTS:
@@ -138,7 +138,7 @@ def test_formgrader_lists_every_submission_and_its_comments_reach_the_exports(gr
     finally:
         lab.stop()
 
-    from autograder.export import main as export
+    from autograder.publish.export import main as export
     export(results)
     # what the learner reads: the written answer with its points and the comment typed in formgrader
     with chromium_page(sync_api, graded / "chromium-profile-learner") as page:
@@ -179,7 +179,7 @@ def test_formgrader_verb_refuses_a_folder_autograde_did_not_write(tmp_path, caps
 @pytest.mark.parametrize("euid, added", [(0, True), (1000, False)])
 def test_formgrader_command_adds_allow_root_for_root_only(euid, added):
     # JupyterLab started by root without --allow-root exits at once ("Running as root is not recommended")
-    from autograder.formgrader import command
+    from autograder.publish.formgrader import command
 
     argv, notes = command("results", euid=euid)
     assert ("--ServerApp.allow_root=True" in argv) is added and bool(notes) is added

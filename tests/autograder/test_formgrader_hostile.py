@@ -7,7 +7,7 @@ every way we know to run script in a page nbconvert renders: ``<script>``, ``<im
 out of the ``src`` attribute, and cell tags. Each payload, if it ran, would set a ``window`` flag,
 write ``pwned-<n>.txt`` through the Jupyter contents API of the instructor's session, and give the
 learner full marks on the written answer through formgrader's own API (all three worked on the
-grader before its instructor copy, ``autograder/inert.py``). A second student's folder is named
+grader before its instructor copy, ``autograder/publish/inert.py``). A second student's folder is named
 like an HTML tag: it is refused, in one line that names it, and the class is graded all the same.
 Screenshot: test-artifacts/browser/formgrader-hostile.png.
 """
@@ -26,8 +26,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograder"))
 import hostile  # noqa: E402
 
-from autograder.assignment import load_source  # noqa: E402
-from autograder.gradebook import manual_scores  # noqa: E402
+from autograder.source.assignment import load_source  # noqa: E402
+from autograder.publish.gradebook import manual_scores  # noqa: E402
 
 HTML_ID = '"><img src=x onerror=window.__pwned_id=1>'
 
@@ -103,7 +103,7 @@ def hostile_notebook() -> nbformat.NotebookNode:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    from autograder.autograde import main as autograde
+    from autograder.batch.autograde import main as autograde
 
     base = tmp_path_factory.mktemp("formgrader-hostile")
     submitted, results = base / "submitted", base / "results"

@@ -10,14 +10,14 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook
 
-from autograder import course
-from autograder.assignment import load_source
+from autograder.publish import course
+from autograder.source.assignment import load_source
 from lessons.l14_04.examples import this_assignment
 from lessons.l14_04.lab import QUESTIONS as LAB_QUESTIONS
-from autograder.autograde import _ensure_course
-from autograder.gradebook import merge, open_gradebook
-from autograder.layout import db_url
-from autograder.results import QuestionResult, StudentResult
+from autograder.batch.autograde import _ensure_course
+from autograder.publish.gradebook import merge, open_gradebook
+from autograder.publish.layout import db_url
+from autograder.contract.results import QuestionResult, StudentResult
 
 
 def _rows(db: Path) -> dict[str, list[str]]:

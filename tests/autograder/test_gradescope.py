@@ -26,11 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.assignment import load_source
+from autograder.source.assignment import load_source
 from lessons.l14_04 import NAME as ASSIGNMENT
 from lessons.l14_04.examples import this_assignment
-from autograder.environment import environment
-from autograder.gradescope import ROOT_VARIABLE
+from autograder.batch.environment import environment
+from autograder.batch.gradescope import ROOT_VARIABLE
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -139,7 +139,7 @@ def test_a_grader_other_than_the_bundles_is_refused(bundle, tmp_path):
     meta["environment"]["autograder"] = "0" * 64
     meta_path.write_text(json.dumps(meta))
     env = dict(os.environ, **{ROOT_VARIABLE: str(root)})
-    check = subprocess.run([sys.executable, "-m", "autograder.gradescope", "--check"], env=env, capture_output=True,
+    check = subprocess.run([sys.executable, "-m", "autograder.batch.gradescope", "--check"], env=env, capture_output=True,
                            text=True, timeout=120)
     assert check.returncode == 2 and "autograder differs" in check.stderr and check.stderr.count("\n") == 1
     proc = _run(root)
@@ -160,7 +160,7 @@ def test_the_image_s_python_may_be_another_minor_version(bundle, tmp_path):
     meta["environment"]["python"] = "3.10" if environment()["python"] != "3.10" else "3.12"
     meta_path.write_text(json.dumps(meta))
     env = dict(os.environ, **{ROOT_VARIABLE: str(root)})
-    check = subprocess.run([sys.executable, "-m", "autograder.gradescope", "--check"], env=env, capture_output=True,
+    check = subprocess.run([sys.executable, "-m", "autograder.batch.gradescope", "--check"], env=env, capture_output=True,
                            text=True, timeout=120)
     assert check.returncode == 0 and f"the bundle was built with {meta['environment']['python']}" in check.stdout
     proc = _run(root)
@@ -216,7 +216,7 @@ def test_a_container_that_cannot_isolate_learner_code_grades_nothing(bundle, tmp
     (shell / "bash").symlink_to(shutil.which("bash"))
     no_bwrap = f"{shell}:{Path(sys.executable).parent}"
     env = dict(os.environ, **{ROOT_VARIABLE: str(root), "PATH": no_bwrap})
-    check = subprocess.run([sys.executable, "-m", "autograder.gradescope", "--check"], env=env, capture_output=True,
+    check = subprocess.run([sys.executable, "-m", "autograder.batch.gradescope", "--check"], env=env, capture_output=True,
                            text=True, timeout=120)
     assert check.returncode == 2 and check.stderr.count("\n") == 1, check.stderr
     assert "cannot isolate learner code" in check.stderr and "apt-get install bubblewrap" in check.stderr

@@ -7,7 +7,7 @@ hostile notebook is read as the grader reads it (``read_submission_limited``: it
 then parsed in a forked child with a memory and a CPU limit) by a Python of its own with 20 CPU seconds at
 most, whose peak RSS, and its reader's, are compared with the same reading a legitimate notebook
 (nbgrader's example).
-:func:`autograder.jsonshape.shape` itself is held to the structure ``json.loads`` builds.
+:func:`autograder.contract.jsonshape.shape` itself is held to the structure ``json.loads`` builds.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.jsonshape import TooLarge, shape
+from autograder.contract.jsonshape import TooLarge, shape
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "tests" / "files" / "nbgrader_example" / "submitted" / "bitdiddle" / "ps1" / "problem1.ipynb"
@@ -29,7 +29,7 @@ EXAMPLE = REPO / "tests" / "files" / "nbgrader_example" / "submitted" / "bitdidd
 READ = """
 import json, re, resource, sys
 resource.setrlimit(resource.RLIMIT_CPU, (20, 20))
-from autograder.restore import Refused, read_submission_limited
+from autograder.source.restore import Refused, read_submission_limited
 data = open(sys.argv[1], "rb").read()
 try:
     read_submission_limited(data)
@@ -118,9 +118,9 @@ def test_shape_is_the_structure_json_loads_builds(monkeypatch, piece_bytes):
     """Random JSON full of quotes, backslashes and brackets inside strings: the shape read from the bytes is
     the structure walked in what ``json.loads`` returns, whether the text is read in one piece or in pieces
     of 7 bytes (every cut then falls next to a string)."""
-    import autograder.jsonshape
+    import autograder.contract.jsonshape
 
-    monkeypatch.setattr(autograder.jsonshape, "_PIECE_BYTES", piece_bytes)
+    monkeypatch.setattr(autograder.contract.jsonshape, "_PIECE_BYTES", piece_bytes)
     rng = random.Random(39)
     for _ in range(500):
         text = json.dumps(_random_value(rng), ensure_ascii=rng.random() < 0.5).encode()

@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograd
 import hostile  # noqa: E402
 FULL = 5 + hostile.LAB_POINTS  # the fixture notebook's 5 points and the lab check's
 
-from autograder.autograde import main as autograde  # noqa: E402
-from autograder.answers import ANSWER_MIME  # noqa: E402
+from autograder.batch.autograde import main as autograde  # noqa: E402
+from autograder.contract.answers import ANSWER_MIME  # noqa: E402
 from autograder.sandbox import Limits, cgroup_parents, grader_mounts, probe  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -242,14 +242,14 @@ def test_links_and_odd_files_are_refused_and_never_quoted(graded):
 
 def test_huge_notebook_is_refused_before_any_work(graded):
     r = graded["batch"].students["huge_notebook"]
-    # two objects a cell: refused by its JSON's count (autograder.jsonshape) before a cell is built
+    # two objects a cell: refused by its JSON's count (autograder.contract.jsonshape) before a cell is built
     assert "holds more than 100,000 objects and arrays" in r.message and "delete scratch cells" in r.message, r.message
     assert r.seconds < 10
 
 
 def test_malformed_nbgrader_metadata_is_restored_and_every_verb_goes_on(graded):
-    from autograder.export import main as export
-    from autograder.feedback import main as feedback
+    from autograder.publish.export import main as export
+    from autograder.publish.feedback import main as feedback
 
     for name in hostile.BAD_METADATA:
         r = graded["batch"].students[f"meta_{name}"]

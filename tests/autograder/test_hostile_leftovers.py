@@ -28,9 +28,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-import autograder.grade
-from autograder.assignment import Assignment
-from autograder.autograde import main as autograde
+import autograder.run.grade
+from autograder.source.assignment import Assignment
+from autograder.batch.autograde import main as autograde
 from autograder.sandbox import probe
 
 pytestmark = pytest.mark.slow
@@ -104,7 +104,7 @@ def graded(tmp_path_factory):
     # No tmpfs: the scratch folder is removed file by file (what a host without mount rights does).
     watchdog = dataclasses.replace(probe(), disk="watchdog")
     mp = pytest.MonkeyPatch()
-    mp.setattr(autograder.grade, "probe", lambda: watchdog)
+    mp.setattr(autograder.run.grade, "probe", lambda: watchdog)
     try:
         batch = autograde(submitted, out=root / "results", workers=1, progress=False,
                           assignment=Assignment.from_source(source))
@@ -166,7 +166,7 @@ def test_signed_messages_too_deep_or_too_many_objects_fail_their_cell_and_the_ru
     200,000 objects in its metadata; one whose header opens 50,000 arrays and closes none (json.loads
     recurses down them all before it finds the error); and an error of 2 million values (a cell's first
     error is read whatever its size). None is read: the cell fails, once, and the next cell runs."""
-    from autograder.execute import execute_notebook
+    from autograder.run.execute import execute_notebook
     from autograder.sandbox import Limits, Sandbox, scratch_dir
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in (SIGNED, "print('next')")])
@@ -202,7 +202,7 @@ def test_files_below_a_path_longer_than_path_max_count_against_the_disk_watchdog
     """Where no tmpfs can be mounted, a watchdog walks the scratch folder; it walked by path, and
     ``os.scandir`` cannot open a folder whose path is longer than PATH_MAX (4,096): 48 MiB written below one
     passed a 32 MiB cap unseen (status "completed"). The walk goes by descriptor now."""
-    from autograder.execute import execute_notebook
+    from autograder.run.execute import execute_notebook
     from autograder.sandbox import Limits, Sandbox, scratch_dir
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(BELOW_PATH_MAX)])

@@ -1,4 +1,4 @@
-"""The instructor's copy (autograder/inert.py) is bounded by the hand-in's size (issue 39, round 5).
+"""The instructor's copy (autograder/publish/inert.py) is bounded by the hand-in's size (issue 39, round 5).
 
 Round 4 made every ``$`` and ``\\`` of learner text a ``<span>&#36;</span>`` of its own, 19 characters for
 one: a 2.9 MB hand-in of ``$`` and ``\\`` became a 34.5 MB instructor's copy, which nbconvert (what
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import nbformat
 
-from autograder.inert import instructor_copy
+from autograder.publish.inert import instructor_copy
 
 SLACK_BYTES = 4096   # the copy's own wrappers and notes, whatever the hand-in's size
 

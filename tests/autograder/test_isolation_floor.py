@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograd
 import hostile  # noqa: E402
 FULL_SCORE = 5 + hostile.LAB_POINTS  # the fixture notebook's 5 points and the lab check's
 
-from autograder import autograde as autograde_module  # noqa: E402
+from autograder.batch import autograde as autograde_module  # noqa: E402
 from autograder import cli  # noqa: E402
 from autograder.errors import AutograderError  # noqa: E402
 from autograder.sandbox import CgroupVersion, Isolation, Network, probe, require_minimum  # noqa: E402

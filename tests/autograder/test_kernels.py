@@ -1,4 +1,4 @@
-"""The kernel a notebook names is honoured (issue 39, item 2; autograder.kernels).
+"""The kernel a notebook names is honoured (issue 39, item 2; autograder.source.kernels).
 
 Stock nbgrader runs a notebook in the kernel its kernelspec names and fails where it is not installed;
 course-grade, before, ran every notebook in its Python kernel whatever it named. Now: a Python kernel

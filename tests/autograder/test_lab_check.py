@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from autograder.sandbox import probe
-from autograder.settings import Settings
-from autograder.sidecheck import runner
+from autograder.contract.settings import Settings
+from autograder.run.sidecheck import runner
 from course_lib.lessons.l14_04.labfile import edit_knob, parse_output
 from lessons.l14_04.lab import LabEdit, compare_lab
 

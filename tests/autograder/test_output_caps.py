@@ -16,7 +16,7 @@ import tracemalloc
 import nbformat
 import pytest
 
-from autograder.execute import execute_notebook
+from autograder.run.execute import execute_notebook
 from autograder.sandbox import Limits, Sandbox, probe, scratch_dir
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""Reading and restoring a hand-in (autograder.restore), without a kernel: fast, every shape.
+"""Reading and restoring a hand-in (autograder.source.restore), without a kernel: fast, every shape.
 
 The hardening batch grades one submission per bad-metadata shape (all four cells at once); here
 each of the 28 (shape, cell) pairs goes alone through read, restore, scoring and the feedback page, and the file reader meets links, FIFOs, foreign owners and oversized files.
@@ -19,14 +19,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograder"))
 import hostile  # noqa: E402
 
-from autograder.assignment import load_source  # noqa: E402
-from autograder.cells import has_nbgrader, nbgrader_meta  # noqa: E402
-from autograder.execute import Execution  # noqa: E402
-from autograder.feedback import feedback_html  # noqa: E402
-from autograder.restore import MAX_CELLS, Refused, read_handed_in, read_submission, restore_cells  # noqa: E402
-from autograder.results import StudentResult  # noqa: E402
-from autograder.scoring import score_tests  # noqa: E402
-from autograder.assignment import load_lesson  # noqa: E402
+from autograder.source.assignment import load_source  # noqa: E402
+from autograder.contract.cells import has_nbgrader, nbgrader_meta  # noqa: E402
+from autograder.run.execute import Execution  # noqa: E402
+from autograder.publish.feedback import feedback_html  # noqa: E402
+from autograder.source.restore import MAX_CELLS, Refused, read_handed_in, read_submission, restore_cells  # noqa: E402
+from autograder.contract.results import StudentResult  # noqa: E402
+from autograder.run.scoring import score_tests  # noqa: E402
+from autograder.source.assignment import load_lesson  # noqa: E402
 
 SPEC = load_source(hostile.assignment()).notebooks[0]
 CHECKS = load_lesson(str(hostile.FIXTURE_LESSON)).checks

@@ -206,7 +206,7 @@ def _kernel_view(kernels: str) -> dict:
 
     import nbformat
 
-    from autograder.execute import execute_notebook
+    from autograder.run.execute import execute_notebook
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(KERNEL_VIEW)])
     with Sandbox(scratch_dir(), Limits(), dataclasses.replace(probe(), kernels=kernels)) as box:
@@ -265,8 +265,8 @@ def test_a_side_checks_program_runs_through_the_batchs_one_fork_server():
     import time
 
     from autograder.sandbox import servers
-    from autograder.settings import Settings
-    from autograder.sidecheck import runner
+    from autograder.contract.settings import Settings
+    from autograder.run.sidecheck import runner
 
     if probe().kernels != "fork":
         pytest.skip("no kernel fork server here (the probe says why)")

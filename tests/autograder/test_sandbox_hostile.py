@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "files" / "autograder"))
 import hostile  # noqa: E402
 
-from autograder.autograde import main as autograde  # noqa: E402
+from autograder.batch.autograde import main as autograde  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 FULL = 5 + hostile.LAB_POINTS
@@ -84,7 +84,7 @@ def test_a_cell_cannot_point_the_graders_socket_elsewhere(tmp_path):
     over the size limit: ZeroMQ drops the connection and the grader connects again, by path, as root."""
     import socket
 
-    from autograder.execute import execute_notebook
+    from autograder.run.execute import execute_notebook
     from autograder.sandbox import Limits, Sandbox, probe, scratch_dir
 
     if not probe().drop_uid:
@@ -125,7 +125,7 @@ def test_the_sandboxs_first_process_names_no_path_of_the_host(kernels):
     server's socket (forked kernels), or bubblewrap's whole mount plan (exec'd kernels)."""
     import dataclasses
 
-    from autograder.execute import execute_notebook
+    from autograder.run.execute import execute_notebook
     from autograder.sandbox import Limits, Sandbox, probe, scratch_dir
     from autograder.sandbox.servers import _servers
 
@@ -193,7 +193,7 @@ def test_learner_code_cannot_make_namespaces_rings_keys_or_vsock_sockets(kernels
     import errno
     import platform
 
-    from autograder.execute import execute_notebook
+    from autograder.run.execute import execute_notebook
     from autograder.sandbox import Limits, Sandbox, probe, scratch_dir
 
     iso = probe()
@@ -230,7 +230,7 @@ while time.monotonic() < end:
 
 
 def _run_notebook(box, *sources, **kw):
-    from autograder.execute import execute_notebook
+    from autograder.run.execute import execute_notebook
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
     return execute_notebook(nb, box, **{"cell_timeout": 5, "notebook_timeout": 2, "idle_factor": 1, **kw})
@@ -256,7 +256,7 @@ def test_an_assignments_notebooks_share_one_wall_clock_and_one_allowance():
     started anew with an allowance of its own, and its record says why it did not run."""
     import time
 
-    from autograder.execute import Clock
+    from autograder.run.execute import Clock
     from autograder.sandbox import Limits, Sandbox, probe, scratch_dir
 
     sleep = "import time\ntime.sleep(1.5)"
@@ -277,10 +277,10 @@ def test_a_side_checks_program_gets_only_what_is_left_of_the_hand_ins_wall_clock
     on top of theirs. On a hand-in clock already spent, a sleeping program is stopped at once."""
     import time
 
-    from autograder.execute import Clock
+    from autograder.run.execute import Clock
     from autograder.sandbox import probe
-    from autograder.settings import Settings
-    from autograder.sidecheck import runner
+    from autograder.contract.settings import Settings
+    from autograder.run.sidecheck import runner
 
     settings = Settings(notebook_timeout=2, side_check_timeout=30)
     spent = Clock(wall0=time.monotonic() - 4 * 2)

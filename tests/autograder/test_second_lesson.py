@@ -1,7 +1,7 @@
 """A second lesson, written in a temporary folder and graded with no engine edit: a lesson is a folder.
 
 The lesson (a package folder given by ``--lesson``) has two notebooks and a script released beside
-them, a trusted check for one recorded answer (its hidden test written by ``autograder.hidden``),
+them, a trusted check for one recorded answer (its hidden test written by ``autograder.source.hidden``),
 plain nbgrader tests for the rest, a hand-graded answer, and one side check that runs the learner's
 edited script in the sandbox. Three learners: one right, one wrong everywhere, one who hands in only
 the first notebook. Every expected score is worked by hand below.
@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.hidden import STOCK_BEGIN, hidden_block
+from autograder.source.hidden import STOCK_BEGIN, hidden_block
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -28,8 +28,8 @@ LESSON_INIT = '''
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.lesson import Lesson, SideCheck
-from autograder.results import QuestionResult
+from autograder.contract.lesson import Lesson, SideCheck
+from autograder.contract.results import QuestionResult
 
 from .checks import CHECKS
 
@@ -71,7 +71,7 @@ LESSON = Lesson(name="tiny", notebooks=(SOURCE / "part1.ipynb", SOURCE / "part2.
                 checks=CHECKS, side_checks=(ScriptEdit(),))
 '''
 COLLECT = '''
-from autograder.answers import call
+from autograder.contract.answers import call
 
 CASES = [1, 5, -2]
 COLLECTORS = {"test_triple": "collect_triple"}

@@ -73,8 +73,8 @@ def _tweaks():
 
 
 def _grader_cells() -> list[str]:
-    from autograder.assignment import load_source
-    from autograder.restore import read_submission, restore_cells
+    from autograder.source.assignment import load_source
+    from autograder.source.restore import read_submission, restore_cells
     from lessons.l14_04.examples import this_assignment
 
     a = this_assignment()

@@ -29,7 +29,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import workspace
+from autograder.learner import workspace
 from course_lib.lessons.l14_04.labfile import find_lab_file
 from browser_support import (ARTIFACTS, PRINTED_URL, REPO, JupyterLab, chromium_executable,
                              chromium_page, fill_in_reference_answers, playwright_module, set_active_sequences)

@@ -1,6 +1,6 @@
 """The learner's wheel holds no answer (issue 41, item 3).
 
-The wheel ``course-grade release`` ships to learners (:func:`autograder.learner_env.build_wheel`) is built
+The wheel ``course-grade release`` ships to learners (:func:`autograder.learner.learner_env.build_wheel`) is built
 and read as a learner's Python would read it: no file of the grader is in it, no module of the lesson's
 learner package defines a function that computes a graded expected value or scores a graded decision
 (the names the issue found, and the lever table the decision's reason is scored with), and every module
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.answers import to_plain
-from autograder.learner_env import build_wheel
+from autograder.contract.answers import to_plain
+from autograder.learner.learner_env import build_wheel
 from lessons.l14_04.checks import score_answer
 from lessons.l14_04.collect import collect
 

@@ -331,7 +331,7 @@ def test_nbgrader_gives_reference_full_marks_and_blank_zero(course):
 @pytest.mark.slow
 def test_reference_records_plain_answers_for_every_check(course):
     """The autograded reference carries one plain answer payload per test cell, and each scores."""
-    from autograder.answers import ANSWER_MIME
+    from autograder.contract.answers import ANSWER_MIME
     from lessons.l14_04.checks import CHECKS, score_answer
     cells = [c for n in NOTEBOOKS
              for c in nbformat.read(course / "autograded" / "reference" / ASSIGNMENT / n.name, as_version=4).cells]

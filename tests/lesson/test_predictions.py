@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from autograder.answers import to_plain
+from autograder.contract.answers import to_plain
 from course_lib.lessons.l14_04 import predictions
 from course_lib.lessons.l14_04.practice import CheckFailed, policy_predict_slip
 from lessons.l14_04 import collect as collect_module

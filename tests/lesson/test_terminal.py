@@ -5,7 +5,7 @@ learner's start-up files, and ``pyenv init`` or ``conda init`` there put another
 Here the terminal's command is taken from the workspace's own server config as
 jupyter_server_terminals 0.5 takes it (``ServerApp.terminado_settings["shell_command"]``, else
 ``$SHELL -l`` when the server has no terminal of its own: its ``app.py``), and run on a pseudo-terminal
-as terminado runs it, in the server's environment (:func:`autograder.workspace.server_env`), with a home
+as terminado runs it, in the server's environment (:func:`autograder.learner.workspace.server_env`), with a home
 whose start-up files put an impostor ``python3`` first. The Python that answers must be the workspace's.
 ``tests/lesson/test_browser.py`` runs the lab in a real JupyterLab terminal.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import workspace
+from autograder.learner import workspace
 
 IMPOSTOR = "IMPOSTOR-PYTHON"
 #: Where each layout of start-up files puts the impostor first, as pyenv's and conda's installers write it.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from autograder.lesson import Lesson
+from autograder.contract.lesson import Lesson
 from lessons.l14_04.lab import LabEdit
 
 HERE = Path(__file__).resolve().parent

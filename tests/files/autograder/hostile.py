@@ -43,13 +43,13 @@ CORRECT = {"test_kv_per_token": [327_680, 28_672], "test_weights_bytes": [14_000
 
 def assignment(notebook: Path = FIXTURE, lesson: Path | str = FIXTURE_LESSON):
     """The fixture assignment: ``notebook`` with the lab beside it, graded by ``lesson`` (the fixture's own)."""
-    from autograder.assignment import Assignment
+    from autograder.source.assignment import Assignment
 
     return Assignment(name=ASSIGNMENT, notebooks=(Path(notebook),), files=(LAB,), lesson=str(lesson))
 
 
 #: What the fixture's batch tests write into a child Python to grade with the fixture assignment.
-ASSIGNMENT_CODE = ("from autograder.assignment import Assignment; "
+ASSIGNMENT_CODE = ("from autograder.source.assignment import Assignment; "
                    f"fixture = Assignment(name={ASSIGNMENT!r}, notebooks=({str(FIXTURE)!r},), files=({str(LAB)!r},), "
                    f"lesson={str(FIXTURE_LESSON)!r}); ")
 
@@ -353,7 +353,7 @@ CASES = [
     *[Case(f"meta_{name}", lambda ctx, shape=shape: bad_metadata(shape), "graded", 5 + LAB_POINTS,
            {"test_kv_per_token": "passed", "test_weights_bytes": "passed", "test_max_sequences": "passed"})
       for name, shape in BAD_METADATA.items()],
-    # ---- names: "=1+2" and "a\tb" are not student ids (autograder.student_ids): the test skips them
+    # ---- names: "=1+2" and "a\tb" are not student ids (autograder.batch.student_ids): the test skips them
     # ---- the lab file
     Case("no_lab_file", lambda ctx: learner_notebook(), "graded", 5.0, lab=None),
     # a coding cookie other than UTF-8: Python would run other text than the one compared (a utf-7
