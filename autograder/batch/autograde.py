@@ -8,6 +8,7 @@
     RESULTS_DIR/autograded/<id>/<assignment>/   the executed notebooks (for formgrader)
     RESULTS_DIR/gradebook.db                    nbgrader's gradebook (RESULTS_DIR is a course root)
     RESULTS_DIR/records/<id>.json               per-student records (resume state)
+    RESULTS_DIR/.hand-ins/<id>/                 the hand-ins' bytes as read, while the batch runs (its own)
 
 Each submission is graded in a worker process (:func:`autograder.run.grade.grade_submission`),
 its kernel in a sandbox of its own and talking over ipc sockets, so workers share no
@@ -354,9 +355,12 @@ def main(submitted_dir: str | Path, out: str | Path = "results", workers: int | 
     source = read_source(request, assignment)
     isolation = check_environment(request, source)
     batch, lock, warnings = start_batch(request, source, isolation)  # noqa: F841 - the lock is held until we return
-    plan = collect_hand_ins(request, source, batch, regrade)
-    graded = grade_each(request, batch, plan, isolation, warnings, progress)
-    return publish(request, source, batch, plan, graded, start)
+    try:
+        plan = collect_hand_ins(request, source, batch, regrade)
+        graded = grade_each(request, batch, plan, isolation, warnings, progress)
+        return publish(request, source, batch, plan, graded, start)
+    finally:
+        shutil.rmtree(staging_folder(request.results_dir), ignore_errors=True)
 
 
 def check_request(submitted_dir, out, workers, cell_timeout, notebook_timeout, memory_limit, disk_limit,
@@ -444,14 +448,26 @@ def start_batch(request: Request, source: Source, isolation) -> tuple[Batch, obj
     return batch, lock, warnings
 
 
+def staging_folder(results_dir: Path) -> Path:
+    """Where a batch keeps the hand-ins' bytes as it read them (``.hand-ins/<student>/``) until ``submitted/``
+    is written: the grader's own, rebuilt by each batch and removed at its end."""
+    return Path(results_dir) / ".hand-ins"
+
+
 def collect_hand_ins(request: Request, source: Source, batch: Batch, regrade: bool) -> Plan:
-    """Read and hash each hand-in once (:meth:`HandIn.read`); keep the records of the unchanged ones, a job for the rest."""
+    """Read and hash each hand-in once (:meth:`HandIn.read`), its bytes staged in :func:`staging_folder` (never
+    every hand-in's bytes in memory at once); keep the records of the unchanged ones, a job for the rest.
+
+    Whatever an earlier batch left there (killed before its end) is removed, not trusted."""
     results_dir, assignment = request.results_dir, batch.assignment
     existing = load_records(results_dir)
+    stage = staging_folder(results_dir)
+    shutil.rmtree(stage, ignore_errors=True)
+    os.mkdir(stage, 0o700)
     hand_ins, jobs, kept = {}, [], {}
     for sid in source.students:
         folder = request.submitted_dir / sid / assignment.name
-        hand_in = hand_ins[sid] = HandIn.read(folder, assignment)
+        hand_in = hand_ins[sid] = HandIn.read(folder, assignment, stage=stage / sid)
         fp = hashlib.sha256((batch.fingerprint + ":" + (hand_in.sha if hand_in.is_folder else "<missing>"))
                             .encode()).hexdigest()
         old = existing.get(sid)
@@ -488,7 +504,8 @@ def grade_each(request: Request, batch: Batch, plan: Plan, isolation, warnings: 
 
 def publish(request: Request, source: Source, batch: Batch, plan: Plan, graded: Graded, start: float) -> BatchResult:
     """The merge, in this process alone: stale students removed, the gradebook, ``submitted/`` (the bytes
-    read once), grades.json, the exports, and the pages of hand grades kept from before."""
+    read once, copied from the staging folder), grades.json, the exports, and the pages of hand grades kept
+    from before. ``main`` removes the staging folder after this."""
     results_dir, assignment, students = request.results_dir, batch.assignment, source.students
     spec = load_source(assignment)
     gone = sorted(set(plan.existing) - set(students))
@@ -504,7 +521,7 @@ def publish(request: Request, source: Source, batch: Batch, plan: Plan, graded: 
         if r.status in NOT_IN_GRADEBOOK:
             remove_submitted(results_dir, sid, assignment)
         else:
-            write_submitted(results_dir, sid, assignment, plan.hand_ins[sid].files)
+            write_submitted(results_dir, sid, assignment, plan.hand_ins[sid].contents())   # one hand-in at a time
             write_exchange_files(results_dir, sid, assignment, request.submitted_dir / sid / assignment.name)
     hand = hand_grades(results_dir, assignment, spec)   # kept in the gradebook where the hand-in is unchanged
     write_json(results_dir / "grades.json", grades_json(assignment.name, done.students, hand))

@@ -639,7 +639,8 @@ class _Batch:
         if refusals == 0:
             for stale in student_files(job.results_dir, job.student_id, job.assignment):   # the record first
                 stale.unlink(missing_ok=True)
-        task = Task(student_id=job.student_id, hand_in=job.hand_in, batch=job.batch, fingerprint=job.fingerprint,
+        # The bytes, read back from the batch's staging folder now, for this task alone (the window bounds how many)
+        task = Task(student_id=job.student_id, hand_in=job.hand_in.loaded(), batch=job.batch, fingerprint=job.fingerprint,
                     environment_digest=self.env_digest, instructor_digest=self.instructor.digest, tag=self.tag)
         key = f"grade-{job.student_id[:60]}-{digest_bytes(job.student_id.encode(), job.fingerprint.encode())[:16]}"
         return self.client.submit(grade_task, task, key=key + (f"-again{refusals}" if refusals else ""),

@@ -239,7 +239,8 @@ def grade_submission(job: Job) -> StudentResult:
     """Grade one submission and write its files; returns the result (never raises).
 
     The hand-in is ``job.hand_in``, as the batch read and hashed it (once: what is graded is what
-    was hashed and what ``submitted/`` gets); nothing of ``job.folder`` is read again here.
+    was hashed and what ``submitted/`` gets); nothing of ``job.folder`` is read again here, only the
+    batch's staged copy of those bytes (:meth:`~autograder.run.handin.HandIn.contents`).
     """
     start = time.monotonic()
     results_dir = Path(job.results_dir)
@@ -248,8 +249,8 @@ def grade_submission(job: Job) -> StudentResult:
     for stale in (record, *_outputs(job)):
         stale.unlink(missing_ok=True)
     log.debug("grading %s", job.student_id)
-    files = job.hand_in.files
     try:
+        files = job.hand_in.contents()
         result, executed = _grade(job, files)
     except Exception as e:  # noqa: BLE001 - a bug or a broken machine, never the learner's fault
         result, executed = _failed(job, f"the grader failed: {_one_line(e)}"), {}

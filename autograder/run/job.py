@@ -53,7 +53,8 @@ class Job:
     """SUBMITTED_DIR/<student_id>/<assignment>/ (on another machine: where the hand-in was laid out)."""
     batch: Batch
     hand_in: HandIn
-    """The files as read once by the batch: graded, hashed and copied to ``submitted/`` from these bytes."""
+    """The files as read once by the batch (staged in ``RESULTS_DIR/.hand-ins/``, or in it): graded, hashed and
+    copied to ``submitted/`` from these bytes."""
     fingerprint: str
     """The batch's fingerprint and this hand-in's hash together: a record with the same is not graded again."""
 

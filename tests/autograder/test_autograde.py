@@ -56,6 +56,7 @@ def test_regrade_never_keeps_a_stale_score(tmp_path):
     _hand_in(submitted, "bob")
     first = _grade(submitted, results)
     assert first.students["alice"].score == FULL and _gradebook_scores(results)["alice"] == FULL
+    assert not (results / ".hand-ins").exists()   # the batch's staged copies of the hand-ins: removed at its end
 
     # Unchanged submissions are kept as they were (and say so); nothing is graded twice.
     again = _grade(submitted, results)
