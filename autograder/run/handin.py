@@ -32,7 +32,7 @@ folder is not read again. Without ``stage`` (Gradescope grades one hand-in) the 
 >>> hand_in.lay_out(root / "elsewhere", "amy", "ps1").is_dir()
 True
 >>> staged = HandIn.read(root / "amy" / "ps1", Assignment("ps1", (Path("problem1.ipynb"), Path("problem2.ipynb"))),
-...                      stage=root / "stage" / "amy")
+...                      stage=root / "stage-amy")
 >>> staged.files["problem1.ipynb"].size_bytes, staged.contents()["problem1.ipynb"], staged.sha == hand_in.sha
 (2, b'{}', True)
 >>> staged.loaded() == hand_in
