@@ -13,6 +13,7 @@
     gradescope/<id>.json                    Gradescope results, one per student
     gradebook.db                            nbgrader's gradebook (RESULTS_DIR is an nbgrader course root)
     .snapshot/                              the instructor files this batch graded against
+    .hand-ins/<id>/                         the hand-ins' bytes as read, while a batch runs (its own)
 
 Every verb (autograde, feedback, export) reads and writes these through the
 functions here, so none of them imports another verb.
