@@ -462,12 +462,20 @@ def collect_hand_ins(request: Request, source: Source, batch: Batch, regrade: bo
     results_dir, assignment = request.results_dir, batch.assignment
     existing = load_records(results_dir)
     stage = staging_folder(results_dir)
-    shutil.rmtree(stage, ignore_errors=True)
-    os.mkdir(stage, 0o700)
     hand_ins, jobs, kept = {}, [], {}
+    try:
+        shutil.rmtree(stage, ignore_errors=True)
+        os.mkdir(stage, 0o700)
+    except OSError as e:
+        raise AutograderError(f"cannot make {stage} for the hand-ins' bytes ({e.strerror or e}); "
+                              f"give an --out you can write") from None
     for sid in source.students:
         folder = request.submitted_dir / sid / assignment.name
-        hand_in = hand_ins[sid] = HandIn.read(folder, assignment, stage=stage / sid)
+        try:
+            hand_in = hand_ins[sid] = HandIn.read(folder, assignment, stage=stage / sid)
+        except OSError as e:   # the grader's own folder (a full disk), never the learner's files (those are refused)
+            raise AutograderError(f"cannot copy {shown(sid)}'s hand-in into {stage} ({e.strerror or e}); "
+                                  f"free space where --out is and run again") from None
         fp = hashlib.sha256((batch.fingerprint + ":" + (hand_in.sha if hand_in.is_folder else "<missing>"))
                             .encode()).hexdigest()
         old = existing.get(sid)

@@ -91,3 +91,15 @@ def test_staging_left_by_a_killed_batch_is_not_trusted(tmp_path):
     plan = collect_hand_ins(request, source, batch, regrade=False)
     assert plan.hand_ins["s000"].contents()["problem1.ipynb"] == written["s000"]
     assert not (staging_folder(request.results_dir) / "gone").exists()
+
+
+def test_a_staging_folder_that_cannot_be_made_is_one_line_not_a_traceback(tmp_path):
+    import pytest
+
+    from autograder.batch.autograde import staging_folder
+    from autograder.errors import AutograderError
+
+    request, source, batch, _ = _class(tmp_path)
+    staging_folder(request.results_dir).write_text("a file where the folder goes")
+    with pytest.raises(AutograderError, match="cannot make .*hand-ins"):
+        collect_hand_ins(request, source, batch, regrade=False)
