@@ -178,7 +178,7 @@ def test_headless_execution_never_routes_the_figure_through_an_output_hook(tmp_p
               f"from {plan_launch.__module__} import launch_explorer\n"
               "display(budget_explorer())\nlaunch_explorer()")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
-    repo = str(Path(__file__).resolve().parents[2])          # the kernel imports this checkout's course_lib
+    repo = str(Path(__file__).resolve().parents[3])          # the kernel imports this checkout's course_lib
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")])))
     Client(nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     assert hooks == [], "a display captured by an Output widget: nbclient answers it on the shell channel"
