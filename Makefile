@@ -27,11 +27,8 @@ $(STAMP): pyproject.toml Makefile
 demo: $(STAMP) sandbox-deps
 	$(BIN)/python -m demo
 
-# Two test processes (pytest-xdist): each test file is one unit of work, the costliest first, the files that
-# share the graded example class in one process (tests/conftest.py). TEST_WORKERS=0 runs them in this process.
-TEST_WORKERS ?= 2
 test: $(STAMP) browser-deps sandbox-deps vllm-oracle
-	$(BIN)/python -m pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
+	$(BIN)/python -m pytest -q
 
 # The fast loop (under a minute on 2 cores): the unit tests and one end-to-end grading (a lesson of two
 # notebooks and a side check, through the CLI, in the sandbox: tests/autograder/test_second_lesson.py).
