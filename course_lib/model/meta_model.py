@@ -38,7 +38,7 @@ import contextlib
 import io
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator, Mapping
 
 from ..bounds import Bound
@@ -427,6 +427,13 @@ def measure_cache(model: Any, where: str) -> CacheLayout:
 
 # ------------------------------------------------------------------ the spec
 
+def _ssm_dtyped(states: tuple[LayerState, ...], text: Any) -> tuple[LayerState, ...]:
+    """``states`` with the recurrent state's dtype the config names (``mamba_ssm_cache_dtype``, Nemotron-H;
+    ``mamba_ssm_dtype``, Qwen3.5), if it names one."""
+    named = _attr(text, "mamba_ssm_cache_dtype") or _attr(text, "mamba_ssm_dtype")
+    return tuple(replace(s, ssm_dtype=str(named)) for s in states) if isinstance(named, str) else states
+
+
 def _attr(config: Any, name: str) -> Any:
     """``config.name``, or ``None`` (also for a per-layer attribute that differs from layer to layer)."""
     try:
@@ -504,7 +511,7 @@ def _assemble(model: Any, config: Any, cfg: Mapping[str, Any], name: str, params
         num_attention_heads=heads, num_kv_heads=max(1, kv_heads),
         head_dim=_dim(text, "head_dim", default=max(1, hidden // max(1, heads))),
         intermediate_size=_dim(text, "intermediate_size", "ffn_dim", "n_inner", default=4 * hidden),
-        vocab_size=vocab, params=params, layers=layout.layers, states=layout.states, buffers=buffers,
+        vocab_size=vocab, params=params, layers=layout.layers, states=_ssm_dtyped(layout.states, text), buffers=buffers,
         tie_word_embeddings=_attr(config, "tie_word_embeddings") is True, attention=attention,
         num_experts=_dim(text, "num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"),
         num_experts_per_tok=_dim(text, "num_experts_per_tok", "moe_topk", "top_k_experts"),

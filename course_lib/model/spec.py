@@ -70,11 +70,14 @@ class LayerState:
     conv_values: the causal convolution's state: the last ``kernel - 1`` inputs
         of every channel (what vLLM keeps per sequence).
     heads: heads both are split over under tensor parallelism.
+    ssm_dtype: the dtype the config names for the recurrent state (Qwen3.5's ``mamba_ssm_dtype``,
+        Nemotron-H's ``mamba_ssm_cache_dtype``), or None where it names none; a runtime decides what it stores.
     """
 
     recurrent_values: int
     conv_values: int
     heads: int = 1
+    ssm_dtype: str | None = field(default=None, repr=False)
 
     def per_gpu(self, values: int, tensor_parallel: int) -> int:
         """``values`` on one GPU: split by head, never below one head."""

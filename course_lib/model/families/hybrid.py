@@ -83,7 +83,8 @@ def qwen3_hybrid(c: Config, name: str) -> ModelSpec:
 
     sliding = c.optional_width("sliding_window")
     windows = [sliding if t == "sliding_attention" else None for t in full]
-    state = LayerState(recurrent_values=nv * dk * dv, conv_values=(kernel - 1) * conv_dim, heads=nv)
+    state = LayerState(recurrent_values=nv * dk * dv, conv_values=(kernel - 1) * conv_dim, heads=nv,
+                       ssm_dtype=c.cfg.get("mamba_ssm_dtype"))     # Qwen3.5's configs say "float32"
     mtp = c.layers("mtp_num_hidden_layers", "num_nextn_predict_layers", default=0, minimum=0)
     notes = (f"mtp_num_hidden_layers={mtp}: the checkpoint's multi-token-prediction layers are not counted; "
              f"serving loads them only for MTP speculative decoding",) if mtp else ()

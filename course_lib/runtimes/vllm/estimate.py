@@ -65,6 +65,7 @@ from ..result import RuntimeEstimate, Term
 from .releases import VllmRules as Rules
 from ..versions import Version
 from .releases import HISTORY, MULTIMODAL_RULES
+from . import mamba_pages
 from .kv_groups import hybrid_block_size, kv_layout, state_bytes  # noqa: F401  (kv_layout re-exported)
 from .launch import ResolvedLaunch
 from .platforms import Platform, get_platform
@@ -382,17 +383,20 @@ def resolve_launch(spec: ModelSpec, gpu: str | int, launch: VllmLaunch | None = 
     block, block_why = platform.block_size(launch.block_size, mla=mla)
     fmt = weights_format(spec, launch.dtype)
     kv_name = _kv_dtype(launch.kv_cache_dtype, fmt.compute_dtype)
-    state = 0
+    state, paging = 0, None
     if spec.states and rules.mamba_state != "left-out" and engine == "V1" and spec.layers:
-        compute = get_dtype(fmt.compute_dtype).bytes_per_value
-        state = state_bytes(spec, conv_bytes=compute, tensor_parallel=tp,
-                            ssm_bytes=get_dtype(platform.ssm_state_dtype).bytes_per_value if platform.ssm_state_dtype
-                            else compute)
+        paging = _state_paging(spec, rules, platform, name, fmt.compute_dtype, tp)
+        state = paging.page_bytes
         per_token = math.ceil(spec.layers[0].values_per_token_per_gpu(tp) * get_dtype(kv_name).bytes_per_value)
-        aligned = hybrid_block_size(block, platform.kernel_block_multiple, per_token, state)
+        aligned = hybrid_block_size(block, platform.kernel_block_multiple, per_token, state, mla=mla,
+                                    checkpoint_alignment=paging.checkpoint_alignment)
         if aligned != block:
             block, block_why = aligned, (f"{aligned}: the attention page must hold one linear-attention layer's "
-                                         f"state ({state:,} B; _align_hybrid_block_size)")
+                                         f"state ({state:,} B, its SSM state in {paging.ssm_dtype}"
+                                         + (", aligned to 128 tokens for an MLA hybrid" if mla else "")
+                                         + (f", to the {paging.checkpoint_alignment}-token prefill checkpoint"
+                                            if paging.checkpoint_alignment else "")
+                                         + "; _align_hybrid_block_size)")
     if launch.block_size is None or block != launch.block_size:
         defaults["block_size"] = (block, block_why)
     link = launch.interconnect or ("nvswitch" if name in NVSWITCH_GPUS else "pcie")
@@ -408,7 +412,21 @@ def resolve_launch(spec: ModelSpec, gpu: str | int, launch: VllmLaunch | None = 
                        enable_chunked_prefill=chunked, sampler=sampler, block_size=block, platform=platform.name,
                        interconnect=link)
     return ResolvedLaunch(spec, resolved, rules, platform, gpu, total, fmt, kv_name, runner, in_flight, defaults,
-                          state)
+                          state, paging.request_pages if paging else 2)
+
+
+def _state_paging(spec: ModelSpec, rules, platform, gpu_name: str, compute_dtype: str, tp: int):
+    """One recurrent layer's :class:`.mamba_pages.StatePaging` on this launch: the SSM state's dtype (the CPU
+    platform's float32, else the family's rule, :func:`.mamba_pages.ssm_cache_dtype`), the release's checkpoint
+    page, and which GDN prefill kernel the GPU runs."""
+    st = spec.states[0]
+    kind = mamba_pages.state_kind(spec.model_type)
+    ssm = platform.ssm_state_dtype or mamba_pages.ssm_cache_dtype(spec.model_type, st.ssm_dtype, compute_dtype)
+    return mamba_pages.state_paging(
+        kind, conv_values=st.conv_values // tp, temporal_values=st.recurrent_values // tp,   # conv_dim // tp, heads // tp
+        conv_bytes=get_dtype(compute_dtype).bytes_per_value, ssm_bytes=get_dtype(ssm).bytes_per_value,
+        ssm_dtype=ssm, checkpoint=rules.mamba_checkpoint,
+        gdn_backend=mamba_pages.gdn_prefill_backend(gpu_name, platform.name))
 
 
 def resolve(spec: ModelSpec, gpu: str | int, launch: VllmLaunch) -> tuple[VllmLaunch, dict[str, str]]:

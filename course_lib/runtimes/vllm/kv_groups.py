@@ -21,9 +21,10 @@ from ``vllm/v1/core/kv_cache_utils.py`` to ``vllm/v1/core/kv_cache_planning.py``
    from 0.26.0 (two batches under CUDA's default async scheduling); up to 0.25.0 it is
    ``max_num_batched_tokens`` (0.25.0 ``kv_cache_interface.py`` ``SlidingWindowSpec.max_memory_usage_bytes``).
    * a linear-attention (Mamba, Gated DeltaNet) layer: its state, in one page padded to the attention page
-     (``MambaSpec``), 2 pages a request under ``mamba_cache_mode='align'`` (prefix caching on, from 0.29); the
+     (``MambaSpec``), 2 pages a request under ``mamba_cache_mode='align'`` (prefix caching on, from 0.29), 3 where
+     the layer keeps a prefill checkpoint page (Mamba-2 from 0.32, FlashInfer's Gated DeltaNet in 0.33); the
      attention block first grows until its page holds the state (``_align_hybrid_block_size``,
-     :func:`hybrid_block_size`).
+     :func:`hybrid_block_size`); the state's page and dtypes are :mod:`.mamba_pages`'.
    A sliding-window layer picks its own block (``Attention.get_kv_cache_spec``, 0.32/0.33
    ``vllm/model_executor/layers/attention/attention.py``: "SW chooses its own block_size"): the largest block
    the attention kernel runs within the user's page (``_largest_kernel_block_within``), so on the CPU, whose
@@ -69,12 +70,13 @@ blocks; a 1,024-token request needs 8 blocks: 12.00x, 12,288 tokens.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Callable
 
 from ...model.spec import LayerCache, ModelSpec
 from ...units import GiB
+from .mamba_pages import hybrid_block_size_033
 
 #: Model types whose windowed layers are vLLM's chunked local attention (``ChunkedLocalAttentionSpec``:
 #: Llama-4's ``attention_chunk_size``), not a sliding window.
@@ -94,6 +96,7 @@ class LayerSpec:
     page_bytes: int
     block_size: int
     window: int | None = None
+    request_pages: int = 2    # "mamba": pages a request holds in 'align' mode (3 with a prefill checkpoint page)
 
     def pages(self, max_model_len: int, max_in_flight_tokens: int) -> int:
         """Pages one request of ``max_model_len`` tokens holds in this layer (``max_admission_blocks_per_request``).
@@ -106,7 +109,7 @@ class LayerSpec:
         if self.kind == "chunked":
             return cdiv(min(self.window + max_in_flight_tokens, max_model_len), self.block_size)
         if self.kind == "mamba":      # MambaSpec.max_memory_usage_bytes, mamba_cache_mode 'align'
-            return 2
+            return self.request_pages
         return cdiv(max_model_len, self.block_size)
 
     @property
@@ -252,9 +255,11 @@ def state_bytes(spec: ModelSpec, *, conv_bytes: Fraction | int, ssm_bytes: Fract
 
 
 def hybrid_block_size(block_size: int, kernel_block_multiple: int | None, attention_bytes_per_token: int,
-                      state_page_bytes: int) -> int:
-    """The attention block of a hybrid model (``_align_hybrid_block_size``, 0.32 ``vllm/platforms/interface.py``):
-    the smallest multiple of ``max(kernel unit, block_size)`` whose page holds one layer's state.
+                      state_page_bytes: int, *, mla: bool = False, checkpoint_alignment: int | None = None) -> int:
+    """The attention block of a hybrid model (``_align_hybrid_block_size``, 0.32/0.33 ``vllm/platforms/interface.py``):
+    the smallest multiple of ``max(kernel unit, block_size)`` whose page holds one layer's state; an MLA hybrid
+    aligns to at least 128 tokens, and 0.33 lcm's in the state's prefill checkpoint alignment
+    (:func:`.mamba_pages.hybrid_block_size_033`, which this is).
 
     Qwen3-Next-80B on an H100 (2 KV heads of 256 in bf16: 2,048 B a token; its state 32 x 128 x 128 + 3 x 8,192
     values in bf16, 1,097,728 B) takes 544-token blocks, the figure vLLM's ROCm backend names for it
@@ -263,12 +268,8 @@ def hybrid_block_size(block_size: int, kernel_block_multiple: int | None, attent
     >>> hybrid_block_size(16, 16, 2048, 1_097_728)
     544
     """
-    if not state_page_bytes or not attention_bytes_per_token:
-        return block_size
-    unit = kernel_block_multiple or 1
-    align = max(unit, block_size)
-    block = align * cdiv(state_page_bytes, align * attention_bytes_per_token)
-    return max(block_size, unit * cdiv(block, unit))
+    return hybrid_block_size_033(block_size, kernel_block_multiple, attention_bytes_per_token, state_page_bytes,
+                                 mla=mla, checkpoint_alignment=checkpoint_alignment)
 
 
 def _uniform(specs: list[LayerSpec]) -> bool:
@@ -293,9 +294,9 @@ def unify_page_sizes(specs: list[LayerSpec]) -> list[LayerSpec]:
         if s.page_bytes == largest:
             out.append(s)
         elif largest % s.page_bytes == 0:
-            out.append(LayerSpec(s.kind, largest, s.block_size * (largest // s.page_bytes), s.window))
+            out.append(replace(s, page_bytes=largest, block_size=s.block_size * (largest // s.page_bytes)))
         else:
-            out.append(LayerSpec(s.kind, largest, s.block_size, s.window))       # page_size_padded
+            out.append(replace(s, page_bytes=largest))       # page_size_padded
     return out
 
 
@@ -406,7 +407,8 @@ def kv_layout(spec: ModelSpec, *, kv_bytes: Fraction | int, block_size: int, max
               max_in_flight_tokens: int, engine: str = "V1", tensor_parallel: int = 1,
               layers: tuple[LayerCache, ...] | None = None, hybrid_allocator: bool = True,
               tokens_rule: str = "concurrency", null_block: bool = True, gib_format: str = "round",
-              kernel_block_multiple: int | None = None, state_layers: int = 0) -> KVLayout:
+              kernel_block_multiple: int | None = None, state_layers: int = 0,
+              state_request_pages: int = 2) -> KVLayout:
     """The :class:`KVLayout` of ``layers`` (default: all of ``spec``'s attention layers) on one GPU.
 
     Gemma-3-4B (5 full and 29 sliding layers): groups of 5, the sliding ones 6 groups with 1 padding layer; a
@@ -425,7 +427,8 @@ def kv_layout(spec: ModelSpec, *, kv_bytes: Fraction | int, block_size: int, max
                               kernel_block_multiple=None if v0 else kernel_block_multiple))
     if state_layers and specs and not v0:    # MambaSpec: one page padded to the attention page (page_size_padded)
         page = max(s.page_bytes for s in specs)
-        specs = specs + tuple(LayerSpec("mamba", page, block_size) for _ in range(state_layers))
+        specs = specs + tuple(LayerSpec("mamba", page, block_size, request_pages=state_request_pages)
+                              for _ in range(state_layers))
     if v0 and specs:     # V0: one block spans every layer; windows are ignored
         specs = tuple(LayerSpec("full", s.page_bytes, block_size) for s in specs)
         groups = (KVGroup("full", None, tuple(range(len(specs))), tuple(s.page_bytes for s in specs)),)

@@ -43,6 +43,7 @@ class ResolvedLaunch:
     max_in_flight_tokens: int
     defaults: Mapping[str, tuple[Any, str]]
     state_bytes: int = 0        # one linear-attention layer's state on one GPU (0: none, or left out by the release)
+    state_request_pages: int = 2    # the state pages a request holds ('align'; 3 with a prefill checkpoint page)
 
     @property
     def version(self) -> Version:
@@ -83,4 +84,4 @@ class ResolvedLaunch:
                          null_block=self.rules.refusal_null_block, gib_format=self.rules.refusal_gib,
                          kernel_block_multiple=self.platform.kernel_block_multiple,
                          state_layers=len(self.spec.states) if self.state_bytes and launch.pipeline_parallel == 1
-                         else 0)
+                         else 0, state_request_pages=self.state_request_pages)

