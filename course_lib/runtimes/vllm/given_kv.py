@@ -90,7 +90,9 @@ def estimate_given_kv(spec: ModelSpec, resolved: ResolvedLaunch, *, refuse: bool
                      f"(vLLM's MambaSpec) are modelled from 0.29 ('align' mode) on one pipeline stage")
     elif spec.states:
         notes.append(f"{len(spec.states)} linear-attention layers: a state of {resolved.state_bytes:,} B each, in a "
-                     f"page padded to the attention page, 2 pages a request (mamba_cache_mode 'align')")
+                     f"page padded to the attention page, {resolved.state_request_pages} pages a request "
+                     f"(mamba_cache_mode 'align'" + (", one a prefill checkpoint)" if resolved.state_request_pages > 2
+                                                     else ")"))
     if any(s.block_size != block for s in layout.specs):
         notes.append(f"some layers hold {sorted({s.block_size for s in layout.specs} - {block})} tokens a block: a "
                      f"window layer takes the attention kernel's unit, and unify_kv_cache_spec_page_size scales a "

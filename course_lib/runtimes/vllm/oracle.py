@@ -76,6 +76,18 @@ TINY_ARCHS: dict[str, tuple[str, str, dict[str, Any]]] = {
         "linear_num_value_heads": 4, "linear_num_key_heads": 2, "linear_key_head_dim": 32,
         "linear_value_head_dim": 32, "linear_conv_kernel_dim": 4, "full_attention_interval": 4,
         "layer_types": None, "head_dim": 64, "partial_rotary_factor": 0.25}),
+    # hybrids whose state vLLM pages as its MambaSpec (runtimes/vllm/mamba_pages.py): Qwen3.5's Gated DeltaNet with
+    # its config's fp32 SSM state, Nemotron-H's Mamba-2 (a checkpoint page from 0.32), LFM2's short convolutions
+    "qwen3_5": ("qwen3_5_text", "Qwen3_5ForCausalLM", {
+        "linear_num_value_heads": 4, "linear_num_key_heads": 2, "linear_key_head_dim": 32,
+        "linear_value_head_dim": 32, "linear_conv_kernel_dim": 4, "head_dim": 64, "partial_rotary_factor": 0.25,
+        "layer_types": ["linear_attention"] * 3 + ["full_attention"], "mamba_ssm_dtype": "float32"}),
+    "nemotron_h": ("nemotron_h", "NemotronHForCausalLM", {
+        "hybrid_override_pattern": "M-M*", "mamba_num_heads": 8, "mamba_head_dim": 32, "ssm_state_size": 32,
+        "n_groups": 2, "conv_kernel": 4, "expand": 2, "chunk_size": 64, "layers_block_type": None}),
+    "lfm2": ("lfm2", "Lfm2ForCausalLM", {"conv_L_cache": 3, "full_attn_idxs": [1, 3], "layer_types": None,
+                                        "conv_dim": 128, "block_dim": 128,     # vLLM reads both; LFM2 configs carry them
+                                        "block_auto_adjust_ff_dim": False}),
 }
 
 

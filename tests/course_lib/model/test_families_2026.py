@@ -144,12 +144,13 @@ def test_vllm_state_shapes_hold_what_transformers_keeps(name):
 
 
 def test_an_mla_hybrid_block_follows_vllm_033():
-    """Kimi-Linear in bf16: KDA state 1,122,304 B, MLA 1,152 B a token; 0.33 aligns an MLA hybrid to 128 tokens:
-    128 x cdiv(1,122,304, 147,456) = 1,024 (0.32's rule, without the floor: 16 x 61 = 976)."""
+    """Kimi-Linear with a bf16 state: KDA state 1,122,304 B, MLA 1,152 B a token; vLLM (0.29-0.33) aligns an MLA
+    hybrid to 128 tokens: 128 x cdiv(1,122,304, 147,456) = 1,024 (without the floor: 16 x 61 = 976). vLLM keeps
+    KDA's state in fp32 (kda_state_dtype): the launch's figure, 1,920, is test_vllm_hybrid_pages.py's."""
     from course_lib.runtimes.vllm.kv_groups import hybrid_block_size
     from course_lib.runtimes.vllm.mamba_pages import hybrid_block_size_033, kda_state, page_bytes
 
     state = page_bytes(kda_state(heads=32, head_dim=128, conv_kernel=4), conv_bytes=2, ssm_bytes=2)
     assert state == 36_864 * 2 + 524_288 * 2 == 1_122_304
     assert hybrid_block_size_033(16, 16, 1152, state, mla=True) == 1024
-    assert hybrid_block_size(16, 16, 1152, state) == 976          # what the estimate's 0.32 rule gives today
+    assert hybrid_block_size(16, 16, 1152, state, mla=True) == 1024 and hybrid_block_size(16, 16, 1152, state) == 976

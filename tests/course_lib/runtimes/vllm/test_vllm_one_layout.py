@@ -8,15 +8,20 @@ model with windowed layers (gpt-oss-20b on an H100 at 128k: 17.51x against 16.53
 
 from __future__ import annotations
 
+import functools
+import json
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from course_lib.errors import CourseInputError
+from course_lib.model.models import from_hf_config
 from course_lib.model.presets import get_model
 from course_lib.runtimes import VllmLaunch, estimate_vllm
 
 MODELS = ("gpt-oss-20b", "gemma-3-27b", "gemma-2-9b", "mistral-7b", "llama-3.1-8b", "qwen2-7b", "gemma-3-4b",
-          "llama-4-scout", "deepseek-v2-lite", "qwen3-next-80b-a3b")
+          "llama-4-scout", "deepseek-v2-lite", "qwen3-next-80b-a3b", "qwen3.5-27b")
 #: Releases with --kv-cache-memory-bytes (from 0.10.2), either side of each KV rule's row (token rule 0.11, in-flight
 #: windows 0.26, null block and state pages 0.29, the V2 runner 0.22-0.29)
 RELEASES = ("0.10.2", "0.11.0", "0.21.0", "0.25.0", "0.26.0", "0.28.0", "0.29.0", "0.32.0", "0.33.0")
@@ -27,8 +32,18 @@ def _figures(est):
     return est.num_gpu_blocks, est.kv_cache_tokens, round(est.max_concurrency, 9), est.launch["estimated_max_model_len"]
 
 
+@functools.lru_cache(maxsize=None)
+def _spec(model):
+    """A preset, or Qwen3.5-27B from its published config (a hybrid whose fp32 SSM state and, on SM90 in 0.33,
+    FlashInfer's checkpoint page shape the layout)."""
+    if model == "qwen3.5-27b":
+        hub = Path(__file__).resolve().parents[3] / "files" / "hub" / "Qwen3.5-27B-text.config.json"
+        return from_hf_config(json.loads(hub.read_text()), name=model)
+    return get_model(model)
+
+
 def _both(model, gpu, version, **knobs):
-    spec = get_model(model)
+    spec = _spec(model)
     launch = VllmLaunch(version=version, **knobs)
     try:
         profile = estimate_vllm(spec, gpu=gpu, launch=launch, refuse=False)
@@ -48,6 +63,10 @@ def _both(model, gpu, version, **knobs):
        entrypoint=st.sampled_from(["serve", "llm"]), max_num_batched_tokens=st.sampled_from([None, 1024, 8192]))
 @example(model="qwen3-next-80b-a3b", gpu="h100-80gb", version="0.33.0", max_model_len=None, block_size=None,
          kv_cache_dtype="auto", tensor_parallel=4, entrypoint="serve", max_num_batched_tokens=None)
+@example(model="qwen3.5-27b", gpu="h100-80gb", version="0.33.0", max_model_len=32768, block_size=None,
+         kv_cache_dtype="auto", tensor_parallel=2, entrypoint="serve", max_num_batched_tokens=None)
+@example(model="qwen3.5-27b", gpu="a100-80gb", version="0.32.0", max_model_len=None, block_size=16,
+         kv_cache_dtype="fp8", tensor_parallel=1, entrypoint="llm", max_num_batched_tokens=None)
 @example(model="gpt-oss-20b", gpu="h100-80gb", version="0.33.0", max_model_len=131072, block_size=None,
          kv_cache_dtype="auto", tensor_parallel=1, entrypoint="serve", max_num_batched_tokens=None)
 @example(model="gemma-3-4b", gpu="l4", version="0.28.0", max_model_len=131072, block_size=16,
@@ -73,7 +92,7 @@ def test_the_five_window_launches_of_issue_40_agree(model, gpu, knobs, concurren
     # batches in flight under CUDA's async scheduling: SlidingWindowSpec.max_admission_blocks_per_request)
     profile, given, refused = _both(model, gpu, None, **knobs)
     assert profile == given and refused == [False, False]
-    est = estimate_vllm(get_model(model), gpu=gpu, launch=VllmLaunch(**knobs))
+    est = estimate_vllm(_spec(model), gpu=gpu, launch=VllmLaunch(**knobs))
     assert f"{est.max_concurrency:.2f}" == concurrency
 
 
