@@ -8,8 +8,9 @@ window never binds below ~4,350 tokens. Here each tiny model of our own (Mistral
 layer, Gemma-2 alternating 1:1, Gemma-3 5 sliding : 1 full, gpt-oss alternating with a 128-token window, and a
 Qwen3-Next of 3 Gated DeltaNet layers to 1 full, whose state pages and block alignment vLLM sizes too, a
 Nemotron-H of 2 Mamba-2 layers, an MLP and 1 attention layer, whose state keeps a prefill checkpoint page from
-0.32, and an LFM2 of 2 short-convolution layers to 2 attention layers; a tiny Qwen3.5 does not start: vLLM 0.32's
-qwen3_5.py imports torchvision, which the CPU venv lacks) is
+0.32, an LFM2 of 2 short-convolution layers to 2 attention layers, and a DeepSeek-V4 of a sliding, a CSA, an HCA and
+a CSA layer, whose five kinds of page vLLM packs into groups (random weights: load_format 'dummy'); a tiny Qwen3.5
+does not start: vLLM 0.32's qwen3_5.py imports torchvision, which the CPU venv lacks) is
 started with a small ``max_num_batched_tokens`` (256-1,024) and lengths up to 16k, where the window, the tokens in
 flight, the group padding and the null block all change the answer: several lengths, pools and block sizes,
 refusals included. vLLM's logged tokens and concurrency (or the length its refusal names) are recorded with ours
@@ -50,11 +51,15 @@ _GRID = [
 ]
 CASES: list[dict] = []
 for _arch, _over in (("mistral", {}), ("gemma2", {}), ("gemma3", {}), ("gpt_oss", {}), ("qwen3_next", {}),
-                     ("nemotron_h", {}), ("lfm2", {})):
+                     ("nemotron_h", {}), ("lfm2", {}), ("deepseek_v4", {})):
     for _kv, _len, _block, _batched in _GRID:
+        if _arch == "deepseek_v4":      # its pages are larger: 4x the pool (its block is 256 whatever is asked)
+            _kv = 4 * _kv
         CASES.append({"id": f"{_arch}-win-{_kv // KiB}k-L{_len}-b{_block or 'default'}-t{_batched}", "arch": _arch,
                       "size": "small", "overrides": dict(_over), "kv_cache_memory_bytes": _kv, "max_model_len": _len,
-                      "block_size": _block, "engine_args": {"max_num_batched_tokens": _batched}})
+                      "block_size": _block, "engine_args": {"max_num_batched_tokens": _batched,
+                                                            **({"load_format": "dummy"} if _arch == "deepseek_v4"
+                                                               else {})}})
 
 
 def ours(case: dict, config_dir: Path) -> dict:

@@ -67,6 +67,7 @@ from ..versions import Version
 from .releases import HISTORY, MULTIMODAL_RULES
 from . import mamba_pages
 from .kv_groups import hybrid_block_size, kv_layout, state_bytes  # noqa: F401  (kv_layout re-exported)
+from .kv_dsv4 import DSV4_BLOCK_TOKENS
 from .launch import ResolvedLaunch
 from .platforms import Platform, get_platform
 from .given_kv import estimate_given_kv, uses_given_kv
@@ -381,10 +382,16 @@ def resolve_launch(spec: ModelSpec, gpu: str | int, launch: VllmLaunch | None = 
         defaults["sampler"] = (sampler, f"{sampler}: the profile's sampling path in {engine} {version} on "
                                         f"{platform.name}")
     block, block_why = platform.block_size(launch.block_size, mla=mla)
+    dsv4 = spec.model_type == "deepseek_v4"
+    if dsv4:
+        _check_dsv4(rules, version, launch)
+        block, block_why = DSV4_BLOCK_TOKENS, (
+            f"{DSV4_BLOCK_TOKENS}: DeepSeek-V4's sparse MLA kernel runs {DSV4_BLOCK_TOKENS}-token blocks only "
+            f"(models/deepseek_v4/sparse_mla.py get_supported_kernel_block_sizes, 0.33.0; platforms/cpu.py forces it)")
     fmt = weights_format(spec, launch.dtype)
     kv_name = _kv_dtype(launch.kv_cache_dtype, fmt.compute_dtype)
     state, paging = 0, None
-    if spec.states and rules.mamba_state != "left-out" and engine == "V1" and spec.layers:
+    if spec.states and rules.mamba_state != "left-out" and engine == "V1" and spec.layers and not dsv4:
         paging = _state_paging(spec, rules, platform, name, fmt.compute_dtype, tp)
         state = paging.page_bytes
         per_token = math.ceil(spec.layers[0].values_per_token_per_gpu(tp) * get_dtype(kv_name).bytes_per_value)
@@ -413,6 +420,19 @@ def resolve_launch(spec: ModelSpec, gpu: str | int, launch: VllmLaunch | None = 
                        interconnect=link)
     return ResolvedLaunch(spec, resolved, rules, platform, gpu, total, fmt, kv_name, runner, in_flight, defaults,
                           state, paging.request_pages if paging else 2)
+
+
+def _check_dsv4(rules, version, launch: VllmLaunch) -> None:
+    """Refuse, in one line, a DeepSeek-V4 launch whose KV groups are not modelled (:mod:`.kv_dsv4`)."""
+    if not rules.dsv4_kv_groups:
+        raise CourseInputError(f"DeepSeek-V4's KV cache groups are read from vLLM 0.32 and 0.33 only (vLLM "
+                               f"{version} was not read); use --vllm-version 0.32 or 0.33")
+    if not (launch.kv_cache_dtype or "auto") == "auto" and not str(launch.kv_cache_dtype).startswith("fp8"):
+        raise CourseInputError(f"--kv-cache-dtype {launch.kv_cache_dtype}: DeepSeek-V4's default FlashMLA backend "
+                               f"takes its fp8_ds_mla cache only (models/deepseek_v4/attention.py); use auto or fp8")
+    if launch.pipeline_parallel != 1:
+        raise CourseInputError("--pipeline-parallel with DeepSeek-V4 is not modelled (its KV groups are one "
+                               "stage's); use --pipeline-parallel 1")
 
 
 def _state_paging(spec: ModelSpec, rules, platform, gpu_name: str, compute_dtype: str, tp: int):
@@ -769,8 +789,10 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     if GPUS.get(str(gpu).strip().lower()) is not None and GPUS[str(gpu).strip().lower()].estimated:
         notes.append(f"the CUDA total of {gpu} is estimated from nvidia-smi's (no published figure found)")
     declared = set(rules.rule_names())
+    hybrid = bool(spec.states) and spec.model_type != "deepseek_v4"
     used = [n for n in ENGINE_RULES[launch.engine] if n in declared
-            and (spec.vision_config or n not in MULTIMODAL_RULES)]
+            and (spec.vision_config or n not in MULTIMODAL_RULES)
+            and (hybrid or n != "mamba_checkpoint") and (spec.model_type == "deepseek_v4" or n != "dsv4_kv_groups")]
     if runner != "V2":          # the runner's table decides nothing for a model the V1 runner serves
         used = [n for n in used if n not in ("v2_runner_architectures", "v2_runner_dense", "v2_graph_estimate")]
     if not any(layer.window is not None for layer in spec.layers):

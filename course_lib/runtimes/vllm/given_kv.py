@@ -85,7 +85,12 @@ def estimate_given_kv(spec: ModelSpec, resolved: ResolvedLaunch, *, refuse: bool
     if any(g.kind in ("sliding", "chunked") for g in cap.groups):
         notes.append(f"a window holds window - 1 + {in_flight:,} tokens in flight (+ 1 block), the chunks of "
                      f"chunked attention chunk + {in_flight:,}: vLLM's max_admission_blocks_per_request")
-    if spec.states and not resolved.state_bytes:
+    dsv4 = spec.model_type == "deepseek_v4"
+    if dsv4:
+        notes.append(f"DeepSeek-V4: every layer's window, the compressed entries, the indexer's keys and the "
+                     f"compressor rings, {len(layout.specs)} pages a block packed into {len(cap.groups)} groups "
+                     f"(vLLM's block-outermost _get_packed_kv_cache_groups; runtimes/vllm/kv_dsv4.py)")
+    elif spec.states and not resolved.state_bytes:
         notes.append(f"{len(spec.states)} linear-attention (Mamba/DeltaNet) layers are left out: their state pages "
                      f"(vLLM's MambaSpec) are modelled from 0.29 ('align' mode) on one pipeline stage")
     elif spec.states:
@@ -93,7 +98,7 @@ def estimate_given_kv(spec: ModelSpec, resolved: ResolvedLaunch, *, refuse: bool
                      f"page padded to the attention page, {resolved.state_request_pages} pages a request "
                      f"(mamba_cache_mode 'align'" + (", one a prefill checkpoint)" if resolved.state_request_pages > 2
                                                      else ")"))
-    if any(s.block_size != block for s in layout.specs):
+    if not dsv4 and any(s.block_size != block for s in layout.specs):
         notes.append(f"some layers hold {sorted({s.block_size for s in layout.specs} - {block})} tokens a block: a "
                      f"window layer takes the attention kernel's unit, and unify_kv_cache_spec_page_size scales a "
                      f"smaller page's block up to the largest page")

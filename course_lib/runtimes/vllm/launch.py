@@ -16,6 +16,7 @@ from ...model.spec import ModelSpec
 from .platforms import Platform
 from ..versions import Version
 from .kv_groups import kv_layout
+from .kv_dsv4 import vllm_layout
 from .releases import VllmRules
 
 
@@ -75,8 +76,14 @@ class ResolvedLaunch:
         }
 
     def kv_layout(self, layers=None):
-        """The launch's KV layout (:mod:`.kv_groups`) over ``layers`` (default: every layer)."""
+        """The launch's KV layout (:mod:`.kv_groups`; DeepSeek-V4's, :func:`.kv_dsv4.vllm_layout`) over ``layers``
+        (default: every layer)."""
         launch = self.launch
+        if self.spec.model_type == "deepseek_v4":
+            return vllm_layout(self.spec, max_model_len=launch.max_model_len,
+                               max_in_flight_tokens=self.max_in_flight_tokens, tokens_rule=self.rules.tokens_rule,
+                               null_block=self.rules.refusal_null_block, gib_format=self.rules.refusal_gib,
+                               block_size=launch.block_size)
         return kv_layout(self.spec, kv_bytes=get_dtype(self.kv_dtype).bytes_per_value, block_size=launch.block_size,
                          max_model_len=launch.max_model_len, max_in_flight_tokens=self.max_in_flight_tokens,
                          engine=launch.engine, tensor_parallel=launch.tensor_parallel, layers=layers,

@@ -14,7 +14,7 @@ engine core and worker are processes of their own whose log goes to the child's 
 is what is returned; the learner's kernel never imports vLLM or torch through this module.
 
 >>> sorted(TINY_ARCHS)[:3]
-['deepseek_v3', 'gemma2', 'gemma3']
+['deepseek_v3', 'deepseek_v4', 'gemma2']
 >>> tiny_config("llama")["architectures"]
 ['LlamaForCausalLM']
 """
@@ -85,6 +85,15 @@ TINY_ARCHS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "nemotron_h": ("nemotron_h", "NemotronHForCausalLM", {
         "hybrid_override_pattern": "M-M*", "mamba_num_heads": 8, "mamba_head_dim": 32, "ssm_state_size": 32,
         "n_groups": 2, "conv_kernel": 4, "expand": 2, "chunk_size": 64, "layers_block_type": None}),
+    "deepseek_v4": ("deepseek_v4", "DeepseekV4ForCausalLM", {
+        "hidden_size": 256, "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 512,
+        "qk_rope_head_dim": 64, "q_lora_rank": 64, "o_lora_rank": 64, "o_groups": 2, "index_head_dim": 128,
+        "index_n_heads": 4, "index_topk": 64, "sliding_window": 128, "compress_ratios": [0, 4, 128, 4],
+        "n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
+        "num_hash_layers": 1, "num_nextn_predict_layers": 0, "hc_mult": 4, "hc_sinkhorn_iters": 20, "hc_eps": 1e-6,
+        "scoring_func": "sqrtsoftplus", "topk_method": "noaux_tc", "routed_scaling_factor": 1.5, "norm_topk_prob": True,
+        "swiglu_limit": 10.0, "compress_rope_theta": 160000, "rope_theta": 10000, "rope_scaling": None,
+        "max_position_embeddings": 16384}),
     "lfm2": ("lfm2", "Lfm2ForCausalLM", {"conv_L_cache": 3, "full_attn_idxs": [1, 3], "layer_types": None,
                                         "conv_dim": 128, "block_dim": 128,     # vLLM reads both; LFM2 configs carry them
                                         "block_auto_adjust_ff_dim": False}),
@@ -150,6 +159,16 @@ def build_tiny_model(arch: str, folder: str | Path, **overrides: Any) -> Path:
     model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
     folder = Path(folder)
     model.save_pretrained(folder, safe_serialization=True)
+    if cfg["model_type"] == "deepseek_v4":
+        # transformers 5.19 saves layer_types / mlp_layer_types ('hash_moe', which vLLM 0.32's config check refuses)
+        # and drops compress_ratios / num_hash_layers, which vLLM 0.32's DeepSeek-V4 reads: write the config as given
+        # (its weights' names differ from vLLM's too: the oracle starts it with load_format='dummy')
+        saved = json.loads((folder / "config.json").read_text())
+        for key in ("layer_types", "mlp_layer_types"):
+            saved.pop(key, None)
+        saved.update({k: cfg[k] for k in ("compress_ratios", "num_hash_layers") if k in cfg})
+        saved.setdefault("rope_scaling", None)
+        (folder / "config.json").write_text(json.dumps(saved, indent=1, sort_keys=True) + "\n")
     return folder
 
 

@@ -35,6 +35,8 @@ mamba_checkpoint           recurrent layers whose state keeps a prefill checkpoi
                            request), each with the token alignment it lcm's into the attention block (1: none):
                            "mamba2", "gdn-flashinfer" (Gated DeltaNet where FlashInfer runs its prefill)
 kv_cache_memory_bytes      the release has ``--kv-cache-memory-bytes`` (the pool given, no profile)
+dsv4_kv_groups             DeepSeek-V4's KV groups are modelled for this release (``kv_dsv4.vllm_layout``: the
+                           packed block-outermost grouping, read in 0.32.0 and 0.33.0)
 refusal_null_block         the refusal check holds back the null block's bytes before comparing
 refusal_gib                how the refusal prints GiB: ".2f" or "round" (``format_gib``: round(x, 2))
 v1_scheduler               the V1 scheduler policy of ``simulate --runtime vllm`` follows this release's source
@@ -168,6 +170,7 @@ class VllmRules(TypedRules):
     mamba_state: MambaState
     mamba_checkpoint: Mapping[str, int]
     kv_cache_memory_bytes: bool
+    dsv4_kv_groups: bool
 
 
 _V = "vllm/v1/worker/gpu_worker.py"
@@ -182,7 +185,8 @@ CHANGES = (
         "v2_runner_architectures": (), "mm_tie": "image", "qwen3_vl_video": "x12.5",
         "v2_runner_dense": False, "v2_graph_estimate": "no-v2-runner", "sliding_in_flight": "one-batch",
         "cpu_platform": False, "v1_scheduler": False, "refusal_null_block": False, "refusal_gib": ".2f",
-        "v0_available": True, "mamba_state": "left-out", "mamba_checkpoint": {}, "kv_cache_memory_bytes": False},
+        "v0_available": True, "mamba_state": "left-out", "mamba_checkpoint": {}, "kv_cache_memory_bytes": False,
+        "dsv4_kv_groups": False},
         "vllm/worker/worker.py determine_num_available_blocks; vllm/config.py CacheConfig (0.5.0)",
         checked_by="visible T4 log (V0 0.8.2): sampler, graphs; development set RTX 3090 0.6.4",
         why="the oldest release modelled: V0, 0.9 of the total, graphs captured outside the budget"),
@@ -328,6 +332,12 @@ CHANGES = (
            "'max(mm_max_toks_per_item.items(), key=lambda x: (x[1], x[0]))'",
            checked_by="published 0.11.0 Qwen2.5-VL-3B start-up (a tie, 1 image) and 0.21.0 Qwen2.5-Omni one "
                       "(a tie, 1 video); vLLM 0.32's own MultiModalBudget"),
+    Change("0.32.0", {"dsv4_kv_groups": True},
+           "vllm/v1/core/kv_cache_utils.py _get_packed_kv_cache_groups / _get_kv_cache_bytes_per_block (0.32.0; "
+           "0.33.0 kv_cache_planning.py:574-607, 914-1041, the same but for draft annotation), "
+           "vllm/models/deepseek_v4/attention.py, compressor.py, v1/attention/backends/mla/sparse_swa.py (0.33.0): "
+           "DeepSeek-V4's specs and their grouping; earlier releases not read",
+           checked_by="vLLM 0.32's CPU build on a tiny DeepSeek-V4 (benchmarks/vllm_oracle/windows.json)"),
     Change("0.32.0", {"mamba_checkpoint": {"mamba2": 1}},
            "vllm/model_executor/layers/mamba/mamba_mixer2.py MambaMixer2.get_kv_cache_spec (0.32.0:1098-1108): "
            "'num_prefill_checkpoint_blocks=1, prefill_checkpoint_alignment=1', so MambaSpec.max_memory_usage_bytes "

@@ -115,7 +115,7 @@ def test_vllm_pages_each_kind_as_its_source_sizes_it():
     assert bf16["dsv4_swa"] == 64 * 1024 and bf16["dsv4_compressed"] == 64 * 1024      # 512 x 2 B, no V
 
 
-def test_a_runtime_estimate_of_it_says_not_modelled_in_one_line(capsys):
+def test_vllm_estimates_it_other_runtimes_say_not_modelled_in_one_line(capsys):
     import tempfile
 
     from course_lib.cli import main
@@ -123,7 +123,12 @@ def test_a_runtime_estimate_of_it_says_not_modelled_in_one_line(capsys):
     folder = tempfile.TemporaryDirectory()
     path = Path(folder.name) / "config.json"
     path.write_text(json.dumps(SMALL))
-    for runtime in ("vllm", "trtllm"):           # checked before any runtime's rules: sglang's path is the same
+    # vLLM: its KV groups (runtimes/vllm/kv_dsv4.py, held to vLLM 0.32's CPU build in test_vllm_windows_oracle.py)
+    assert main(["estimate", "--config", str(path), "--gpu", "h200", "--runtime", "vllm", "--max-model-len",
+                 "8192"]) == 0
+    out = capsys.readouterr().out
+    assert "of 256 tokens" in out and "DeepSeek-V4's sparse MLA kernel runs 256-token blocks" in out, out
+    for runtime in ("trtllm", "sglang"):         # checked before any runtime's rules
         try:
             rc = main(["estimate", "--config", str(path), "--gpu", "h200", "--runtime", runtime])
         except SystemExit as exc:

@@ -4,7 +4,8 @@ Tiny models of our own with a Mistral-style window in every layer, Gemma-2's 1:1
 to 1 full and gpt-oss's alternating 128-token window, and a Qwen3-Next of 3 Gated DeltaNet layers to 1 full (the
 state pages, padded to the attention page, 2 a request, and the attention block grown to hold a state), a Nemotron-H
 of 2 Mamba-2 layers to 1 attention layer (its fp32 SSM state, 3 pages a request: 0.32's prefill checkpoint page)
-and an LFM2 of 2 short-convolution layers to 2 attention layers, started by vLLM itself with few tokens in flight (256-1,024
+an LFM2 of 2 short-convolution layers to 2 attention layers, and a DeepSeek-V4 (a sliding, a CSA, an HCA and a CSA
+layer: five kinds of page, packed into groups; runtimes/vllm/kv_dsv4.py), started by vLLM itself with few tokens in flight (256-1,024
 batched tokens) so that the window binds; at several lengths, pools and block sizes, refusals included. Ours is
 replayed here against what vLLM logged (benchmarks/vllm_oracle/windows.json): the same tokens and concurrency, or
 the same estimated maximum model length in the refusal. Before the one KV layout, the block-16 cases (a window
@@ -54,7 +55,7 @@ def test_the_recorded_windows_cover_the_four_layouts_and_refusals():
     rows = _rows()
     started = {r["arch"] for r in rows if "tokens" in r["vllm"]}
     refused = {r["arch"] for r in rows if "estimated_max_model_len" in r["vllm"]}
-    assert {"mistral", "gemma2", "gemma3", "gpt_oss", "qwen3_next", "nemotron_h", "lfm2"} <= started, started
-    assert {"gemma2", "gemma3", "gpt_oss", "nemotron_h", "lfm2"} <= refused, refused
+    assert {"mistral", "gemma2", "gemma3", "gpt_oss", "qwen3_next", "nemotron_h", "lfm2", "deepseek_v4"} <= started
+    assert {"gemma2", "gemma3", "gpt_oss", "nemotron_h", "lfm2", "deepseek_v4"} <= refused, refused
     assert {r["block_size"] for r in rows} >= {None, 16, 32, 64}
     assert all(r["agree"] is not False for r in rows), [r["id"] for r in rows if r["agree"] is False]
