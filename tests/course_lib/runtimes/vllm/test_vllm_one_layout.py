@@ -21,7 +21,7 @@ from course_lib.model.presets import get_model
 from course_lib.runtimes import VllmLaunch, estimate_vllm
 
 MODELS = ("gpt-oss-20b", "gemma-3-27b", "gemma-2-9b", "mistral-7b", "llama-3.1-8b", "qwen2-7b", "gemma-3-4b",
-          "llama-4-scout", "deepseek-v2-lite", "qwen3-next-80b-a3b", "qwen3.5-27b")
+          "llama-4-scout", "deepseek-v2-lite", "qwen3-next-80b-a3b", "qwen3.5-27b", "deepseek-v4-flash")
 #: Releases with --kv-cache-memory-bytes (from 0.10.2), either side of each KV rule's row (token rule 0.11, in-flight
 #: windows 0.26, null block and state pages 0.29, the V2 runner 0.22-0.29)
 RELEASES = ("0.10.2", "0.11.0", "0.21.0", "0.25.0", "0.26.0", "0.28.0", "0.29.0", "0.32.0", "0.33.0")
@@ -34,11 +34,13 @@ def _figures(est):
 
 @functools.lru_cache(maxsize=None)
 def _spec(model):
-    """A preset, or Qwen3.5-27B from its published config (a hybrid whose fp32 SSM state and, on SM90 in 0.33,
-    FlashInfer's checkpoint page shape the layout)."""
+    """A preset, or a published config: Qwen3.5-27B (a hybrid whose fp32 SSM state and, on SM90 in 0.33, FlashInfer's
+    checkpoint page shape the layout), DeepSeek-V4-Flash (its packed groups)."""
+    hub = Path(__file__).resolve().parents[3] / "files" / "hub"
     if model == "qwen3.5-27b":
-        hub = Path(__file__).resolve().parents[3] / "files" / "hub" / "Qwen3.5-27B-text.config.json"
-        return from_hf_config(json.loads(hub.read_text()), name=model)
+        return from_hf_config(json.loads((hub / "Qwen3.5-27B-text.config.json").read_text()), name=model)
+    if model == "deepseek-v4-flash":      # its packed KV groups (runtimes/vllm/kv_dsv4.py)
+        return from_hf_config(json.loads((hub / "DeepSeek-V4-Flash-Base.config.json").read_text()), name=model)
     return get_model(model)
 
 
@@ -67,6 +69,8 @@ def _both(model, gpu, version, **knobs):
          kv_cache_dtype="auto", tensor_parallel=2, entrypoint="serve", max_num_batched_tokens=None)
 @example(model="qwen3.5-27b", gpu="a100-80gb", version="0.32.0", max_model_len=None, block_size=16,
          kv_cache_dtype="fp8", tensor_parallel=1, entrypoint="llm", max_num_batched_tokens=None)
+@example(model="deepseek-v4-flash", gpu="b200", version="0.32.0", max_model_len=32768, block_size=16,
+         kv_cache_dtype="fp8", tensor_parallel=4, entrypoint="serve", max_num_batched_tokens=None)
 @example(model="gpt-oss-20b", gpu="h100-80gb", version="0.33.0", max_model_len=131072, block_size=None,
          kv_cache_dtype="auto", tensor_parallel=1, entrypoint="serve", max_num_batched_tokens=None)
 @example(model="gemma-3-4b", gpu="l4", version="0.28.0", max_model_len=131072, block_size=16,
