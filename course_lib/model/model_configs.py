@@ -409,6 +409,7 @@ MODEL_CONFIGS: dict[str, dict[str, Any]] = {
                         "linear_key_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 48,
                         "linear_value_head_dim": 128, "mtp_num_hidden_layers": 1, "tie_word_embeddings": False,
                         "vocab_size": 248320, "dtype": "bfloat16",
+                        "mamba_ssm_dtype": "float32",    # as the published text config (tests/files/hub/) has it
                         "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 16},
         "vision_config": {"model_type": "qwen3_5_vision", "deepstack_visual_indexes": [], "depth": 27,
                           "hidden_size": 1152, "in_channels": 3, "intermediate_size": 4304, "num_heads": 16,
