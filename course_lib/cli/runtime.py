@@ -26,6 +26,7 @@ from ..views.report import from_log_table, runtime_table
 from ..runtimes import SglangLaunch, TrtllmLaunch, VllmLaunch, estimate_sglang, estimate_trtllm, estimate_vllm
 from ..runtimes.from_log import compare
 from ..runtimes.vllm.spec import parse_speculative_config
+from ..runtimes.sglang_spec import ALGORITHMS as SGLANG_SPEC_ALGORITHMS, parse_sglang_speculative
 from ..runtimes.unified import host_used, vllm_start_refusal
 from ..runtimes.vllm.kv_dsv4 import refusal as dsv4_refusal
 from ..model.presets import gpu_bytes
@@ -38,7 +39,8 @@ RUNTIME_FLAGS = {
     "enforce_eager": "vllm", "skip_mm_profiling": "vllm", "limit_mm_per_prompt": "vllm",
     "mm_processor_kwargs": "vllm", "block_size": "vllm", "vllm_version": "vllm", "entrypoint": "vllm", "sampler": "vllm",
     "mem_fraction_static": "sglang", "sglang_version": "sglang", "chunked_prefill_size": "sglang",
-    "cuda_graph_max_bs": "sglang",
+    "cuda_graph_max_bs": "sglang", "speculative_algorithm": "sglang", "speculative_draft_model_path": "sglang",
+    "speculative_num_steps": "sglang", "speculative_eagle_topk": "sglang", "speculative_num_draft_tokens": "sglang",
     "kv_cache_free_gpu_mem_fraction": "trtllm", "trtllm_version": "trtllm", "max_batch_size": "trtllm",
     "max_num_tokens": "trtllm", "cpu_offload_gb": ("vllm", "sglang"), "kv_cache_memory_bytes": "vllm",
     "speculative_config": "vllm",
@@ -88,6 +90,17 @@ def add_runtime_args(p: argparse.ArgumentParser) -> None:
                    help="SGLang: prefill chunk (default: by GPU memory)")
     g.add_argument("--cuda-graph-max-bs", type=whole("--cuda-graph-max-bs", 1, MAX_SEQUENCES),
                    help="SGLang: largest captured batch (default: by GPU memory)")
+    g.add_argument("--speculative-algorithm", metavar="NAME", type=str.upper, choices=SGLANG_SPEC_ALGORITHMS,
+                   help="SGLang: speculative decoding, as SGLang's own flag (EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM)")
+    g.add_argument("--speculative-draft-model-path", metavar="MODEL",
+                   help="SGLang: the draft checkpoint (a folder with a config.json, a Hub id or a preset); not needed "
+                        "for NEXTN on a model with MTP layers")
+    g.add_argument("--speculative-num-steps", type=whole("--speculative-num-steps", 1, 64),
+                   help="SGLang: draft steps (default: SGLang's choice by architecture)")
+    g.add_argument("--speculative-eagle-topk", type=whole("--speculative-eagle-topk", 1, 64),
+                   help="SGLang: branches per draft step (default: SGLang's choice)")
+    g.add_argument("--speculative-num-draft-tokens", type=whole("--speculative-num-draft-tokens", 1, 1024),
+                   help="SGLang: tokens verified per step (default: SGLang's choice; steps + 1 when topk is 1)")
     g.add_argument("--kv-cache-free-gpu-mem-fraction", type=number("--kv-cache-free-gpu-mem-fraction", MIN_SHARE, 1.0),
                    help="TensorRT-LLM: share of the free memory for the KV cache (default 0.9)")
     g.add_argument("--trtllm-version", help="TensorRT-LLM release, e.g. 0.19.0")
@@ -209,7 +222,10 @@ def estimate_runtime(args: argparse.Namespace, spec: ModelSpec) -> dict[str, Any
             version=args.sglang_version, mem_fraction_static=args.mem_fraction_static,
             chunked_prefill_size=args.chunked_prefill_size, cuda_graph_max_bs=args.cuda_graph_max_bs,
             kv_cache_dtype=_kv_flag(args), dtype=args.dtype, context_length=ctx, tensor_parallel=tp,
-            pipeline_parallel=pp, cpu_offload_gb=args.cpu_offload_gb or 0.0, free_at_start_bytes=at_start))
+            pipeline_parallel=pp, cpu_offload_gb=args.cpu_offload_gb or 0.0, free_at_start_bytes=at_start,
+            speculative=parse_sglang_speculative(args.speculative_algorithm, args.speculative_draft_model_path,
+                                                 args.speculative_num_steps, args.speculative_eagle_topk,
+                                                 args.speculative_num_draft_tokens)))
         if host:
             est = replace(est, notes=est.notes + (f"{host_note}: taken off the memory free at start "
                                                   f"({at_start / GiB:.2f} GiB)",))
