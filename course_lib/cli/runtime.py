@@ -26,6 +26,7 @@ from ..views.report import from_log_table, runtime_table
 from ..runtimes import SglangLaunch, TrtllmLaunch, VllmLaunch, estimate_sglang, estimate_trtllm, estimate_vllm
 from ..runtimes.from_log import compare
 from ..runtimes.vllm.spec import parse_speculative_config
+from ..runtimes.trtllm_spec import parse_trtllm_speculative
 from ..runtimes.sglang_spec import ALGORITHMS as SGLANG_SPEC_ALGORITHMS, parse_sglang_speculative
 from ..runtimes.unified import host_used, vllm_start_refusal
 from ..runtimes.vllm.kv_dsv4 import refusal as dsv4_refusal
@@ -43,7 +44,7 @@ RUNTIME_FLAGS = {
     "speculative_num_steps": "sglang", "speculative_eagle_topk": "sglang", "speculative_num_draft_tokens": "sglang",
     "kv_cache_free_gpu_mem_fraction": "trtllm", "trtllm_version": "trtllm", "max_batch_size": "trtllm",
     "max_num_tokens": "trtllm", "cpu_offload_gb": ("vllm", "sglang"), "kv_cache_memory_bytes": "vllm",
-    "speculative_config": "vllm",
+    "speculative_config": ("vllm", "trtllm"),
     "host_used": ("vllm", "sglang", "trtllm"),
 }
 _SHARE = {"vllm": "--gpu-memory-utilization", "sglang": "--mem-fraction-static",
@@ -78,7 +79,9 @@ def add_runtime_args(p: argparse.ArgumentParser) -> None:
                         "profile. With --gpu cpu: vLLM 0.32's CPU platform")
     g.add_argument("--speculative-config", metavar="JSON",
                    help='vLLM: speculative decoding, as vLLM\'s own flag, e.g. \'{"method": "mtp", '
-                        '"num_speculative_tokens": 2}\' (ngram, suffix, mtp, eagle, eagle3, dflash, draft_model)')
+                        '"num_speculative_tokens": 2}\' (ngram, suffix, mtp, eagle, eagle3, dflash, draft_model). '
+                        'TensorRT-LLM: its speculative_config mapping as JSON, e.g. \'{"decoding_type": "Eagle3", '
+                        '"max_draft_len": 3, "speculative_model_dir": DRAFT}\' (Eagle3, Eagle, MTP, NGram, DraftTarget)')
     g.add_argument("--vllm-version", help="vLLM release whose defaults apply, e.g. 0.10.1 (default: the newest modelled)")
     g.add_argument("--entrypoint", choices=("serve", "llm"), help="vLLM: `vllm serve` (default) or LLM() defaults")
     g.add_argument("--sampler", choices=("auto", "native", "flashinfer"),
@@ -233,7 +236,8 @@ def estimate_runtime(args: argparse.Namespace, spec: ModelSpec) -> dict[str, Any
         est = estimate_trtllm(spec, gpu=args.gpu, launch=TrtllmLaunch(
             version=args.trtllm_version, kv_cache_free_gpu_mem_fraction=args.kv_cache_free_gpu_mem_fraction,
             max_batch_size=args.max_batch_size, max_num_tokens=args.max_num_tokens, max_seq_len=ctx, dtype=args.dtype,
-            kv_cache_dtype=_kv_flag(args), tensor_parallel=tp, pipeline_parallel=pp, host_used_bytes=host_given))
+            kv_cache_dtype=_kv_flag(args), tensor_parallel=tp, pipeline_parallel=pp, host_used_bytes=host_given,
+            speculative=parse_trtllm_speculative(args.speculative_config)))
     data = {"estimate_model": f"{est.runtime} {est.version}'s own sizing rule", "model": spec.name,
             "model_type": spec.model_type, "params_total": spec.params_total}
     if spec.resolved_by:
