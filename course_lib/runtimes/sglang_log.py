@@ -38,6 +38,17 @@ def _read_sglang(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict
         value = _arg(text, *names)
         if value not in (None, "None"):
             launch[key] = value
+    # speculative decoding (ServerArgs: speculative_algorithm='EAGLE', ...; or the --speculative-* flags)
+    algorithm = _arg(text, "speculative_algorithm")
+    if algorithm not in (None, "None"):
+        launch["speculative_algorithm"], ev["speculative_algorithm"] = algorithm, f"speculative_algorithm={algorithm}"
+        path = _arg(text, "speculative_draft_model_path")
+        if path not in (None, "None"):
+            launch["speculative_draft_model_path"] = path
+        for key in ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"):
+            value = _number(_arg(text, key))
+            if value is not None:
+                launch[key] = _bounded_count(key, value)
     m = re.search(r"context_len=(\d+)", text)
     if m and "context_length" not in launch:
         launch["context_length"] = _int(m.group(1))
@@ -50,7 +61,9 @@ def _read_sglang(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict
         m = _first(lines, pattern)
         if m:
             logged[key], ev[key] = _gib(m.group(1)), m.group(0)[:160]
-    m = _first(lines, r"KV Cache is allocated\. #tokens: ([0-9,]+), K size: ([0-9.]+) GB, V size: ([0-9.]+) GB")
+    # the first such line is the target's (a speculative draft logs its own pool after it); 0.5.20+ adds "dtype: X, "
+    m = _first(lines, r"KV Cache is allocated\. (?:dtype: \S+, )?#tokens: ([0-9,]+), K size: ([0-9.]+) GB, "
+                      r"V size: ([0-9.]+) GB")
     if m:
         logged["kv_cache_tokens"] = _int(m.group(1))
         logged["kv_cache_bytes"] = _gib(m.group(2)) + _gib(m.group(3))

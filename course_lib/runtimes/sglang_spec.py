@@ -51,6 +51,8 @@ class SglangSpeculative:
     num_steps: int | None = None
     eagle_topk: int | None = None
     num_draft_tokens: int | None = None
+    #: False (``from-log``): a draft that does not resolve (a local path) adds nothing, with a note, instead of refusing
+    strict: bool = True
 
     @property
     def resolved(self) -> str:
@@ -188,7 +190,11 @@ def sglang_drafter(spec: ModelSpec, sd: SglangSpeculative, *, fmt, kv_dtype, tp:
     base = fmt.dtype_for("embedding")
     target_cell = kv_cache_bytes_per_token(spec, kv_dtype, tp)
     n_mtp = _mtp_layers(spec)
-    if sd.draft_model_path is None:
+    own = sd.draft_model_path is not None and sd.draft_model_path.split("@")[0] == spec.name.split("@")[0]
+    if sd.draft_model_path is None or (own and n_mtp):   # server_args.py sets the path to the target's own
+        if (sd.resolved != "EAGLE" or not n_mtp) and not sd.strict:
+            return SglangDrafter(sd.algorithm, 0, 0, 0, 0, steps, topk, tokens,
+                                 f"{sd.algorithm} draft not counted (no draft path and no MTP layers in {spec.name})")
         if sd.resolved != "EAGLE" or not n_mtp:
             raise CourseInputError(f"--speculative-algorithm {sd.algorithm} needs --speculative-draft-model-path "
                                    f"(only a target with MTP layers, num_nextn_predict_layers, drafts from its own "
@@ -207,7 +213,14 @@ def sglang_drafter(spec: ModelSpec, sd: SglangSpeculative, *, fmt, kv_dtype, tp:
                              f"{sd.algorithm} from the target's own {n_mtp} MTP layer(s) ({layers:,} params, "
                              f"{fmt.quantized.name if fmt.quantized is not None else base.name}) + its own embedding "
                              f"and LM head ({shared:,} params, {base.name}; freed once the target's are shared)")
-    draft = draft or resolve_draft(sd.draft_model_path)
+    if draft is None:
+        try:
+            draft = resolve_draft(sd.draft_model_path)
+        except CourseInputError as exc:
+            if sd.strict:
+                raise
+            return SglangDrafter(sd.algorithm, 0, 0, 0, 0, steps, topk, tokens,
+                                 f"{sd.algorithm} draft not counted ({exc})")
     raw = _raw_config(sd.draft_model_path)
     dfmt = weights_format(draft, None)
     dbase = dfmt.dtype_for("embedding")

@@ -132,3 +132,33 @@ def test_the_flags_are_sglangs_own(capsys):
     rc, out, err = run_cli(capsys, "estimate", "--runtime", "vllm", "--model", "llama-3.1-8b", "--gpu", "h100-80gb",
                            "--speculative-algorithm", "NGRAM")
     assert rc == 2 and "sglang" in err, err
+
+
+SPEC_LOG = ("[2026-01-10 10:00:00] server_args=ServerArgs(model_path='deepseek-ai/DeepSeek-V3', tp_size=8, "
+            "mem_fraction_static=0.886, speculative_algorithm='EAGLE', speculative_draft_model_path="
+            "'deepseek-ai/DeepSeek-V3', speculative_num_steps=3, speculative_eagle_topk=1, "
+            "speculative_num_draft_tokens=4, max_running_requests=48)\n"
+            "[2026-01-10 10:00:40] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 600000, K size: 39.27 GB, "
+            "V size: 0.00 GB\n"
+            "[2026-01-10 10:00:41] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 600000, K size: 0.64 GB, "
+            "V size: 0.00 GB\n")
+
+
+def test_from_log_reads_the_speculative_flags_and_the_targets_pool():
+    from course_lib.runtimes.from_log import launch_for
+    from course_lib.runtimes.log import read_startup_log
+    log = read_startup_log(SPEC_LOG)
+    assert log.launch["speculative_algorithm"] == "EAGLE" and log.launch["speculative_num_draft_tokens"] == 4
+    assert log.logged["kv_cache_tokens"] == 600_000                 # the first line (the target's), 0.5.20+ form
+    launch, _ = launch_for(log, get_model("deepseek-v3"), "h200")
+    # server_args.py had pointed the draft at the target's own checkpoint: its MTP layer, as NEXTN
+    assert launch.speculative == SglangSpeculative("EAGLE", None, 3, 1, 4, strict=False)
+    est = estimate_sglang(get_model("deepseek-v3"), gpu="h200", launch=launch)
+    assert _terms(est)["draft_kv"] == est.kv_cache_tokens * 1_152
+    # a draft at a local path this machine does not have: from-log leaves it out (estimate refuses, see above)
+    other = read_startup_log(SPEC_LOG.replace("'deepseek-ai/DeepSeek-V3', speculative_num_steps",
+                                              "'/models/eagle-head', speculative_num_steps")
+                             .replace("'EAGLE'", "'EAGLE3'"))
+    launch, _ = launch_for(other, get_model("llama-3.1-8b"), "h200")
+    est = estimate_sglang(get_model("llama-3.1-8b"), gpu="h200", launch=launch)
+    assert any("not counted" in n for n in est.notes) and "draft_kv" not in _terms(est), est.notes
