@@ -61,9 +61,8 @@ def _read_sglang(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict
         m = _first(lines, pattern)
         if m:
             logged[key], ev[key] = _gib(m.group(1)), m.group(0)[:160]
-    # the first such line is the target's (a speculative draft logs its own pool after it); 0.5.20+ adds "dtype: X, "
-    m = _first(lines, r"KV Cache is allocated\. (?:dtype: \S+, )?#tokens: ([0-9,]+), K size: ([0-9.]+) GB, "
-                      r"V size: ([0-9.]+) GB")
+    # the first such line is the target's (a speculative draft logs its own pool after it)
+    m = _first(lines, r"KV Cache is allocated\. #tokens: ([0-9,]+), K size: ([0-9.]+) GB, V size: ([0-9.]+) GB")
     if m:
         logged["kv_cache_tokens"] = _int(m.group(1))
         logged["kv_cache_bytes"] = _gib(m.group(2)) + _gib(m.group(3))
