@@ -5,7 +5,7 @@ it (V1: ``vllm/v1/worker/gpu_worker.py``, ``determine_available_memory``; V0:
 ``vllm/worker/worker.py``, ``determine_num_available_blocks``)::
 
     available_kv = total x gpu_memory_utilization - weights - activation_peak - non_torch
-                   [- cuda_graph_estimate, from v0.21]
+                   [- cuda_graph_estimate, from v0.20]
 
 * ``total`` is what CUDA reports (``torch.cuda.mem_get_info()[1]``), not nvidia-smi's total;
   vLLM refuses to start when less than ``total x utilization`` is free.
@@ -16,9 +16,10 @@ it (V1: ``vllm/v1/worker/gpu_worker.py``, ``determine_available_memory``; V0:
   and top-p (``profile_run``, ``_dummy_sampler_run``). On large-vocabulary models the sampler
   dominates: 1,024 rows of a 128k vocabulary sorted in fp32 are ~5 GiB.
 * ``non_torch`` is what grew outside PyTorch's allocator during profiling (NCCL, cuBLAS).
-* CUDA graphs are captured after the KV cache exists; before v0.21 their pool lived in the
-  ``1 - utilization`` share, from v0.21 an estimate of it is taken from the budget
-  ("CUDA graph memory profiling is enabled (default since v0.21.0)").
+* CUDA graphs are captured after the KV cache exists; before v0.20 their pool lived in the
+  ``1 - utilization`` share, from v0.20 an estimate of it is taken from the budget
+  (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to 1 from 0.20.0, although the log says
+  "CUDA graph memory profiling is enabled (default since v0.21.0)").
 
 The batch limits are the release's defaults for the GPU and entry point
 (``EngineArgs.get_batch_defaults``, vllm/engine/arg_utils.py): on a GPU of 70 GiB or more that
