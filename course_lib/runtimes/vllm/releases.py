@@ -243,7 +243,7 @@ CHANGES = (
                       "equivalent utilization 0.5413 for 0.62 it prints); visible v0.23 MI300X log (ROCm: graphs "
                       "outside the budget)"),
     Change("0.21.0", {"sampler": {"cuda": "flashinfer", "rocm": "flashinfer"}},
-           "topk_topp_sampler.py (PR #40376)"),
+           "vllm/v1/sample/ops/topk_topp_sampler.py (0.21.0, PR #40376)"),
     Change("0.22.0", {"v2_runner_architectures": ("Qwen3ForCausalLM",), "v2_graph_estimate": "stub-0"},
            "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.22.0); vllm/v1/worker/gpu/model_runner.py "
            "profile_cudagraph_memory (0.22.0:620-622) 'return 0'",
