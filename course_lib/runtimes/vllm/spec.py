@@ -333,11 +333,12 @@ def drafter(spec: ModelSpec, sd: SpeculativeDecoding, draft: ModelSpec | None = 
     if draft is None:
         try:
             draft = resolve_draft(sd.model or "")
-        except CourseInputError as exc:
+        except CourseInputError:
             if sd.strict:
                 raise
-            return Drafter(0, (), f"{sd.method} drafter weights not counted: its config is not known ({exc}); "
-                           f"no draft KV layers; graph sizes only")
+            return Drafter(0, (), f"{sd.method} drafter weights not counted: its config is not known "
+                           f"({(sd.model or '')[:60]!r} is no folder with a config.json here, no published drafter, "
+                           f"Hub id in the cache nor preset); no draft KV layers; graph sizes only")
     p = dict(draft.params)
     if sd.method == "draft_model":
         params = sum(p.values())

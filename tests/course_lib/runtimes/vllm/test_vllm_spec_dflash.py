@@ -87,3 +87,14 @@ def test_drafter_layers_make_their_own_kv_group_and_padding_as_logged():
                       tensor_parallel=2, state_layers=len(spec27.states))
     assert sorted(padding_warnings(lay27)) == ["Add 2 padding layers, may waste at most 4.17% KV cache memory",
                                                "Add 4 padding layers, may waste at most 25.00% KV cache memory"]
+
+
+def test_from_log_says_when_the_drafter_is_not_counted(capsys, tmp_path, monkeypatch):
+    from cli_support import run_cli
+    monkeypatch.setenv("HF_HOME", str(HUB.parent))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    log = (REPO / "benchmarks/runtime_logs/set_2026/logs/vllm-qwen36-35b-a3b-fp8-dflash-a800-u062-v0202.txt").read_text()
+    unknown = tmp_path / "unknown.txt"
+    unknown.write_text(log.replace("/data/xxx/models/Qwen3.6-35B-A3B-Dflash/", "/data/xxx/models/my-drafter/"))
+    rc, out, _ = run_cli(capsys, "from-log", "--gpu", "a100-80gb", "--model", "Qwen/Qwen3.6-35B-A3B-FP8", str(unknown))
+    assert rc == 0 and "speculative decoding: dflash drafter weights not counted: its config is not known" in out
