@@ -606,10 +606,15 @@ def _cuda_graph(ctx: Context, stage: Stage) -> Term:
     graphs = 0 if launch.enforce_eager else capture_sizes(rules, launch.engine, launch.max_num_seqs,
                                                           launch.max_num_batched_tokens, ctx.gpu)
     sd = launch.speculative_config
+    spec_counts = ""
     if graphs and sd is not None and not ctx.v0:    # ceiling x (1 + k); the V1 runner rounds (see spec)
-        graphs = len(spec_capture_sizes(launch.max_num_seqs, sd.num_speculative_tokens,
-                                        launch.max_num_batched_tokens, bool(rules.capture_sizes.get("exact")),
-                                        round_to_query=ctx.runner != "V2"))
+        sizes = spec_capture_sizes(launch.max_num_seqs, sd.num_speculative_tokens, launch.max_num_batched_tokens,
+                                   bool(rules.capture_sizes.get("exact")), round_to_query=ctx.runner != "V2")
+        graphs = len(sizes)
+        full = [n for n in sizes if n <= launch.max_num_seqs * sd.query_len]
+        spec_counts = (f"; with FULL decode graphs vLLM profiles 'PIECEWISE={graphs} (largest={sizes[-1]}), "
+                       f"FULL={len(full)} (largest={full[-1] if full else 0})' (spec.profiled_graph_bytes)"
+                       if sizes else "")
     mib = rules.graph_mib["V0" if ctx.v0 else launch.platform if launch.platform in rules.graph_mib else "cuda"]
     graph = cuda_graph_bytes(graphs, stage.layers, mib)
     in_budget = (not ctx.v0 and rules.graphs_in_budget.get(launch.platform, rules.graphs_in_budget["cuda"])
@@ -632,7 +637,7 @@ def _cuda_graph(ctx: Context, stage: Stage) -> Term:
                    "taken at the V1 runner's fitted MiB" if ctx.runner == "V2" else ""))
     else:
         note = f"{graphs} captured sizes x {stage.layers} layers, captured after the KV cache (outside the budget)"
-    return Term("cuda_graph", graph, note, -1 if in_budget else 0)
+    return Term("cuda_graph", graph, note + spec_counts, -1 if in_budget else 0)
 
 
 def profile_terms(ctx: Context, stage: Stage) -> list[Term]:

@@ -98,3 +98,15 @@ def test_from_log_says_when_the_drafter_is_not_counted(capsys, tmp_path, monkeyp
     unknown.write_text(log.replace("/data/xxx/models/Qwen3.6-35B-A3B-Dflash/", "/data/xxx/models/my-drafter/"))
     rc, out, _ = run_cli(capsys, "from-log", "--gpu", "a100-80gb", "--model", "Qwen/Qwen3.6-35B-A3B-FP8", str(unknown))
     assert rc == 0 and "speculative decoding: dflash drafter weights not counted: its config is not known" in out
+
+
+def test_graph_term_names_the_counts_vllm_profiles():
+    # the A800 log: "Profiling CUDA graph memory: PIECEWISE=38 (largest=336), FULL=22 (largest=168)"; the estimate is
+    # taken from the budget in 0.20.2, and the drafter's 8 layers join the 40 target layers in our per-layer rule
+    spec = _target("Qwen/Qwen3.6-35B-A3B-FP8")
+    sd = parse_speculative_config(A800_DFLASH, strict=False)
+    est = estimate_vllm(spec, gpu="a100-80gb", launch=VllmLaunch(version="0.20.2", max_model_len=8192, max_num_seqs=24,
+                                                                 gpu_memory_utilization=0.62, speculative_config=sd))
+    graph = next(t for t in est.terms if t.name == "cuda_graph")
+    assert graph.sign == -1 and "x 48 layers" in graph.note
+    assert "'PIECEWISE=38 (largest=336), FULL=22 (largest=168)'" in graph.note
