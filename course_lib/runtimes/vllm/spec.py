@@ -12,12 +12,18 @@ Read from vLLM 0.33.0's source (``vllm/config/speculative.py``, ``vllm/config/vl
 * **KV.** The drafter's attention layers are registered in the same forward context as the target's, so the
   runner's ``get_kv_cache_spec`` returns them with the target's: they join the KV layout (a layer of the target's
   shape joins its group; another shape makes its own group, padded like any other).
+* **DFlash drafters from a local folder** (vLLM 0.20.2 ``qwen3_dflash.py``, ``spec_decode/dflash.py``): a folder named
+  as a published drafter is read with that drafter's config (:data:`PUBLISHED_DFLASH`); ``fc`` takes
+  ``len(target_layer_ids)`` target hidden states; the draft layers (all full attention in 0.20-0.22) are a KV bucket
+  of their own (:func:`padding_warnings`). An unreadable drafter in ``from-log``: "drafter weights not counted: its
+  config is not known".
 * **CUDA graphs.** One decode step verifies ``1 + num_speculative_tokens`` tokens per sequence
   (``VllmConfig.uniform_decode_query_len``), so the default capture ceiling is
   ``min(max_num_seqs x (1 + k) x 2, 512)`` and, with FULL decode graphs on the V1 runner,
   ``CompilationConfig.adjust_cudagraph_sizes_for_spec_decode`` rounds every size up to a multiple of ``1 + k``
   (dropping those past the ceiling). A published A800 log (set_2026, DFlash, k = 6, max_num_seqs 24) prints
-  "PIECEWISE=38 (largest=336), FULL=22 (largest=168)": exactly this rule.
+  "PIECEWISE=38 (largest=336), FULL=22 (largest=168)": exactly this rule. What vLLM then takes from the budget
+  (from 0.20.0) is a measured sum over those counts (:func:`profiled_graph_bytes`).
 
 >>> sd = parse_speculative_config('{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}')
 >>> sd.method, sd.num_speculative_tokens, sd.loads_drafter
