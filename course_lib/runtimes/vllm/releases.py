@@ -234,8 +234,8 @@ CHANGES = (
            "vllm/config/cache.py (0.20.0:66) gpu_memory_utilization Field(default=0.92); 0.19.0 (:41), 0.18.0, "
            "0.15.0 and 0.11.0 still Field(default=0.9)"),
     Change("0.20.0", {"graphs_in_budget": {"cuda": True, "rocm": False}},
-           "vllm/envs.py (0.20.0:1724-1726) VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to '1' (0.19.1:1654-1656: "
-           f"'0'), and {_V} determine_available_memory (0.20.0 and 0.20.2:372-424) subtracts "
+           "vllm/envs.py (0.20.0:1724-1726) VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to '1' "
+           f"(0.19.1:1654-1656: '0'), and {_V} determine_available_memory (0.20.0 and 0.20.2:372-424) subtracts "
            "cudagraph_memory_estimate_applied from the budget, profiled only where not current_platform.is_rocm() "
            "('Skip on ROCm/HIP/XPU as graph pool handles and mem_get_info behave differently'); the log line's "
            "'default since v0.21.0' is wrong by one release",

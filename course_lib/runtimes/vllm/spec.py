@@ -165,8 +165,9 @@ def profiled_graph_bytes(first_capture_bytes: Mapping[str, int], second_capture_
     """vLLM's "Estimated CUDA graph memory: X GiB total" from its two measured captures per mode.
 
     ``GPUModelRunner.profile_cudagraph_memory`` (vllm/v1/worker/gpu_model_runner.py, 0.20.2:5949-6047, 0.21.0:
-    6049-6147; the same arithmetic in 0.33.0:6268-6414, which adds a multimodal encoder's graphs on top) warms up and captures the two *largest* sizes of each mode
-    (PIECEWISE, FULL) into a scratch pool and reads ``torch.cuda.mem_get_info`` around each: the first sample is the
+    6049-6147; the same arithmetic in 0.33.0:6268-6414, which adds a multimodal encoder's graphs on top) warms up
+    and captures the two *largest* sizes of each mode (PIECEWISE, FULL) into a scratch pool and reads
+    ``torch.cuda.mem_get_info`` around each: the first sample is the
     mode's "first capture", the second its "per graph" (at least 1 MiB). FULL and PIECEWISE share one pool at run
     time, so the estimate is ``max(first captures) + sum over modes of per_graph x (graphs - 1)``. With
     ``num_speculative_tokens`` = k the sizes are the ones :func:`spec_capture_sizes` / :func:`full_decode_sizes`

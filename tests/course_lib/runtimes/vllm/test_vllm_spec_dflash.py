@@ -93,7 +93,8 @@ def test_from_log_says_when_the_drafter_is_not_counted(capsys, tmp_path, monkeyp
     from cli_support import run_cli
     monkeypatch.setenv("HF_HOME", str(HUB.parent))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    log = (REPO / "benchmarks/runtime_logs/set_2026/logs/vllm-qwen36-35b-a3b-fp8-dflash-a800-u062-v0202.txt").read_text()
+    log = (REPO / "benchmarks/runtime_logs/set_2026/logs"
+           / "vllm-qwen36-35b-a3b-fp8-dflash-a800-u062-v0202.txt").read_text()
     unknown = tmp_path / "unknown.txt"
     unknown.write_text(log.replace("/data/xxx/models/Qwen3.6-35B-A3B-Dflash/", "/data/xxx/models/my-drafter/"))
     rc, out, _ = run_cli(capsys, "from-log", "--gpu", "a100-80gb", "--model", "Qwen/Qwen3.6-35B-A3B-FP8", str(unknown))
