@@ -26,6 +26,8 @@ from ..views.report import from_log_table, runtime_table
 from ..runtimes import SglangLaunch, TrtllmLaunch, VllmLaunch, estimate_sglang, estimate_trtllm, estimate_vllm
 from ..runtimes.from_log import compare
 from ..runtimes.vllm.spec import parse_speculative_config
+from ..runtimes.trtllm_spec import parse_trtllm_speculative
+from ..runtimes.sglang_spec import ALGORITHMS as SGLANG_SPEC_ALGORITHMS, parse_sglang_speculative
 from ..runtimes.unified import host_used, vllm_start_refusal
 from ..runtimes.vllm.kv_dsv4 import refusal as dsv4_refusal
 from ..model.presets import gpu_bytes
@@ -38,10 +40,11 @@ RUNTIME_FLAGS = {
     "enforce_eager": "vllm", "skip_mm_profiling": "vllm", "limit_mm_per_prompt": "vllm",
     "mm_processor_kwargs": "vllm", "block_size": "vllm", "vllm_version": "vllm", "entrypoint": "vllm", "sampler": "vllm",
     "mem_fraction_static": "sglang", "sglang_version": "sglang", "chunked_prefill_size": "sglang",
-    "cuda_graph_max_bs": "sglang",
+    "cuda_graph_max_bs": "sglang", "speculative_algorithm": "sglang", "speculative_draft_model_path": "sglang",
+    "speculative_num_steps": "sglang", "speculative_eagle_topk": "sglang", "speculative_num_draft_tokens": "sglang",
     "kv_cache_free_gpu_mem_fraction": "trtllm", "trtllm_version": "trtllm", "max_batch_size": "trtllm",
     "max_num_tokens": "trtllm", "cpu_offload_gb": ("vllm", "sglang"), "kv_cache_memory_bytes": "vllm",
-    "speculative_config": "vllm",
+    "speculative_config": ("vllm", "trtllm"),
     "host_used": ("vllm", "sglang", "trtllm"),
 }
 _SHARE = {"vllm": "--gpu-memory-utilization", "sglang": "--mem-fraction-static",
@@ -76,7 +79,9 @@ def add_runtime_args(p: argparse.ArgumentParser) -> None:
                         "profile. With --gpu cpu: vLLM 0.32's CPU platform")
     g.add_argument("--speculative-config", metavar="JSON",
                    help='vLLM: speculative decoding, as vLLM\'s own flag, e.g. \'{"method": "mtp", '
-                        '"num_speculative_tokens": 2}\' (ngram, suffix, mtp, eagle, eagle3, dflash, draft_model)')
+                        '"num_speculative_tokens": 2}\' (ngram, suffix, mtp, eagle, eagle3, dflash, draft_model). '
+                        'TensorRT-LLM: its speculative_config mapping as JSON, e.g. \'{"decoding_type": "Eagle3", '
+                        '"max_draft_len": 3, "speculative_model_dir": DRAFT}\' (Eagle3, Eagle, MTP, NGram, DraftTarget)')
     g.add_argument("--vllm-version", help="vLLM release whose defaults apply, e.g. 0.10.1 (default: the newest modelled)")
     g.add_argument("--entrypoint", choices=("serve", "llm"), help="vLLM: `vllm serve` (default) or LLM() defaults")
     g.add_argument("--sampler", choices=("auto", "native", "flashinfer"),
@@ -88,6 +93,17 @@ def add_runtime_args(p: argparse.ArgumentParser) -> None:
                    help="SGLang: prefill chunk (default: by GPU memory)")
     g.add_argument("--cuda-graph-max-bs", type=whole("--cuda-graph-max-bs", 1, MAX_SEQUENCES),
                    help="SGLang: largest captured batch (default: by GPU memory)")
+    g.add_argument("--speculative-algorithm", metavar="NAME", type=str.upper, choices=SGLANG_SPEC_ALGORITHMS,
+                   help="SGLang: speculative decoding, as SGLang's own flag (EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM)")
+    g.add_argument("--speculative-draft-model-path", metavar="MODEL",
+                   help="SGLang: the draft checkpoint (a folder with a config.json, a Hub id or a preset); not needed "
+                        "for NEXTN on a model with MTP layers")
+    g.add_argument("--speculative-num-steps", type=whole("--speculative-num-steps", 1, 64),
+                   help="SGLang: draft steps (default: SGLang's choice by architecture)")
+    g.add_argument("--speculative-eagle-topk", type=whole("--speculative-eagle-topk", 1, 64),
+                   help="SGLang: branches per draft step (default: SGLang's choice)")
+    g.add_argument("--speculative-num-draft-tokens", type=whole("--speculative-num-draft-tokens", 1, 1024),
+                   help="SGLang: tokens verified per step (default: SGLang's choice; steps + 1 when topk is 1)")
     g.add_argument("--kv-cache-free-gpu-mem-fraction", type=number("--kv-cache-free-gpu-mem-fraction", MIN_SHARE, 1.0),
                    help="TensorRT-LLM: share of the free memory for the KV cache (default 0.9)")
     g.add_argument("--trtllm-version", help="TensorRT-LLM release, e.g. 0.19.0")
@@ -209,7 +225,10 @@ def estimate_runtime(args: argparse.Namespace, spec: ModelSpec) -> dict[str, Any
             version=args.sglang_version, mem_fraction_static=args.mem_fraction_static,
             chunked_prefill_size=args.chunked_prefill_size, cuda_graph_max_bs=args.cuda_graph_max_bs,
             kv_cache_dtype=_kv_flag(args), dtype=args.dtype, context_length=ctx, tensor_parallel=tp,
-            pipeline_parallel=pp, cpu_offload_gb=args.cpu_offload_gb or 0.0, free_at_start_bytes=at_start))
+            pipeline_parallel=pp, cpu_offload_gb=args.cpu_offload_gb or 0.0, free_at_start_bytes=at_start,
+            speculative=parse_sglang_speculative(args.speculative_algorithm, args.speculative_draft_model_path,
+                                                 args.speculative_num_steps, args.speculative_eagle_topk,
+                                                 args.speculative_num_draft_tokens)))
         if host:
             est = replace(est, notes=est.notes + (f"{host_note}: taken off the memory free at start "
                                                   f"({at_start / GiB:.2f} GiB)",))
@@ -217,7 +236,8 @@ def estimate_runtime(args: argparse.Namespace, spec: ModelSpec) -> dict[str, Any
         est = estimate_trtllm(spec, gpu=args.gpu, launch=TrtllmLaunch(
             version=args.trtllm_version, kv_cache_free_gpu_mem_fraction=args.kv_cache_free_gpu_mem_fraction,
             max_batch_size=args.max_batch_size, max_num_tokens=args.max_num_tokens, max_seq_len=ctx, dtype=args.dtype,
-            kv_cache_dtype=_kv_flag(args), tensor_parallel=tp, pipeline_parallel=pp, host_used_bytes=host_given))
+            kv_cache_dtype=_kv_flag(args), tensor_parallel=tp, pipeline_parallel=pp, host_used_bytes=host_given,
+            speculative=parse_trtllm_speculative(args.speculative_config)))
     data = {"estimate_model": f"{est.runtime} {est.version}'s own sizing rule", "model": spec.name,
             "model_type": spec.model_type, "params_total": spec.params_total}
     if spec.resolved_by:

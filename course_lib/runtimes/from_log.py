@@ -149,7 +149,8 @@ def launch_for(log: StartupLog, spec: ModelSpec, gpu: str | int) -> tuple[Any, d
                             cuda_graph_max_bs=L.get("cuda_graph_max_bs"), kv_cache_dtype=kv, dtype=None,
                             context_length=L.get("context_length"), tensor_parallel=tp, pipeline_parallel=pp,
                             disable_cuda_graph=bool(L.get("disable_cuda_graph", False)),
-                            cpu_offload_gb=float(L.get("cpu_offload_gb") or 0.0)), from_log
+                            cpu_offload_gb=float(L.get("cpu_offload_gb") or 0.0),
+                            speculative=_sglang_speculative(L, log.model)), from_log
     kv = _kv(L.get("kv_cache_dtype"))
     return TrtllmLaunch(version=L.get("trtllm_version"),
                         kv_cache_free_gpu_mem_fraction=L.get("kv_cache_free_gpu_mem_fraction"),
@@ -157,6 +158,20 @@ def launch_for(log: StartupLog, spec: ModelSpec, gpu: str | int) -> tuple[Any, d
                         max_seq_len=L.get("max_seq_len"), dtype=None, kv_cache_dtype=kv,
                         tokens_per_block=L.get("tokens_per_block"), tensor_parallel=tp,
                         pipeline_parallel=pp, host_used_bytes=_host_used(log, from_log)), from_log
+
+
+def _sglang_speculative(L: dict[str, Any], model: str | None):
+    """The log's SGLang speculative flags, leniently: an algorithm not modelled here is left out (the output's
+    launch still shows it); a draft that does not resolve adds nothing (see ``SglangSpeculative.strict``)."""
+    from .sglang_spec import ALGORITHMS, SglangSpeculative
+    algorithm = str(L.get("speculative_algorithm") or "").upper()
+    if algorithm not in ALGORITHMS:
+        return None
+    path = L.get("speculative_draft_model_path")
+    if path is not None and path == model:
+        path = None          # server_args.py points a DeepSeek-style MTP draft at the target's own checkpoint
+    return SglangSpeculative(algorithm, path, L.get("speculative_num_steps"),
+                             L.get("speculative_eagle_topk"), L.get("speculative_num_draft_tokens"), strict=False)
 
 
 def _host_used(log: StartupLog, from_log: dict[str, str]) -> int | None:

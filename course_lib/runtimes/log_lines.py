@@ -74,7 +74,7 @@ _BOOT_PREAMBLE = re.compile(r"^\s*$|^\s*(?:\$ |vllm serve\b|python3? -m |docker 
 #: What makes a piece of the file a boot: a runtime sizing its KV cache, or refusing to start.
 _BOOT_BODY = re.compile(r"Available KV cache memory|GPU KV cache size|# GPU blocks|# cuda blocks|# CUDA blocks|"
                         r"reserved for KV Cache|kv_cache_size=|CPU KV cache size|GiB for KV cache on node|"
-                        r"memory for KV Cache|kv cache memory in use|KV Cache is allocated|max_total_num_tokens|"
+                        r"memory for KV Cache|kv cache memory in use|KV Cache is allocated|KV cache allocated|max_total_num_tokens|"
                         r"paged KV cache|KV cache primary pool|Error\b|Traceback")
 
 
@@ -151,7 +151,8 @@ def detect_runtime(lines: list[str]) -> str | None:
                                         "# GPU blocks", "# cuda blocks", "# CUDA blocks", "Memory profiling results",
                                         "the current vLLM instance", "KV cache memory", "CPU KV cache size",
                                         "for KV cache on node")),
-        "sglang": sum(p in text for p in ("sglang", "SGLang", "KV Cache is allocated", "max_total_num_tokens",
+        "sglang": sum(p in text for p in ("sglang", "SGLang", "KV Cache is allocated", "Post-capture KV sizing",
+                                          "max_total_num_tokens",
                                           "Load weight end", "mem_fraction_static")) * 2,
         "trtllm": sum(p in text for p in ("TensorRT-LLM", "trtllm", "paged kv cache", "paged KV cache",
                                           "KV cache primary pool")) * 2,
@@ -161,7 +162,7 @@ def detect_runtime(lines: list[str]) -> str | None:
                  "reserved for KV Cache", "kv_cache_size=", "CPU KV cache size", "GiB for KV cache on node",
                  "the estimated maximum model length is", "memory for KV Cache as specified by kv_cache_memory_bytes",
                  "Current kv cache memory in use is"),
-        "sglang": ("KV Cache is allocated", "max_total_num_tokens"),
+        "sglang": ("KV Cache is allocated", "Post-capture KV sizing: KV cache allocated", "max_total_num_tokens"),
         "trtllm": ("for max tokens in paged KV cache", "Number of blocks in KV cache primary pool",
                    "Memory usage when calculating max tokens", "tokens in paged KV cache"),
     }

@@ -44,6 +44,7 @@ from ..units import GiB, MiB
 from .profile import cuda_graph_bytes, offloaded_bytes, rotary_cache_bytes, stage_weight_bytes, stages
 from .releases import Change, History, TypedRules
 from .result import RuntimeEstimate, Term
+from .sglang_spec import SPEC_MAX_RUNNING_REQUESTS, SglangSpeculative, joint_cell_bytes, sglang_drafter, spec_capture_sizes
 from .versions import Version
 
 #: SGLang's release history as data (see :mod:`.releases`): what changed in which release, citing its file.
@@ -59,6 +60,17 @@ class MemFraction(str, Enum):
         return self.value
 
 
+class SpecPool(str, Enum):
+    """How the speculative draft's weights and KV pool meet the target's budget (see :mod:`.sglang_spec`)."""
+    UNREAD = "unread"          # releases before 0.5.5: not read, speculative decoding refused
+    HEADROOM = "headroom"      # 0.5.5: target profiled alone, its pool + reqs x (steps x topk + draft tokens) + 100
+    SHARED = "shared"          # 0.5.10: target profiled alone; the draft pool takes as many tokens, from the reserve
+    JOINT = "joint"            # 0.5.20: draft weights loaded before the profile; one cell holds target + draft KV
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class SglangRules(TypedRules):
     """One SGLang release's rules (see :data:`HISTORY`), typed."""
@@ -68,14 +80,36 @@ class SglangRules(TypedRules):
     prefill_graphs: bool
     vlm_fraction: bool         # a multimodal model's share cut by its vision tower's size (0.5.20)
     mm_reserve_mib: int        # MiB kept out of the KV budget for the embedding cache (0.5.20)
+    spec_pool: SpecPool        # speculative decoding's pool rule (0.5.5, 0.5.10, 0.5.20)
+    spec_reserve_mib: tuple[int, int]   # MiB the default reserve adds for (EAGLE family, STANDALONE) drafts
+    spec_prefill_graphs_off: bool       # speculative decoding turns prefill (piecewise) graphs off
+    spec_auto_default: tuple[int, int, int]  # auto (steps, topk, draft tokens) of an architecture not listed
 
 
 Rules = SglangRules
 
 HISTORY = History("sglang", (
     Change("0.3.0", {"mem_fraction": "by-tp", "small_gpu": (2048, 24, 80), "prefill_graphs": False,
-                     "vlm_fraction": False, "mm_reserve_mib": 0},
+                     "vlm_fraction": False, "mm_reserve_mib": 0, "spec_pool": "unread", "spec_reserve_mib": (0, 0),
+                     "spec_prefill_graphs_off": False, "spec_auto_default": (5, 4, 8)},
            "python/sglang/srt/server_args.py (0.3.0)", checked_by="visible L4 log (0.4.3)"),
+    # Speculative decoding, read in the 0.5.5, 0.5.10, 0.5.20 and 0.5.23 wheels only: 0.5.6-0.5.9 take 0.5.5's rule
+    # here and 0.5.11-0.5.19 0.5.10's (not read). No published log with a speculative launch checks them.
+    Change("0.5.5", {"spec_pool": "headroom", "spec_reserve_mib": (2048, 6144)},
+           "python/sglang/srt/server_args.py _handle_gpu_memory_settings ('eagle draft models and cuda graphs': "
+           "reserved_mem += 2 * 1024, STANDALONE 6 * 1024) and model_executor/model_runner.py init_memory_pool "
+           "(draft_runner_cache_size = max_total_num_tokens + max_num_reqs x (steps x topk + num_draft_tokens) "
+           "+ 100), 0.5.5"),
+    Change("0.5.10", {"spec_pool": "shared", "spec_reserve_mib": (4096, 6144), "spec_prefill_graphs_off": True,
+                      "spec_auto_default": (3, 1, 4)},
+           "python/sglang/srt/server_args.py (0.5.10: reserved_mem += 4 * 1024; '2. Speculative decoding' disables "
+           "piecewise CUDA graphs; auto params (3, 1, 4)) and model_executor/model_runner_kv_cache_mixin.py "
+           "init_memory_pool (the draft takes the target's memory_pool_config: same #tokens, no headroom)"),
+    Change("0.5.20", {"spec_pool": "joint", "spec_reserve_mib": (0, 0), "spec_prefill_graphs_off": False},
+           "python/sglang/srt/managers/scheduler.py init_model_worker (draft worker built before init_memory_pools), "
+           "model_executor/pool_configurator.py DefaultPoolConfigurator (cell += int(cell x "
+           "eagle_draft_num_layers / num_layers)) and arg_groups/memory_hook.py (no speculative reserve), 0.5.20 "
+           "and 0.5.23: 'If using speculative decoding, draft weights are now counted'"),
     Change("0.5.3", {"mem_fraction": "reserved"},
            "python/sglang/srt/server_args.py (0.5.3, PR #10975: 'General heuristics for --mem-fraction-static')",
            checked_by="development set 0.5.8.post1 MI35x logs"),
@@ -140,6 +174,7 @@ class SglangLaunch:
     disable_cuda_graph: bool = False
     free_at_start_bytes: int | None = None
     cpu_offload_gb: float = 0.0
+    speculative: SglangSpeculative | None = None     # --speculative-algorithm and its knobs (see .sglang_spec)
 
 
 def _batch_defaults(gpu_mib: float, tp: int, rules: Rules | None = None) -> tuple[int, int]:
@@ -158,11 +193,12 @@ def _batch_defaults(gpu_mib: float, tp: int, rules: Rules | None = None) -> tupl
 
 def default_mem_fraction_static(version: Version, gpu_total_bytes: int, tp: int, pp: int,
                                 chunked_prefill_size: int, cuda_graph_max_bs: int,
-                                prefill_graph_mib: float = 0.0) -> float:
+                                prefill_graph_mib: float = 0.0, spec_reserve_mib: float = 0.0) -> float:
     """SGLang's default ``mem_fraction_static`` for a release, a GPU and a parallel layout.
 
     ``prefill_graph_mib``: what the prefill (piecewise) CUDA graphs add to the reserve (0.5.10 on; see
-    :func:`prefill_graph_reserve_mib`).
+    :func:`prefill_graph_reserve_mib`). ``spec_reserve_mib``: what a speculative draft adds (0.5.5-0.5.19), after
+    the 10 GiB floor, as server_args.py adds it.
 
     >>> default_mem_fraction_static(Version(0, 4, 3), 22 * 2**30, 4, 1, 2048, 80)
     0.85
@@ -176,6 +212,7 @@ def default_mem_fraction_static(version: Version, gpu_total_bytes: int, tp: int,
                 + prefill_graph_mib)
     if gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
+    reserved += spec_reserve_mib
     return round((gpu_mib - reserved) / gpu_mib, 3)
 
 
@@ -245,6 +282,13 @@ def estimate_sglang(spec: ModelSpec, *, gpu: str | int, launch: SglangLaunch | N
         why["version"] = f"{LATEST}: the newest release modelled here"
     total = gpu_bytes(gpu)
     tp, pp = launch.tensor_parallel, launch.pipeline_parallel
+    sd = launch.speculative
+    if sd is not None and rules.spec_pool is SpecPool.UNREAD:
+        raise CourseInputError(f"SGLang {version}'s speculative decoding is not modelled (read from 0.5.5 on); use "
+                               f"--sglang-version 0.5.5 or later, or leave out --speculative-algorithm")
+    if sd is not None and pp > 1:
+        raise CourseInputError("--speculative-algorithm with --pipeline-parallel > 1 is not modelled (SGLang 0.5.5 "
+                               "asserts 'PP is not compatible with MTP models'); use --pipeline-parallel 1")
     if total <= 0:
         raise CourseInputError(f"gpu={gpu!r} is 0 bytes; give the device's memory, e.g. 24GB or a preset")
     if pp > max(1, spec.num_layers):
@@ -264,12 +308,21 @@ def estimate_sglang(spec: ModelSpec, *, gpu: str | int, launch: SglangLaunch | N
     if mfs is None:
         used.append("mem_fraction")
         prefill_mib, prefill_why = prefill_graph_reserve_mib(rules, spec, gpu, chunk, pp, launch.cpu_offload_gb)
-        mfs = default_mem_fraction_static(version, total, tp, pp, chunk, max_bs, prefill_mib)
+        if sd is not None and rules.spec_prefill_graphs_off and prefill_mib:
+            prefill_mib, prefill_why = 0.0, ""
+            why["prefill_graphs"] = "off: speculative decoding disables piecewise CUDA graphs (server_args.py)"
+            used.append("spec_prefill_graphs_off")
+        spec_mib = 0
+        if sd is not None and sd.loads_model:
+            spec_mib = rules.spec_reserve_mib[1 if sd.algorithm == "STANDALONE" else 0]
+            used += ["spec_reserve_mib"] if spec_mib else []
+        mfs = default_mem_fraction_static(version, total, tp, pp, chunk, max_bs, prefill_mib, spec_mib)
         used += ["prefill_graphs"] if prefill_mib else []
         why["mem_fraction_static"] = (f"{mfs}: the default of {version} "
                                       + ("(by TP size)" if rules.mem_fraction == "by-tp"
                                          else "((gpu_mem - reserved) / gpu_mem"
-                                         + (f"; reserved includes {prefill_why})" if prefill_mib else ")")))
+                                         + (f"; reserved includes {prefill_why})" if prefill_mib else ")"))
+                                      + (f", + {spec_mib} MiB for the {sd.algorithm} draft" if spec_mib else ""))
         if rules.vlm_fraction and spec.vision_config:
             used.append("vlm_fraction")
             factor = vlm_fraction_factor(spec.vision_config)
@@ -287,19 +340,66 @@ def estimate_sglang(spec: ModelSpec, *, gpu: str | int, launch: SglangLaunch | N
     mm_reserve = rules.mm_reserve_mib * MiB if spec.vision_config else 0
     if mm_reserve:
         used.append("mm_reserve_mib")
-    available = at_start - weights - reserve - mm_reserve
     cell = kv_cache_bytes_per_token(spec, get_dtype(kv_name), tp)
     if pp > 1:
         cell = math.ceil(cell * stage.layer_share)
     if cell <= 0:
         raise CourseInputError(f"{spec.name} caches no KV per token (no attention layer): SGLang's token pool is not "
                                f"modelled for it; use --runtime vllm")
+    d = None if sd is None else sglang_drafter(spec, sd, fmt=fmt, kv_dtype=get_dtype(kv_name), tp=tp,
+                                               other_default=rules.spec_auto_default)
+    joint = d is not None and d.kv_layers > 0 and rules.spec_pool is SpecPool.JOINT
+    draft_at_profile = d.constructed_bytes if joint else 0
+    pool_cell = joint_cell_bytes(cell, spec.num_layers, d.kv_layers) if joint else cell
+    available = at_start - weights - draft_at_profile - reserve - mm_reserve
     if available <= 0:
-        raise CourseInputError(f"SGLang would refuse this launch: the weights ({weights / GiB:.2f} GiB) leave no "
+        raise CourseInputError(f"SGLang would refuse this launch: the weights ({(weights + draft_at_profile) / GiB:.2f}"
+                               f" GiB{' with the draft' if draft_at_profile else ''}) leave no "
                                f"room for the KV pool in mem_fraction_static={mfs} of {at_start / GiB:.2f} GiB; "
                                f"increase --mem-fraction-static or --tp")
-    tokens = available // cell
-    graphs = 0 if launch.disable_cuda_graph else _capture_sizes(max_bs)
+    tokens = available // pool_cell
+    spec_terms: tuple[Term, ...] = ()
+    spec_notes: tuple[str, ...] = ()
+    spec_launch: dict = {}
+    if d is not None:
+        used.append("spec_pool")
+        reqs = SPEC_MAX_RUNNING_REQUESTS
+        spec_launch = {"speculative_algorithm": d.algorithm, "speculative_draft_model_path": sd.draft_model_path,
+                       "speculative_num_steps": d.steps, "speculative_eagle_topk": d.topk,
+                       "speculative_num_draft_tokens": d.draft_tokens, "max_running_requests": reqs}
+        why["max_running_requests"] = f"{reqs}: speculative decoding's default (server_args.py)"
+        if sd.num_steps is None and sd.loads_model:
+            why["speculative_num_steps"] = (f"({d.steps}, {d.topk}, {d.draft_tokens}) for (steps, topk, draft "
+                                            f"tokens): auto_choose_speculative_params")
+        headroom = 0
+        if d.kv_layers and rules.spec_pool is SpecPool.HEADROOM:
+            # model_runner.py (0.5.5): the target's pool grows past its profile, into the reserve
+            headroom = reqs * d.steps * d.topk + reqs * d.draft_tokens + 100
+            tokens += headroom
+        draft_kv = tokens * (pool_cell - cell if joint else d.draft_cell_bytes)
+        if d.kv_layers:
+            in_reserve = d.kept_bytes + draft_kv + headroom * cell if not joint else 0
+            spec_terms = (
+                Term("draft_weights", d.constructed_bytes if joint else d.kept_bytes,
+                     d.note + ("; loaded before the profile, so counted in the static share (0.5.20+)" if joint else
+                               "; loaded after the target's pool, in the reserved share"), -1 if joint else 0),
+                Term("draft_kv", draft_kv, f"the draft's own pool: {tokens:,} tokens x "
+                     f"{pool_cell - cell if joint else d.draft_cell_bytes:,} B ({d.kv_layers} layer(s))"
+                     + (", sized with the target's in one cell (pool_configurator.py)" if joint else
+                        ", allocated after the target's, in the reserved share"), -1 if joint else 0),
+            )
+            if headroom:
+                spec_terms += (Term("spec_headroom", headroom * cell, f"{headroom:,} tokens the target's pool adds for "
+                                    f"draft and verify tokens ({reqs} reqs x ({d.steps} x {d.topk} + "
+                                    f"{d.draft_tokens}) + 100), in the reserved share", 0),)
+            if not joint and in_reserve > reserve:
+                spec_notes += (f"the draft's weights and KV pool ({in_reserve / GiB:.2f} GiB) exceed the reserved "
+                               f"share ({reserve / GiB:.2f} GiB) they load into: SGLang would likely run out of memory "
+                               f"at start; lower --mem-fraction-static",)
+        else:
+            spec_notes += (d.note,)
+    graphs = 0 if launch.disable_cuda_graph else (
+        len(spec_capture_sizes(max_bs, SPEC_MAX_RUNNING_REQUESTS)) if sd is not None else _capture_sizes(max_bs))
     graph = cuda_graph_bytes(graphs, stage.layers, CUDA_GRAPH_MIB_PER_GRAPH_LAYER)
     terms = (
         Term("free_at_start", at_start, f"CUDA total {total / GiB:.2f} GiB - CUDA context"
@@ -311,8 +411,9 @@ def estimate_sglang(spec: ModelSpec, *, gpu: str | int, launch: SglangLaunch | N
                                           f"embedding cache (SGLANG_VLM_CACHE_SIZE_MB)"),) if mm_reserve else ()),
         Term("activation_peak", 0, "not profiled by SGLang: it lives in the reserved share", 0),
         Term("non_torch", 0, "counted in free_at_start (context) and the load", 0),
-        Term("cuda_graph", graph, f"{graphs} batch sizes up to {max_bs}, captured after the pool (in the reserved share)",
-             0),
+        *spec_terms,
+        Term("cuda_graph", graph, f"{graphs} batch sizes up to {max_bs}, captured after the pool (in the reserved share)"
+             + ("; the draft's graphs are not counted" if d is not None and d.kv_layers else ""), 0),
     )
     return RuntimeEstimate(
         runtime="sglang", version=str(version),
@@ -320,9 +421,9 @@ def estimate_sglang(spec: ModelSpec, *, gpu: str | int, launch: SglangLaunch | N
                 "mem_fraction_static": mfs, "chunked_prefill_size": chunk, "cuda_graph_max_bs": max_bs,
                 "context_length": context_length, "kv_cache_dtype": launch.kv_cache_dtype, "kv_dtype": kv_name,
                 "weights_format": fmt.name, "tensor_parallel": tp, "pipeline_parallel": pp,
-                "cpu_offload_gb": launch.cpu_offload_gb},
+                "cpu_offload_gb": launch.cpu_offload_gb, **spec_launch},
         defaults=why, terms=terms, runtime_kv_cache_bytes=tokens * cell, num_gpu_blocks=tokens,
         kv_cache_tokens=tokens, max_concurrency=tokens / context_length, kv_cache_bytes_per_token=cell, block_size=1,
         fitted=("CUDA context", "load overhead", "CUDA-graph MiB per graph and layer"),
-        notes=("SGLang pages tokens one by one (page size 1): blocks are tokens",),
+        notes=("SGLang pages tokens one by one (page size 1): blocks are tokens",) + spec_notes,
         unchecked_rules=tuple(rules.unchecked(tuple(used))) if used else ())

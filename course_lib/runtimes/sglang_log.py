@@ -38,6 +38,17 @@ def _read_sglang(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict
         value = _arg(text, *names)
         if value not in (None, "None"):
             launch[key] = value
+    # speculative decoding (ServerArgs: speculative_algorithm='EAGLE', ...; or the --speculative-* flags)
+    algorithm = _arg(text, "speculative_algorithm")
+    if algorithm not in (None, "None"):
+        launch["speculative_algorithm"], ev["speculative_algorithm"] = algorithm, f"speculative_algorithm={algorithm}"
+        path = _arg(text, "speculative_draft_model_path")
+        if path not in (None, "None"):
+            launch["speculative_draft_model_path"] = path
+        for key in ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"):
+            value = _number(_arg(text, key))
+            if value is not None:
+                launch[key] = _bounded_count(key, value)
     m = re.search(r"context_len=(\d+)", text)
     if m and "context_length" not in launch:
         launch["context_length"] = _int(m.group(1))
@@ -50,10 +61,21 @@ def _read_sglang(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict
         m = _first(lines, pattern)
         if m:
             logged[key], ev[key] = _gib(m.group(1)), m.group(0)[:160]
-    m = _first(lines, r"KV Cache is allocated\. #tokens: ([0-9,]+), K size: ([0-9.]+) GB, V size: ([0-9.]+) GB")
+    # The target's pool. From 0.5.20 a pool sized after the graph capture logs its final shape on its own line
+    # (sglang/srt/model_executor/model_runner_components/kv_pool_runtime.py: "Post-capture KV sizing: KV cache
+    # allocated. dtype: %s, #tokens: %d, KV size: %.2f GB", its pre-capture line reading "VA upper bound"): it
+    # wins. Otherwise the first "KV Cache is allocated" line is the target's (a speculative draft logs its own
+    # pool after it), in any of the forms of sglang/srt/mem_cache/memory_pool.py: 0.5.5-0.5.10 "#tokens: N, K
+    # size: X GB, V size: Y GB" or, for one-buffer pools such as MLA's, "#tokens: N, KV size: X GB"; from 0.5.20
+    # the same with "dtype: D, " before "#tokens". (The GB there is bytes / 2^30: memory_pool.py's GB = 1 << 30.)
+    m = (_first(lines, r"Post-capture KV sizing: KV cache allocated\. dtype: [^,]+, #tokens: ([0-9,]+), "
+                       r"()()KV size: ([0-9.]+) GB")
+         or _first(lines, r"KV Cache is allocated\. (?:dtype: [^,]+, )?#tokens: ([0-9,]+), "
+                          r"(?:K size: ([0-9.]+) GB, V size: ([0-9.]+) GB|KV size: ([0-9.]+) GB)"))
     if m:
         logged["kv_cache_tokens"] = _int(m.group(1))
-        logged["kv_cache_bytes"] = _gib(m.group(2)) + _gib(m.group(3))
+        logged["kv_cache_bytes"] = (_gib(m.group(4)) if m.group(4) is not None
+                                    else _gib(m.group(2)) + _gib(m.group(3)))
         ev["kv_cache_bytes"] = ev["kv_cache_tokens"] = m.group(0)[:160]
     m = _first(lines, r"max_total_num_tokens=([0-9,]+)")
     if m and logged["kv_cache_tokens"] is None:

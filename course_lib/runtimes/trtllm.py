@@ -42,6 +42,7 @@ from ..units import GiB
 from .profile import forward_peak_bytes, stage_weight_bytes, stages
 from .releases import Change, History, TypedRules
 from .result import RuntimeEstimate, Term
+from .trtllm_spec import TrtllmSpeculative
 from .unified import device, host_used
 from .versions import Version
 
@@ -53,12 +54,19 @@ class TrtllmRules(TypedRules):
     """One TensorRT-LLM release's rules (see :data:`HISTORY`), typed."""
 
     tokens_per_block: int
+    speculative: str           # "unread" (refused) or "drafter-in-budget" (see .trtllm_spec)
 
 
 HISTORY = History("trtllm", (
-    Change("0.5.0", {"tokens_per_block": 64}, "no file read (0.5.0): ASSUMED from older builds' defaults"),
+    Change("0.5.0", {"tokens_per_block": 64, "speculative": "unread"},
+           "no file read (0.5.0): ASSUMED from older builds' defaults"),
     Change("0.12.0", {"tokens_per_block": 32}, "no file read (0.12.0): the release of the change ASSUMED; 32 is "
            "what the visible 0.19 log prints", checked_by="visible RTX 5090 log (0.19): 'Number of tokens per block: 32'"),
+    # Speculative decoding, PyTorch backend (the default from 1.0): read at NVIDIA/TensorRT-LLM commit 0004396 (main,
+    # 2026), not at a 1.x tag (their wheels are on pypi.nvidia.com only); ASSUMED to hold from 1.0. No log checks it.
+    Change("1.0", {"speculative": "drafter-in-budget"},
+           "tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator._get_kv_size_per_token and _cal_max_memory "
+           "(NVIDIA/TensorRT-LLM main at commit 0004396, 2026; the 1.0-1.2 tags not read)"),
 ), known=(*(f"0.{m}" for m in range(5, 22)), "1.0", "1.1", "1.2.0", "1.2.1"), rules_type=TrtllmRules)
 KNOWN_VERSIONS = HISTORY.known
 LATEST = HISTORY.latest
@@ -99,6 +107,7 @@ class TrtllmLaunch:
     pipeline_parallel: int = 1
     interconnect: str | None = None
     host_used_bytes: int | None = None
+    speculative: TrtllmSpeculative | None = None     # speculative_config (see .trtllm_spec)
 
 
 def estimate_trtllm(spec: ModelSpec, *, gpu: str | int, launch: TrtllmLaunch | None = None) -> RuntimeEstimate:
@@ -135,15 +144,31 @@ def estimate_trtllm(spec: ModelSpec, *, gpu: str | int, launch: TrtllmLaunch | N
     kv_name = fmt.compute_dtype if launch.kv_cache_dtype in ("auto", None) else get_dtype(launch.kv_cache_dtype).name
     stage = stages(spec, tp, pp)[0]
     weights = stage_weight_bytes(spec, fmt, stage)
+    sd = launch.speculative
+    kv_spec, draft_weights, draft_note = spec, 0, ""
+    if sd is not None:
+        if rules.speculative == "unread":
+            raise CourseInputError(f"TensorRT-LLM {version}'s speculative decoding (the TensorRT engine path) is not "
+                                   f"modelled; use --trtllm-version 1.0 or later (the PyTorch backend)")
+        if pp > 1:
+            raise CourseInputError("--speculative-config with --pipeline-parallel > 1 is not modelled for TensorRT-LLM "
+                                   "(its draft layers sit on the last stage); use --pipeline-parallel 1")
+        if sd.loads_drafter:
+            from .vllm.spec import drafter, with_drafter
+            kv_spec = with_drafter(spec, sd.as_vllm())
+            draft_weights = stage_weight_bytes(kv_spec, weights_format(kv_spec, launch.dtype),
+                                               stages(kv_spec, tp, 1)[0]) - weights
+            draft_note = drafter(spec, sd.as_vllm()).note
     activation = forward_peak_bytes(spec, max_tokens, tp, fmt.compute_dtype)
     decoder = max_bs * spec.vocab_size * DECODER_BYTES_PER_SLOT_LOGIT
     comm, comm_note = _communicator_bytes(gpu, launch, why)
     host, host_note = host_used(gpu, launch.host_used_bytes)
     if host and launch.host_used_bytes is None:
         why["host_used"] = host_note
-    free = total - CONTEXT_BYTES - host - weights - activation - decoder - comm
+    free = total - CONTEXT_BYTES - host - weights - draft_weights - activation - decoder - comm
     kv = int(frac * free)
-    per_token = kv_cache_bytes_per_token(spec, get_dtype(kv_name), tp)
+    per_token = kv_cache_bytes_per_token(kv_spec, get_dtype(kv_name), tp)
+    target_per_token = kv_cache_bytes_per_token(spec, get_dtype(kv_name), tp)
     if pp > 1:
         per_token = -(-per_token * stage.layers // spec.num_layers)
     if kv < per_token * max_seq:
@@ -157,13 +182,21 @@ def estimate_trtllm(spec: ModelSpec, *, gpu: str | int, launch: TrtllmLaunch | N
         *((Term("host_used", host, f"{host_note}: the OS, other processes and the page cache of a unified pool, "
                                    f"which cudaMemGetInfo counts as used"),) if host else ()),
         Term("weights", weights, fmt.describe()),
+        *((Term("draft_weights", draft_weights, f"{sd.decoding_type}: {draft_note}; loaded before the KV cache is "
+                f"sized (_util.py _cal_max_memory: (total - peak) x fraction)"),) if draft_weights else ()),
         Term("activation_peak", activation, f"the engine's activations for max_num_tokens {max_tokens}"),
         Term("non_torch", decoder + comm, f"runtime and decoder buffers: {max_bs} x {spec.vocab_size:,} slots x "
              f"{DECODER_BYTES_PER_SLOT_LOGIT} B (fitted){comm_note}"),
         Term("free", free, "what cudaMemGetInfo reports free when the KV cache is sized", 0),
         Term("cuda_graph", 0, "inside the engine's activations", 0),
+        *((Term("draft_kv", blocks * block * (per_token - target_per_token),
+                f"of the KV cache, the draft's layers: {per_token - target_per_token:,} of the {per_token:,} B a "
+                f"token (_util.py _get_kv_size_per_token: target + draft, one token count)", 0),)
+          if per_token != target_per_token else ()),
     )
     unchecked = tuple(rules.unchecked(("tokens_per_block",))) if launch.tokens_per_block is None else ()
+    if sd is not None:
+        unchecked += tuple(rules.unchecked(("speculative",)))
     if version in SOURCE_NOT_READ:
         unchecked += (f"all rules ({version}: source not read, {SOURCE_NOT_READ[version]})",)
     return RuntimeEstimate(
@@ -172,7 +205,9 @@ def estimate_trtllm(spec: ModelSpec, *, gpu: str | int, launch: TrtllmLaunch | N
                 "kv_cache_free_gpu_mem_fraction": frac, "max_batch_size": max_bs, "max_num_tokens": max_tokens,
                 "max_seq_len": max_seq, "weights_format": fmt.name, "kv_cache_dtype": launch.kv_cache_dtype,
                 "kv_dtype": kv_name, "tokens_per_block": block, "tensor_parallel": tp, "pipeline_parallel": pp,
-                "host_used_bytes": host},
+                "host_used_bytes": host,
+                **({"speculative_config": {"decoding_type": sd.decoding_type, "max_draft_len": sd.max_draft_len,
+                                           "speculative_model_dir": sd.speculative_model_dir}} if sd else {})},
         defaults=why, terms=terms, runtime_kv_cache_bytes=kv, num_gpu_blocks=blocks, kv_cache_tokens=blocks * block,
         max_concurrency=blocks * block / max_seq, kv_cache_bytes_per_token=per_token, block_size=block,
         fitted=("decoder bytes per slot and logit",),

@@ -281,6 +281,7 @@ def from_log_table(result: dict) -> str:
             lines.append(f"KV cache: predicted {rel:+.1%} against the log")
         for key, why in est["defaults"].items():
             lines.append(f"default (not in the log): {key} = {why}")
+        lines.extend(n for n in est.get("notes", ()) if n.startswith("speculative decoding:"))
     if missing:
         lines.append(f"predicted: missing: {missing}")
     lines.append("note: logged figures are as printed (2 decimals of GiB: +-0.005 GiB)")

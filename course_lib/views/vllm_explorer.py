@@ -1,4 +1,4 @@
-"""The launch explorer: choose vLLM's knobs and see the KV pool vLLM would build, and how many users it serves.
+"""The launch explorer: choose vLLM's knobs and see the KV pool vLLM would build, and how many requests it runs at once.
 
 Where :mod:`course_lib.views.explorer` draws the lesson's simple budget, this one follows vLLM's own
 sizing rule (:func:`course_lib.runtimes.estimate_vllm`): the budget is ``total x
@@ -8,15 +8,14 @@ start-up. How many requests of ``max_model_len`` tokens run at once is then the 
 pool's "maximum concurrency" (the start-up line ``Maximum concurrency for 8,192 tokens per
 request: 6.00x``) and ``max_num_seqs`` (the scheduler's slot count).
 
-:func:`plan_launch` is the arithmetic (no widgets, no plotting); :meth:`LaunchPlan.assess` is the one
-place that says whether a launch serves stated users at a stated context (the explorer, a notebook's
-decision cell and a grader all read it); :func:`launch_figure` draws one plan; :func:`launch_explorer`
-wraps them in ipywidgets controls.
+:func:`plan_launch` is the arithmetic (no widgets, no plotting); :meth:`LaunchPlan.at` gives a launch's
+figures for stated users at a stated context (the concurrency at that context, the slots), never a verdict:
+whether that serves them is the learner's judgement in Task R7, and the grader's rule stays in the grader's
+package (issue 41, item 3); :func:`launch_figure` draws one plan; :func:`launch_explorer` wraps them in
+ipywidgets controls.
 
 The figures are course_lib's estimate of vLLM's rule, within 10% of the logged KV cache on published
-start-up logs (:data:`ESTIMATE_MARGIN`), so a launch is said to serve N users only when its maximum
-concurrency clears N with that margin; one that misses N by less than the margin is answered "measure
-it" (start it and read vLLM's own line), and one that misses it by more is not served.
+start-up logs.
 
 Worked example: Mistral-7B in bf16 on an L4 (22.0 GiB CUDA total) with vLLM's defaults has room for
 five 8k requests (its 4,096-token window saves nothing at 8k: vLLM 0.33 keeps the window plus two batches of
@@ -32,13 +31,12 @@ the sampler's profile and the CUDA graphs:
 >>> round(plan.estimate.max_concurrency, 2), plan.concurrent_requests, plan.serves(12)
 (12.59, 12, True)
 
-12 running at once is not a promise to 12 users: 12.59x is inside the estimate's 10% of 12. And a
-launch whose requests are cut below the context the users need serves none of them at that context:
+The figures for 12 users at 8,192 tokens each, and for a launch whose requests are cut below that context:
 
->>> plan.assess(12, context_tokens=8192).outcome
-'measure it'
->>> plan_launch(model="mistral-7b", gpu="l4", max_model_len=4096).assess(12, context_tokens=8192).line
-'12 users at 8,192 tokens: NOT served: max_model_len 4,096 is below the 8,192 tokens each user needs'
+>>> plan.at(12, context_tokens=8192).line
+'12 users at 8,192 tokens each: the pool holds 12.59x requests of 8,192 tokens; max_num_seqs gives 16 slots'
+>>> plan_launch(model="mistral-7b", gpu="l4", max_model_len=4096).at(12, context_tokens=8192).line
+'12 users at 8,192 tokens each: max_model_len 4,096 is below the 8,192 tokens each user needs'
 """
 
 from __future__ import annotations
@@ -64,30 +62,27 @@ MAX_NUM_SEQS = [1, 2, 4, 8, 10, 12, 16, 24, 32, 48, 64, 128, 256, 512, 1024]
 #: The --max-num-batched-tokens choices (0: the release's default; a Dropdown shows None as no selection).
 MAX_NUM_BATCHED_TOKENS = [("release default", 0)] + [(f"{n:,}", n) for n in (512, 1024, 2048, 4096, 8192, 16384)]
 
-#: course_lib's estimate of vLLM's KV pool is within 10% of the logged one on published start-up logs (README:
-#: the held-out sets): the headroom a launch needs before it is said to serve its users.
-ESTIMATE_MARGIN = 0.10
-#: What :meth:`LaunchPlan.assess` says of a launch.
-SERVED, MEASURE_IT, NOT_SERVED = "served", "measure it", "NOT served"
-OUTCOME_COLOURS = {SERVED: "#1b5e20", MEASURE_IT: "#8a5a00", NOT_SERVED: "#b71c1c"}
-
 TERM_COLOURS = {"weights": "#4c72b0", "activation_peak": "#8c8c8c", "non_torch": "#b07aa1",
                 "cuda_graph": "#9c755f", "kv_cache": "#dd8452"}
 
 
 @dataclass(frozen=True)
-class Assessment:
-    """Whether a launch serves ``users`` requests of ``context_tokens`` at once, in words.
+class UsersAt:
+    """What one launch offers ``users`` requests of ``context_tokens`` tokens each: figures, never a verdict.
 
-    outcome: :data:`SERVED`, :data:`MEASURE_IT` or :data:`NOT_SERVED`. start_problem: why the launch cannot
-    take the users' requests at all (it does not start, or its max_model_len is below their context), else
-    None. serve_problem: why the users are not (surely) served, else None. line: one line for people.
+    fits_context: max_model_len reaches the context. concurrency: how many such requests the pool holds
+    at once (vLLM's "Maximum concurrency" for requests of that length; 0.0 when it does not start or the
+    context does not fit). slots: ``max_num_seqs``. line: the same, in one line for people.
+    Whether that serves the users, and with what margin, is the learner's judgement (Task R7), and the
+    grader's: the rule it is graded by lives in the grader's package only (issue 41, item 3).
     """
 
-    outcome: str
+    users: int
+    context_tokens: int
+    fits_context: bool
+    concurrency: float
+    slots: int
     line: str
-    start_problem: str | None = None
-    serve_problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -118,61 +113,44 @@ class LaunchPlan:
         return self.concurrent_requests >= users
 
     def verdict(self, users: int | None = None, context_tokens: int | None = None) -> str:
-        """One line for people: starts or not, the pool, and (with ``users``) :meth:`assess`'s line for
+        """One line for people: starts or not, the pool, and (with ``users``) :meth:`at`'s figures for
         ``users`` requests of ``context_tokens`` tokens (default: max_model_len)."""
         if self.estimate is None or self.refusal:
             line = f"vLLM does not start: {self.refusal}"
-            return line if users is None else f"{line}; {self.assess(users, context_tokens).line}"
+            return line if users is None else f"{line}; {self.at(users, context_tokens).line}"
         e = self.estimate
         length = e.launch["max_model_len"]
         line = (f"vLLM starts: KV pool {e.runtime_kv_cache_bytes / GiB:.2f} GiB = {e.kv_cache_tokens:,} tokens; "
                 f"maximum concurrency for {length:,} tokens per request: {e.max_concurrency:.2f}x; "
                 f"max_num_seqs {e.launch['max_num_seqs']:,}: {self.concurrent_requests} such requests at once")
         if users is not None:
-            line += "; " + self.assess(users, context_tokens).line
+            line += "; " + self.at(users, context_tokens).line
         return line
 
-    def assess(self, users: int, context_tokens: int | None = None, margin: float = ESTIMATE_MARGIN) -> Assessment:
-        """Does this launch serve ``users`` requests of ``context_tokens`` tokens (default: its max_model_len)?
+    def at(self, users: int, context_tokens: int | None = None) -> UsersAt:
+        """The launch's figures for ``users`` requests of ``context_tokens`` tokens (default: its max_model_len):
+        whether max_model_len reaches the context, the requests of that length the pool holds at once, the
+        slots. No verdict: judging them against the users is the task's.
 
-        Served: it starts, max_model_len reaches the context, max_num_seqs has a slot for each user and the
-        maximum concurrency clears ``users`` with ``margin`` to spare (the estimate's error on published logs).
-        Measure it: every stated requirement holds but the concurrency is within the margin of ``users``.
-        NOT served: anything else; a launch that misses a stated requirement is never served.
         The concurrency is vLLM's "Maximum concurrency" (``get_max_concurrency_for_kv_cache_config`` in
-        vllm/v1/core/kv_cache_utils.py, v0.10-v0.33) as :func:`course_lib.runtimes.estimate_vllm` estimates it.
+        vllm/v1/core/kv_cache_utils.py, v0.10-v0.32; kv_cache_planning.py in v0.33) as
+        :func:`course_lib.runtimes.estimate_vllm` estimates it for max_model_len, scaled to the context.
         """
+        where = f"{users} users at {context_tokens:,} tokens each" if context_tokens else f"{users} users"
         if not self.starts:
-            problem = f"vLLM does not start: {self.refusal}"
-            where = f" at {context_tokens:,} tokens" if context_tokens else ""
-            return Assessment(NOT_SERVED, f"{users} users{where}: {NOT_SERVED}: it does not start, so it serves "
-                              "nobody", problem, "it does not start, so it serves nobody")
+            return UsersAt(users, context_tokens or 0, False, 0.0, 0, f"{where}: vLLM does not start this launch")
         e = self.estimate
         length = e.launch["max_model_len"]
         context = context_tokens or length
-        head = f"{users} users at {context:,} tokens: "
-        if length < context:
-            problem = f"max_model_len {length:,} is below the {context:,} tokens each user needs"
-            return Assessment(NOT_SERVED, head + f"{NOT_SERVED}: {problem}", problem,
-                              f"requests of {context:,} tokens do not fit a max_model_len of {length:,}, so "
-                              "none of the users is served")
+        where = f"{users} users at {context:,} tokens each"
         slots = int(e.launch["max_num_seqs"])
-        if slots < users:
-            problem = f"max_num_seqs {slots:,} gives {users} users only {slots} slots"
-            return Assessment(NOT_SERVED, head + f"{NOT_SERVED}: {problem}", None, problem)
-        # the pool, for requests of the users' context (the plan's own concurrency is for max_model_len)
+        if length < context:
+            return UsersAt(users, context, False, 0.0, slots,
+                           f"{where}: max_model_len {length:,} is below the {context:,} tokens each user needs")
         concurrency = e.max_concurrency * length / context
-        estimate = (f"course_lib's estimate of vLLM's rule (within {margin:.0%} on published logs) gives "
-                    f"{concurrency:.2f}x")
-        if concurrency * (1 - margin) >= users:
-            return Assessment(SERVED, head + f"{SERVED} ({concurrency:.2f}x, the estimate's {margin:.0%} margin to spare)")
-        if concurrency * (1 + margin) >= users:
-            problem = (f"{estimate}, within {margin:.0%} of {users}: too close to promise; start it and read vLLM's "
-                       "'Maximum concurrency' line, or leave more headroom")
-            return Assessment(MEASURE_IT, head + f"{MEASURE_IT}: {problem}", None, problem)
-        problem = (f"vLLM would run {min(int(concurrency), slots)} requests of {context:,} tokens at once, not {users} "
-                   f"({estimate})")
-        return Assessment(NOT_SERVED, head + f"{NOT_SERVED}: {problem}", None, problem)
+        return UsersAt(users, context, True, concurrency, slots,
+                       f"{where}: the pool holds {concurrency:.2f}x requests of {context:,} tokens; "
+                       f"max_num_seqs gives {slots:,} slots")
 
 
 def plan_launch(*, model: str, gpu: str, max_model_len: int, weights: str | None = None,
@@ -254,8 +232,7 @@ def launch_figure(plan: LaunchPlan, users: int | None = None, title: str = "vLLM
     if slots <= last:
         line.axvline(slots, color="#4c72b0", ls="--", lw=1.2, label=f"max_num_seqs = {slots}")
     if users:
-        colour = OUTCOME_COLOURS.get(plan.assess(users).outcome, "#b71c1c")
-        line.plot([users], [users * per_request], "o", ms=8, color=colour, label=f"target: {users} users")
+        line.plot([users], [users * per_request], "o", ms=8, color="#333333", label=f"target: {users} users")
     line.set_xlim(0, last)
     line.set_ylim(0, max(kv, last * per_request) * 1.05 or 1)
     line.set_xlabel(f"requests of {length:,} tokens running at once (count)")
@@ -279,9 +256,9 @@ def launch_explorer(model: str = "llama-3.1-8b", gpu: str = "rtx-4090", max_mode
                     context_tokens: int | None = None):
     """Interactive controls over :func:`plan_launch`, drawing :func:`launch_figure` (vLLM's newest defaults).
 
-    ``users`` and ``context_tokens`` (default: the first ``max_model_len``) are the requirement the verdict
-    line holds the launch to (:meth:`LaunchPlan.assess`): moving max_model_len below the users' context
-    never reads "served".
+    ``users`` and ``context_tokens`` (default: the first ``max_model_len``) are the requirement the line
+    under the controls gives the launch's figures for (:meth:`LaunchPlan.at`): the concurrency at that
+    context and the slots, never a verdict (judging them is Task R7's).
 
     Returns the ipywidgets container (display it, or let the cell show it); None while a grader runs
     the notebook (:mod:`course_lib.grading`: no grader can show a widget).
@@ -333,7 +310,7 @@ def launch_explorer(model: str = "llama-3.1-8b", gpu: str = "rtx-4090", max_mode
         values["max_num_batched_tokens"] = values["max_num_batched_tokens"] or None
         users_now, context_now = values.pop("users"), values.pop("context_tokens")
         plan = plan_launch(**values)
-        colour = OUTCOME_COLOURS.get(plan.assess(users_now, context_now).outcome, "#b71c1c")
+        colour = "#1b5e20" if plan.starts else "#b71c1c"
         verdict.value = f"<span style='color:{colour}'>{_html(plan.verdict(users_now, context_now))}</span>"
         fig = launch_figure(plan, users_now, title=f"{values['model']} on {values['gpu']} "
                             f"(TP {values['tensor_parallel']}), vLLM's newest defaults for the rest")

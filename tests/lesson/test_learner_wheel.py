@@ -12,6 +12,7 @@ parts it handed to the library.
 from __future__ import annotations
 
 import ast
+import re
 import json
 import subprocess
 import sys
@@ -47,6 +48,24 @@ def test_the_wheel_holds_no_grader_file(wheel):
     for table in ("KV_EXPECTED", "LEFT_EXPECTED", "SAFE_EXPECTED", "PREDICT_WEIGHTS", "CHAT_UNUSED_SHARE",
                   "LOG_PREDICTIONS", "WEIGHT_EXPECTED"):
         assert table not in text, table
+
+
+def test_no_module_of_the_wheel_judges_r7s_launch(wheel):
+    """R7 is graded by whether the launch's concurrency clears 12 with the estimate's 10% margin (12 / 0.9 =
+    13.33x; "measure it" within it): lessons/l14_04/checks.py. Before issue 41 closed, the learner's
+    course_lib.views.vllm_explorer held the same rule (``LaunchPlan.assess``: served / measure it / NOT served),
+    so a learner could ask the library for the graded verdict. Read from the wheel's bytes: no module defines
+    a verdict of served users or the margin it is judged with."""
+    archive = zipfile.ZipFile(wheel)
+    found = {}
+    for name in archive.namelist():
+        if name.endswith(".py"):
+            text = archive.read(name).decode("utf-8", "replace")
+            hits = [w for w in (r"measure it\b", "NOT served", r"def assess\b", "MARGIN", "too close to promise")
+                    if re.search(w, text)]
+            if hits:
+                found[name] = hits
+    assert found == {}, found
 
 
 def test_no_module_of_the_lesson_package_defines_an_answer(wheel):

@@ -5,7 +5,7 @@ it (V1: ``vllm/v1/worker/gpu_worker.py``, ``determine_available_memory``; V0:
 ``vllm/worker/worker.py``, ``determine_num_available_blocks``)::
 
     available_kv = total x gpu_memory_utilization - weights - activation_peak - non_torch
-                   [- cuda_graph_estimate, from v0.21]
+                   [- cuda_graph_estimate, from v0.20]
 
 * ``total`` is what CUDA reports (``torch.cuda.mem_get_info()[1]``), not nvidia-smi's total;
   vLLM refuses to start when less than ``total x utilization`` is free.
@@ -16,9 +16,10 @@ it (V1: ``vllm/v1/worker/gpu_worker.py``, ``determine_available_memory``; V0:
   and top-p (``profile_run``, ``_dummy_sampler_run``). On large-vocabulary models the sampler
   dominates: 1,024 rows of a 128k vocabulary sorted in fp32 are ~5 GiB.
 * ``non_torch`` is what grew outside PyTorch's allocator during profiling (NCCL, cuBLAS).
-* CUDA graphs are captured after the KV cache exists; before v0.21 their pool lived in the
-  ``1 - utilization`` share, from v0.21 an estimate of it is taken from the budget
-  ("CUDA graph memory profiling is enabled (default since v0.21.0)").
+* CUDA graphs are captured after the KV cache exists; before v0.20 their pool lived in the
+  ``1 - utilization`` share, from v0.20 an estimate of it is taken from the budget
+  (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to 1 from 0.20.0, although the log says
+  "CUDA graph memory profiling is enabled (default since v0.21.0)").
 
 The batch limits are the release's defaults for the GPU and entry point
 (``EngineArgs.get_batch_defaults``, vllm/engine/arg_utils.py): on a GPU of 70 GiB or more that
@@ -643,10 +644,15 @@ def _cuda_graph(ctx: Context, stage: Stage) -> Term:
     graphs = 0 if launch.enforce_eager else capture_sizes(rules, launch.engine, launch.max_num_seqs,
                                                           launch.max_num_batched_tokens, ctx.gpu)
     sd = launch.speculative_config
+    spec_counts = ""
     if graphs and sd is not None and not ctx.v0:    # ceiling x (1 + k); the V1 runner rounds (see spec)
-        graphs = len(spec_capture_sizes(launch.max_num_seqs, sd.num_speculative_tokens,
-                                        launch.max_num_batched_tokens, bool(rules.capture_sizes.get("exact")),
-                                        round_to_query=ctx.runner != "V2"))
+        sizes = spec_capture_sizes(launch.max_num_seqs, sd.num_speculative_tokens, launch.max_num_batched_tokens,
+                                   bool(rules.capture_sizes.get("exact")), round_to_query=ctx.runner != "V2")
+        graphs = len(sizes)
+        full = [n for n in sizes if n <= launch.max_num_seqs * sd.query_len]
+        spec_counts = (f"; with FULL decode graphs vLLM profiles 'PIECEWISE={graphs} (largest={sizes[-1]}), "
+                       f"FULL={len(full)} (largest={full[-1] if full else 0})' (spec.profiled_graph_bytes)"
+                       if sizes else "")
     mib = rules.graph_mib["V0" if ctx.v0 else launch.platform if launch.platform in rules.graph_mib else "cuda"]
     graph = cuda_graph_bytes(graphs, stage.layers, mib)
     in_budget = (not ctx.v0 and rules.graphs_in_budget.get(launch.platform, rules.graphs_in_budget["cuda"])
@@ -669,7 +675,7 @@ def _cuda_graph(ctx: Context, stage: Stage) -> Term:
                    "taken at the V1 runner's fitted MiB" if ctx.runner == "V2" else ""))
     else:
         note = f"{graphs} captured sizes x {stage.layers} layers, captured after the KV cache (outside the budget)"
-    return Term("cuda_graph", graph, note, -1 if in_budget else 0)
+    return Term("cuda_graph", graph, note + spec_counts, -1 if in_budget else 0)
 
 
 def profile_terms(ctx: Context, stage: Stage) -> list[Term]:

@@ -96,6 +96,9 @@ class LayerSpec:
     page_bytes: int
     block_size: int
     window: int | None = None
+    #: (values per token, KV heads) of a full-attention layer: vLLM buckets layers by KVCacheSpec equality
+    #: (num_kv_heads, head_size), so a DFlash drafter's 4 x 128 layers are not the target's 2 x 256 ones
+    shape: tuple[int, int] | None = None
     request_pages: int = 2    # "mamba": pages a request holds in 'align' mode (3 with a prefill checkpoint page)
 
     def pages(self, max_model_len: int, max_in_flight_tokens: int) -> int:
@@ -234,7 +237,7 @@ def layer_specs(spec: ModelSpec, *, kv_bytes: Fraction | int, block_size: int, t
             own = window_block_size(block_size, kernel_block_multiple)
             out.append(LayerSpec("sliding", math.ceil(per_token * own), own, layer.window))
         else:
-            out.append(LayerSpec("full", page, block_size))
+            out.append(LayerSpec("full", page, block_size, shape=(layer.values_per_token, layer.kv_heads)))
     return out
 
 
@@ -317,11 +320,11 @@ def kv_groups(specs: list[LayerSpec]) -> list[KVGroup]:
     page = max(s.page_bytes for s in specs)
     buckets: dict[tuple, list[int]] = {}
     for i, s in enumerate(specs):
-        buckets.setdefault((s.kind, s.window), []).append(i)
+        buckets.setdefault((s.kind, s.window, s.shape), []).append(i)
     sizes = [len(v) for v in buckets.values()]
     group_size = min(sizes) if max(sizes) >= 1.5 * min(sizes) else max(sizes)
     groups = []
-    for (kind, window), members in buckets.items():
+    for (kind, window, _), members in buckets.items():
         n = cdiv(len(members), group_size)
         for i in range(n):
             chunk = members[i::n]

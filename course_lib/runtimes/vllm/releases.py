@@ -52,7 +52,7 @@ qwen3_vl_video             how Qwen3-VL sizes its largest video: "x12.5" (frames
 >>> HISTORY.at("0.19.0").gpu_memory_utilization, HISTORY.at("0.20.0").gpu_memory_utilization
 (0.9, 0.92)
 >>> HISTORY.at("0.23.0").origin("graphs_in_budget").since
-'0.21.0'
+'0.20.0'
 """
 
 from __future__ import annotations
@@ -241,12 +241,17 @@ CHANGES = (
     Change("0.20.0", {"gpu_memory_utilization": 0.92},
            "vllm/config/cache.py (0.20.0:66) gpu_memory_utilization Field(default=0.92); 0.19.0 (:41), 0.18.0, "
            "0.15.0 and 0.11.0 still Field(default=0.9)"),
-    Change("0.21.0", {"graphs_in_budget": {"cuda": True, "rocm": False},
-                      "sampler": {"cuda": "flashinfer", "rocm": "flashinfer"}},
-           f"{_V} determine_available_memory (0.21.0): 'CUDA graph memory profiling is enabled (default since "
-           "v0.21.0)', only where current_platform.is_cuda() ('Skip on ROCm/HIP/XPU as graph pool handles and "
-           "mem_get_info behave differently'); topk_topp_sampler.py (PR #40376)",
-           checked_by="visible v0.23 MI300X log (ROCm: graphs outside the budget)"),
+    Change("0.20.0", {"graphs_in_budget": {"cuda": True, "rocm": False}},
+           "vllm/envs.py (0.20.0:1724-1726) VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to '1' "
+           f"(0.19.1:1654-1656: '0'), and {_V} determine_available_memory (0.20.0 and 0.20.2:372-424) subtracts "
+           "cudagraph_memory_estimate_applied from the budget, profiled only where not current_platform.is_rocm() "
+           "('Skip on ROCm/HIP/XPU as graph pool handles and mem_get_info behave differently'); the log line's "
+           "'default since v0.21.0' is wrong by one release",
+           checked_by="set_2026's A800 0.20.2 DFlash log ('Estimated CUDA graph memory: 6.24 GiB', and the "
+                      "equivalent utilization 0.5413 for 0.62 it prints); visible v0.23 MI300X log (ROCm: graphs "
+                      "outside the budget)"),
+    Change("0.21.0", {"sampler": {"cuda": "flashinfer", "rocm": "flashinfer"}},
+           "vllm/v1/sample/ops/topk_topp_sampler.py (0.21.0, PR #40376)"),
     Change("0.22.0", {"v2_runner_architectures": ("Qwen3ForCausalLM",), "v2_graph_estimate": "stub-0"},
            "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.22.0); vllm/v1/worker/gpu/model_runner.py "
            "profile_cudagraph_memory (0.22.0:620-622) 'return 0'",

@@ -8,6 +8,8 @@
   jeansblog/trt_llm README.md at 661401c2).
 """
 
+import pytest
+
 from course_lib.runtimes.log import read_startup_log
 
 NGC_VLLM = """\
@@ -47,3 +49,38 @@ def test_trtllm_serve_banner_names_the_model():
     assert log.runtime == "trtllm"
     assert log.model == "openai/gpt-oss-120b"
     assert log.launch["trtllm_version"] == "1.1.0rc3"
+
+
+# SGLang's KV line in each form its source prints (format strings copied from the wheels, filled by hand):
+# 0.5.5 memory_pool.py:509/515 ("K size ... V size" and, for one-buffer pools such as MLA's, "KV size"); 0.5.20 and
+# 0.5.23 memory_pool.py (_finalize_allocation_log: "dtype: D, " before "#tokens"); 0.5.20+ kv_pool_runtime.py
+# ("Post-capture KV sizing: KV cache allocated ...", the pool resized after the graph capture, whose pre-capture
+# line reads "VA upper bound"). Before, only the first form was read: an MLA pool or any 0.5.20+ log gave no bytes.
+SGLANG_HEAD = ("[2026-11-02 10:00:01] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tp_size=1, "
+               "mem_fraction_static=0.85, context_length=32768)\n")
+SGLANG_KV_LINES = {
+    "0.5.5 K and V": ("[2026-11-02 10:00:09 TP0] KV Cache is allocated. #tokens: 412345, K size: 28.31 GB, "
+                      "V size: 28.31 GB", 412_345, (28.31, 28.31)),
+    "0.5.5 MLA": ("[2026-11-02 10:00:09 TP0] KV Cache is allocated. #tokens: 681924, KV size: 44.66 GB",
+                  681_924, (44.66,)),
+    "0.5.23 K and V": ("[2026-11-02 10:00:09 TP0] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 412345, "
+                       "K size: 28.31 GB, V size: 28.31 GB", 412_345, (28.31, 28.31)),
+    "0.5.23 MLA": ("[2026-11-02 10:00:09 TP0] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 681924, "
+                   "KV size: 44.66 GB", 681_924, (44.66,)),
+    "0.5.23 post-capture": ("[2026-11-02 10:00:07 TP0] KV Cache VA upper bound. dtype: torch.bfloat16, "
+                            "#tokens: 500000, K size: 34.33 GB, V size: 34.33 GB\n"
+                            "[2026-11-02 10:00:12 TP0] Post-capture KV sizing: full_layer_tokens=401234, "
+                            "swa_layer_tokens=0\n"
+                            "[2026-11-02 10:00:12 TP0] Post-capture KV sizing: KV cache allocated. dtype: "
+                            "torch.bfloat16, #tokens: 401234, KV size: 55.10 GB, avail mem=6.20 GB\n"
+                            "[2026-11-02 10:00:12 TP0] Post-capture KV sizing: draft KV cache allocated. dtype: "
+                            "torch.bfloat16, #tokens: 401234, KV size: 1.52 GB", 401_234, (55.10,)),
+}
+
+
+@pytest.mark.parametrize("form", list(SGLANG_KV_LINES))
+def test_sglang_kv_line_is_read_in_every_form_its_source_prints(form):
+    line, tokens, gib = SGLANG_KV_LINES[form]
+    log = read_startup_log(SGLANG_HEAD + line + "\n", runtime="sglang")
+    assert log.logged["kv_cache_tokens"] == tokens, (form, log.evidence.get("kv_cache_tokens"))
+    assert log.logged["kv_cache_bytes"] == sum(round(part * 2**30) for part in gib), (form, log.logged["kv_cache_bytes"])
