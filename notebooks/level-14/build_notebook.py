@@ -84,7 +84,7 @@ def manual(grade_id: str, points: int, text: str) -> None:
 #: an answer lets a learner try values until one passes, so only the grader checks it).
 GRADER_ONLY = "*The grader checks the value;* the cell below checks its form only."
 #: What a prediction's cell says about its reveal (issue 41: a prediction counts as committed before its answer).
-COMMITTED = "*Committed:* the cell that reveals the answer records your prediction at its first run; that is what is graded."
+COMMITTED = "*Committed:* the cell that shows its answer records your prediction; the record is graded."
 
 
 # =============================================================================
@@ -95,13 +95,13 @@ notebook("lesson")
 md("""
 # L14.4 — Model Loading and Memory (notebook 1 of 2: the lesson)
 
-Two notebooks, in order: **this lesson** (about 85 minutes if you know transformers; **31 points**:
+Two notebooks, in order: **this lesson** (about 89 minutes if you know transformers; **31 points**:
 26 autograded points, 3 for your written explanation, 2 for the lab edit), then **the runtime lab**
-`l14-04-runtime-lab.ipynb` (about 70 minutes; **18 autograded points**). **Total: 49.**
+`l14-04-runtime-lab.ipynb` (about 70-73 minutes; **18 autograded points**). **Total: 49.**
 
 Cells marked *YOUR CODE HERE* are yours. **GB = 10^9 bytes, GiB = 2^30 bytes.** *Validate* tries your
-functions on its own inputs; the grader tries others. A later task is checked against your earlier answer:
-a slip costs once. Hand in this folder: both notebooks, `l14-04-model-memory.py` and the predictions
+functions on its own inputs; the grader tries others. A prediction is graded as it stood when the cell
+that reveals its answer first ran. A later task is checked against your earlier answer: a slip costs once. Hand in this folder: both notebooks, `l14-04-model-memory.py` and the predictions
 record `l14-04-predictions.json`.
 """, "intro")
 
@@ -298,16 +298,10 @@ practice.check_kv_cache_total(kv_cache_bytes, kv_bytes_per_token, lab_kv_gb)
 md("""
 ### Check yourself against the library
 
-`course_lib` does this for real configs, with the runtime's temporary **workspace** (moving data between
-host and GPU is expensive, so placement matters). Llama-2-7B on an RTX 4090:
+`course_lib` does this arithmetic for real configs:
 """, "library_intro")
 
 code("""
-from course_lib import estimate
-est = estimate(get_model("llama-2-7b"), gpu="rtx-4090", dtype="fp16", context_tokens=4096, active_sequences=4)
-for pool in est.budget.pools:
-    print(f"{pool.name:<14} {pool.kind:<6} {pool.bytes / GB:7.3f} GB")
-print("verdict:", est.budget.verdict())
 print("your kv_bytes_per_token agrees with the library:",
       kv_bytes_per_token(llama2_7b, 2) == kv_cache_bytes_per_token(get_model("llama-2-7b"), "fp16"))
 """, "library_budget")
@@ -383,8 +377,10 @@ practice.check_letter(gap_reason, "gap_reason")
 md("""
 ### Explore a real budget
 
-The figure stacks the pools as sequences grow (hatched: the reserve; dashed: the safe limit); in the
-explorer below, only the growing pools move with the context or the sequences.
+`course_lib`'s whole budget for Llama-2-7B on an RTX 4090, with the runtime's temporary **workspace**
+(moving data between host and GPU is expensive, so placement matters). The figure stacks the pools as
+sequences grow (hatched: the reserve; dashed: the safe limit); in the explorer below, only the growing
+pools move with the context or the sequences.
 """, "explorer_intro")
 
 code("""
@@ -596,7 +592,7 @@ md("""
 Create a memory budget with weights, KV cache, workspace, and reserve. Explain which parts are mostly
 fixed and which grow with active requests.
 
-**Task 8** (three parts: the pools and their kinds, the arithmetic, the headroom). Pick a preset model
+**Task 8** (three parts: the pools and kinds, the arithmetic, the headroom). Pick a preset model
 and GPU (`course_lib.model_names()`, `course_lib.GPU_BYTES`), a dtype, a context and a number of
 sequences, and build `my_budget`:
 
@@ -690,7 +686,7 @@ md("""
 ## What vLLM will actually allocate
 
 The lesson built a budget by hand; here you read the one vLLM makes when it starts: its logs, blocks and
-concurrency, the knobs, a launch decision (about 70 minutes; **18 autograded points** of the 49).
+concurrency, the knobs, a launch decision (about 70-73 minutes; **18 autograded points** of the 49).
 Figures marked as **course_lib's estimate** apply vLLM's rule (`gpu_worker.py`) with three fitted
 magnitudes (within 10% on published logs: inside that, *measure it*). Checks, predictions and hand-in work
 as in the lesson.

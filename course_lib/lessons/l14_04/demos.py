@@ -95,8 +95,11 @@ def show_simulation(out_dir: str | Path | None = None) -> dict[str, Any]:
     trace = lesson_trace(11)
     runs = {policy: simulate(trace, lesson_config(policy)) for policy in ("reserve-max", VLLM_V1)}
     report = simulation_report(runs["reserve-max"], lesson_budget(), LESSON_KV_SOURCE, max_listed=1).splitlines()
-    # the budget, and the one request that waited (the eleventh): the table below has the rest
-    print("\n".join(line for line in report if line.startswith(("KV budget", "  r"))))
+    # the budget, and the one request that waited (the eleventh) in one line: the table below has the rest
+    print("\n".join(line for line in report if line.startswith("KV budget")))
+    for r in (r for r in runs["reserve-max"].requests if r.queued_steps):
+        print(f"  reserve-max: {r.id} queued at step {r.arrival_step}, admitted at step {r.admitted_step} when running "
+              f"requests finished")
     print()
     print(_lesson_table(runs))
     path = plot_simulation([("reserve-max: reserve prompt + max_new_tokens", runs["reserve-max"]),
@@ -303,7 +306,7 @@ def predict_then_measure(predicted_weights_bytes: int, predicted_kv_cache_bytes:
         err = "" if not isinstance(mine, int) or pool.measured_bytes <= 0 else \
             f"{(mine - pool.measured_bytes) / pool.measured_bytes:>+10.2%}"
         print(f"{pool.name:<10} {shown} {pool.predicted_bytes:>14,} {pool.measured_bytes:>14,} {err:>11}")
-    print("(course_lib predicts the workspace from the activation peak of a prefill; you were not asked to)")
+    print("(course_lib's workspace: the activation peak of a prefill; not asked of you)")
     mixed = replace(result, pools=tuple(replace(p, predicted_bytes=yours[p.name]) if isinstance(yours.get(p.name), int)
                                         else p for p in result.pools))
     path = plot_pools(mixed, _figure_path(out_dir, "predicted_vs_measured.png"), include_total=False,

@@ -48,7 +48,6 @@ LOGS: dict[str, LessonLog] = {
         title="vLLM 0.8.2 (V0 engine) on a Tesla T4 (Colab), unsloth/Llama-3.2-3B-Instruct, max_model_len 2048",
         source="huggingface/cookbook, notebooks/en/fine_tune_chatbot_docs_synthetic.ipynb @ e624f7d4",
         lines=(
-            "INFO 05-05 15:24:32 [model_runner.py:1146] Model loading took 6.0160 GB and 533.851791 seconds",
             "INFO 05-05 15:25:32 [worker.py:267] the current vLLM instance can use total_gpu_memory (14.74GiB) x "
             "gpu_memory_utilization (0.89) = 13.18GiB",
             "INFO 05-05 15:25:32 [worker.py:267] model weights take 6.02GiB; non_torch_memory takes 0.05GiB; "
