@@ -250,39 +250,70 @@ def _stock_course(root: Path, students: dict[str, Path | tuple[Path, str]]) -> P
 
 class StockCourse:
     """The stock-nbgrader class, graded as two courses side by side (one notebook runs on one core: two
-    courses take the 2-core machine's time once). ``root`` holds the reference and the blank hand-in."""
+    courses take the 2-core machine's time once). ``root`` holds the reference and the blank hand-in.
+    ``omitted``: per student, the notebooks left out of the hand-in as byte-identical to the example
+    class's reference hand-in (``example_reference``, graded once in full), with the same lab file."""
 
-    def __init__(self, roots: list[Path]):
-        self.root, self.roots = roots[0], roots
+    def __init__(self, roots: list[Path], omitted: dict[str, set[str]]):
+        self.root, self.roots, self.omitted = roots[0], roots, omitted
 
     def __truediv__(self, other):
         return self.root / other
 
     def scores(self) -> dict[str, dict[str, float | None]]:
+        """Each student's score per grade id, of the notebooks they handed in."""
         from nbgrader.api import Gradebook
 
         scores = {}
         for root in self.roots:
             with Gradebook("sqlite:///" + str(root / "gradebook.db")) as gb:
-                scores.update({s.student.id: {g.name: g.auto_score for nb in s.notebooks for g in nb.grades}
+                scores.update({s.student.id: {g.name: g.auto_score for nb in s.notebooks for g in nb.grades
+                                              if nb.name + ".ipynb" not in self.omitted.get(s.student.id, ())}
                                for s in gb.assignment_submissions(ASSIGNMENT)})
         return scores
+
+
+REFERENCE_HAND_IN = EXAMPLE_CLASS / "reference" / ASSIGNMENT
+
+
+def _without_reference_notebooks(sid: str, folder: Path) -> tuple[Path, set[str]]:
+    """``sid``'s hand-in copied to ``folder`` without the notebooks that are byte-identical to the reference
+    hand-in's (each learner of the example class slips in one notebook: the other is the reference's, and
+    grading it again would grade the same bytes, in the same folder, once more). Only where the lab file
+    (the one other file a notebook reads; the predictions' record is not handed in and is not written while
+    grading) is the reference's too; returns (folder, the notebooks left out)."""
+    given = EXAMPLE_CLASS / sid / ASSIGNMENT
+    shutil.copytree(given, folder)
+    if (given / LAB.name).read_bytes() != (REFERENCE_HAND_IN / LAB.name).read_bytes():
+        return folder, set()
+    same = {n.name for n in NOTEBOOKS if (given / n.name).read_bytes() == (REFERENCE_HAND_IN / n.name).read_bytes()}
+    assert len(same) < len(NOTEBOOKS), f"{sid} hands in the reference's notebooks"
+    for name in same:
+        (folder / name).unlink()
+    assert sorted(p.name for p in folder.iterdir()) == sorted({n.name for n in NOTEBOOKS} - same | {LAB.name})
+    return folder, same
 
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     """The reference, a blank submission and every learner of the example class with a misconception in
-    the notebook, graded by stock nbgrader."""
+    the notebook, graded by stock nbgrader; each learner hands in the notebook that differs from the
+    example class's reference hand-in, which is graded once, whole."""
     from concurrent.futures import ThreadPoolExecutor
 
     base = tmp_path_factory.mktemp("course")
     examples = [sid for sid, loses in LOSSES.items() if any(gid.startswith("test_") for gid in loses)]
+    hand_ins, omitted = {}, {}
+    for sid in examples:
+        hand_ins[f"example_{sid}"], omitted[f"example_{sid}"] = _without_reference_notebooks(sid, base / "hand-ins" / sid)
     first = {"reference": (NOTEBOOKS, _lab_at(16)), "blank": (None, _lab_at(8))}
-    first.update({f"example_{sid}": EXAMPLE_CLASS / sid / ASSIGNMENT for sid in examples[: len(examples) // 2 - 1]})
-    second = {f"example_{sid}": EXAMPLE_CLASS / sid / ASSIGNMENT for sid in examples[len(examples) // 2 - 1:]}
+    # two notebooks each for the three whole hand-ins, one for each learner: about as many in each course
+    half = (len(examples) + 4 - 6) // 2
+    first.update({key: hand_ins[key] for key in list(hand_ins)[:half]})
+    second = {"example_reference": REFERENCE_HAND_IN, **{key: hand_ins[key] for key in list(hand_ins)[half:]}}
     with ThreadPoolExecutor(2) as pool:
         roots = list(pool.map(_stock_course, (base / "a", base / "b"), (first, second)))
-    return StockCourse(roots)
+    return StockCourse(roots, omitted)
 
 
 @pytest.mark.slow
@@ -317,6 +348,15 @@ def test_stock_nbgrader_gives_each_misconception_what_course_grade_gives(course)
         if any(gid.startswith("test_") for gid in loses):
             kept = {g: s for g, s in scores[f"example_{sid}"].items() if g in full and g not in loses}
             assert kept == {g: full[g] for g in kept}, sid
+    # ... in the notebook they slipped in, above; in the other, which is the reference hand-in's byte for byte,
+    # here: the reference hand-in keeps every point, the notebooks it was left out of included
+    assert {g: scores["example_reference"][g] for g in full} == full
+    assert all(course.omitted.values()), "each learner slips in one notebook and hands in the other as the reference's"
+    assert {g for sid in course.omitted for g in scores[sid]} >= set(full), "each notebook is still graded"
+    # what one notebook could read of another's run: the predictions' record (commit() writes none while grading)
+    for sid in course.omitted:
+        graded = [root / "autograded" / sid / ASSIGNMENT for root in course.roots]
+        assert [g for g in graded if g.is_dir()] and not any((g / "l14-04-predictions.json").exists() for g in graded)
 
 
 @pytest.mark.slow
