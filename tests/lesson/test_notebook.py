@@ -209,15 +209,7 @@ def _lab_at(n: int) -> str:
     return text.replace("active_sequences = 8 ", f"active_sequences = {n} ", 1)
 
 
-def _stock_course(root: Path, students: dict[str, Path | tuple[Path, str]]) -> Path:
-    """One nbgrader course as the README sets it up for stock nbgrader: generate the release, hand in
-    ``students`` (a submission folder, or a notebook and a lab text), autograde and export, in a kernel that
-    cannot import the grader (a learner's environment)."""
-    src = root / "source" / ASSIGNMENT
-    src.mkdir(parents=True)
-    for notebook in NOTEBOOKS:
-        shutil.copy(notebook, src)
-    shutil.copy(LAB, src)
+def _config(root: Path) -> None:
     (root / "nbgrader_config.py").write_text(
         "c = get_config()\n"
         f"c.CourseDirectory.root = {str(root)!r}\n"
@@ -225,11 +217,45 @@ def _stock_course(root: Path, students: dict[str, Path | tuple[Path, str]]) -> P
         # the lab file is the learner's to edit: don't overwrite it with the source copy
         f"c.Autograde.exclude_overwriting = {{{ASSIGNMENT!r}: ['l14-04-model-memory.py']}}\n"
     )
+
+
+def _nbgrader(root: Path):
+    """``nbgrader VERB ...`` in the course ``root``, in a kernel that cannot import the grader."""
     nbgrader = [sys.executable, "-m", "nbgrader"]
-    shadow = _shadow(root / "shadow")
-    run = lambda *args: subprocess.run([*nbgrader, *args], cwd=root, env=_env(shadow), capture_output=True, text=True)
-    proc = run("generate_assignment", ASSIGNMENT, "--force")
+    shadow = root / "shadow"
+    if not shadow.is_dir():
+        _shadow(shadow)
+    return lambda *args: subprocess.run([*nbgrader, *args], cwd=root, env=_env(shadow), capture_output=True,
+                                        text=True)
+
+
+def _stock_release(root: Path) -> Path:
+    """One nbgrader course as the README sets it up for stock nbgrader: the source and the generated release."""
+    src = root / "source" / ASSIGNMENT
+    src.mkdir(parents=True)
+    for notebook in NOTEBOOKS:
+        shutil.copy(notebook, src)
+    shutil.copy(LAB, src)
+    _config(root)
+    proc = _nbgrader(root)("generate_assignment", ASSIGNMENT, "--force")
     assert proc.returncode == 0, proc.stderr[-2000:]
+    return root
+
+
+def _copy_course(course: Path, root: Path) -> Path:
+    """A second course folder with ``course``'s source, release and gradebook (the assignment as generated)."""
+    for name in ("source", "release"):
+        shutil.copytree(course / name, root / name)
+    shutil.copy(course / "gradebook.db", root / "gradebook.db")
+    _config(root)
+    return root
+
+
+def _stock_course(root: Path, students: dict[str, Path | tuple[Path, str]], export: bool = True) -> Path:
+    """Hand in ``students`` (a submission folder, or a notebook and a lab text) to the course ``root`` (its
+    release generated), autograde and, with ``export``, export, in a kernel that cannot import the grader
+    (a learner's environment)."""
+    run = _nbgrader(root)
     release = root / "release" / ASSIGNMENT
     for student, given in students.items():
         sub = root / "submitted" / student / ASSIGNMENT
@@ -243,46 +269,82 @@ def _stock_course(root: Path, students: dict[str, Path | tuple[Path, str]]) -> P
         (sub / LAB.name).write_text(lab)
     proc = run("autograde", ASSIGNMENT, "--force")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    proc = run("export")
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    if export:
+        proc = run("export")
+        assert proc.returncode == 0, proc.stderr[-2000:]
     return root
 
 
 class StockCourse:
     """The stock-nbgrader class, graded as two courses side by side (one notebook runs on one core: two
-    courses take the 2-core machine's time once). ``root`` holds the reference and the blank hand-in."""
+    courses take the 2-core machine's time once). ``root`` holds the reference and the blank hand-in.
+    ``omitted``: per student, the notebooks left out of the hand-in as byte-identical to the example
+    class's reference hand-in (``example_reference``, graded once in full), with the same lab file."""
 
-    def __init__(self, roots: list[Path]):
-        self.root, self.roots = roots[0], roots
+    def __init__(self, roots: list[Path], omitted: dict[str, set[str]]):
+        self.root, self.roots, self.omitted = roots[0], roots, omitted
 
     def __truediv__(self, other):
         return self.root / other
 
     def scores(self) -> dict[str, dict[str, float | None]]:
+        """Each student's score per grade id, of the notebooks they handed in."""
         from nbgrader.api import Gradebook
 
         scores = {}
         for root in self.roots:
             with Gradebook("sqlite:///" + str(root / "gradebook.db")) as gb:
-                scores.update({s.student.id: {g.name: g.auto_score for nb in s.notebooks for g in nb.grades}
+                scores.update({s.student.id: {g.name: g.auto_score for nb in s.notebooks for g in nb.grades
+                                              if nb.name + ".ipynb" not in self.omitted.get(s.student.id, ())}
                                for s in gb.assignment_submissions(ASSIGNMENT)})
         return scores
+
+
+REFERENCE_HAND_IN = EXAMPLE_CLASS / "reference" / ASSIGNMENT
+
+
+def _without_reference_notebooks(sid: str, folder: Path) -> tuple[Path, set[str]]:
+    """``sid``'s hand-in copied to ``folder`` without the notebooks that are byte-identical to the reference
+    hand-in's (each learner of the example class slips in one notebook: the other is the reference's, and
+    grading it again would grade the same bytes, in the same folder, once more). Only where the lab file
+    (the one other file a notebook reads; the predictions' record is not handed in and is not written while
+    grading) is the reference's too; returns (folder, the notebooks left out)."""
+    given = EXAMPLE_CLASS / sid / ASSIGNMENT
+    shutil.copytree(given, folder)
+    if (given / LAB.name).read_bytes() != (REFERENCE_HAND_IN / LAB.name).read_bytes():
+        return folder, set()
+    same = {n.name for n in NOTEBOOKS if (given / n.name).read_bytes() == (REFERENCE_HAND_IN / n.name).read_bytes()}
+    assert len(same) < len(NOTEBOOKS), f"{sid} hands in the reference's notebooks"
+    for name in same:
+        (folder / name).unlink()
+    assert sorted(p.name for p in folder.iterdir()) == sorted({n.name for n in NOTEBOOKS} - same | {LAB.name})
+    return folder, same
 
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     """The reference, a blank submission and every learner of the example class with a misconception in
-    the notebook, graded by stock nbgrader."""
+    the notebook, graded by stock nbgrader; each learner hands in the notebook that differs from the
+    example class's reference hand-in, which is graded once, whole."""
     from concurrent.futures import ThreadPoolExecutor
 
     base = tmp_path_factory.mktemp("course")
     examples = [sid for sid, loses in LOSSES.items() if any(gid.startswith("test_") for gid in loses)]
+    hand_ins, omitted = {}, {}
+    for sid in examples:
+        hand_ins[f"example_{sid}"], omitted[f"example_{sid}"] = _without_reference_notebooks(sid, base / "hand-ins" / sid)
     first = {"reference": (NOTEBOOKS, _lab_at(16)), "blank": (None, _lab_at(8))}
-    first.update({f"example_{sid}": EXAMPLE_CLASS / sid / ASSIGNMENT for sid in examples[: len(examples) // 2 - 1]})
-    second = {f"example_{sid}": EXAMPLE_CLASS / sid / ASSIGNMENT for sid in examples[len(examples) // 2 - 1:]}
+    # two notebooks each for the three whole hand-ins, one for each learner: about as many in each course
+    half = (len(examples) + 4 - 6) // 2
+    first.update({key: hand_ins[key] for key in list(hand_ins)[:half]})
+    second = {"example_reference": REFERENCE_HAND_IN, **{key: hand_ins[key] for key in list(hand_ins)[half:]}}
+    # the release generated once; the second course starts from a copy of it (and needs no export: the
+    # tests read grades.csv of the first, where the reference and the blank are)
+    first_root = _stock_release(base / "a")
+    second_root = _copy_course(first_root, base / "b")
     with ThreadPoolExecutor(2) as pool:
-        roots = list(pool.map(_stock_course, (base / "a", base / "b"), (first, second)))
-    return StockCourse(roots)
+        roots = list(pool.map(_stock_course, (first_root, second_root), (first, second), (True, False)))
+    return StockCourse(roots, omitted)
 
 
 @pytest.mark.slow
@@ -317,6 +379,14 @@ def test_stock_nbgrader_gives_each_misconception_what_course_grade_gives(course)
         if any(gid.startswith("test_") for gid in loses):
             kept = {g: s for g, s in scores[f"example_{sid}"].items() if g in full and g not in loses}
             assert kept == {g: full[g] for g in kept}, sid
+    # ... in the notebook they slipped in, above; in the other, which is the reference hand-in's byte for byte,
+    # here: the reference hand-in keeps every point, the notebooks it was left out of included
+    assert {g: scores["example_reference"][g] for g in full} == full
+    assert {g for sid in course.omitted for g in scores[sid]} >= set(full), "each notebook is still graded"
+    # what one notebook could read of another's run: the predictions' record (commit() writes none while grading)
+    for sid in course.omitted:
+        graded = [root / "autograded" / sid / ASSIGNMENT for root in course.roots]
+        assert [g for g in graded if g.is_dir()] and not any((g / "l14-04-predictions.json").exists() for g in graded)
 
 
 @pytest.mark.slow

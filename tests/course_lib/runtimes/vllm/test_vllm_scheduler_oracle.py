@@ -36,8 +36,9 @@ def _in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
-def _vllm_python() -> Path:
-    python = VENV / "bin" / "python"
+def _vllm_python(python: Path) -> Path:
+    """``python`` if it imports vllm; else skip, or fail under CI. Asked only when the oracle run failed: a
+    separate ``import vllm`` costs ~4 s of CPU that a passing run does not need."""
     probe = subprocess.run([str(python), "-c", "import vllm"], capture_output=True, text=True, timeout=300) \
         if python.exists() else None
     if probe is None or probe.returncode != 0:
@@ -52,12 +53,15 @@ def _vllm_python() -> Path:
 
 @pytest.fixture(scope="module")
 def vllm_run(tmp_path_factory) -> dict:
-    python = _vllm_python()
+    python = VENV / "bin" / "python"
     model = tmp_path_factory.mktemp("tiny-llama")
     proc = subprocess.run([str(python), str(ORACLE), "--model-dir", str(model), "--kv-cache-memory-bytes", "12MiB",
                            "--block-size", "128", "--max-model-len", "1024", *map(str, TRACES)],
-                          capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"}) \
+        if python.exists() else None
+    if proc is None or proc.returncode != 0:
+        _vllm_python(python)            # no vLLM there: skip (fail under CI), saying so
+        assert proc is not None and proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(proc.stdout.strip().splitlines()[-1])
     data["model_dir"] = model
     return data
