@@ -36,8 +36,10 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Iterator, Mapping
 
@@ -451,14 +453,35 @@ def _dim(config: Any, *names: str, default: int = 0) -> int:
     return default
 
 
+#: The specs built in this process, newest last: the same config, name and reason give the same frozen spec,
+#: so a notebook's explorer or a second verb on the same model does not build and run it again (building
+#: DeepSeek-V4-Flash and running its forward on the meta device takes ~13 s of CPU). Only what was built is kept;
+#: a refusal is raised again each time.
+_BUILT: OrderedDict[str, ModelSpec] = OrderedDict()
+_BUILT_MOST = 32
+
+
 def meta_spec(cfg: Mapping[str, Any], name: str, why: str | None = None) -> ModelSpec:
     """The :class:`ModelSpec` of the model transformers builds from ``cfg``: every figure read from the model.
 
     Built in bf16, and once more in fp32 if a kernel refuses bf16 on the meta device (the counts do not
     depend on it). Whatever transformers raises on an untrusted config becomes one line. ``why`` says why
-    the model is built here (default: its model_type has no formula).
+    the model is built here (default: its model_type has no formula). A spec already built in this process
+    for the same config (as JSON, keys sorted), name, reason and transformers release is returned as built.
     """
     _, transformers = _import()
+    key = json.dumps([cfg, name, why, transformers.__version__], sort_keys=True, default=repr)
+    if key in _BUILT:
+        _BUILT.move_to_end(key)
+        return _BUILT[key]
+    spec = _meta_spec(cfg, name, why)
+    _BUILT[key] = spec
+    while len(_BUILT) > _BUILT_MOST:
+        _BUILT.popitem(last=False)
+    return spec
+
+
+def _meta_spec(cfg: Mapping[str, Any], name: str, why: str | None) -> ModelSpec:
     where = f"config (model_type={cfg.get('model_type')!r:.60})"
     model, config = build(cfg)
     try:

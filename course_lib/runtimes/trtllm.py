@@ -171,6 +171,9 @@ def estimate_trtllm(spec: ModelSpec, *, gpu: str | int, launch: TrtllmLaunch | N
     target_per_token = kv_cache_bytes_per_token(spec, get_dtype(kv_name), tp)
     if pp > 1:
         per_token = -(-per_token * stage.layers // spec.num_layers)
+    if per_token <= 0:   # as SGLang's estimate says it: an attention-free model has no paged KV cache to size
+        raise CourseInputError(f"{spec.name} caches no KV per token (no attention layer): TensorRT-LLM's paged KV "
+                               f"cache is not modelled for it; use --runtime vllm")
     if kv < per_token * max_seq:
         raise CourseInputError(f"TensorRT-LLM would not fit one {max_seq}-token sequence: {kv / GiB:.2f} GiB of KV "
                                f"cache for {per_token * max_seq / GiB:.2f} GiB; lower --max-batch-size or "

@@ -437,3 +437,14 @@ def test_a_model_without_attention_is_refused_by_sglang_in_one_line():
                            "state_size": 16, "expand": 2, "conv_kernel": 4})
     with pytest.raises(CourseInputError, match="caches no KV per token"):
         estimate_sglang(spec, gpu="h100-80gb", launch=SglangLaunch())
+
+
+@pytest.mark.parametrize("estimate, launch", [(estimate_trtllm, TrtllmLaunch()), (estimate_sglang, SglangLaunch())])
+def test_an_attention_free_model_is_one_line_for_a_paged_pool(estimate, launch):
+    """A Mamba model caches no KV per token: TensorRT-LLM's block count divided by zero (found by
+    test_cli_fuzz's from-log on a fuzzed mamba config); both runtimes now say so in one line."""
+    mamba = from_hf_config({"model_type": "mamba", "hidden_size": 64, "intermediate_size": 128,
+                            "num_hidden_layers": 2, "vocab_size": 256}, name="tiny-mamba")
+    assert kv_cache_bytes_per_token(mamba, "bf16") == 0
+    with pytest.raises(CourseInputError, match="caches no KV per token"):
+        estimate(mamba, gpu="h100-80gb", launch=launch)
