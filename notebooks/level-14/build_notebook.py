@@ -255,7 +255,7 @@ In a `config.json`, `num_key_value_heads` is the KV heads (grouped-query attenti
 several query heads; absent means as many as `num_attention_heads`), and `head_dim` is
 `hidden_size / num_attention_heads` unless the config states it.
 
-**Task 3** (five parts). Write `kv_bytes_per_token(config, bytes_per_value)` and `kv_cache_bytes(config,
+**Task 3** (5 points: 3 for `kv_bytes_per_token`, 2 for the other two). Write `kv_bytes_per_token(config, bytes_per_value)` and `kv_cache_bytes(config,
 bytes_per_value, context_tokens, active_sequences)` (using the first), then `lab_kv_gb`: Llama-2-7B, fp16,
 1,024 tokens x 8 sequences, in GB.
 """, "kv_intro")
@@ -782,7 +782,8 @@ md("""
 **Task R3** (two parts). Write `kv_from_log(total_gib, utilization, weights_gib, activation_gib,
 non_torch_gib, cuda_graph_gib=0.0)`, the KV cache in GiB by vLLM's rule (the T4's printed terms give 6.15;
 its log's 6.22 comes from unrounded terms). The A100 log prints only the weights and the KV cache: set
-`a100_activation_and_non_torch_gib` (the two together; 79.25 GiB to CUDA).
+`a100_activation_and_non_torch_gib` (the two together; 79.25 GiB to CUDA). *The grader checks that value;*
+the cell below checks `kv_from_log` and the value's form.
 """, "log_kv_intro")
 
 solution("answer_log_kv", """
