@@ -1,4 +1,4 @@
-"""The grader's Python carries its bytecode: what every kernel fork server imports is compiled in the venv.
+"""The grader's Python carries its bytecode: what every kernel fork server imports is compiled where it is installed.
 
 Kernels and fork servers never write bytecode (``PYTHONDONTWRITEBYTECODE=1`` in their environment,
 autograder/sandbox/kernel_env.py), and the shells of the course machines set it too, so a venv installed without
@@ -23,19 +23,15 @@ def _bytecode(source: Path) -> Path:
     return source.parent / "__pycache__" / f"{source.stem}.{sys.implementation.cache_tag}.pyc"
 
 
-def test_every_module_a_fork_server_preloads_is_compiled_in_the_venv():
-    venv = Path(sys.prefix).resolve()
+def test_every_module_a_fork_server_preloads_is_compiled_where_it_is_installed():
     checked, missing = [], []
     for name in PRELOAD:
         spec = importlib.util.find_spec(name)
         if spec is None or not spec.origin or not spec.origin.endswith(".py"):
             continue
-        source = Path(spec.origin).resolve()
-        if venv not in source.parents:   # the base interpreter's own packages (--system-site-packages) are not ours
-            continue
         checked.append(name)
-        if not _bytecode(source).is_file():
-            missing.append(name)
-    assert len(checked) >= len(PRELOAD) // 2, f"only {checked} of the preloads live in {venv}"
-    assert missing == [], (f"{len(missing)} of the fork server's {len(checked)} preloads have no bytecode in {venv} "
-                           f"(e.g. {missing[:3]}): install with `uv pip install --compile-bytecode` (make venv)")
+        if not _bytecode(Path(spec.origin)).is_file():
+            missing.append(spec.origin)
+    assert checked, "the fork server preloads Python modules"
+    assert missing == [], (f"{len(missing)} of the fork server's {len(checked)} preloads have no bytecode (e.g. "
+                           f"{missing[:2]}): install them with `uv pip install --compile-bytecode` (make venv) or pip")
