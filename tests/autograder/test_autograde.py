@@ -106,7 +106,9 @@ def _sandbox_processes() -> list[int]:
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
 def test_interrupted_batch_resumes_with_nothing_lost_or_duplicated(tmp_path, how):
     submitted, results = tmp_path / "submitted", tmp_path / "results"
-    slow = hostile.insert_after(hostile.learner_notebook(), "test_kv_per_token", "import time; time.sleep(2)")
+    # 1 s a hand-in (it was 2 s) keeps kernels at work when the signal comes, which is 0.2 s
+    # after the first record, with 2 workers: at most 2 are done then and at least 2 not started.
+    slow = hostile.insert_after(hostile.learner_notebook(), "test_kv_per_token", "import time; time.sleep(1)")
     students = [f"s{i}" for i in range(6)]
     for sid in students:
         _hand_in(submitted, sid, nb=slow)

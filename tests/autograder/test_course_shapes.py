@@ -31,6 +31,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from stock_nbgrader import NBGRADER
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -78,7 +79,7 @@ def nbgrader_env() -> dict[str, str]:
 
 
 def stock(root: Path, *verb: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", *verb], cwd=root, env=nbgrader_env(),
+    proc = subprocess.run([*NBGRADER, *verb], cwd=root, env=nbgrader_env(),   # tests/stock_nbgrader.py
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
 

@@ -262,7 +262,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_a_scheduler_that_cannot_be_reached_is_one_line_and_exit_2(tmp_path):
+def test_a_scheduler_that_cannot_be_reached_is_one_line_and_exit_2(tmp_path, capsys):
     submitted = tmp_path / "submitted"
     _hand_in(submitted, "alice")
     address = f"tcp://127.0.0.1:{_free_port()}"
@@ -275,6 +275,19 @@ def test_a_scheduler_that_cannot_be_reached_is_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and f"cannot reach the Dask scheduler at {address}" in proc.stderr, proc.stderr
     assert not (tmp_path / "r" / "records").exists(), "nothing graded, nothing written for a student"
+
+    # The bad addresses and credentials are refused before anything connects: the CLI's own main() in this
+    # process (as test_autograde.py's bad options), not a Python apiece (0.7 s of CPU each, 8 of them).
+    from autograder import cli
+
+    def run(*a):  # noqa: F811 - the same verb and folders as above, in-process
+        previous = signal.getsignal(signal.SIGTERM)
+        try:
+            code = cli.main(["autograde", str(submitted), "--out", str(tmp_path / "r"), "--no-progress", *a])
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        return subprocess.CompletedProcess(a, code, "", capsys.readouterr().err)
+    assert not [k for k in os.environ if k.startswith("DASK_DISTRIBUTED__COMM__TLS")], "no credential here either"
     pem = tmp_path / "grader.pem"
     pem.write_text("not a certificate")
     for bad, phrase in ((["nonsense"], "not a Dask scheduler address"), (["local:0"], "use 1 to"),

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from stock_nbgrader import NBGRADER
+
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "tests" / "files" / "nbgrader_example"
@@ -50,7 +52,7 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> str:
 
 
 def _nbgrader(verb: str, *args: str, cwd: Path, env: dict[str, str]) -> str:
-    return _run([sys.executable, "-m", "nbgrader", verb, *args], cwd, env)
+    return _run([*NBGRADER, verb, *args], cwd, env)   # stock nbgrader (tests/stock_nbgrader.py)
 
 
 @pytest.fixture(scope="module")
