@@ -5,6 +5,7 @@ that parallel workers merge into one gradebook. Uses the small fixture notebook 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -223,6 +224,24 @@ def test_bad_options_exit_2_with_one_line(tmp_path, capsys, args, why):
     err = capsys.readouterr().err
     assert why in err and err.count("\n") == 1 and "Traceback" not in err, err
     assert not (tmp_path / "r" / "batch.json").exists()
+
+
+@pytest.mark.parametrize("out", ["/etc/passwd", "/tmp/results?2", "/tmp/results%202"])
+def test_a_bad_out_is_refused_before_any_process_starts(tmp_path, monkeypatch, out):
+    """A typo in --out was refused only after the fork server (0.7 s of CPU of imports), the notebooks' import
+    check and the isolation probe had started; now with the other options."""
+    from autograder.batch import autograde as batch
+
+    def started(what):
+        def start(*args, **kwargs):
+            raise AssertionError(f"the {what} started before --out {out} was refused")
+        return start
+    monkeypatch.setattr(batch, "fork_server_early", started("fork server"))
+    monkeypatch.setattr(batch, "check_imports", started("import check"))
+    monkeypatch.setattr(batch, "probe", started("isolation probe"))
+    (tmp_path / "sub" / "alice" / hostile.ASSIGNMENT).mkdir(parents=True)
+    with pytest.raises(AutograderError, match=f"--out {re.escape(out)} "):
+        autograde(tmp_path / "sub", out=out, assignment=FIXTURE)
 
 
 def test_one_batch_per_results_dir(tmp_path):
