@@ -83,3 +83,11 @@ def test_course_grade_feedback_never_parses_an_autograded_notebook_no_grader_wro
     pages = {sid: (tmp_path / "feedback" / sid / a.name / f"{Path(a.notebook_name).stem}.html").read_text()
              for sid in ("amy", "bob")}
     assert "amy wrote this" in pages["amy"] and "bob wrote this" not in pages["bob"]
+
+
+def test_a_markdown_table_renders_as_a_table_that_survives_the_allow_list():
+    """A course's markdown table (the lesson had one until issue 41's trim; the browser test read it there): mistune's
+    table plugin, then the sanitizer's allow-list, keep the header and cells as elements, escaped text inside."""
+    page = feedback.markdown_html("| dtype | bytes per value |\n|---|---|\n| bf16 | 2 |\n| <b onclick=x()>fp8</b> | 1 |\n")
+    assert "<table>" in page and "<th>bytes per value</th>" in page and "<td>bf16</td>" in page, page
+    assert "onclick" not in page, page

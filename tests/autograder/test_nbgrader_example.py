@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from stock_nbgrader import NBGRADER
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -64,7 +65,7 @@ def graded(tmp_path_factory):
                              "--no-progress"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         for verb in (("generate_assignment", "ps1", "--force"), ("autograde", "ps1", "--force")):
-            proc = subprocess.run([sys.executable, "-m", "nbgrader", *verb], cwd=stock, env=_env(),
+            proc = subprocess.run([*NBGRADER, *verb], cwd=stock, env=_env(),   # tests/stock_nbgrader.py
                                   capture_output=True, text=True, timeout=600)
             assert proc.returncode == 0, proc.stderr[-3000:]
         stdout, stderr = ours.communicate(timeout=600)

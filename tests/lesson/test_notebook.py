@@ -21,6 +21,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from stock_nbgrader import NBGRADER
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = REPO / "notebooks" / "level-14" / "l14-04-model-memory.ipynb"       # the lesson
@@ -221,7 +222,7 @@ def _config(root: Path) -> None:
 
 def _nbgrader(root: Path):
     """``nbgrader VERB ...`` in the course ``root``, in a kernel that cannot import the grader."""
-    nbgrader = [sys.executable, "-m", "nbgrader"]
+    nbgrader = NBGRADER   # stock nbgrader's own entry point (tests/stock_nbgrader.py)
     shadow = root / "shadow"
     if not shadow.is_dir():
         _shadow(shadow)
@@ -488,7 +489,7 @@ def test_the_instructors_notebook_passes_its_own_tests_and_leaves_the_repository
     env.pop("COURSE_FIGURES_DIR", None)
     before, start_ns = _git_status(), time.time_ns()
     for notebook in NOTEBOOKS:
-        proc = subprocess.run([sys.executable, "-m", "nbgrader", "validate", str(notebook)], cwd=REPO, env=env,
+        proc = subprocess.run([*NBGRADER, "validate", str(notebook)], cwd=REPO, env=env,
                               capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0 and "Success! Your notebook passes all the tests." in proc.stdout, (
             notebook.name + proc.stdout[-3000:] + proc.stderr[-2000:])
