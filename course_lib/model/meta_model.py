@@ -470,7 +470,10 @@ def meta_spec(cfg: Mapping[str, Any], name: str, why: str | None = None) -> Mode
     for the same config (as JSON, keys sorted), name, reason and transformers release is returned as built.
     """
     _, transformers = _import()
-    key = json.dumps([cfg, name, why, transformers.__version__], sort_keys=True, default=repr)
+    try:
+        key = json.dumps([cfg, name, why, transformers.__version__], sort_keys=True, default=repr)
+    except (TypeError, ValueError):   # keys of mixed types, a circular value: build it, keep nothing
+        return _meta_spec(cfg, name, why)
     if key in _BUILT:
         _BUILT.move_to_end(key)
         return _BUILT[key]

@@ -135,3 +135,18 @@ def test_a_cache_layer_kind_not_modelled_is_refused_by_name():
                 mlp_layer_types=text["mlp_layer_types"][:2])
     with pytest.raises(CourseInputError, match="caches layer 0 in a UnlimitedOcrDynamicReferenceSlidingWindowLayer"):
         from_hf_config(json.loads(json.dumps(cfg)))
+
+
+def test_a_spec_is_built_once_per_process_and_keys_of_mixed_types_still_build():
+    """meta_spec keeps what it built (DeepSeek-V4-Flash's meta build and forward cost ~13 s of CPU): the same config,
+    name and reason give the same frozen spec; another config another; a config whose keys JSON cannot sort (an int
+    and a str key side by side, as a Python-built id2label can have) is built, not refused and not kept."""
+    from course_lib.model.meta_model import meta_spec
+
+    cfg = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256}
+    first = meta_spec(cfg, "tiny-llama-cache")
+    assert meta_spec(dict(cfg), "tiny-llama-cache") is first
+    assert meta_spec({**cfg, "num_hidden_layers": 3}, "tiny-llama-cache") is not first
+    mixed = meta_spec({**cfg, "id2label": {0: "a", "1": "b"}}, "tiny-llama-cache")
+    assert mixed.num_layers == 2
