@@ -486,7 +486,7 @@ md("""
 
 The same 6 GB budget, eleven Llama-2-7B requests of 1,120 tokens (0.587 GB each). `reserve-max` reserves
 each request's whole KV cache up front: ten fit, the eleventh is **queued**, not crashed. `paged` (as vLLM
-schedules) claims 16-token blocks as tokens arrive, so more start at once; when blocks run out, the newest
+schedules; `vllm-v1` in the tables) claims 16-token blocks as tokens arrive, so more start at once; when blocks run out, the newest
 request is **preempted** (blocks freed, tokens recomputed later).
 """, "simulate_intro")
 
@@ -847,7 +847,8 @@ assert isinstance(mi300x_kv_bytes_per_token_per_gpu, int), "an int of bytes"
 md("""
 ### Reserve the maximum, or claim blocks as tokens arrive
 
-The lesson's two policies: `reserve-max` (whole KV cache up front) and `paged` (blocks as tokens arrive).
+The lesson's two policies: `reserve-max` (whole KV cache up front) and `paged` (blocks as tokens arrive;
+`vllm-v1` in the tables).
 """, "simulate_recall")
 
 md("""
