@@ -27,12 +27,11 @@ own modules were not traced to the tensor.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import CourseInputError
-from .vllm.spec import SpeculativeDecoding
+from .vllm.spec import SpeculativeDecoding, speculative_mapping
 
 #: ``decoding_type`` values modelled (TensorRT-LLM's DecodingBaseConfig subclasses of the same names).
 DECODING_TYPES = ("Eagle3", "Eagle", "MTP", "NGram", "DraftTarget")
@@ -59,19 +58,10 @@ class TrtllmSpeculative:
 
 def parse_trtllm_speculative(text: Any) -> TrtllmSpeculative | None:
     """``speculative_config`` as a JSON object (YAML's flow form) or a mapping; one line naming a bad value."""
-    if text is None or text == "":
+    cfg = speculative_mapping(text, "give TensorRT-LLM's mapping, e.g. '{\"decoding_type\": \"Eagle3\", "
+                                    "\"max_draft_len\": 3, \"speculative_model_dir\": \"DRAFT\"}'")
+    if cfg is None:
         return None
-    if isinstance(text, Mapping):
-        cfg = dict(text)
-    else:
-        try:
-            cfg = json.loads(text)
-        except (TypeError, ValueError):
-            raise CourseInputError(f"--speculative-config {str(text)[:60]!r} is not JSON; give TensorRT-LLM's mapping, "
-                                   "e.g. '{\"decoding_type\": \"Eagle3\", \"max_draft_len\": 3, "
-                                   "\"speculative_model_dir\": \"DRAFT\"}'") from None
-    if not isinstance(cfg, dict):
-        raise CourseInputError(f"--speculative-config {str(text)[:60]!r} is not a JSON object")
     kind = cfg.get("decoding_type")
     by_lower = {d.lower(): d for d in DECODING_TYPES}
     if not isinstance(kind, str) or kind.lower() not in by_lower:

@@ -80,8 +80,13 @@ class SpeculativeDecoding:
         return 1 + self.num_speculative_tokens
 
 
-def parse_speculative_config(text: Any, strict: bool = True) -> SpeculativeDecoding | None:
-    """``--speculative-config`` as vLLM takes it (a JSON object; a Python dict from a log's args line too)."""
+def speculative_mapping(text: Any, example: str) -> dict | None:
+    """``--speculative-config`` as a dict: a mapping as given, or a JSON object (None when absent); one line naming
+    the text otherwise, ending with ``example`` (the runtime's own form). Shared by vLLM's and TensorRT-LLM's flag.
+
+    >>> speculative_mapping('{"method": "ngram"}', "")
+    {'method': 'ngram'}
+    """
     if text is None or text == "":
         return None
     if isinstance(text, Mapping):
@@ -90,10 +95,18 @@ def parse_speculative_config(text: Any, strict: bool = True) -> SpeculativeDecod
         try:
             cfg = json.loads(text)
         except (TypeError, ValueError):
-            raise CourseInputError(f"--speculative-config {str(text)[:60]!r} is not JSON; give an object such as "
-                                   "'{\"method\": \"ngram\", \"num_speculative_tokens\": 4}'") from None
+            raise CourseInputError(f"--speculative-config {str(text)[:60]!r} is not JSON; {example}") from None
     if not isinstance(cfg, dict):
         raise CourseInputError(f"--speculative-config {str(text)[:60]!r} is not a JSON object")
+    return cfg
+
+
+def parse_speculative_config(text: Any, strict: bool = True) -> SpeculativeDecoding | None:
+    """``--speculative-config`` as vLLM takes it (a JSON object; a Python dict from a log's args line too)."""
+    cfg = speculative_mapping(text, "give an object such as "
+                                    "'{\"method\": \"ngram\", \"num_speculative_tokens\": 4}'")
+    if cfg is None:
+        return None
     method = cfg.get("method")
     model = cfg.get("model")
     if method is None and model is not None:
