@@ -68,7 +68,7 @@ from ..versions import Version
 from .releases import HISTORY, MULTIMODAL_RULES
 from . import mamba_pages
 from .kv_groups import hybrid_block_size, kv_layout, state_bytes  # noqa: F401  (kv_layout re-exported)
-from .kv_dsv4 import DSV4_BLOCK_TOKENS
+from .kv_dsv4 import DSV4_BLOCK_TOKENS, packs_groups
 from .launch import ResolvedLaunch
 from .platforms import Platform, get_platform
 from .given_kv import estimate_given_kv, uses_given_kv
@@ -383,7 +383,7 @@ def resolve_launch(spec: ModelSpec, gpu: str | int, launch: VllmLaunch | None = 
         defaults["sampler"] = (sampler, f"{sampler}: the profile's sampling path in {engine} {version} on "
                                         f"{platform.name}")
     block, block_why = platform.block_size(launch.block_size, mla=mla)
-    dsv4 = spec.model_type == "deepseek_v4"
+    dsv4 = packs_groups(spec)
     if dsv4:
         _check_dsv4(rules, version, launch)
         block, block_why = DSV4_BLOCK_TOKENS, (
@@ -795,10 +795,11 @@ def estimate_vllm(spec: ModelSpec, *, gpu: str | int, launch: VllmLaunch | None 
     if GPUS.get(str(gpu).strip().lower()) is not None and GPUS[str(gpu).strip().lower()].estimated:
         notes.append(f"the CUDA total of {gpu} is estimated from nvidia-smi's (no published figure found)")
     declared = set(rules.rule_names())
-    hybrid = bool(spec.states) and spec.model_type != "deepseek_v4"
+    dsv4 = packs_groups(spec)
+    hybrid = bool(spec.states) and not dsv4
     used = [n for n in ENGINE_RULES[launch.engine] if n in declared
             and (spec.vision_config or n not in MULTIMODAL_RULES)
-            and (hybrid or n != "mamba_checkpoint") and (spec.model_type == "deepseek_v4" or n != "dsv4_kv_groups")]
+            and (hybrid or n != "mamba_checkpoint") and (dsv4 or n != "dsv4_kv_groups")]
     if runner != "V2":          # the runner's table decides nothing for a model the V1 runner serves
         used = [n for n in used if n not in ("v2_runner_architectures", "v2_runner_dense", "v2_graph_estimate")]
     if not any(layer.window is not None for layer in spec.layers):

@@ -32,6 +32,7 @@ from ...errors import CourseInputError
 from ...model.models import kv_cache_bytes_per_token
 from ...model.spec import ModelSpec
 from ...units import GiB
+from .kv_dsv4 import packs_groups
 from .platforms import get_platform
 from ..result import RuntimeEstimate, Term
 from .launch import ResolvedLaunch
@@ -85,7 +86,7 @@ def estimate_given_kv(spec: ModelSpec, resolved: ResolvedLaunch, *, refuse: bool
     if any(g.kind in ("sliding", "chunked") for g in cap.groups):
         notes.append(f"a window holds window - 1 + {in_flight:,} tokens in flight (+ 1 block), the chunks of "
                      f"chunked attention chunk + {in_flight:,}: vLLM's max_admission_blocks_per_request")
-    dsv4 = spec.model_type == "deepseek_v4"
+    dsv4 = packs_groups(spec)
     if dsv4:
         notes.append(f"DeepSeek-V4: every layer's window, the compressed entries, the indexer's keys and the "
                      f"compressor rings, {len(layout.specs)} pages a block packed into {len(cap.groups)} groups "

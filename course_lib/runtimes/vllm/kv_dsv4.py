@@ -110,9 +110,15 @@ def layer_specs(compress_ratio: int, *, head_dim: int, index_head_dim: int, wind
     return tuple(out)
 
 
+def packs_groups(spec: Any) -> bool:
+    """Whether vLLM lays ``spec``'s cache out as DeepSeek-V4's packed page kinds (:func:`vllm_layout`) rather than
+    one page per attention layer (:mod:`.kv_groups`): the one test the estimate, the given pool and the launch ask."""
+    return getattr(spec, "model_type", "") == "deepseek_v4"
+
+
 def refusal(spec: Any, runtime: str) -> str | None:
     """Why a runtime's pool of ``spec`` is not estimated (DeepSeek-V4 outside vLLM), or None."""
-    if getattr(spec, "model_type", "") != "deepseek_v4" or runtime == "vllm":
+    if not packs_groups(spec) or runtime == "vllm":
         return None
     return (f"{runtime}'s KV cache for DeepSeek-V4 (compressed sparse MLA: a 128-token window on every layer, "
             f"compressed entries every 4 or 128 tokens, indexer keys, compressor state rings) is not modelled: "

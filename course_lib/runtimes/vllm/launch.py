@@ -16,7 +16,7 @@ from ...model.spec import ModelSpec
 from .platforms import Platform
 from ..versions import Version
 from .kv_groups import kv_layout
-from .kv_dsv4 import vllm_layout
+from .kv_dsv4 import packs_groups, vllm_layout
 from .releases import VllmRules
 
 
@@ -79,7 +79,7 @@ class ResolvedLaunch:
         """The launch's KV layout (:mod:`.kv_groups`; DeepSeek-V4's, :func:`.kv_dsv4.vllm_layout`) over ``layers``
         (default: every layer)."""
         launch = self.launch
-        if self.spec.model_type == "deepseek_v4":
+        if packs_groups(self.spec):
             return vllm_layout(self.spec, max_model_len=launch.max_model_len,
                                max_in_flight_tokens=self.max_in_flight_tokens, tokens_rule=self.rules.tokens_rule,
                                null_block=self.rules.refusal_null_block, gib_format=self.rules.refusal_gib,
