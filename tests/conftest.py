@@ -15,6 +15,10 @@ from pathlib import Path
 
 import pytest
 
+# The costly setups that need nothing else start in a background runner once the session is collected
+# (tests/prefetch.py: the walk over every decoder, the live vLLM engines, the browser's learner Python).
+pytest_plugins = ("prefetch",)
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # No test goes online: a --model ORG/NAME (a Hub id, course_lib/model/hub.py) drawn by a fuzzer or typed in a test reads
 # the Hub cache only; the tests of the online path (test_hub_ids.py) lift it for themselves, with the network

@@ -29,6 +29,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import prefetch
 from autograder.learner import workspace
 from course_lib.lessons.l14_04.labfile import find_lab_file
 from browser_support import (ARTIFACTS, PRINTED_URL, REPO, JupyterLab, chromium_executable,
@@ -108,8 +109,19 @@ def _wait_for_run_all(page, timeout_s: float) -> None:
         }""", timeout=timeout_s * 1000, polling=500)
 
 
+@prefetch.background("learner_root")
+def _learner_workspace(base: str) -> str:
+    """``base``/workspace/root made as `make lab` makes it, with the learner's own Python (a minute on a first
+    run), in the session's background runner when it has started it (tests/prefetch.py)."""
+    root = Path(base) / "workspace" / "root"
+    root.mkdir(parents=True)
+    workspace.build_workspace(root, quiet=True)
+    workspace.ensure_learner_env(root, quiet=True)
+    return str(root)
+
+
 @pytest.fixture(scope="module")
-def learner_root():
+def learner_root(request):
     """A learner workspace as `make lab` makes it (from the release, its own Python), as released:
     (root, the folder that holds it). Shared by this module's servers; removed at the end."""
     chromium_executable()
@@ -117,11 +129,8 @@ def learner_root():
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for old in ARTIFACTS.glob("[0-9][0-9]-*.png"):  # this module's; the feedback page's are test_examples'
         old.unlink(missing_ok=True)
-    base = Path(tempfile.mkdtemp(prefix="course-browser-"))
-    root = base / "workspace" / "root"
-    root.mkdir(parents=True)
-    workspace.build_workspace(root, quiet=True)
-    workspace.ensure_learner_env(root, quiet=True)   # the learner's own Python: a minute on a first run
+    root = Path(prefetch.result(request, _learner_workspace, Path(tempfile.mkdtemp(prefix="course-browser-"))))
+    base = root.parents[1]
     try:
         yield root, base
     finally:

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 import every_decoder
+import prefetch
 from every_decoder import OUTCOMES, Result
 
 NOT_DECODER = "not decoder-only"
@@ -69,16 +70,27 @@ def _cache_key() -> str:
     return digest.hexdigest()[:24]
 
 
-@pytest.fixture(scope="module")
-def results(request) -> dict[str, Result]:
-    store = getattr(request.config, "cache", None)         # absent under -p no:cacheprovider
-    key = _cache_key()
+def _cached(config) -> list[dict] | None:
+    """The walk's results saved in pytest's cache under today's key, or None."""
+    store = getattr(config, "cache", None)                 # absent under -p no:cacheprovider
     saved = store.get("course_lib/every_decoder", {}) if store is not None else {}
-    cached = saved.get("results") if isinstance(saved, dict) and saved.get("key") == key else None
+    return saved.get("results") if isinstance(saved, dict) and saved.get("key") == _cache_key() else None
+
+
+@prefetch.background("results", unless=lambda config: _cached(config) is not None)
+def _walk(folder: Path) -> list[dict]:
+    """The walk, in the session's background runner when it has started it (tests/prefetch.py)."""
+    return [asdict(r) for r in every_decoder.walk()]
+
+
+@pytest.fixture(scope="module")
+def results(request, tmp_path_factory) -> dict[str, Result]:
+    cached = _cached(request.config)
     if cached is None:
-        cached = [asdict(r) for r in every_decoder.walk()]
+        cached = prefetch.result(request, _walk, tmp_path_factory.mktemp("walk"))
+        store = getattr(request.config, "cache", None)
         if store is not None:                               # one entry, replaced when anything changes
-            store.set("course_lib/every_decoder", {"key": key, "results": cached})
+            store.set("course_lib/every_decoder", {"key": _cache_key(), "results": cached})
     return {r["model_type"]: Result(**r) for r in cached}
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import prefetch
 from cli_support import run_cli
 from course_lib.cli import main
 from course_lib.errors import CourseInputError
@@ -24,6 +25,7 @@ from course_lib.model.models import from_hf_config
 from course_lib.model.presets import get_model
 from course_lib.runtimes import VllmLaunch, estimate_vllm
 from course_lib.runtimes.vllm.releases import HISTORY
+from course_lib.runtimes.vllm.oracle import oracle_python
 from course_lib.runtimes.vllm.oracle_mm import MM_CASES, run_budget_cases, tiny_vl_config
 from course_lib.runtimes.vllm.multimodal import encoder_budget, encoder_profile
 from test_vllm_oracle import _oracle_or_skip  # the oracle venv, or skip / fail as that module says
@@ -169,10 +171,22 @@ def test_the_flags_reach_the_estimate(capsys):
 
 # ----------------------------------------------------------------------------- live
 
+@prefetch.background("live_budgets")
+def _live_budgets(folder: Path) -> list[dict]:
+    """vLLM's answers, in the session's background runner when it has started them (tests/prefetch.py)."""
+    return run_budget_cases(MM_CASES, python=oracle_python(), timeout=300)
+
+
+@pytest.fixture(scope="module")
+def live_budgets(request, tmp_path_factory) -> list[dict]:
+    _oracle_or_skip()
+    return prefetch.result(request, _live_budgets, tmp_path_factory.mktemp("live-budgets"))
+
+
 @pytest.mark.slow
-def test_live_vllm_answers_the_whole_matrix_as_recorded():
+def test_live_vllm_answers_the_whole_matrix_as_recorded(live_budgets):
     """vLLM's MultiModalBudget on every case, in one child of the oracle venv (~10 s: vLLM's import)."""
-    answers = {r["id"]: r for r in run_budget_cases(MM_CASES, python=_oracle_or_skip(), timeout=300)}
+    answers = {r["id"]: r for r in live_budgets}
     recorded = _recorded()
     for case in MM_CASES:
         live = answers[case["id"]]

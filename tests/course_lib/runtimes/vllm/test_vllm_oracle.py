@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+import prefetch
 from course_lib.errors import CourseInputError
 from course_lib.runtimes.log import read_startup_log
 from course_lib.model.models import from_hf_config
@@ -218,19 +219,32 @@ def _oracle_or_skip() -> Path:
     pytest.skip("the package registry is unreachable, so `make vllm-oracle` could not build vLLM's CPU build")
 
 
+LIVE_CASES = [
+    {"id": "gemma3", "arch": "gemma3", "kv_cache_memory_bytes": 5 * MiB, "max_model_len": 777, "block_size": 32},
+    {"id": "qwen3", "arch": "qwen3", "kv_cache_memory_bytes": 2 * MiB, "max_model_len": 6000, "block_size": 64},
+]
+
+
+@prefetch.background("live_engines")
+def _live_engines(folder: Path) -> str:
+    """The two engines' logs, in the session's background runner when it has started them (tests/prefetch.py)."""
+    return run_cases(LIVE_CASES, python=oracle_python(), workdir=folder, timeout=600, in_process=True)
+
+
+@pytest.fixture(scope="module")
+def live_engines(request, tmp_path_factory) -> str:
+    _oracle_or_skip()
+    return prefetch.result(request, _live_engines, tmp_path_factory.mktemp("live-engines"))
+
+
 @pytest.mark.slow
-def test_live_vllm_agrees_with_the_estimate_and_from_log(tmp_path):
+def test_live_vllm_agrees_with_the_estimate_and_from_log(live_engines):
     """Two engines, each in a child of the oracle venv: a hybrid gemma3 started at block 32, and a refusal. (A
     started llama is the scheduler oracle's engine, whose KV accounting test_vllm_scheduler_oracle checks.)"""
-    python = _oracle_or_skip()
-    cases = [
-        {"id": "gemma3", "arch": "gemma3", "kv_cache_memory_bytes": 5 * MiB, "max_model_len": 777, "block_size": 32},
-        {"id": "qwen3", "arch": "qwen3", "kv_cache_memory_bytes": 2 * MiB, "max_model_len": 6000, "block_size": 64},
-    ]
-    text = run_cases(cases, python=python, workdir=tmp_path, timeout=600, in_process=True)
-    sections = dict(re.findall(r"^=== oracle case (\S+) ===$(.*?)^=== oracle end \1 ===$", text, re.M | re.S))
-    assert set(sections) == {"gemma3", "qwen3"}, text[-3000:]
-    for case in cases:
+    sections = dict(re.findall(r"^=== oracle case (\S+) ===$(.*?)^=== oracle end \1 ===$", live_engines,
+                               re.M | re.S))
+    assert set(sections) == {"gemma3", "qwen3"}, live_engines[-3000:]
+    for case in LIVE_CASES:
         body = sections[case["id"]]
         spec_cfg = tiny_config(case["arch"])
         log = read_startup_log(body)

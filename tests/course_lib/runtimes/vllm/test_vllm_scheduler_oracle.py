@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+import prefetch
 from course_lib.cli import main
 
 pytestmark = pytest.mark.slow
@@ -51,19 +52,29 @@ def _vllm_python(python: Path) -> Path:
     return python
 
 
-@pytest.fixture(scope="module")
-def vllm_run(tmp_path_factory) -> dict:
+@prefetch.background("vllm_run")
+def _engine_run(folder: Path) -> dict | None:
+    """The engine's run over every trace (None without the venv), in the session's background runner when it has
+    started it (tests/prefetch.py)."""
     python = VENV / "bin" / "python"
-    model = tmp_path_factory.mktemp("tiny-llama")
+    if not python.exists():
+        return None
+    model = folder / "tiny-llama"
+    model.mkdir(parents=True)
     proc = subprocess.run([str(python), str(ORACLE), "--model-dir", str(model), "--kv-cache-memory-bytes", "12MiB",
                            "--block-size", "128", "--max-model-len", "1024", *map(str, TRACES)],
-                          capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"}) \
-        if python.exists() else None
-    if proc is None or proc.returncode != 0:
-        _vllm_python(python)            # no vLLM there: skip (fail under CI), saying so
-        assert proc is not None and proc.returncode == 0, proc.stderr[-3000:]
-    data = json.loads(proc.stdout.strip().splitlines()[-1])
-    data["model_dir"] = model
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    return {"returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr, "model_dir": str(model)}
+
+
+@pytest.fixture(scope="module")
+def vllm_run(request, tmp_path_factory) -> dict:
+    run = prefetch.result(request, _engine_run, tmp_path_factory.mktemp("engine"))
+    if run is None or run["returncode"] != 0:
+        _vllm_python(VENV / "bin" / "python")      # no vLLM there: skip (fail under CI), saying so
+        assert run is not None and run["returncode"] == 0, run["stderr"][-3000:]
+    data = json.loads(run["stdout"].strip().splitlines()[-1])
+    data["model_dir"] = Path(run["model_dir"])
     return data
 
 

@@ -1,0 +1,233 @@
+"""Costly setups that depend on nothing else, started in the background when the session starts.
+
+The suite uses about one of the machine's two cores on average: most of its time is spent waiting on kernels,
+browsers and wall-clock limits. A few setups need only CPU and nothing the tests before them make: the walk over
+every decoder transformers registers, the three live vLLM engines, the learner's own Python for the browser tests.
+Each is declared here by the module that needs it (:func:`background`), and when pytest has collected the session,
+one runner process (this file run as a script) works through the ones the selected tests will use, one at a time, at
+the lowest CPU priority (``nice 19``), so the tests in the foreground keep the cores they ask for. The fixture then
+reads the job's result (:func:`result`), waiting for it if it is still running. A job nobody has started yet when its
+fixture asks is run by the fixture itself, in the foreground, as it was before this module existed; so is every job
+under ``COURSE_TESTS_PREFETCH=0``, ``--collect-only``, or when the runner cannot be started. Nothing the tests check
+changes: a job runs the same code on the same inputs, only earlier.
+
+A job is a module-level function ``f(folder: Path) -> value`` whose value is JSON (the runner runs it in a fresh
+Python and writes the value down). It is tied to a fixture of the same module by name::
+
+    @prefetch.background("walked")
+    def _walk(folder: Path) -> list[dict]:
+        return [asdict(r) for r in every_decoder.walk()]
+
+    @pytest.fixture(scope="module")
+    def walked(request, tmp_path_factory):
+        return prefetch.result(request, _walk, tmp_path_factory.mktemp("walk"))
+
+A job raises to fail: its traceback becomes the fixture's error. The runner is stopped, and its folder removed, when
+the session ends (``pytest_sessionfinish``). Timings: benchmarks/results/suite-time.md.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests"
+#: How long a fixture waits for a job the runner has started, and how long the runner lets a job run.
+JOB_TIMEOUT_S = 1200
+ENV_SWITCH = "COURSE_TESTS_PREFETCH"
+
+
+@dataclass(frozen=True)
+class Job:
+    """A background job: ``fixture`` in ``file`` needs ``func``'s value; skipped when ``unless(config)`` is true."""
+    fixture: str
+    file: str              # the defining module's file, resolved
+    func: str              # its name in that module
+    unless: Callable[[Any], bool] | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{Path(self.file).stem}.{self.func}"
+
+
+#: Every job declared by the modules imported so far, by name.
+JOBS: dict[str, Job] = {}
+
+
+def background(fixture: str, unless: Callable[[Any], bool] | None = None):
+    """Declare ``func`` as the background job behind ``fixture`` (a fixture of the same module); returns ``func``.
+
+    ``unless(config)`` true: the runner does not start it (e.g. its result is in pytest's cache already)."""
+    def declare(func: Callable[[Path], Any]) -> Callable[[Path], Any]:
+        job = Job(fixture, str(Path(func.__code__.co_filename).resolve()), func.__name__, unless)
+        JOBS[job.name] = job
+        return func
+    return declare
+
+
+# ----------------------------------------------------------------------------- the session's side
+
+class _Runner:
+    """The runner process of this session and its folder (one per session, on ``config``)."""
+
+    def __init__(self, folder: Path, proc: subprocess.Popen, names: list[str]):
+        self.folder, self.proc, self.names = folder, proc, names
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _claim(folder: Path, name: str, who: str) -> bool:
+    """Take job ``name`` for ``who`` (atomically); False when someone already has."""
+    try:
+        fd = os.open(folder / f"{name}.claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    os.write(fd, who.encode())
+    os.close(fd)
+    return True
+
+
+def pytest_collection_finish(session) -> None:
+    """Start the runner on the jobs the selected tests use, in the order the tests will want them."""
+    config = session.config
+    if os.environ.get(ENV_SWITCH, "1") == "0" or config.option.collectonly or not session.items:
+        return
+    wanted: list[str] = []
+    for item in session.items:
+        path = str(Path(str(item.fspath)).resolve())
+        for job in JOBS.values():
+            if job.name not in wanted and job.file == path and job.fixture in getattr(item, "fixturenames", ()):
+                if job.unless is None or not job.unless(config):
+                    wanted.append(job.name)
+    if not wanted:
+        return
+    folder = Path(tempfile.mkdtemp(prefix="course-prefetch-"))
+    plan = [{"name": n, "file": JOBS[n].file, "func": JOBS[n].func} for n in wanted]
+    (folder / "plan.json").write_text(json.dumps(plan))
+    try:
+        proc = subprocess.Popen([sys.executable, __file__, "--run", str(folder)], cwd=REPO, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=open(folder / "runner.log", "wb"),
+                                start_new_session=True)
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    config._course_prefetch = _Runner(folder, proc, wanted)
+
+
+def pytest_sessionfinish(session) -> None:
+    runner = getattr(session.config, "_course_prefetch", None)
+    if runner is not None:
+        runner.stop()
+
+
+class JobFailed(Exception):
+    """A background job raised or died; the message carries its traceback or the runner's last words."""
+
+
+def result(request, func: Callable[[Path], Any], folder: Path) -> Any:
+    """``func(folder)``'s value: the runner's, when it took the job (waiting for it), else computed here now.
+
+    The runner's value is read back from JSON; a value computed here goes through JSON too, so a fixture sees the
+    same types either way."""
+    job = JOBS.get(f"{Path(func.__code__.co_filename).stem}.{func.__name__}")
+    runner = getattr(request.config, "_course_prefetch", None)
+    if job is None or runner is None or job.name not in runner.names or _claim(runner.folder, job.name, "pytest"):
+        return json.loads(json.dumps(func(folder)))
+    done = runner.folder / f"{job.name}.done.json"
+    deadline = time.monotonic() + JOB_TIMEOUT_S + 60
+    while not done.exists():
+        if runner.proc.poll() is not None and not done.exists():
+            log = (runner.folder / "runner.log").read_text(errors="replace")[-3000:]
+            raise JobFailed(f"the background runner ended (rc {runner.proc.returncode}) before {job.name} was done:\n"
+                            f"{log}")
+        if time.monotonic() > deadline:
+            raise JobFailed(f"background job {job.name} not done after {JOB_TIMEOUT_S + 60} s")
+        time.sleep(0.1)
+    outcome = json.loads(done.read_text())
+    if "error" in outcome:
+        raise JobFailed(f"background job {job.name} failed:\n{outcome['error']}")
+    return outcome["value"]
+
+
+# ----------------------------------------------------------------------------- the runner's side
+
+def _load(file: str):
+    """Import the module at ``file`` as pytest's rootdir-relative imports do: its folder, tests/ and the repo first."""
+    here = Path(file).parent
+    for entry in (str(REPO), str(TESTS), str(here)):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    spec = importlib.util.spec_from_file_location(Path(file).stem, file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _one(folder: Path, name: str, file: str, func: str) -> None:
+    """Run one job in this process; write ``NAME.value.json`` or raise."""
+    value = getattr(_load(file), func)(folder / name)
+    tmp = folder / f"{name}.value.tmp"
+    tmp.write_text(json.dumps(value))
+    tmp.rename(folder / f"{name}.value.json")
+
+
+def _write_done(folder: Path, name: str, outcome: dict) -> None:
+    tmp = folder / f"{name}.done.tmp"
+    tmp.write_text(json.dumps(outcome))
+    tmp.rename(folder / f"{name}.done.json")
+
+
+def _run(folder: Path) -> None:
+    """Each planned job not yet claimed, one at a time, each in a fresh Python, at the lowest priority."""
+    os.nice(19)
+    for entry in json.loads((folder / "plan.json").read_text()):
+        name = entry["name"]
+        if not _claim(folder, name, "runner"):
+            continue                     # the fixture came first and runs it itself
+        (folder / name).mkdir()
+        err = folder / f"{name}.stderr"
+        with open(err, "wb") as fh:
+            try:
+                proc = subprocess.run([sys.executable, __file__, "--one", str(folder), name, entry["file"],
+                                       entry["func"]], cwd=REPO, stdin=subprocess.DEVNULL, stdout=fh, stderr=fh,
+                                      timeout=JOB_TIMEOUT_S)
+                rc = proc.returncode
+            except subprocess.TimeoutExpired:
+                rc = None
+        value = folder / f"{name}.value.json"
+        if rc == 0 and value.exists():
+            _write_done(folder, name, {"value": json.loads(value.read_text())})
+        else:
+            why = "timed out" if rc is None else f"exited {rc}"
+            _write_done(folder, name, {"error": f"{why}:\n" + err.read_text(errors="replace")[-6000:]})
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--run":
+        _run(Path(sys.argv[2]))
+    elif sys.argv[1] == "--one":
+        try:
+            _one(Path(sys.argv[2]), *sys.argv[3:6])
+        except BaseException:
+            traceback.print_exc()
+            sys.exit(1)
