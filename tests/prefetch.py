@@ -5,7 +5,7 @@ browsers and wall-clock limits. A few setups need only CPU and nothing the tests
 every decoder transformers registers, the three live vLLM engines, the learner's own Python for the browser tests.
 Each is declared here by the module that needs it (:func:`background`), and when pytest has collected the session,
 one runner process (this file run as a script) works through the ones the selected tests will use, one at a time, at
-the lowest CPU priority (``nice 19``), so the tests in the foreground keep the cores they ask for. The fixture then
+the lowest CPU priority (``nice 19``, for its session too: :func:`lowest_priority`), so the tests in the foreground keep the cores they ask for. The fixture then
 reads the job's result (:func:`result`), waiting for it if it is still running. A job nobody has started yet when its
 fixture asks is run by the fixture itself, in the foreground, as it was before this module existed; so is every job
 under ``COURSE_TESTS_PREFETCH=0``, ``--collect-only``, or when the runner cannot be started. Nothing the tests check
@@ -118,19 +118,27 @@ def pytest_collection_finish(session) -> None:
             if job.name not in wanted and job.file == path and job.fixture in getattr(item, "fixturenames", ()):
                 if job.unless is None or not job.unless(config):
                     wanted.append(job.name)
-    if not wanted:
-        return
+    runner = start(wanted)
+    if runner is not None:
+        config._course_prefetch = runner
+
+
+def start(names: list[str]) -> _Runner | None:
+    """A runner working through the jobs ``names`` in that order, or None when there are none or it cannot start."""
+    if not names:
+        return None
     folder = Path(tempfile.mkdtemp(prefix="course-prefetch-"))
-    plan = [{"name": n, "file": JOBS[n].file, "func": JOBS[n].func} for n in wanted]
+    plan = [{"name": n, "file": JOBS[n].file, "func": JOBS[n].func} for n in names]
     (folder / "plan.json").write_text(json.dumps(plan))
     try:
-        proc = subprocess.Popen([sys.executable, __file__, "--run", str(folder)], cwd=REPO, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=open(folder / "runner.log", "wb"),
-                                start_new_session=True)
+        with open(folder / "runner.log", "wb") as log:
+            proc = subprocess.Popen([sys.executable, __file__, "--run", str(folder)], cwd=REPO,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                                    start_new_session=True)
     except OSError:
         shutil.rmtree(folder, ignore_errors=True)
-        return
-    config._course_prefetch = _Runner(folder, proc, wanted)
+        return None
+    return _Runner(folder, proc, list(names))
 
 
 def pytest_sessionfinish(session) -> None:
@@ -197,9 +205,24 @@ def _write_done(folder: Path, name: str, outcome: dict) -> None:
     tmp.rename(folder / f"{name}.done.json")
 
 
+def lowest_priority() -> None:
+    """nice 19 for this process and its children, and for the session they are in.
+
+    Where the kernel groups processes by session (``CONFIG_SCHED_AUTOGROUP``, on in most distributions: Debian's
+    kernels, this machine), a nice value weighs only against the same session's processes, and each session gets an
+    equal share of the CPU: a runner at nice 19 in a session of its own took as much CPU as the whole pytest session
+    (two spinning loops in the foreground ran 3x slower beside two such runners, and 1.0x once the session's own nice,
+    ``/proc/self/autogroup``, was 19 too; see sched(7), "The autogroup feature")."""
+    os.nice(19)
+    try:
+        Path("/proc/self/autogroup").write_text("19")
+    except OSError:
+        pass                              # no autogroups here: nice alone is enough
+
+
 def _run(folder: Path) -> None:
     """Each planned job not yet claimed, one at a time, each in a fresh Python, at the lowest priority."""
-    os.nice(19)
+    lowest_priority()
     for entry in json.loads((folder / "plan.json").read_text()):
         name = entry["name"]
         if not _claim(folder, name, "runner"):
