@@ -32,8 +32,9 @@ $(STAMP): pyproject.toml Makefile
 demo: $(STAMP) sandbox-deps
 	$(BIN)/python -m demo
 
+# Two lanes (tests/lanes.py): the grader's tests in one worker, the library's beside it at the lowest priority.
 test: $(STAMP) browser-deps sandbox-deps vllm-oracle
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
 # The fast loop (under a minute on 2 cores): the unit tests and one end-to-end grading (a lesson of two
 # notebooks and a side check, through the CLI, in the sandbox: tests/autograder/test_second_lesson.py).

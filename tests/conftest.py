@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 # The costly setups that need nothing else start in a background runner once the session is collected
-# (tests/prefetch.py: the walk over every decoder, the live vLLM engines, the browser's learner Python).
-pytest_plugins = ("prefetch",)
+# (tests/prefetch.py: the walk over every decoder, the live vLLM engines, the browser's learner Python); under
+# `make test` the library's tests run beside the grader's, at the lowest priority (tests/lanes.py).
+pytest_plugins = ("prefetch", "lanes")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # No test goes online: a --model ORG/NAME (a Hub id, course_lib/model/hub.py) drawn by a fuzzer or typed in a test reads

@@ -5,7 +5,8 @@ browsers and wall-clock limits. A few setups need only CPU and nothing the tests
 every decoder transformers registers, the three live vLLM engines, the learner's own Python for the browser tests.
 Each is declared here by the module that needs it (:func:`background`), and when pytest has collected the session,
 one runner process (this file run as a script) works through the ones the selected tests will use, one at a time, at
-the lowest CPU priority (``nice 19``, for its session too: :func:`lowest_priority`), so the tests in the foreground keep the cores they ask for. The fixture then
+the lowest CPU priority (``nice 19``, for its session too: :func:`lower_priority`), so the tests in the foreground
+keep the cores they ask for. The fixture then
 reads the job's result (:func:`result`), waiting for it if it is still running. A job nobody has started yet when its
 fixture asks is run by the fixture itself, in the foreground, as it was before this module existed; so is every job
 under ``COURSE_TESTS_PREFETCH=0``, ``--collect-only``, or when the runner cannot be started. Nothing the tests check
@@ -106,21 +107,42 @@ def _claim(folder: Path, name: str, who: str) -> bool:
     return True
 
 
-def pytest_collection_finish(session) -> None:
-    """Start the runner on the jobs the selected tests use, in the order the tests will want them."""
-    config = session.config
-    if os.environ.get(ENV_SWITCH, "1") == "0" or config.option.collectonly or not session.items:
-        return
+def _wanted(config, items) -> list[str]:
+    """The jobs ``items`` use, in the order the first of them will want each."""
     wanted: list[str] = []
-    for item in session.items:
+    for item in items:
         path = str(Path(str(item.fspath)).resolve())
         for job in JOBS.values():
             if job.name not in wanted and job.file == path and job.fixture in getattr(item, "fixturenames", ()):
                 if job.unless is None or not job.unless(config):
                     wanted.append(job.name)
-    runner = start(wanted)
+    return wanted
+
+
+def pytest_collection_finish(session) -> None:
+    """Start the runner on the jobs the selected tests use. Under xdist (tests/lanes.py) a worker learns which
+    lane it runs only from its first test, so it starts its runner then, on that lane's jobs."""
+    config = session.config
+    if os.environ.get(ENV_SWITCH, "1") == "0" or config.option.collectonly or not session.items:
+        return
+    if hasattr(config, "workerinput"):
+        config._course_prefetch_items = list(session.items)
+        return
+    runner = start(_wanted(config, session.items))
     if runner is not None:
         config._course_prefetch = runner
+
+
+def pytest_runtest_setup(item) -> None:
+    items = getattr(item.config, "_course_prefetch_items", None)
+    if not items:
+        return
+    from lanes import lane
+
+    item.config._course_prefetch_items = None
+    runner = start(_wanted(item.config, [i for i in items if lane(i) == lane(item)]))
+    if runner is not None:
+        item.config._course_prefetch = runner
 
 
 def start(names: list[str]) -> _Runner | None:
@@ -205,24 +227,24 @@ def _write_done(folder: Path, name: str, outcome: dict) -> None:
     tmp.rename(folder / f"{name}.done.json")
 
 
-def lowest_priority() -> None:
-    """nice 19 for this process and its children, and for the session they are in.
+def lower_priority(level: int = 19) -> None:
+    """nice ``level`` (19: the lowest) for this process and its children, and for the session they are in.
 
     Where the kernel groups processes by session (``CONFIG_SCHED_AUTOGROUP``, on in most distributions: Debian's
     kernels, this machine), a nice value weighs only against the same session's processes, and each session gets an
     equal share of the CPU: a runner at nice 19 in a session of its own took as much CPU as the whole pytest session
     (two spinning loops in the foreground ran 3x slower beside two such runners, and 1.0x once the session's own nice,
     ``/proc/self/autogroup``, was 19 too; see sched(7), "The autogroup feature")."""
-    os.nice(19)
+    os.nice(max(0, level - os.nice(0)))
     try:
-        Path("/proc/self/autogroup").write_text("19")
+        Path("/proc/self/autogroup").write_text(str(level))
     except OSError:
         pass                              # no autogroups here: nice alone is enough
 
 
 def _run(folder: Path) -> None:
     """Each planned job not yet claimed, one at a time, each in a fresh Python, at the lowest priority."""
-    lowest_priority()
+    lower_priority()
     for entry in json.loads((folder / "plan.json").read_text()):
         name = entry["name"]
         if not _claim(folder, name, "runner"):

@@ -1,0 +1,32 @@
+"""tests/lanes.py: under ``make test`` the library's tests run in a worker of their own, at nice 10."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import lanes
+
+TESTS = Path(__file__).resolve().parent
+
+
+def test_the_grader_and_the_lesson_are_one_lane_and_everything_else_the_other():
+    def at(*parts):
+        return lanes.lane(SimpleNamespace(fspath=TESTS.joinpath(*parts)))
+
+    assert at("autograder", "test_hardening.py") == at("lesson", "test_browser.py") == lanes.GRADER
+    assert at("course_lib", "model", "test_every_decoder.py") == at("test_docs.py") == lanes.LIBRARY
+    assert at("..", "benchmarks", "x.py") == lanes.LIBRARY
+
+
+def test_this_lane_runs_at_its_priority(request):
+    """Run by the library's worker under xdist: its process and its session at nice 10; alone, untouched."""
+    autogroup = Path("/proc/self/autogroup")
+    if hasattr(request.config, "workerinput"):
+        assert os.nice(0) == lanes.LIBRARY_NICE
+        if autogroup.exists():
+            assert autogroup.read_text().split()[-1] == str(lanes.LIBRARY_NICE)
+            assert os.getsid(0) == os.getpid()          # a session of its own: its nice is its own
+    else:
+        assert not lanes._lowered
