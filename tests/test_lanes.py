@@ -18,6 +18,9 @@ def test_the_grader_and_the_lesson_are_one_lane_and_everything_else_the_other():
     assert at("autograder", "test_hardening.py") == at("lesson", "test_browser.py") == lanes.GRADER
     assert at("course_lib", "model", "test_every_decoder.py") == at("test_docs.py") == lanes.LIBRARY
     assert at("..", "benchmarks", "x.py") == lanes.LIBRARY
+    # the scheduler's side: the path part of a node id under tests/
+    assert lanes.lane_of("autograder/test_x.py") == lanes.lane_of("lesson/test_y.py") == lanes.GRADER
+    assert lanes.lane_of("course_lib/cli/test_cli.py") == lanes.lane_of("test_docs.py") == lanes.LIBRARY
 
 
 def test_this_lane_runs_at_its_priority(request):
