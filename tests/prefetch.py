@@ -3,13 +3,13 @@
 The suite uses about one of the machine's two cores on average: most of its time is spent waiting on kernels,
 browsers and wall-clock limits. A few setups need only CPU and nothing the tests before them make: the walk over
 every decoder transformers registers, the three live vLLM engines, the learner's own Python for the browser tests.
-Each is declared here by the module that needs it (:func:`background`), and when pytest has collected the session,
-one runner process (this file run as a script) works through the ones the selected tests will use, one at a time, at
-the lowest CPU priority (``nice 19``, for its session too: :func:`lower_priority`), so the tests in the foreground
-keep the cores they ask for. The fixture then
-reads the job's result (:func:`result`), waiting for it if it is still running. A job nobody has started yet when its
-fixture asks is run by the fixture itself, in the foreground, as it was before this module existed; so is every job
-under ``COURSE_TESTS_PREFETCH=0``, ``--collect-only``, or when the runner cannot be started. Nothing the tests check
+Each is declared by the module that needs it (:func:`background`). Once pytest has collected the session (under
+xdist, at a worker's first test: tests/lanes.py), one runner process (this file run as a script) works through the
+ones the selected tests will use, one at a time, at the lowest CPU priority (``nice 19``, for its session too:
+:func:`lower_priority`), so the tests in the foreground keep the cores they ask for. The fixture then reads the job's
+result (:func:`result`), waiting for it if it is still running. A job nobody has started yet when its fixture asks
+is run by the fixture itself, in the foreground, as it was before this module existed; so is every job under
+``COURSE_TESTS_PREFETCH=0``, ``--collect-only``, or when the runner cannot be started. Nothing the tests check
 changes: a job runs the same code on the same inputs, only earlier.
 
 A job is a module-level function ``f(folder: Path) -> value`` whose value is JSON (the runner runs it in a fresh
@@ -119,18 +119,27 @@ def _wanted(config, items) -> list[str]:
     return wanted
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """The modules with a job go last (their order kept), so the runner has the rest of the session to do it."""
+    if os.environ.get(ENV_SWITCH, "1") == "0":
+        return
+    files = {job.file for job in JOBS.values()}
+    items[:] = sorted(items, key=lambda item: str(Path(str(item.fspath)).resolve()) in files)
+
+
 def pytest_collection_finish(session) -> None:
     """Start the runner on the jobs the selected tests use. Under xdist (tests/lanes.py) a worker learns which
-    lane it runs only from its first test, so it starts its runner then, on that lane's jobs."""
+    lanes it runs only from their first tests, so it starts a runner at each, on that lane's jobs."""
     config = session.config
+    config._course_prefetch = []
     if os.environ.get(ENV_SWITCH, "1") == "0" or config.option.collectonly or not session.items:
         return
     if hasattr(config, "workerinput"):
-        config._course_prefetch_items = list(session.items)
+        config._course_prefetch_items, config._course_prefetch_lanes = list(session.items), set()
         return
     runner = start(_wanted(config, session.items))
     if runner is not None:
-        config._course_prefetch = runner
+        config._course_prefetch.append(runner)
 
 
 def pytest_runtest_setup(item) -> None:
@@ -139,10 +148,13 @@ def pytest_runtest_setup(item) -> None:
         return
     from lanes import lane
 
-    item.config._course_prefetch_items = None
-    runner = start(_wanted(item.config, [i for i in items if lane(i) == lane(item)]))
+    mine = lane(item)
+    if mine in item.config._course_prefetch_lanes:
+        return
+    item.config._course_prefetch_lanes.add(mine)
+    runner = start(_wanted(item.config, [i for i in items if lane(i) == mine]))
     if runner is not None:
-        item.config._course_prefetch = runner
+        item.config._course_prefetch.append(runner)
 
 
 def start(names: list[str]) -> _Runner | None:
@@ -164,8 +176,7 @@ def start(names: list[str]) -> _Runner | None:
 
 
 def pytest_sessionfinish(session) -> None:
-    runner = getattr(session.config, "_course_prefetch", None)
-    if runner is not None:
+    for runner in getattr(session.config, "_course_prefetch", ()):
         runner.stop()
 
 
@@ -179,8 +190,8 @@ def result(request, func: Callable[[Path], Any], folder: Path) -> Any:
     The runner's value is read back from JSON; a value computed here goes through JSON too, so a fixture sees the
     same types either way."""
     job = JOBS.get(f"{Path(func.__code__.co_filename).stem}.{func.__name__}")
-    runner = getattr(request.config, "_course_prefetch", None)
-    if job is None or runner is None or job.name not in runner.names or _claim(runner.folder, job.name, "pytest"):
+    runner = next((r for r in getattr(request.config, "_course_prefetch", ()) if job and job.name in r.names), None)
+    if job is None or runner is None or _claim(runner.folder, job.name, "pytest"):
         return json.loads(json.dumps(func(folder)))
     done = runner.folder / f"{job.name}.done.json"
     deadline = time.monotonic() + JOB_TIMEOUT_S + 60

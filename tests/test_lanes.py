@@ -11,15 +11,16 @@ import lanes
 TESTS = Path(__file__).resolve().parent
 
 
-def test_the_grader_and_the_lesson_are_one_lane_and_everything_else_the_other():
+def test_the_grader_and_the_lesson_are_a_lane_each_and_everything_else_the_library():
     def at(*parts):
         return lanes.lane(SimpleNamespace(fspath=TESTS.joinpath(*parts)))
 
-    assert at("autograder", "test_hardening.py") == at("lesson", "test_browser.py") == lanes.GRADER
+    assert at("autograder", "test_hardening.py") == lanes.GRADER
+    assert at("lesson", "test_browser.py") == lanes.LESSON
     assert at("course_lib", "model", "test_every_decoder.py") == at("test_docs.py") == lanes.LIBRARY
     assert at("..", "benchmarks", "x.py") == lanes.LIBRARY
     # the scheduler's side: the path part of a node id under tests/
-    assert lanes.lane_of("autograder/test_x.py") == lanes.lane_of("lesson/test_y.py") == lanes.GRADER
+    assert (lanes.lane_of("autograder/test_x.py"), lanes.lane_of("lesson/test_y.py")) == (lanes.GRADER, lanes.LESSON)
     assert lanes.lane_of("course_lib/cli/test_cli.py") == lanes.lane_of("test_docs.py") == lanes.LIBRARY
 
 

@@ -64,7 +64,7 @@ def jobs(tmp_path):
 
 
 def _request(runner):
-    return SimpleNamespace(config=SimpleNamespace(_course_prefetch=runner))
+    return SimpleNamespace(config=SimpleNamespace(_course_prefetch=[runner] if runner else []))
 
 
 def _started(names: list[str]):
