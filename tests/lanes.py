@@ -36,6 +36,9 @@ GRADER, LESSON, LIBRARY = "grader", "lesson", "library"
 FOLDERS = {"autograder": GRADER, "lesson": LESSON}
 #: The library lane's nice value (and its session's).
 LIBRARY_NICE = 10
+#: The lanes a worker runs once it has begun one (the library's worker takes the lesson's next): its background
+#: runner starts on all of their jobs at once (tests/prefetch.py), so the lesson's are done before the lesson starts.
+RUNS_NEXT = {LIBRARY: (LIBRARY, LESSON), GRADER: (GRADER,), LESSON: (LESSON,)}
 
 
 def lane_of(relative: str) -> str:

@@ -129,7 +129,8 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 def pytest_collection_finish(session) -> None:
     """Start the runner on the jobs the selected tests use. Under xdist (tests/lanes.py) a worker learns which
-    lanes it runs only from their first tests, so it starts a runner at each, on that lane's jobs."""
+    lane it runs only from its first test, so it starts a runner then, on the jobs of that lane and of the lanes it
+    will run next (``lanes.RUNS_NEXT``), and another at the first test of any other lane it is given."""
     config = session.config
     config._course_prefetch = []
     if os.environ.get(ENV_SWITCH, "1") == "0" or config.option.collectonly or not session.items:
@@ -146,13 +147,14 @@ def pytest_runtest_setup(item) -> None:
     items = getattr(item.config, "_course_prefetch_items", None)
     if not items:
         return
-    from lanes import lane
+    from lanes import RUNS_NEXT, lane
 
     mine = lane(item)
     if mine in item.config._course_prefetch_lanes:
         return
-    item.config._course_prefetch_lanes.add(mine)
-    runner = start(_wanted(item.config, [i for i in items if lane(i) == mine]))
+    ahead = RUNS_NEXT.get(mine, (mine,))       # this lane and those this worker will run after it
+    item.config._course_prefetch_lanes.update(ahead)
+    runner = start(_wanted(item.config, [i for i in items if lane(i) in ahead]))
     if runner is not None:
         item.config._course_prefetch.append(runner)
 

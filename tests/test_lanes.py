@@ -34,3 +34,4 @@ def test_this_lane_runs_at_its_priority(request):
             assert os.getsid(0) == os.getpid()          # a session of its own: its nice is its own
     else:
         assert not lanes._lowered
+
