@@ -10,10 +10,10 @@ grader's lane leaves idle. Not the lowest (19): where the grader's lane fills bo
 and its CPU hogs, over a minute), a lane at 19 gets about 1.5% of a core and its subprocesses would run into their
 time-outs; at 10 it gets about 10%, and the grader's tests about 90% of what they would have alone.
 
-The library's lane ends first (about 340 s into a session whose grader's lane takes about 540 s), and its worker then
-takes the lesson's lane (tests/lesson/: stock nbgrader's class, JupyterLab in Chromium), at the priority it was started with
-where the machine lets a process raise its priority back (:func:`restore_priority`; root can), else at 10. These
-tests grade with stock nbgrader and drive a browser; none reads the grader's CPU clocks.
+The library's lane ends first (about 340 s into a session whose grader's lane takes about 540 s), and its worker
+then takes the lesson's lane (tests/lesson/: stock nbgrader's class, JupyterLab in Chromium), at the priority it was
+started with where the machine lets a process raise its priority back (:func:`restore_priority`; root can), else at
+10. These tests grade with stock nbgrader and drive a browser; none reads the grader's CPU clocks.
 
 The lanes are xdist's own scope distribution with the scope read from the test's folder. (Not an ``xdist_group``
 mark: xdist 3.8 groups by a suffix it writes into ``item._nodeid``, which pytest 9.2 no longer reads, so every test
