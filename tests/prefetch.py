@@ -186,15 +186,17 @@ class JobFailed(Exception):
     """A background job raised or died; the message carries its traceback or the runner's last words."""
 
 
-def result(request, func: Callable[[Path], Any], folder: Path) -> Any:
+def result(request, func: Callable[[Path], Any], folder: Path | Callable[[], Path]) -> Any:
     """``func(folder)``'s value: the runner's, when it took the job (waiting for it), else computed here now.
 
-    The runner's value is read back from JSON; a value computed here goes through JSON too, so a fixture sees the
-    same types either way."""
+    ``folder`` may be a function that makes it, called only when the job is computed here (a folder made outside
+    pytest's own temporary tree would otherwise be left behind, empty, whenever the runner did the job). The runner's
+    value is read back from JSON; a value computed here goes through JSON too, so a fixture sees the same types
+    either way."""
     job = JOBS.get(f"{Path(func.__code__.co_filename).stem}.{func.__name__}")
     runner = next((r for r in getattr(request.config, "_course_prefetch", ()) if job and job.name in r.names), None)
     if job is None or runner is None or _claim(runner.folder, job.name, "pytest"):
-        return json.loads(json.dumps(func(folder)))
+        return json.loads(json.dumps(func(folder() if callable(folder) else folder)))
     done = runner.folder / f"{job.name}.done.json"
     deadline = time.monotonic() + JOB_TIMEOUT_S + 60
     while not done.exists():

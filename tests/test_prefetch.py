@@ -79,8 +79,9 @@ def _started(names: list[str]):
 def test_the_runners_value_is_the_fixtures_and_it_ran_apart_at_the_lowest_priority(jobs, tmp_path):
     runner = _started(["prefetch_jobs_probe.made"])
     try:
-        background = prefetch.result(_request(runner), jobs.made, tmp_path / "here")
-        assert not (tmp_path / "here").exists()          # the runner's folder, not the fixture's
+        made = []
+        background = prefetch.result(_request(runner), jobs.made, lambda: made.append(1) or tmp_path / "here")
+        assert not made and not (tmp_path / "here").exists()   # the runner's folder: the fixture's is never made
         assert background["pid"] != os.getpid()
         assert background["nice"] == 19
         if Path("/proc/self/autogroup").exists():          # its session weighs as little as it does

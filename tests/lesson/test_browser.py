@@ -129,7 +129,7 @@ def learner_root(request):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for old in ARTIFACTS.glob("[0-9][0-9]-*.png"):  # this module's; the feedback page's are test_examples'
         old.unlink(missing_ok=True)
-    root = Path(prefetch.result(request, _learner_workspace, Path(tempfile.mkdtemp(prefix="course-browser-"))))
+    root = Path(prefetch.result(request, _learner_workspace, lambda: Path(tempfile.mkdtemp(prefix="course-browser-"))))
     base = root.parents[1]
     try:
         yield root, base
