@@ -57,7 +57,6 @@ def lane(item) -> str:
     return lane_of(relative) if relative else LIBRARY
 
 
-@pytest.hookimpl(optionalhook=True)         # a hook of xdist's: a plain pytest runs without it
 def _relative(item) -> str:
     try:
         return Path(str(item.fspath)).resolve().relative_to(TESTS).as_posix()
@@ -71,6 +70,7 @@ def pytest_collection_modifyitems(config, items) -> None:
     items[:] = sorted(items, key=lambda item: _relative(item) not in FIRST)
 
 
+@pytest.hookimpl(optionalhook=True)         # a hook of xdist's: a plain pytest runs without it
 def pytest_xdist_make_scheduler(config, log):
     """Under ``--dist loadgroup``: the lanes as the work units (xdist hands the largest out first, one to each
     worker, and the next to the first worker left with two tests or fewer)."""

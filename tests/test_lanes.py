@@ -35,3 +35,16 @@ def test_this_lane_runs_at_its_priority(request):
     else:
         assert not lanes._lowered
 
+
+
+def test_a_pytest_without_xdist_still_runs_the_suite(tmp_path):
+    """The scheduler is a hook of xdist's; declared optional, so a pytest without xdist loads tests/lanes.py."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
+                           f"--basetemp={tmp_path / 'inner'}", str(TESTS / "test_lanes.py"),
+                           "-k", "grader_and_the_lesson"], capture_output=True, text=True, timeout=300,
+                          cwd=TESTS.parent)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "1 passed" in proc.stdout
