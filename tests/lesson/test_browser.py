@@ -110,7 +110,7 @@ def _wait_for_run_all(page, timeout_s: float) -> None:
 
 
 @prefetch.background("learner_root")
-def _learner_workspace(base: str) -> str:
+def _learner_workspace(base: Path) -> str:
     """``base``/workspace/root made as `make lab` makes it, with the learner's own Python (a minute on a first
     run), in the session's background runner when it has started it (tests/prefetch.py)."""
     root = Path(base) / "workspace" / "root"
