@@ -34,6 +34,7 @@ import json
 import os
 import random
 import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -122,6 +123,14 @@ def main(argv: list[str] | None = None) -> int:
         build_tiny_llama(args.model_dir)
 
     probe_dir = Path(tempfile.mkdtemp(prefix="course-sched-probe-"))
+    try:
+        return _run(args, traces, probe_dir)
+    finally:                # the probe's folder goes with the run (it used to be left in /tmp, one per run)
+        shutil.rmtree(probe_dir, ignore_errors=True)
+
+
+def _run(args: argparse.Namespace, traces: list, probe_dir: Path) -> int:
+    """The engine over each trace, with the probe scheduler's module in ``probe_dir``; prints the JSON line."""
     (probe_dir / "course_sched_probe.py").write_text(PROBE)
     sys.path.insert(0, str(probe_dir))
     os.environ["PYTHONPATH"] = os.pathsep.join([str(probe_dir), os.environ.get("PYTHONPATH", "")])

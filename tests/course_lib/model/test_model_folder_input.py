@@ -53,7 +53,7 @@ def refuse(d, capsys, phrase, *extra):
 def test_a_fifo_named_model_safetensors_is_refused_without_waiting(tmp_path, capsys, resource_guard):
     d = folder(tmp_path)
     os.mkfifo(d / "model.safetensors")
-    with resource_guard(10, 2**30):           # before: open() waited forever for a writer
+    with resource_guard(10, 2**30, wall=30):   # before: open() waited forever for a writer
         refuse(d, capsys, "is a FIFO (named pipe), not a regular file")
 
 

@@ -59,12 +59,15 @@ def _engine_run(folder: Path) -> dict | None:
     python = VENV / "bin" / "python"
     if not python.exists():
         return None
-    model = folder / "tiny-llama"
+    model, scratch = folder / "tiny-llama", folder / "tmp"
     model.mkdir(parents=True)
+    scratch.mkdir()
     proc = subprocess.run([str(python), str(ORACLE), "--model-dir", str(model), "--kv-cache-memory-bytes", "12MiB",
                            "--block-size", "128", "--max-model-len", "1024", *map(str, TRACES)],
-                          capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    return {"returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr, "model_dir": str(model)}
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": str(scratch)})
+    return {"returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr, "model_dir": str(model),
+            "left_in_tmp": sorted(p.name for p in scratch.glob("course-sched-probe-*"))}
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +78,13 @@ def vllm_run(request, tmp_path_factory) -> dict:
         assert run is not None and run["returncode"] == 0, run["stderr"][-3000:]
     data = json.loads(run["stdout"].strip().splitlines()[-1])
     data["model_dir"] = Path(run["model_dir"])
+    data["left_in_tmp"] = run["left_in_tmp"]
     return data
+
+
+def test_the_oracle_leaves_nothing_in_tmp(vllm_run):
+    """Its probe scheduler's folder goes with the run (46 of them had piled up in /tmp, one per suite run)."""
+    assert vllm_run["left_in_tmp"] == []
 
 
 def _simulate(capsys, model: Path, trace: Path) -> dict:
