@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import HANG_S
+
 HEAVY = ("torch", "matplotlib", "transformers", "safetensors")
 
 IMPORTS = {
@@ -44,7 +46,7 @@ def test_without_transformers_an_unknown_family_is_one_line_saying_how_to_get_it
     code = (WITHOUT_TRANSFORMERS + "import course_lib\ntry:\n    course_lib.from_hf_config({'model_type': 'mamba', "
             "'hidden_size': 64, 'num_hidden_layers': 2})\nexcept course_lib.CourseInputError as exc:\n    print(exc)")
     proc = subprocess.run([python_exe, "-c", code], cwd=repo_root, env=python_env, capture_output=True, text=True,
-                          timeout=60)
+                          timeout=HANG_S)
     assert proc.returncode == 0, proc.stderr
     line, = proc.stdout.splitlines()
     assert "model_type='mamba' is not supported" in line
@@ -55,7 +57,7 @@ def test_without_transformers_an_unknown_family_is_one_line_saying_how_to_get_it
 def test_heavy_modules_not_imported(code, python_exe, python_env, repo_root):
     probe = f"{code}\nimport json, sys\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
     proc = subprocess.run([python_exe, "-c", probe], cwd=repo_root, env=python_env, capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=HANG_S)
     assert proc.returncode == 0, proc.stderr
     loaded = json.loads(proc.stdout.strip().splitlines()[-1])
     assert loaded == [], f"`{code}` imported {loaded}; import them inside the functions that need them"

@@ -12,6 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from conftest import HANG_S
+
 from course_lib.cli import build_parser, main
 
 LESSON_FLAGS = ["--gpu", "24GB", "--weights", "14GB", "--workspace", "2GB", "--reserve", "2GB",
@@ -37,7 +39,7 @@ def run_in_process(argv, capsys):
 def run_subprocess(repo_root, python_env, python_exe):
     def run(argv):
         return subprocess.run([python_exe, "-m", "course_lib", *argv], cwd=repo_root, env=python_env,
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, timeout=HANG_S)
     return run
 
 

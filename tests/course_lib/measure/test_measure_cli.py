@@ -7,6 +7,8 @@ import subprocess
 
 import pytest
 
+from conftest import HANG_S
+
 from course_lib.cli import main
 
 pytest.importorskip("torch")
@@ -113,6 +115,6 @@ def test_usage_errors_exit_2(capsys):
 def test_measure_imports_no_torch_or_matplotlib(code, python_exe, python_env, repo_root):
     probe = f"{code}\nimport json, sys\nprint(json.dumps([m for m in ('torch', 'matplotlib') if m in sys.modules]))"
     proc = subprocess.run([python_exe, "-c", probe], cwd=repo_root, env=python_env, capture_output=True, text=True,
-                          timeout=60)
+                          timeout=HANG_S)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == [], f"`{code}` imported torch or matplotlib"

@@ -19,6 +19,8 @@ import time
 
 import pytest
 
+from conftest import HANG_S
+
 from course_lib.model import checkpoint as ckpt
 from tests.course_lib.cli.test_cli_bad_input import check_refusal, run
 
@@ -61,7 +63,7 @@ def test_a_fifo_named_model_safetensors_in_the_command(tmp_path):
     d = folder(tmp_path)
     os.mkfifo(d / "model.safetensors")
     proc = subprocess.run([sys.executable, "-m", "course_lib", "estimate", "--config", str(d)],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=HANG_S)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "FIFO" in proc.stderr
 
 
@@ -314,12 +316,12 @@ def test_a_trace_with_a_line_separator_inside_a_string_is_valid(tmp_path, capsys
 def test_stdout_that_cannot_be_written_is_one_line(argv):
     with open("/dev/full", "w") as full:
         proc = subprocess.run([sys.executable, "-m", "course_lib", *argv], stdout=full, stderr=subprocess.PIPE,
-                              text=True, timeout=60)
+                              text=True, timeout=HANG_S)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
     assert proc.stderr.count("\n") == 1 and "stdout cannot be written (No space left on device)" in proc.stderr
 
 
 def test_a_closed_pipe_is_quiet():
     proc = subprocess.run(f"{sys.executable} -m course_lib presets | head -c 10 > /dev/null", shell=True,
-                          stderr=subprocess.PIPE, text=True, timeout=60)
+                          stderr=subprocess.PIPE, text=True, timeout=HANG_S)
     assert proc.stderr == ""
