@@ -5,8 +5,8 @@ browsers and wall-clock limits. A few setups need only CPU and nothing the tests
 every decoder transformers registers, the three live vLLM engines, the learner's own Python for the browser tests.
 Each is declared by the module that needs it (:func:`background`). Once pytest has collected the session (under
 xdist, at a worker's first test: tests/lanes.py), one runner process (this file run as a script) works through the
-ones the selected tests will use, one at a time, at the lowest CPU priority (``nice 19``, for its session too:
-:func:`lower_priority`), so the tests in the foreground keep the cores they ask for. The fixture then reads the job's
+ones the selected tests will use, one at a time, in a session of its own at :data:`RUNNER_NICE` (its session too:
+:func:`lower_priority`), as a lane of its own beside the workers' (tests/lanes.py). The fixture then reads the job's
 result (:func:`result`), waiting for it if it is still running. A job nobody has started yet when its fixture asks
 is run by the fixture itself, in the foreground, as it was before this module existed; so is every job under
 ``COURSE_TESTS_PREFETCH=0``, ``--collect-only``, or when the runner cannot be started. Nothing the tests check
@@ -48,6 +48,11 @@ TESTS = REPO / "tests"
 #: How long a fixture waits for a job the runner has started, and how long the runner lets a job run.
 JOB_TIMEOUT_S = 1200
 ENV_SWITCH = "COURSE_TESTS_PREFETCH"
+#: The runner's nice value (and its session's). 0: the runner is one more lane, as much as a worker's. At 19, where the
+#: machine had cores to spare (one pytest process), it used only those; beside three workers on two cores it got almost
+#: nothing, and the library's lane, the longest, waited 114 s on the walk over every decoder (45 s alone), 36 s on the
+#: live vLLM engines, even with the waiting test lending the runner its priority (:func:`hurry`).
+RUNNER_NICE = 0
 
 
 @dataclass(frozen=True)
@@ -160,8 +165,9 @@ def pytest_runtest_setup(item) -> None:
         item.config._course_prefetch.append(runner)
 
 
-def start(names: list[str]) -> _Runner | None:
-    """A runner working through the jobs ``names`` in that order, or None when there are none or it cannot start."""
+def start(names: list[str], nice: int = RUNNER_NICE) -> _Runner | None:
+    """A runner working through the jobs ``names`` in that order at nice ``nice``, or None when there are none or it
+    cannot start."""
     if not names:
         return None
     folder = Path(tempfile.mkdtemp(prefix="course-prefetch-"))
@@ -169,7 +175,7 @@ def start(names: list[str]) -> _Runner | None:
     (folder / "plan.json").write_text(json.dumps(plan))
     try:
         with open(folder / "runner.log", "wb") as log:
-            proc = subprocess.Popen([sys.executable, __file__, "--run", str(folder)], cwd=REPO,
+            proc = subprocess.Popen([sys.executable, __file__, "--run", str(folder), str(nice)], cwd=REPO,
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                                     start_new_session=True)
     except OSError:
@@ -221,8 +227,8 @@ def hurry(runner: _Runner) -> bool:
     the machine lets a process raise one (root may); True when it did. The runner lowers itself again before its next
     job (:func:`_run`).
 
-    Without it, a job still running when its fixture asks crawled at nice 19 beside three busy lanes: the walk over
-    every decoder, 45 s when it runs alone, kept its fixture waiting 135 s."""
+    A job still running when its fixture asks would otherwise go on at the runner's nice (at 19 beside three busy
+    lanes: the walk over every decoder, 45 s when it runs alone, kept its fixture waiting 135 s)."""
     mine = os.getpriority(os.PRIO_PROCESS, 0)
     try:
         os.setpriority(os.PRIO_PGRP, runner.proc.pid, mine)      # the runner leads its own group and session
@@ -278,11 +284,11 @@ def lower_priority(level: int = 19) -> None:
         pass                              # no autogroups here: nice alone is enough
 
 
-def _run(folder: Path) -> None:
-    """Each planned job not yet claimed, one at a time, each in a fresh Python, at the lowest priority."""
+def _run(folder: Path, nice: int) -> None:
+    """Each planned job not yet claimed, one at a time, each in a fresh Python, at nice ``nice``."""
     for entry in json.loads((folder / "plan.json").read_text()):
         name = entry["name"]
-        lower_priority()                 # again: a fixture waiting on the last job may have raised it (hurry)
+        lower_priority(nice)             # again: a fixture waiting on the last job may have raised it (hurry)
         if not _claim(folder, name, "runner"):
             continue                     # the fixture came first and runs it itself
         (folder / name).mkdir()
@@ -305,7 +311,7 @@ def _run(folder: Path) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "--run":
-        _run(Path(sys.argv[2]))
+        _run(Path(sys.argv[2]), int(sys.argv[3]))
     elif sys.argv[1] == "--one":
         try:
             _one(Path(sys.argv[2]), *sys.argv[3:6])

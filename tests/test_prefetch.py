@@ -79,8 +79,8 @@ def _request(runner):
 
 
 def _started(names: list[str]):
-    """A runner on ``names``, once it has claimed the first (a fixture asking sooner would run the job itself)."""
-    runner = prefetch.start(names)
+    """A runner on ``names`` at nice 19 (the suite's runs at prefetch.RUNNER_NICE), once it has claimed the first (a fixture asking sooner would run the job itself)."""
+    runner = prefetch.start(names, nice=19)
     deadline = time.monotonic() + 300          # a hang detector: the runner may be starved by a busy machine
     while not (runner.folder / f"{names[0]}.claim").exists() and time.monotonic() < deadline:
         time.sleep(0.02)
