@@ -13,7 +13,7 @@ A worker runs one unit of the plan for its worker count (:data:`PLANS`), the uni
 the order a single process runs them. Three workers on two cores, because the grader's tests wait about half their
 time (on kernels, nbgrader, wall-clock limits; a per-test CPU record: 284 s of CPU in 574 s of wall): with two
 workers (the grader's tests in one, the library's and then the lesson's in the other) the suite took 553-558 s of
-pytest; with three, 502 s (benchmarks/results/suite-time.md). Several of the grader's tests load the machine on
+pytest; with three, 502-530 s (benchmarks/results/suite-time.md). Several of the grader's tests load the machine on
 purpose (CPU hogs, floods) and check that a verdict does not change on a busy machine; the grader's limits are CPU
 seconds, and the suite's own guards bound CPU time (conftest.guarded) or are hang guards (conftest.HANG_S).
 
@@ -41,8 +41,8 @@ LANES = (CLASSES, GRADER, LESSON, BROWSER, LIBRARY)
 #: example class's session fixture (conftest.example_class_local), built once in their worker.
 CLASSES_FILES = frozenset({"test_hardening.py", "test_autograde.py", "test_distributed.py", "test_examples.py",
                            "test_export.py", "test_gradescope.py", "test_real_courses.py"})
-#: Each worker count's units: the lanes each worker runs, in order (by the lanes' measured times at 6abd935, three
-#: workers: classes 372 s; grader 325 s + lesson 63 s; library 344 s + browser 68 s). Another count: a lane a unit.
+#: Each worker count's units: the lanes each worker runs, in order. Three workers at b963885 ended 512, 513 and 518 s
+#: after their start (classes; grader + lesson; library + browser). Another count: each lane a unit of its own.
 PLANS = {
     2: ((CLASSES, GRADER), (LIBRARY, LESSON, BROWSER)),
     3: ((CLASSES,), (GRADER, LESSON), (LIBRARY, BROWSER)),
