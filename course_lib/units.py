@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 
-from .bounds import MAX_DEVICE_BYTES
+from .bounds import MAX_DEVICE_BYTES, MIN_BYTES_PER_S
 from .errors import CourseInputError
 
 KB, MB, GB, TB = 10**3, 10**6, 10**9, 10**12
@@ -125,6 +126,35 @@ def parse_bytes(value: object, *, name: str = "size") -> int:
 #: No size in a serving budget (a device, a pool, a link's bytes per second) comes near 1 PB.
 MAX_SIZE_BYTES = MAX_DEVICE_BYTES
 MAX_SIZE_TEXT = "1 PB (10^15 bytes; no device comes near it)"
+
+
+def parse_rate(value: object, *, name: str, presets: Iterable[str], kind: str, example: str) -> int:
+    """A rate in bytes per second, given as the bytes moved in one second ("25GB" is 25 GB/s), for the option
+    ``name`` whose presets (looked up by the caller first) are named in each refusal. The one reader of a rate: a
+    disk's read rate (serving.loading) and a link's bandwidth (serving.offload) are refused alike.
+
+    >>> parse_rate("25GB", name="link", presets=("pcie-gen4-x16",), kind="bandwidth", example="25GB")
+    25000000000
+    >>> parse_rate("0", name="storage", presets=("nvme", "network-disk"), kind="read rate", example="2GB")
+    Traceback (most recent call last):
+    ...
+    course_lib.errors.CourseInputError: storage='0' is 0 B/s; give a read rate per second such as 2GB, or a preset (nvme, network-disk)
+    """
+    listed = ", ".join(presets)
+    valid = f"give a {kind} per second such as {example}, or a preset ({listed})"
+    try:
+        rate = parse_bytes(value, name=name)
+    except CourseInputError:
+        if isinstance(value, str) and SIZE_LIKE.match(value):
+            raise  # it reads as a rate: the size error says what is wrong with it
+        raise CourseInputError(f"{name}={value!r} is neither a preset ({listed}) nor a {kind} per second such as "
+                               f"{example}") from None
+    if rate == 0:
+        raise CourseInputError(f"{name}={value!r} is 0 B/s; {valid}")
+    if rate < MIN_BYTES_PER_S:   # bounds.py: anything slower makes every figure a day or more
+        raise CourseInputError(f"{name}={value!r} is {rate:,} B/s, below the bound of {MIN_BYTES_PER_S:,} B/s "
+                               f"(1 kB/s); {valid}")
+    return rate
 
 
 def _bounded(name: str, shown: object, value: int) -> int:

@@ -37,10 +37,10 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..bounds import MAX_REPLICAS, MAX_SECONDS, MIN_BYTES_PER_S, check_int, check_number
+from ..bounds import MAX_REPLICAS, MAX_SECONDS, check_int, check_number
 from ..errors import CourseInputError, check_count
 from .offload import DEFAULT_EFFICIENCY, DEFAULT_LINK, Link, get_link, transfer_seconds
-from ..units import GB, SIZE_LIKE, parse_bytes
+from ..units import GB, parse_bytes, parse_rate
 
 #: Typical sequential read rates, bytes/s (typical figures, not measured here).
 STORAGE_BYTES_PER_S: dict[str, int] = {
@@ -111,18 +111,7 @@ def storage_rate(storage: str | int) -> tuple[str, int]:
     if isinstance(storage, str) and storage.strip().lower() in STORAGE_BYTES_PER_S:
         key = storage.strip().lower()
         return key, STORAGE_BYTES_PER_S[key]
-    try:
-        rate = parse_bytes(storage, name="storage")
-    except CourseInputError:
-        if isinstance(storage, str) and SIZE_LIKE.match(storage):
-            raise  # it reads as a rate: the size error says what is wrong with it
-        raise CourseInputError(f"storage={storage!r} is neither a preset ({', '.join(STORAGE_BYTES_PER_S)}) "
-                               f"nor a read rate per second such as 2GB") from None
-    if rate == 0:
-        raise CourseInputError(f"storage={storage!r} reads nothing; give a rate such as 2GB or a preset")
-    if rate < MIN_BYTES_PER_S:   # bounds.py: slower disks make every figure a day or more
-        raise CourseInputError(f"storage={storage!r} is {rate:,} B/s, below the bound of {MIN_BYTES_PER_S:,} B/s "
-                               f"(1 kB/s); give a rate such as 2GB or a preset")
+    rate = parse_rate(storage, name="storage", presets=STORAGE_BYTES_PER_S, kind="read rate", example="2GB")
     return f"{rate / GB:g} GB/s", rate
 
 

@@ -34,9 +34,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..bounds import MAX_FLOPS, MIN_BYTES_PER_S, MIN_FLOPS, MIN_SHARE, check_number
+from ..bounds import MAX_FLOPS, MIN_FLOPS, MIN_SHARE, check_number
 from ..errors import CourseInputError, check_count
-from ..units import GB, SIZE_LIKE, parse_bytes
+from ..units import GB, parse_bytes, parse_rate
 
 
 @dataclass(frozen=True)
@@ -102,18 +102,7 @@ def get_link(link: str | Link | int) -> Link:
         return link
     if isinstance(link, str) and link.strip().lower() in LINKS:
         return LINKS[link.strip().lower()]
-    try:
-        rate = parse_bytes(link, name="link")
-    except CourseInputError:
-        if isinstance(link, str) and SIZE_LIKE.match(link):
-            raise  # it reads as a rate: the size error says what is wrong with it
-        raise CourseInputError(f"link={link!r} is neither a preset ({', '.join(LINKS)}) nor a bandwidth per "
-                               f"second such as 25GB") from None
-    if rate == 0:
-        raise CourseInputError(f"link={link!r} has no bandwidth; give a preset ({', '.join(LINKS)}) or e.g. 25GB")
-    if rate < MIN_BYTES_PER_S:   # bounds.py: slower links make every figure a day or more
-        raise CourseInputError(f"link={link!r} is {rate:,} B/s, below the bound of {MIN_BYTES_PER_S:,} B/s "
-                               f"(1 kB/s); give a preset ({', '.join(LINKS)}) or e.g. 25GB")
+    rate = parse_rate(link, name="link", presets=LINKS, kind="bandwidth", example="25GB")
     return Link(f"{rate / GB:g} GB/s", rate, "given")
 
 

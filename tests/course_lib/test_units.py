@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from course_lib.errors import CourseInputError
-from course_lib.units import GB, GiB, KB, KiB, MB, MiB, TB, TiB, format_bytes, format_gb, format_gib, parse_bytes, to_gb, to_gib
+from course_lib.units import (GB, GiB, KB, KiB, MB, MiB, TB, TiB, format_bytes, format_gb, format_gib, parse_bytes,
+                              parse_rate, to_gb, to_gib)
 
 
 def test_unit_constants_are_powers_of_ten_and_two():
@@ -170,3 +171,33 @@ def test_integer_with_unit_is_exact(count, unit):
         return
     assert parse_bytes(f"{count}{unit}") == count * factor
     assert parse_bytes(f"{count} {unit}") == count * factor
+
+
+# ------------------------------------------------------------------ rates: one reader for a disk and a link
+
+
+@pytest.mark.parametrize("value, says", [
+    ("0", "is 0 B/s; give a {kind} per second such as {example}, or a preset ({listed})"),
+    ("999B", "is 999 B/s, below the bound of 1,000 B/s (1 kB/s); give a {kind} per second such as {example}"),
+    ("fast", "is neither a preset ({listed}) nor a {kind} per second such as {example}"),
+    ("24XB", "has an unknown unit 'XB'"),          # reads as a rate: the size's own refusal
+])
+def test_a_disk_and_a_link_refuse_a_rate_alike(value, says):
+    from course_lib.serving.loading import STORAGE_BYTES_PER_S, storage_rate
+    from course_lib.serving.offload import LINKS, get_link
+
+    for name, read, presets, kind, example in (("storage", storage_rate, STORAGE_BYTES_PER_S, "read rate", "2GB"),
+                                               ("link", get_link, LINKS, "bandwidth", "25GB")):
+        with pytest.raises(CourseInputError) as err:
+            read(value)
+        expected = says.format(kind=kind, example=example, listed=", ".join(presets))
+        assert str(err.value).startswith(f"{name}={value!r}") and expected in str(err.value), str(err.value)
+
+
+def test_a_rate_is_the_bytes_moved_in_one_second():
+    from course_lib.serving.loading import storage_rate
+    from course_lib.serving.offload import get_link
+
+    assert storage_rate("2GB") == ("2 GB/s", 2 * 10**9)
+    assert get_link("25GiB").bytes_per_s == 25 * 2**30
+    assert parse_rate(1000, name="link", presets=(), kind="bandwidth", example="25GB") == 1000

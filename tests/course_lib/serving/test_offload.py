@@ -64,7 +64,7 @@ def test_custom_link_rate():
 
 @pytest.mark.parametrize("call, words", [
     (lambda: get_link("pcie9"), "link='pcie9'"),
-    (lambda: get_link("0GB"), "no bandwidth"),
+    (lambda: get_link("0GB"), "link='0GB' is 0 B/s"),
     (lambda: transfer_seconds("1GB", efficiency=0), "efficiency=0"),
     (lambda: transfer_seconds("1GB", efficiency=1.5), "efficiency=1.5"),
     (lambda: recompute_seconds(1, 1, flops="abc"), "flops='abc'"),
